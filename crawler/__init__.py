@@ -1,0 +1,1 @@
+"""Distributed Scrapy crawler: nodes share a Redis frontier and stream items into Kafka."""

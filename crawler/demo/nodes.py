@@ -1,0 +1,48 @@
+"""Start and stop crawler nodes (``scrapy crawl <spider>``) as child processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_node(
+    spider: str,
+    *,
+    env: Mapping[str, str],
+    settings: Mapping[str, str],
+    log_path: Path,
+    node_id: str,
+    arguments: Mapping[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Run one node from the repository root; its log goes to ``log_path``.
+
+    ``arguments`` are spider arguments (``-a name=value``).
+    """
+    command = [sys.executable, "-m", "scrapy", "crawl", spider]
+    for name, value in (arguments or {}).items():
+        command += ["-a", f"{name}={value}"]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    node_env = {**os.environ, **env, "CRAWLER_NODE_ID": node_id}
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            command, cwd=REPO_ROOT, env=node_env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def stop_node(process: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
+    """Stop a node gracefully (SIGTERM), then for good; return its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return process.wait()

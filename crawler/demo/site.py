@@ -1,0 +1,93 @@
+"""A generated static site of linked pages, served on loopback.
+
+Page ``i`` (``/p/<i>.html``) links to its children ``2i+1`` and ``2i+2`` (so
+every page is reachable from ``/``), to one more page chosen by a seeded
+formula and back to the index. Titles mix Chinese text and an emoji so
+byte-exact UTF-8 round trips can be checked. The server counts hits per path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def page_path(index: int) -> str:
+    return "/" if index == 0 else f"/p/{index}.html"
+
+
+def page_title(index: int) -> str:
+    return f"第{index}页 · 分布式爬虫测试 🕷️ page {index}"
+
+
+def render_page(index: int, pages: int) -> bytes:
+    targets = [2 * index + 1, 2 * index + 2, (index * 7919 + 13) % pages, 0]
+    links = "".join(
+        f'<li><a href="{page_path(t)}">{page_title(t)}</a></li>' for t in targets if t < pages
+    )
+    return (
+        '<!doctype html><html><head><meta charset="utf-8">'
+        f"<title>{page_title(index)}</title></head><body>"
+        f"<h1>{page_title(index)}</h1><p>内容：这是第{index}页。Ünïcödé ✓</p>"
+        f"<ul>{links}</ul></body></html>"
+    ).encode()
+
+
+class Site:
+    """Serves ``pages`` generated pages on 127.0.0.1 in a background thread."""
+
+    def __init__(self, pages: int, host: str = "127.0.0.1", port: int = 0) -> None:
+        if pages < 1:
+            raise ValueError(f"pages={pages} must be >= 1")
+        self.pages = pages
+        self.hits: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def url(self, index: int) -> str:
+        return self.base_url + page_path(index)
+
+    def all_urls(self) -> set[str]:
+        return {self.url(i) for i in range(self.pages)}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        site = self
+        paths = {page_path(i): i for i in range(self.pages)}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with site._lock:
+                    site.hits[self.path] += 1
+                index = paths.get(self.path)
+                if index is None:
+                    self.send_error(404)
+                    return
+                body = render_page(index, site.pages)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        return Handler
+
+    def __enter__(self) -> Site:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,1 @@
+"""The shared Redis frontier: seeds, request encoding and keys."""

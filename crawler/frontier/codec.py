@@ -1,0 +1,84 @@
+"""JSON request serializer for the Redis scheduler (``SCHEDULER_SERIALIZER``).
+
+scrapy-redis stores ``Request.to_dict()`` through a module with ``dumps`` and
+``loads``. Its default is pickle; this one writes JSON (orjson). Bytes values
+(headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load.
+A request whose meta cannot be written raises ``UnserializableRequestError``
+naming the request and the key.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+BYTES_TAG = "$b"
+
+
+class UnserializableRequestError(TypeError):
+    """A request holds a value JSON cannot represent."""
+
+
+def _default(value: object) -> object:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"type {type(value).__name__} is not JSON serializable")
+
+
+def _first_bad_key(mapping: dict[str, Any]) -> str | None:
+    for key, value in mapping.items():
+        try:
+            orjson.dumps(value, default=_default)
+        except TypeError:
+            return key
+    return None
+
+
+def _ascii_or_bytes(value: bytes) -> str | bytes:
+    return value.decode("ascii") if value.isascii() else value
+
+
+def _plain_headers(headers: dict[Any, Any]) -> dict[str, list[str | bytes]]:
+    """Header names become strings (HTTP names are ASCII); values stay text where ASCII."""
+    plain: dict[str, list[str | bytes]] = {}
+    for name, values in headers.items():
+        key = name.decode("latin-1") if isinstance(name, bytes) else str(name)
+        items = values if isinstance(values, list) else [values]
+        plain[key] = [_ascii_or_bytes(v) if isinstance(v, bytes) else v for v in items]
+    return plain
+
+
+def dumps(request_dict: dict[str, Any]) -> bytes:
+    if isinstance(request_dict.get("headers"), dict):
+        request_dict = {**request_dict, "headers": _plain_headers(request_dict["headers"])}
+    try:
+        return orjson.dumps(request_dict, default=_default)
+    except TypeError as exc:
+        meta = request_dict.get("meta") or {}
+        bad = _first_bad_key(meta) if isinstance(meta, dict) else None
+        where = f"meta key {bad!r}" if bad is not None else "a field"
+        raise UnserializableRequestError(
+            f"request {request_dict.get('url')!r} cannot be stored in Redis: {where} "
+            f"is not JSON serializable ({exc})"
+        ) from exc
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and BYTES_TAG in value:
+            return base64.b64decode(value[BYTES_TAG])
+        return {key: _restore(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_restore(item) for item in value]
+    return value
+
+
+def loads(data: bytes | str) -> dict[str, Any]:
+    decoded = _restore(orjson.loads(data))
+    if not isinstance(decoded, dict):
+        raise ValueError(f"stored request is a {type(decoded).__name__}, not an object")
+    return decoded

@@ -1,0 +1,1 @@
+"""Kafka clients of the crawler (no Scrapy imports): message encoding, producer, reader."""

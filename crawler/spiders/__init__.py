@@ -1,0 +1,1 @@
+"""Spiders. ``RedisSpider`` (in ``base``) is the class to subclass for new spiders."""

@@ -1,0 +1,65 @@
+"""Defaults shared by every profile. Each setting says its type and default.
+
+Resolution order (last wins): this module, the profile module chosen by the
+``CRAWLER_PROFILE`` environment variable (``dev`` or ``prod``), then the
+environment variables listed in ``settings.resolve.ENV_OVERRIDES``, then
+``scrapy crawl -s NAME=VALUE``. See docs/settings.md.
+"""
+
+from __future__ import annotations
+
+BOT_NAME = "crawler"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+# --- Scrapy core -------------------------------------------------------------
+ROBOTSTXT_OBEY = True  # bool: obey robots.txt (per node until the shared cache lands)
+CONCURRENT_REQUESTS = 16  # int: requests in flight per node
+CONCURRENT_REQUESTS_PER_DOMAIN = 8  # int: per node and domain
+DOWNLOAD_TIMEOUT = 30  # float, seconds
+TELNETCONSOLE_ENABLED = False  # bool: no open debug port on production nodes
+REMOTE_CONTROL_ENABLED = False  # bool: Scrapy 2.19's run-code-over-HTTP endpoint stays off on nodes
+LOG_LEVEL = "INFO"  # str
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+FEED_EXPORT_ENCODING = "utf-8"  # str: feeds keep non-ASCII text as is
+ADDONS = {"crawler.addon.ClusterAddon": 0}  # chooses cluster or standalone mode
+
+# --- Node identity -----------------------------------------------------------
+CRAWLER_PROFILE = "dev"  # str: profile that produced these settings (set by the resolver)
+CRAWLER_NODE_ID = ""  # str: node id in logs, Redis and Kafka headers; "" = <hostname>-<pid>
+
+# --- Redis frontier (cluster mode) ------------------------------------------
+REDIS_URL = ""  # str: redis://host:port/db; "" = standalone mode (Scrapy's own scheduler)
+SCHEDULER_PERSIST = True  # bool: a node stopping never deletes the shared queue or dedup set
+SCHEDULER_QUEUE_KEY = "%(spider)s:requests"  # str: shared request queue (sorted set)
+SCHEDULER_DUPEFILTER_KEY = "%(spider)s:dupefilter"  # str: shared fingerprints (set)
+SCHEDULER_SERIALIZER = "crawler.frontier.codec"  # str: module with loads/dumps; JSON, never pickle
+SCHEDULER_FLUSH_ON_START = False  # bool: keep False in a cluster; purge explicitly instead
+
+# --- Seeds -------------------------------------------------------------------
+SEEDS_KEY = "%(name)s:start_urls"  # str: list users LPUSH seeds into (plain URL or JSON)
+SEEDS_INVALID_KEY = "%(name)s:start_urls:invalid"  # str: list of rejected seeds with reasons
+SEEDS_BATCH_SIZE = 16  # int >= 1: seeds taken per Redis round trip
+SEEDS_MAX_BYTES = 65536  # int >= 1: larger seed payloads are rejected as too_large
+SEEDS_WAIT_TIMEOUT = 0.5  # float > 0, seconds: how long one blocking pop waits for a seed
+MAX_IDLE_TIME_BEFORE_CLOSE = 0  # float >= 0, seconds idle before the node closes; 0 = never
+
+# --- Kafka pipeline ----------------------------------------------------------
+KAFKA_BOOTSTRAP_SERVERS = ""  # str: host:port[,host:port]; "" = no Kafka, items go to a feed
+KAFKA_TOPIC_TEMPLATE = "spider-{spider}-items"  # str: str.format with {spider} and {item_type}
+KAFKA_PRODUCER_CONFIG: dict[
+    str, object
+] = {}  # dict: librdkafka options, override the defaults below
+KAFKA_POLL_INTERVAL = 0.1  # float > 0, seconds between delivery-report polls
+KAFKA_FLUSH_TIMEOUT = 30.0  # float >= 0, seconds to wait for outstanding deliveries at close
+KAFKA_BACKPRESSURE_WAIT = 0.05  # float > 0, seconds between retries while the local queue is full
+KAFKA_CREATE_TOPICS = True  # bool: create missing topics at start
+KAFKA_TOPIC_PARTITIONS = 3  # int >= 1: partitions of topics created at start
+KAFKA_TOPIC_REPLICATION = 1  # int >= 1: replication factor of topics created at start
+
+# --- Standalone output -------------------------------------------------------
+CRAWLER_STANDALONE_FEED = (
+    "output/%(name)s-%(time)s.jsonl"  # str: JSON Lines feed used when Kafka is off
+)
+
+ITEM_PIPELINES = {"crawler.pipelines.kafka.KafkaPipeline": 900}

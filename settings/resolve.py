@@ -1,0 +1,40 @@
+"""Resolve the settings module's values: base, then profile, then environment."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+PROFILE_ENV = "CRAWLER_PROFILE"
+DEFAULT_PROFILE = "dev"
+PROFILES = {"dev": "settings.dev", "prod": "settings.prod"}
+
+# Environment variable -> setting it overrides (strings, used as given).
+ENV_OVERRIDES = {
+    "REDIS_URL": "REDIS_URL",
+    "KAFKA_BOOTSTRAP_SERVERS": "KAFKA_BOOTSTRAP_SERVERS",
+    "CRAWLER_NODE_ID": "CRAWLER_NODE_ID",
+    "CRAWLER_LOG_LEVEL": "LOG_LEVEL",
+}
+
+
+def _uppercase_names(module: ModuleType) -> dict[str, Any]:
+    return {name: getattr(module, name) for name in dir(module) if name.isupper()}
+
+
+def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Return every setting for the profile and environment given."""
+    profile = environ.get(PROFILE_ENV, DEFAULT_PROFILE).strip() or DEFAULT_PROFILE
+    if profile not in PROFILES:
+        raise ValueError(
+            f"{PROFILE_ENV}={profile!r} is not a profile; choose one of {sorted(PROFILES)}"
+        )
+    values = _uppercase_names(importlib.import_module("settings.base"))
+    values.update(_uppercase_names(importlib.import_module(PROFILES[profile])))
+    values["CRAWLER_PROFILE"] = profile
+    for variable, setting in ENV_OVERRIDES.items():
+        if variable in environ:
+            values[setting] = environ[variable]
+    return values

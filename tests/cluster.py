@@ -1,0 +1,71 @@
+"""Run crawler nodes as real processes for a test, and always clean them up."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from crawler.demo.nodes import start_node, stop_node
+
+
+@contextlib.contextmanager
+def running_nodes(
+    count: int,
+    *,
+    workdir: Path,
+    env: Mapping[str, str],
+    settings: Mapping[str, str],
+    spider: str = "pages",
+    arguments: Mapping[str, str] | None = None,
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    nodes = [
+        start_node(
+            spider,
+            env=env,
+            settings=settings,
+            log_path=workdir / f"node-{index}.log",
+            node_id=f"node-{index}",
+            arguments=arguments,
+        )
+        for index in range(count)
+    ]
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            stop_node(node)
+
+
+def wait_for_exit(nodes: list[subprocess.Popen[bytes]], timeout: float) -> list[int | None]:
+    """Wait until every node has exited or ``timeout`` passes; return exit codes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(node.poll() is None for node in nodes):
+        time.sleep(0.2)
+    return [node.poll() for node in nodes]
+
+
+def wait_for_log(path: Path, text: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def logs(workdir: Path) -> str:
+    return "\n".join(
+        f"==== {path.name}\n{path.read_text(errors='replace')[-4000:]}"
+        for path in sorted(workdir.glob("node-*.log"))
+    )
+
+
+def tracebacks(workdir: Path) -> list[str]:
+    return [
+        path.name
+        for path in sorted(workdir.glob("node-*.log"))
+        if "Traceback" in path.read_text(errors="replace")
+    ]

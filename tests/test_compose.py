@@ -1,0 +1,354 @@
+"""Static coherence checks for docker-compose.yml, Dockerfile and .dockerignore.
+
+Nothing here talks to a Docker engine: the files are parsed and cross-checked so that a
+wrong host, port, listener or volume name is caught before anyone runs `docker compose up`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+DOCKERIGNORE = REPO_ROOT / ".dockerignore"
+
+REDIS_PORT = 6379
+BACKING_SERVICES = ("redis", "kafka")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@functools.cache
+def load_compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict), "docker-compose.yml must be a mapping"
+    return data
+
+
+def service(name: str) -> dict[str, Any]:
+    services = load_compose().get("services") or {}
+    assert name in services, f"service {name!r} missing from docker-compose.yml"
+    svc = services[name]
+    assert isinstance(svc, dict)
+    return svc
+
+
+def environment(name: str) -> dict[str, str]:
+    """A service's environment as strings, from either the mapping or the list form."""
+    env = service(name).get("environment") or {}
+    if isinstance(env, list):
+        pairs = (item.split("=", 1) for item in env)
+        return {key: value for key, value in pairs}
+    return {key: "" if value is None else str(value) for key, value in env.items()}
+
+
+def env_var(name: str, key: str) -> str:
+    env = environment(name)
+    assert env.get(key), f"{name}: environment variable {key} is not set"
+    return env[key]
+
+
+def command_args(name: str) -> list[str]:
+    command = service(name).get("command") or []
+    return shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+
+
+def option_value(args: list[str], option: str) -> str | None:
+    """Value following `option` in an argv list (None when the option is absent)."""
+    if option not in args:
+        return None
+    index = args.index(option)
+    assert index + 1 < len(args), f"{option} has no value"
+    return args[index + 1]
+
+
+def hostnames(name: str) -> set[str]:
+    """Names under which a service is reachable on the compose network."""
+    names = {name}
+    if hostname := service(name).get("hostname"):
+        names.add(str(hostname))
+    return names
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    assert sep and port.isdigit(), f"{address!r} is not host:port"
+    return host, int(port)
+
+
+def parse_listeners(value: str) -> dict[str, tuple[str, int]]:
+    """`NAME://host:port,...` -> {NAME: (host, port)}; an empty host means all interfaces."""
+    listeners: dict[str, tuple[str, int]] = {}
+    for entry in filter(None, (part.strip() for part in value.split(","))):
+        listener_name, sep, address = entry.partition("://")
+        assert sep, f"listener {entry!r} is not NAME://host:port"
+        listeners[listener_name] = split_host_port(address)
+    return listeners
+
+
+def parse_csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def parse_quorum_voters(value: str) -> dict[int, tuple[str, int]]:
+    """`id@host:port,...` -> {id: (host, port)}."""
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in parse_csv(value):
+        node_id, sep, address = entry.partition("@")
+        assert sep and node_id.isdigit(), f"quorum voter {entry!r} is not id@host:port"
+        voters[int(node_id)] = split_host_port(address)
+    return voters
+
+
+def depends_on_conditions(name: str) -> dict[str, str]:
+    """depends_on as {service: condition}; the list form means service_started."""
+    depends_on = service(name).get("depends_on") or {}
+    if isinstance(depends_on, list):
+        return {dep: "service_started" for dep in depends_on}
+    return {
+        dep: (spec or {}).get("condition", "service_started") for dep, spec in depends_on.items()
+    }
+
+
+def publishes_fixed_host_port(port: str | int | dict[str, Any]) -> bool:
+    """True when a `ports` entry binds a specific host port (which blocks scaling)."""
+    if isinstance(port, dict):
+        return bool(port.get("published"))
+    # Short syntax: [HOST_IP:][HOST_PORT:]CONTAINER_PORT[/PROTOCOL]
+    parts = str(port).split("/")[0].rsplit(":", 2)
+    return len(parts) > 1 and bool(parts[-2])
+
+
+def named_volume_mounts(svc: dict[str, Any]) -> dict[str, str]:
+    """{target: volume name} for a service's named volumes (not binds or anonymous ones)."""
+    mounts: dict[str, str] = {}
+    for mount in svc.get("volumes") or []:
+        if isinstance(mount, dict):
+            if mount.get("type", "volume") == "volume" and mount.get("source"):
+                mounts[str(mount["target"])] = str(mount["source"])
+            continue
+        source, sep, rest = str(mount).partition(":")
+        if sep and not source.startswith(("/", ".", "~", "$")):
+            mounts[rest.split(":")[0]] = source
+    return mounts
+
+
+def parse_duration_seconds(value: str | int) -> float:
+    """Compose duration (`30s`, `1m30s`, `500ms`) in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6}
+    text = str(value)
+    matches = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", text)
+    assert matches and "".join(n + u for n, u in matches) == text, f"bad duration {value!r}"
+    return sum(float(number) * units[unit] for number, unit in matches)
+
+
+@functools.cache
+def dockerfile_instructions() -> tuple[tuple[str, str], ...]:
+    """Dockerfile as (INSTRUCTION, arguments) pairs, continuation lines joined."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        keyword, _, args = (pending + line).partition(" ")
+        instructions.append((keyword.upper(), args.strip()))
+        pending = ""
+    return tuple(instructions)
+
+
+def dockerfile_args(keyword: str) -> list[str]:
+    return [args for kw, args in dockerfile_instructions() if kw == keyword]
+
+
+def exec_form(args: str) -> list[str]:
+    """Parse an exec-form (JSON array) CMD/ENTRYPOINT; shell form is split with shlex."""
+    if args.startswith("["):
+        parsed = json.loads(args)
+        assert isinstance(parsed, list)
+        return [str(a) for a in parsed]
+    return shlex.split(args)
+
+
+# --------------------------------------------------------------------------- compose
+
+
+def test_compose_uses_the_spec_format_without_version() -> None:
+    assert "version" not in load_compose(), "the Compose spec has no top-level version"
+
+
+@pytest.mark.parametrize("name", ["redis", "kafka", "crawler"])
+def test_service_exists(name: str) -> None:
+    service(name)
+
+
+def test_crawler_builds_from_repo_root_dockerfile() -> None:
+    build = service("crawler").get("build")
+    context = build.get("context", ".") if isinstance(build, dict) else build
+    dockerfile = build.get("dockerfile", "Dockerfile") if isinstance(build, dict) else "Dockerfile"
+    assert context in (".", "./"), f"crawler should build from the repo root, got {build!r}"
+    assert (REPO_ROOT / dockerfile).is_file()
+
+
+def test_crawler_is_scalable() -> None:
+    crawler = service("crawler")
+    assert "container_name" not in crawler, "container_name prevents --scale crawler=N"
+    fixed = [p for p in crawler.get("ports") or [] if publishes_fixed_host_port(p)]
+    assert not fixed, f"fixed host ports prevent --scale crawler=N: {fixed}"
+
+
+@pytest.mark.parametrize("dependency", BACKING_SERVICES)
+def test_crawler_waits_for_healthy_dependency(dependency: str) -> None:
+    assert depends_on_conditions("crawler").get(dependency) == "service_healthy"
+    healthcheck = service(dependency).get("healthcheck") or {}
+    test = healthcheck.get("test")
+    assert test and not healthcheck.get("disable"), f"{dependency} needs a healthcheck"
+    assert test not in ("NONE", ["NONE"]), f"{dependency}'s healthcheck is disabled"
+
+
+def test_kafka_healthcheck_allows_for_startup() -> None:
+    healthcheck = service("kafka")["healthcheck"]
+    assert parse_duration_seconds(healthcheck["start_period"]) > 0
+
+
+def test_crawler_redis_url_points_at_redis_service() -> None:
+    url = urlsplit(env_var("crawler", "REDIS_URL"))
+    assert url.scheme in ("redis", "rediss")
+    assert url.hostname in hostnames("redis")
+    port = url.port or REDIS_PORT
+    configured = option_value(command_args("redis"), "--port") or str(REDIS_PORT)
+    assert port == int(configured) == REDIS_PORT
+
+
+def test_crawler_kafka_bootstrap_matches_an_advertised_listener() -> None:
+    advertised = parse_listeners(env_var("kafka", "KAFKA_ADVERTISED_LISTENERS"))
+    controller_names = set(parse_csv(env_var("kafka", "KAFKA_CONTROLLER_LISTENER_NAMES")))
+    client_endpoints = {
+        address for name, address in advertised.items() if name not in controller_names
+    }
+    for server in parse_csv(env_var("crawler", "KAFKA_BOOTSTRAP_SERVERS")):
+        host, port = split_host_port(server)
+        assert host in hostnames("kafka"), f"{server} is not the kafka service"
+        assert (host, port) in client_endpoints, f"{server} is not advertised by kafka"
+
+
+def test_kafka_advertised_listeners_are_bound() -> None:
+    listeners = parse_listeners(env_var("kafka", "KAFKA_LISTENERS"))
+    advertised = parse_listeners(env_var("kafka", "KAFKA_ADVERTISED_LISTENERS"))
+    for name, (_, port) in advertised.items():
+        assert name in listeners, f"advertised listener {name} is not in KAFKA_LISTENERS"
+        assert listeners[name][1] == port, f"listener {name} advertises a different port"
+
+
+def test_kafka_listeners_have_security_protocols() -> None:
+    protocol_map = dict(
+        entry.split(":", 1)
+        for entry in parse_csv(env_var("kafka", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"))
+    )
+    for name in parse_listeners(env_var("kafka", "KAFKA_LISTENERS")):
+        assert name in protocol_map, f"listener {name} has no security protocol"
+
+
+def test_kafka_runs_kraft_combined_mode() -> None:
+    roles = set(parse_csv(env_var("kafka", "KAFKA_PROCESS_ROLES")))
+    assert roles == {"broker", "controller"}
+
+    node_id = int(env_var("kafka", "KAFKA_NODE_ID"))
+    voters = parse_quorum_voters(env_var("kafka", "KAFKA_CONTROLLER_QUORUM_VOTERS"))
+    assert node_id in voters, "kafka's own node id must be a quorum voter"
+    voter_host, voter_port = voters[node_id]
+    assert voter_host in hostnames("kafka")
+
+    listeners = parse_listeners(env_var("kafka", "KAFKA_LISTENERS"))
+    controller_names = parse_csv(env_var("kafka", "KAFKA_CONTROLLER_LISTENER_NAMES"))
+    controller_ports = {listeners[n][1] for n in controller_names if n in listeners}
+    assert controller_ports, "no controller listener in KAFKA_LISTENERS"
+    assert voter_port in controller_ports, "quorum voter port is not a controller listener"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+    ],
+)
+def test_kafka_single_node_replication_factors(key: str) -> None:
+    assert env_var("kafka", key) == "1"
+
+
+def test_kafka_log_dirs_are_on_a_named_volume() -> None:
+    log_dir = env_var("kafka", "KAFKA_LOG_DIRS")
+    mounts = named_volume_mounts(service("kafka"))
+    assert log_dir in mounts, f"{log_dir} is not on a named volume; data dies with the container"
+
+
+def test_redis_persists_with_append_only_file() -> None:
+    args = command_args("redis")
+    assert option_value(args, "--appendonly") == "yes"
+    data_dir = option_value(args, "--dir") or "/data"
+    assert data_dir in named_volume_mounts(service("redis")), f"{data_dir} is not on a volume"
+
+
+def test_named_volumes_are_declared() -> None:
+    declared = set(load_compose().get("volumes") or {})
+    for name, svc in (load_compose().get("services") or {}).items():
+        missing = set(named_volume_mounts(svc).values()) - declared
+        assert not missing, f"{name} uses undeclared volumes {sorted(missing)}"
+
+
+def test_crawler_environment_and_lifecycle() -> None:
+    crawler = service("crawler")
+    assert environment("crawler").get("CRAWLER_PROFILE") == "prod"
+    assert crawler.get("restart") == "unless-stopped"
+    assert parse_duration_seconds(crawler.get("stop_grace_period", "10s")) >= 30
+    command = command_args("crawler")
+    assert not command or command[:2] == ["scrapy", "crawl"], command
+
+
+# --------------------------------------------------------------------------- Dockerfile
+
+
+def test_dockerfile_base_image_is_python_311_slim() -> None:
+    assert dockerfile_args("FROM")[0].split()[0] == "python:3.11-slim"
+
+
+def test_dockerfile_cmd_runs_scrapy_crawl() -> None:
+    cmds = dockerfile_args("CMD")
+    assert cmds, "Dockerfile has no CMD"
+    assert exec_form(cmds[-1])[:2] == ["scrapy", "crawl"]
+
+
+def test_dockerfile_runs_as_non_root() -> None:
+    users = dockerfile_args("USER")
+    assert users, "Dockerfile never switches away from root"
+    assert users[-1].split(":")[0] not in ("root", "0")
+
+
+def test_dockerfile_installs_the_project() -> None:
+    copied = " ".join(dockerfile_args("COPY")).split()
+    for source in ("pyproject.toml", "scrapy.cfg", "crawler", "settings"):
+        assert source in copied, f"Dockerfile does not COPY {source}"
+    assert any("pip install" in run for run in dockerfile_args("RUN"))
+    assert dockerfile_args("WORKDIR")[-1] == "/app"
+    assert any("CRAWLER_PROFILE=prod" in env for env in dockerfile_args("ENV"))
+
+
+@pytest.mark.parametrize("pattern", [".git", ".venv", ".services"])
+def test_dockerignore_excludes(pattern: str) -> None:
+    lines = DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
+    assert pattern in {line.strip() for line in lines}

@@ -1,0 +1,69 @@
+"""Settings: profiles and environment overrides resolve as documented."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crawler.demo.nodes import REPO_ROOT
+from settings.resolve import resolve_settings
+
+
+def test_settings_package_is_this_repositorys() -> None:
+    import settings
+
+    assert Path(settings.__file__).resolve().parent == REPO_ROOT / "settings"
+
+
+def test_dev_profile_is_the_default() -> None:
+    values = resolve_settings({})
+    assert values["CRAWLER_PROFILE"] == "dev"
+    assert values["ROBOTSTXT_OBEY"] is False
+    assert values["REDIS_URL"] == ""
+    assert values["SCHEDULER_PERSIST"] is True
+
+
+def test_prod_profile_and_environment_overrides() -> None:
+    values = resolve_settings(
+        {
+            "CRAWLER_PROFILE": "prod",
+            "REDIS_URL": "redis://r:6379/2",
+            "KAFKA_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
+            "CRAWLER_NODE_ID": "n7",
+            "CRAWLER_LOG_LEVEL": "DEBUG",
+        }
+    )
+    assert values["CRAWLER_PROFILE"] == "prod"
+    assert values["ROBOTSTXT_OBEY"] is True
+    assert values["REDIS_URL"] == "redis://r:6379/2"
+    assert values["KAFKA_BOOTSTRAP_SERVERS"] == "k1:9092,k2:9092"
+    assert values["CRAWLER_NODE_ID"] == "n7"
+    assert values["LOG_LEVEL"] == "DEBUG"
+
+
+def test_unknown_profile_names_the_variable() -> None:
+    with pytest.raises(ValueError, match=r"CRAWLER_PROFILE='staging' is not a profile"):
+        resolve_settings({"CRAWLER_PROFILE": "staging"})
+
+
+def _scrapy_setting(name: str, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "settings", "--get", name],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_scrapy_reads_the_resolved_settings() -> None:
+    env = {**os.environ, "CRAWLER_PROFILE": "prod", "REDIS_URL": "redis://example:1/0"}
+    assert _scrapy_setting("REDIS_URL", env) == "redis://example:1/0"
+    assert _scrapy_setting("AUTOTHROTTLE_ENABLED", env) == "True"
+    assert _scrapy_setting("REMOTE_CONTROL_ENABLED", env) == "False"
