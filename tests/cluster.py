@@ -8,7 +8,9 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from crawler.demo.nodes import start_node, stop_node
+from crawler.demo.nodes import start_node, stop_node, wait_for_exit
+
+__all__ = ["logs", "running_nodes", "tracebacks", "wait_for_exit", "wait_for_log"]
 
 
 @contextlib.contextmanager
@@ -37,14 +39,6 @@ def running_nodes(
     finally:
         for node in nodes:
             stop_node(node)
-
-
-def wait_for_exit(nodes: list[subprocess.Popen[bytes]], timeout: float) -> list[int | None]:
-    """Wait until every node has exited or ``timeout`` passes; return exit codes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(node.poll() is None for node in nodes):
-        time.sleep(0.2)
-    return [node.poll() for node in nodes]
 
 
 def wait_for_log(path: Path, text: str, timeout: float) -> bool:

@@ -6,7 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,3 +47,11 @@ def stop_node(process: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
     return process.wait()
+
+
+def wait_for_exit(nodes: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int | None]:
+    """Wait until every node has exited or ``timeout`` passes; return the exit codes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(node.poll() is None for node in nodes):
+        time.sleep(0.2)
+    return [node.poll() for node in nodes]

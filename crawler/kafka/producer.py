@@ -14,10 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import (
-    AdminClient,
-    NewTopic,  # type: ignore[attr-defined]
-)
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from crawler.kafka.messages import OutgoingMessage
 

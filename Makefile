@@ -1,0 +1,31 @@
+# Everyday entry points. `make demo` and `make test` work on a fresh machine: both run setup first.
+PY := .venv/bin/python
+
+.PHONY: setup services services-down demo test lint format bench
+
+setup:
+	@bash scripts/setup.sh
+
+## Start Redis (127.0.0.1:6379) and Kafka (127.0.0.1:9092) in the background; prints the exports.
+services: setup
+	@$(PY) -m crawler.devservices up
+
+services-down:
+	@if [ -x $(PY) ]; then $(PY) -m crawler.devservices down; fi
+
+## A real 2-node crawl of a local site into Kafka, with a summary; leaves nothing running.
+demo: setup
+	@$(PY) -m crawler.demo
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+
+## Lint, type-check and run every test against real Redis and Kafka.
+test: lint
+	$(PY) -m pytest
+
+format: setup
+	.venv/bin/ruff format .
+	.venv/bin/ruff check --fix .

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install what the crawler, `make demo` and `make test` need on a fresh Debian machine:
+# Debian packages (Redis, kcat, Chromium, Java, Maven), the virtualenv in .venv with the
+# project and its dev extras, and the Kafka broker jars (cached in ~/.cache). Idempotent:
+# a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+# command -> Debian package providing it
+declare -A PACKAGES=(
+    [redis-server]=redis-server
+    [redis-cli]=redis-tools
+    [kcat]=kcat
+    [chromium]=chromium
+    [java]=openjdk-17-jre-headless
+    [mvn]=maven
+)
+
+missing=()
+for command in "${!PACKAGES[@]}"; do
+    command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGES[$command]}")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}" >&2
+    sudo=()
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+    echo "setup: creating .venv" >&2
+    "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [[ ! -f "$stamp" ]]; then
+    echo "setup: installing Python packages into .venv" >&2
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e ".[dev,containers]"
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
+
+.venv/bin/python -c "from crawler.devservices import ensure_kafka_jars; ensure_kafka_jars()"
+echo "setup: ready (.venv, redis-server, Kafka jars, chromium)" >&2
