@@ -1,7 +1,7 @@
 """Scrapy add-on that picks cluster or standalone mode from the settings.
 
-Cluster mode (``REDIS_URL`` set): the scrapy-redis scheduler and dupefilter
-share one frontier between nodes. Standalone mode: Scrapy's own scheduler.
+Cluster mode (``REDIS_URL`` set): ``LeasingScheduler`` shares one Redis
+frontier between nodes. Standalone mode: Scrapy's own scheduler.
 Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
 Values are set at ``addon`` priority, so project, spider and command-line
 settings still win.
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-REDIS_SCHEDULER = "scrapy_redis.scheduler.Scheduler"
-REDIS_DUPEFILTER = "scrapy_redis.dupefilter.RFPDupeFilter"
+LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 
 
 class ClusterAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         if settings.get("REDIS_URL"):
-            settings.set("SCHEDULER", REDIS_SCHEDULER, priority="addon")
-            # scrapy-redis crashes at start under Scrapy 2.19 unless this is explicit.
-            settings.set("DUPEFILTER_CLASS", REDIS_DUPEFILTER, priority="addon")
+            settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
         if not settings.get("KAFKA_BOOTSTRAP_SERVERS") and not settings.getdict("FEEDS"):
             feed = settings.get("CRAWLER_STANDALONE_FEED")
             if feed:

@@ -30,11 +30,15 @@ CRAWLER_NODE_ID = ""  # str: node id in logs, Redis and Kafka headers; "" = <hos
 
 # --- Redis frontier (cluster mode) ------------------------------------------
 REDIS_URL = ""  # str: redis://host:port/db; "" = standalone mode (Scrapy's own scheduler)
-SCHEDULER_PERSIST = True  # bool: a node stopping never deletes the shared queue or dedup set
-SCHEDULER_QUEUE_KEY = "%(spider)s:requests"  # str: shared request queue (sorted set)
-SCHEDULER_DUPEFILTER_KEY = "%(spider)s:dupefilter"  # str: shared fingerprints (set)
-SCHEDULER_SERIALIZER = "crawler.frontier.codec"  # str: module with loads/dumps; JSON, never pickle
-SCHEDULER_FLUSH_ON_START = False  # bool: keep False in a cluster; purge explicitly instead
+FRONTIER_LEASE_TIMEOUT = 60.0  # float s: a node silent this long loses its leases to others
+FRONTIER_HEARTBEAT_INTERVAL = 5.0  # float s: lease extension + reclaim; <= 1/3 of the lease
+FRONTIER_PREFETCH = 8  # int >= 1: requests leased ahead of the downloader
+FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
+FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
+FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
+SPIDER_MIDDLEWARES = {"crawler.middlewares.lease_output.LeaseOutputMiddleware": 10}
+DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10}
+COMMANDS_MODULE = "crawler.commands"
 
 # --- Seeds -------------------------------------------------------------------
 SEEDS_KEY = "%(name)s:start_urls"  # str: list users LPUSH seeds into (plain URL or JSON)

@@ -23,6 +23,7 @@ def running_nodes(
     spider: str = "pages",
     arguments: Mapping[str, str] | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+    workdir.mkdir(parents=True, exist_ok=True)
     nodes = [
         start_node(
             spider,

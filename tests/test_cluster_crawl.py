@@ -48,5 +48,7 @@ def test_three_nodes_deliver_every_page_once(
         assert message.headers["node_id"] in {b"node-0", b"node-1", b"node-2"}
     # Every node pulled work from the shared frontier.
     assert len({m.headers["node_id"] for m in messages}) == 3
-    # The shared state outlives the nodes: nothing wiped it at close.
-    assert redis_client.scard("pages:dupefilter") == site_500.pages
+    # The shared state outlives the nodes: nothing wiped it at close; nothing is left leased.
+    assert redis_client.scard("{pages}:dupefilter") == site_500.pages
+    assert redis_client.zcard("{pages}:leases") == 0
+    assert redis_client.zcard("{pages}:queue") == 0

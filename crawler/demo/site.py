@@ -3,12 +3,16 @@
 Page ``i`` (``/p/<i>.html``) links to its children ``2i+1`` and ``2i+2`` (so
 every page is reachable from ``/``), to one more page chosen by a seeded
 formula and back to the index. Titles mix Chinese text and an emoji so
-byte-exact UTF-8 round trips can be checked. The server counts hits per path.
+byte-exact UTF-8 round trips can be checked. The server counts hits per path
+and can delay every response (``delay``) so that a crawl lasts long enough to
+interrupt.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,17 +39,28 @@ def render_page(index: int, pages: int) -> bytes:
     ).encode()
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that vanish mid-response (killed nodes) are expected, not errors."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class Site:
     """Serves ``pages`` generated pages on 127.0.0.1 in a background thread."""
 
-    def __init__(self, pages: int, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, pages: int, host: str = "127.0.0.1", port: int = 0, delay: float = 0.0
+    ) -> None:
         if pages < 1:
             raise ValueError(f"pages={pages} must be >= 1")
         self.pages = pages
+        self.delay = delay  # seconds each response waits, to make a crawl last
         self.hits: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _QuietServer((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -72,6 +87,8 @@ class Site:
                     self.send_error(404)
                     return
                 body = render_page(index, site.pages)
+                if site.delay:
+                    time.sleep(site.delay)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))

@@ -1,7 +1,7 @@
-"""JSON request serializer for the Redis scheduler (``SCHEDULER_SERIALIZER``).
+"""JSON encoding of requests stored in the Redis frontier (never pickle).
 
-scrapy-redis stores ``Request.to_dict()`` through a module with ``dumps`` and
-``loads``. Its default is pickle; this one writes JSON (orjson). Bytes values
+``dumps`` writes ``Request.to_dict()`` as JSON (orjson); callbacks and
+errbacks are stored by name. Bytes values
 (headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load.
 A request whose meta cannot be written raises ``UnserializableRequestError``
 naming the request and the key.

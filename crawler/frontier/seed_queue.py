@@ -14,12 +14,14 @@ from dataclasses import dataclass
 import orjson
 from redis.asyncio import Redis
 
+from crawler.frontier.keys import FrontierKeys
+
 
 @dataclass(frozen=True, slots=True)
 class SeedKeys:
     seeds: str
     invalid: str
-    requests: str
+    frontier: FrontierKeys
 
 
 class SeedQueue:
@@ -49,8 +51,12 @@ class SeedQueue:
         await self._client.lpush(self.keys.invalid, orjson.dumps(record))
 
     async def pending_requests(self) -> int:
-        """Requests waiting in the shared request queue (sorted set)."""
-        return int(await self._client.zcard(self.keys.requests))
+        """Requests queued or leased by any node in the shared frontier."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.zcard(self.keys.frontier.queue)
+            pipe.zcard(self.keys.frontier.leases)
+            queued, leased = await pipe.execute()
+        return int(queued) + int(leased)
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -6,13 +6,15 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
+from crawler.frontier.keys import FrontierKeys
+
 
 @dataclass(frozen=True, slots=True)
 class SeedSettings:
     redis_url: str
     seeds_key: str
     invalid_key: str
-    requests_key: str
+    frontier: FrontierKeys
     batch_size: int
     max_bytes: int
     wait_timeout: float
@@ -24,7 +26,7 @@ class SeedSettings:
             redis_url=settings.get("REDIS_URL") or "",
             seeds_key=settings.get("SEEDS_KEY") % {"name": spider_name},
             invalid_key=settings.get("SEEDS_INVALID_KEY") % {"name": spider_name},
-            requests_key=settings.get("SCHEDULER_QUEUE_KEY") % {"spider": spider_name},
+            frontier=FrontierKeys.for_spider(spider_name),
             batch_size=settings.getint("SEEDS_BATCH_SIZE"),
             max_bytes=settings.getint("SEEDS_MAX_BYTES"),
             wait_timeout=settings.getfloat("SEEDS_WAIT_TIMEOUT"),

@@ -6,6 +6,10 @@ enqueues (waiting without blocking the reactor while librdkafka's local queue
 is full); a looping call serves delivery reports; ``close_spider`` drains for
 up to ``KAFKA_FLUSH_TIMEOUT`` seconds.
 
+With the leasing frontier, the item's request stays leased until the broker
+acknowledges the item; a failed delivery returns the request to the queue
+(``requeue`` with ``kafka/<error>``), so a page is crawled again rather than lost.
+
 Stats: ``kafka/produced``, ``kafka/delivered``, ``kafka/failed/<reason>``,
 ``kafka/buffer_full``, ``kafka/unencodable``, ``kafka/undelivered_at_close``.
 """
@@ -25,6 +29,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.statscollectors import StatsCollector
 from twisted.internet.task import LoopingCall
 
+from crawler.frontier.scheduler import tracker_for
 from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.node import resolve_node_id
@@ -132,7 +137,11 @@ class KafkaPipeline:
             logger.error("Item of type %s cannot be encoded as JSON: %s", item_type, exc)
             raise DropItem(f"cannot encode item as JSON: {exc}") from exc
         await self._ensure_topic(topic)
-        await self._send(message)
+        tracker = tracker_for(self.crawler)
+        lease_id = tracker.lease_of(item) if tracker is not None else None
+        if tracker is not None and lease_id is not None:
+            tracker.hold(lease_id)
+        await self._send(message, lease_id)
         return item
 
     async def _ensure_topic(self, topic: str) -> None:
@@ -147,8 +156,8 @@ class KafkaPipeline:
         if created:
             logger.info("Created Kafka topic %s", topic)
 
-    async def _send(self, message: OutgoingMessage) -> None:
-        callback = partial(self._on_delivery, message.topic)
+    async def _send(self, message: OutgoingMessage, lease_id: str | None) -> None:
+        callback = partial(self._on_delivery, message.topic, lease_id)
         while not self.producer.send(message, callback):
             self.stats.inc_value("kafka/buffer_full")
             self.producer.poll()
@@ -156,13 +165,20 @@ class KafkaPipeline:
         self.stats.inc_value("kafka/produced")
         self.producer.poll()
 
-    def _on_delivery(self, topic: str, error: KafkaError | None, message: Message) -> None:
+    def _on_delivery(
+        self, topic: str, lease_id: str | None, error: KafkaError | None, message: Message
+    ) -> None:
+        tracker = tracker_for(self.crawler) if lease_id is not None else None
         if error is None:
             self.stats.inc_value("kafka/delivered")
-            return
-        reason = str(error.name()).lower()
-        self.stats.inc_value(f"kafka/failed/{reason}")
-        logger.error("Kafka delivery to %s failed (%s): %s", topic, reason, error.str())
+        else:
+            reason = str(error.name()).lower()
+            self.stats.inc_value(f"kafka/failed/{reason}")
+            logger.error("Kafka delivery to %s failed (%s): %s", topic, reason, error.str())
+            if tracker is not None and lease_id is not None:
+                tracker.requeue(lease_id, f"kafka/{reason}")
+        if tracker is not None and lease_id is not None:
+            tracker.release(lease_id)
 
     async def close_spider(self) -> None:
         if self._poller is not None and self._poller.running:

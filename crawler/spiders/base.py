@@ -29,6 +29,7 @@ from crawler.frontier.seed_queue import SeedKeys, SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
+from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class RedisSpider(scrapy.Spider):
         config = self.seed_settings
         queue = SeedQueue(
             Redis.from_url(config.redis_url),
-            SeedKeys(config.seeds_key, config.invalid_key, config.requests_key),
+            SeedKeys(config.seeds_key, config.invalid_key, config.frontier),
         )
         stats = self.crawler.stats
         assert stats is not None
@@ -141,19 +142,14 @@ class RedisSpider(scrapy.Spider):
             return None
 
     async def _poll_shared_queue(self, queue: SeedQueue) -> bool:
-        """Wake the engine if the shared queue holds work; True when the node is idle.
+        """Wake the engine if the shared frontier holds work; True when the cluster is idle.
 
-        Scrapy's engine asks the scheduler for requests only after its own
-        activity or on a 5 s heartbeat, so a node with nothing in flight
-        would leave work in the shared queue to other nodes for seconds.
+        Idle means: nothing queued or leased by any node, and nothing in flight here.
         """
         engine = self.crawler.engine
         assert engine is not None
-        pending = await queue.pending_requests()
-        if pending:
-            slot = getattr(engine, "_slot", None)  # no public API wakes the engine
-            if slot is not None and not engine.needs_backout():
-                slot.nextcall.schedule()
+        if await queue.pending_requests():
+            wake_engine(self.crawler)
             return False
         scraper_slot = engine.scraper.slot
         busy = engine.downloader.active or (scraper_slot is not None and not scraper_slot.is_idle())

@@ -1,0 +1,66 @@
+"""``scrapy purge <spider> [--yes] [--keep-seeds]``: delete a spider's shared state in Redis.
+
+The only thing that deletes the shared frontier: nodes never do. Asks for
+confirmation unless ``--yes`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, ClassVar
+
+import redis
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.frontier.keys import FrontierKeys
+
+
+def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
+    keys = [*FrontierKeys.for_spider(spider).all(), f"{spider}:start_urls:invalid"]
+    if not keep_seeds:
+        keys.append(f"{spider}:start_urls")
+    return keys
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "<spider> [--yes] [--keep-seeds]"
+
+    def short_desc(self) -> str:
+        return "Delete a spider's shared queue, leases, dedup set and seeds in Redis"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give exactly one spider name")
+        assert self.settings is not None
+        url = self.settings.get("REDIS_URL")
+        if not url:
+            raise UsageError("REDIS_URL is empty: there is no shared state to purge")
+        keys = spider_keys(args[0], keep_seeds=opts.keep_seeds)
+        client = redis.Redis.from_url(url)
+        try:
+            present = [key for key in keys if client.exists(key)]
+            if not present:
+                print(f"Nothing to purge for {args[0]!r} on {url.split('@')[-1]}")
+                return
+            if not opts.yes:
+                answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
+                if answer.strip() != args[0]:
+                    print("Not purged.")
+                    self.exitcode = 1
+                    return
+            deleted = sum(int(client.delete(key)) for key in present)
+            print(f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}")
+        finally:
+            client.close()
+        sys.stdout.flush()

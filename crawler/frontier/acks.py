@@ -1,0 +1,129 @@
+"""Which leased requests are finished, and with what outcome (pure logic, no I/O).
+
+A leased request is finished when its callback has returned all its output
+and every item it yielded is settled: through the pipelines and, when a
+pipeline defers (Kafka), acknowledged by the broker. Each open piece of work
+is a *hold* on the lease; the lease completes when its holds reach zero.
+
+Outcomes: ``done``; ``failed`` (recorded with a reason, not retried); or
+``requeue`` (the request goes back to the queue, e.g. its items could not be
+delivered). New requests the callback yielded are kept with the lease and
+enqueued in the same atomic step that completes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawler.frontier.client import NewRequest
+
+
+@dataclass
+class LeaseState:
+    lease_id: str
+    body: bytes
+    holds: int = 1  # the callback's own hold
+    callback_done: bool = False
+    children: list[NewRequest] = field(default_factory=list)
+    failure: str | None = None
+    requeue_reason: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        if self.requeue_reason is not None:
+            return "requeue"
+        return "failed" if self.failure is not None else "done"
+
+
+OnComplete = Callable[[LeaseState], None]
+
+
+class AckTracker:
+    def __init__(self, on_complete: OnComplete) -> None:
+        self._on_complete = on_complete
+        self._leases: dict[str, LeaseState] = {}
+        self._items: dict[int, tuple[Any, str]] = {}  # id(item) -> (item, lease id)
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def tracks(self, lease_id: object) -> bool:
+        return isinstance(lease_id, str) and lease_id in self._leases
+
+    def held(self) -> list[str]:
+        return list(self._leases)
+
+    def start(self, lease_id: str, body: bytes) -> None:
+        self._leases[lease_id] = LeaseState(lease_id, body)
+
+    def add_child(self, lease_id: str, request: NewRequest) -> None:
+        self._leases[lease_id].children.append(request)
+
+    def replace(self, lease_id: str, request: NewRequest) -> None:
+        """The download was answered by a new request (redirect, retry): enqueue it, finish."""
+        self.add_child(lease_id, request)
+        self.callback_done(lease_id)
+
+    def fail(self, lease_id: str, reason: str) -> None:
+        """Record why the request failed; the first reason wins."""
+        state = self._leases.get(lease_id)
+        if state is not None and state.failure is None:
+            state.failure = reason
+
+    def requeue(self, lease_id: str, reason: str) -> None:
+        state = self._leases.get(lease_id)
+        if state is not None and state.requeue_reason is None:
+            state.requeue_reason = reason
+
+    def callback_done(self, lease_id: str) -> None:
+        """Release the callback's hold; safe to call more than once."""
+        state = self._leases.get(lease_id)
+        if state is None or state.callback_done:
+            return
+        state.callback_done = True
+        self._release(state)
+
+    def hold_item(self, lease_id: str, item: Any) -> None:
+        """An item of this lease enters the pipelines."""
+        self._leases[lease_id].holds += 1
+        self._items[id(item)] = (item, lease_id)
+
+    def item_settled(self, item: Any) -> None:
+        """The pipelines finished with an item (scraped, dropped or failed)."""
+        entry = self._items.pop(id(item), None)
+        if entry is not None:
+            self.release(entry[1])
+
+    def lease_of(self, item: Any) -> str | None:
+        entry = self._items.get(id(item))
+        return entry[1] if entry is not None else None
+
+    def hold(self, lease_id: str) -> None:
+        self._leases[lease_id].holds += 1
+
+    def release(self, lease_id: str) -> None:
+        state = self._leases.get(lease_id)
+        if state is not None:
+            self._release(state)
+
+    def _release(self, state: LeaseState) -> None:
+        state.holds -= 1
+        if state.holds <= 0:
+            del self._leases[state.lease_id]
+            self._on_complete(state)
+
+    def finish_stragglers(self) -> list[str]:
+        """Release callback holds never released (call only when nothing is in flight)."""
+        stragglers = [s.lease_id for s in self._leases.values() if not s.callback_done]
+        for lease_id in stragglers:
+            self.callback_done(lease_id)
+        return stragglers
+
+    def drain(self) -> list[LeaseState]:
+        """Forget every lease (node stopping); the caller returns them to the queue."""
+        states = list(self._leases.values())
+        self._leases.clear()
+        self._items.clear()
+        return states

@@ -1,0 +1,114 @@
+"""The shared frontier in Redis: lease, complete, heartbeat, release (no Scrapy imports).
+
+Every multi-key step is one Lua script (``crawler/frontier/lua/``), so a
+request is always in exactly one place: the queue, a node's lease, the failed
+hash, or done (gone). Times are Redis server time, never the client's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+
+from crawler.frontier.keys import FrontierKeys
+
+
+def _script_text(name: str) -> str:
+    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
+
+
+@dataclass(frozen=True, slots=True)
+class NewRequest:
+    fingerprint: str  # "" = never deduplicated (dont_filter)
+    score: float  # queue order: lower first (the negated priority)
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    id: str
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    status: str
+    added: int
+    duplicates: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    extended: int
+    reclaimed: int
+    lost: int
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class FrontierClient:
+    def __init__(self, client: Redis, keys: FrontierKeys, node_id: str) -> None:
+        self.redis = client
+        self.keys = keys
+        self.node_id = node_id
+        self._lease = client.register_script(_script_text("lease"))
+        self._complete = client.register_script(_script_text("complete"))
+        self._heartbeat = client.register_script(_script_text("heartbeat"))
+        self._release = client.register_script(_script_text("release"))
+
+    async def lease(self, count: int, lease_ms: int) -> list[Lease]:
+        k = self.keys
+        flat = await self._lease(
+            keys=[k.queue, k.data, k.leases, k.inflight], args=[self.node_id, count, lease_ms]
+        )
+        return [Lease(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    async def complete(
+        self,
+        lease_id: str | None,
+        outcome: str,
+        children: list[NewRequest],
+        failure: bytes = b"",
+    ) -> Completion:
+        k = self.keys
+        args: list[Any] = [lease_id or "", self.node_id, outcome, failure]
+        for child in children:
+            args += [child.fingerprint, repr(child.score), child.body]
+        status, added, duplicates = await self._complete(
+            keys=[k.queue, k.data, k.dupefilter, k.seq, k.leases, k.inflight, k.failed],
+            args=args,
+        )
+        return Completion(_text(status), int(added), int(duplicates))
+
+    async def heartbeat(
+        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int
+    ) -> Heartbeat:
+        k = self.keys
+        extended, reclaimed, lost = await self._heartbeat(
+            keys=[k.nodes, k.leases, k.inflight, k.queue],
+            args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, *held],
+        )
+        return Heartbeat(int(extended), int(reclaimed), int(lost))
+
+    async def release(self, lease_ids: list[str]) -> int:
+        k = self.keys
+        released = await self._release(
+            keys=[k.leases, k.inflight, k.queue, k.nodes], args=[self.node_id, *lease_ids]
+        )
+        return int(released)
+
+    async def pending(self) -> int:
+        """Requests queued or leased by any node."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zcard(self.keys.queue)
+            pipe.zcard(self.keys.leases)
+            queued, leased = await pipe.execute()
+        return int(queued) + int(leased)
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()

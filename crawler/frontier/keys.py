@@ -1,0 +1,48 @@
+"""Redis key names of one spider's frontier (layout in docs/redis-keys.md).
+
+Every frontier key carries the hash tag ``{<spider>}`` so the Lua scripts, which
+touch several keys at once, also run on a Redis Cluster. The seed list keeps
+the plain name ``<spider>:start_urls`` users already push to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierKeys:
+    queue: str
+    data: str
+    dupefilter: str
+    seq: str
+    leases: str
+    inflight: str
+    nodes: str
+    failed: str
+
+    @classmethod
+    def for_spider(cls, spider: str) -> FrontierKeys:
+        tag = f"{{{spider}}}"
+        return cls(
+            queue=f"{tag}:queue",
+            data=f"{tag}:data",
+            dupefilter=f"{tag}:dupefilter",
+            seq=f"{tag}:seq",
+            leases=f"{tag}:leases",
+            inflight=f"{tag}:inflight",
+            nodes=f"{tag}:nodes",
+            failed=f"{tag}:failed",
+        )
+
+    def all(self) -> tuple[str, ...]:
+        return (
+            self.queue,
+            self.data,
+            self.dupefilter,
+            self.seq,
+            self.leases,
+            self.inflight,
+            self.nodes,
+            self.failed,
+        )

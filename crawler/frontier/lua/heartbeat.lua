@@ -1,0 +1,34 @@
+-- Heartbeat of node ARGV[1]: mark it alive, extend the leases it still holds, and return
+-- expired leases (of any node: an owner that stopped extending is dead or stalled) to the
+-- queue with their original score.
+-- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue
+-- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5.. lease ids held
+-- Returns {extended, reclaimed, lost}: lost = ids held by the node that are no longer its.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local node = ARGV[1]
+local prefix = node .. '\t'
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
+local extended = 0
+for i = 5, #ARGV do
+  local record = redis.call('HGET', KEYS[3], ARGV[i])
+  if record and string.sub(record, 1, #prefix) == prefix then
+    redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[i])
+    extended = extended + 1
+  end
+end
+local reclaimed = 0
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+for _, id in ipairs(expired) do
+  local record = redis.call('HGET', KEYS[3], id)
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  if record then
+    local tab = string.find(record, '\t', 1, true)
+    redis.call('ZADD', KEYS[4], string.sub(record, tab + 1), id)
+    reclaimed = reclaimed + 1
+  end
+end
+-- Forget nodes silent for a day (their leases were reclaimed long ago).
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+return {extended, reclaimed, #ARGV - 4 - extended}

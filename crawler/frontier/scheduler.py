@@ -1,0 +1,317 @@
+"""``LeasingScheduler``: Scrapy's scheduler on the shared Redis frontier, losing nothing.
+
+A request taken from the shared queue is *leased* to this node (Lua, Redis
+server time). The lease is extended by the node's heartbeat and completed
+only when the request's callback output is fully processed (see
+``crawler.frontier.acks``): new requests are deduplicated and enqueued in the
+same atomic step. A node that dies stops extending its leases; any live node
+returns them to the queue. A node that stops gracefully returns its leases at
+once. Redis outages pause the node; nothing is dropped.
+
+Requests are stored as JSON (``crawler.frontier.codec``), never pickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.reactor import is_asyncio_reactor_installed
+from scrapy.utils.request import request_from_dict
+from twisted.internet.defer import Deferred
+
+from crawler.frontier import codec
+from crawler.frontier.acks import AckTracker, LeaseState
+from crawler.frontier.client import FrontierClient, Lease, NewRequest
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.outage import GaveUp, OutageGuard
+from crawler.frontier.settings import FrontierSettings
+from crawler.node import resolve_node_id
+from crawler.wakeup import wake_engine
+
+logger = logging.getLogger(__name__)
+
+LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
+PARENT_META = "_frontier_parent"  # set on requests its callback yielded
+
+_trackers: weakref.WeakKeyDictionary[Crawler, AckTracker] = weakref.WeakKeyDictionary()
+
+
+def tracker_for(crawler: Crawler) -> AckTracker | None:
+    """The lease tracker of this crawler's ``LeasingScheduler``, once it is open."""
+    return _trackers.get(crawler)
+
+
+class LeasingScheduler:
+    def __init__(self, crawler: Crawler) -> None:
+        if not is_asyncio_reactor_installed():
+            raise NotConfigured("LeasingScheduler needs TWISTED_REACTOR to be the asyncio reactor")
+        self.crawler = crawler
+        self.settings = FrontierSettings.from_settings(crawler.settings)
+        self.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.tracker = AckTracker(self._on_complete)
+        self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
+        self._buffer: deque[tuple[Lease, Request]] = deque()
+        self._fresh: list[NewRequest] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._refilling = False
+        self._empty_until = 0.0
+        self._closing = False
+        self._client: FrontierClient | None = None
+        self._spider: Spider | None = None
+        self._heartbeat: asyncio.Future[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LeasingScheduler:
+        return cls(crawler)
+
+    @property
+    def client(self) -> FrontierClient:
+        if self._client is None:
+            raise RuntimeError("LeasingScheduler used before open()")
+        return self._client
+
+    # -- Scrapy's scheduler interface ---------------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        self._spider = spider
+        keys = FrontierKeys.for_spider(spider.name)
+        self._client = FrontierClient(Redis.from_url(self.settings.redis_url), keys, self.node_id)
+        _trackers[self.crawler] = self.tracker
+        self._heartbeat = asyncio.ensure_future(self._heartbeat_loop())
+        logger.info(
+            "Frontier %s on %s as node %s (lease %ss, heartbeat %ss)",
+            keys.queue,
+            self.settings.redis_url.split("@")[-1],
+            self.node_id,
+            self.settings.lease_timeout,
+            self.settings.heartbeat_interval,
+        )
+
+    def close(self, reason: str) -> Deferred[None]:
+        return deferred_from_coro(self._close(reason))
+
+    def has_pending_requests(self) -> bool:
+        return bool(self._buffer or self._fresh or len(self.tracker))
+
+    def __len__(self) -> int:
+        return len(self._buffer)
+
+    def enqueue_request(self, request: Request) -> bool:
+        lease_id = request.meta.pop(LEASE_META, None)
+        parent_id = request.meta.pop(PARENT_META, None)
+        new = self._encode(request)
+        if new is None:
+            return False
+        self.stats.inc_value("frontier/enqueued")
+        if self.tracker.tracks(parent_id):
+            self.tracker.add_child(parent_id, new)
+        elif self.tracker.tracks(lease_id):
+            self.tracker.replace(lease_id, new)  # redirect or retry of a leased request
+        else:
+            self._fresh.append(new)
+            if len(self._fresh) == 1:
+                self._spawn(self._flush_fresh())
+        return True
+
+    def next_request(self) -> Request | None:
+        if len(self._buffer) <= self.settings.prefetch // 2:
+            self._maybe_refill()
+        if not self._buffer:
+            return None
+        lease, request = self._buffer.popleft()
+        self.tracker.start(lease.id, lease.body)
+        self.stats.inc_value("frontier/dequeued")
+        return request
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _encode(self, request: Request) -> NewRequest | None:
+        try:
+            body = codec.dumps(request.to_dict(spider=self._spider))
+        except codec.UnserializableRequestError as exc:
+            self.stats.inc_value("frontier/unserializable")
+            logger.error("Request not enqueued: %s", exc)
+            return None
+        fingerprint = ""
+        if not request.dont_filter:
+            assert self.crawler.request_fingerprinter is not None
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
+        return NewRequest(fingerprint=fingerprint, score=-float(request.priority), body=body)
+
+    def _decode(self, lease: Lease) -> Request | None:
+        try:
+            request = request_from_dict(codec.loads(lease.body), spider=self._spider)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            reason = f"decode/{type(exc).__name__}"
+            logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
+            self.stats.inc_value(f"frontier/failed/{reason}")
+            state = LeaseState(lease.id, lease.body, failure=reason)
+            self._spawn(self._complete(state))
+            return None
+        request.meta[LEASE_META] = lease.id
+        return request
+
+    # -- Redis work (all asynchronous, retried through outages) -------------------------------
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None and not isinstance(exc, GaveUp):
+            logger.error("Frontier task failed: %r", exc, exc_info=exc)
+
+    async def _guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+        deadline = time.monotonic() + self.settings.close_timeout if self._closing else None
+        return await self.guard.run(op, deadline=deadline)
+
+    def _maybe_refill(self) -> None:
+        if self._refilling or self._closing or time.monotonic() < self._empty_until:
+            return
+        self._refilling = True
+        self._spawn(self._refill())
+
+    async def _refill(self) -> None:
+        try:
+            want = self.settings.prefetch - len(self._buffer)
+            lease_ms = int(self.settings.lease_timeout * 1000)
+            leases = await self._guarded(lambda: self.client.lease(want, lease_ms))
+        finally:
+            self._refilling = False
+        if not leases:
+            self._empty_until = time.monotonic() + self.settings.idle_poll
+            return
+        self.stats.inc_value("frontier/leased", len(leases))
+        for lease in leases:
+            if (request := self._decode(lease)) is not None:
+                self._buffer.append((lease, request))
+        wake_engine(self.crawler)
+
+    async def _flush_fresh(self) -> None:
+        await asyncio.sleep(0)  # gather the requests of this reactor turn
+        batch, self._fresh = self._fresh, []
+        if batch:
+            result = await self._guarded(lambda: self.client.complete(None, "done", batch))
+            self._count_children(result.added, result.duplicates)
+
+    def _on_complete(self, state: LeaseState) -> None:
+        self._spawn(self._complete(state))
+
+    async def _complete(self, state: LeaseState) -> None:
+        failure = b""
+        if state.failure is not None:
+            failure = orjson.dumps(
+                {
+                    "reason": state.failure,
+                    "node": self.node_id,
+                    "at": time.time(),
+                    "request": orjson.Fragment(state.body),
+                }
+            )
+        outcome = state.outcome
+        result = await self._guarded(
+            lambda: self.client.complete(state.lease_id, outcome, state.children, failure)
+        )
+        self._count_children(result.added, result.duplicates)
+        if result.status in ("gone", "stolen"):
+            self.stats.inc_value(f"frontier/lease_lost/{result.status}")
+            logger.warning("Lease %s was %s before it completed", state.lease_id, result.status)
+            return
+        if outcome == "failed":
+            self.stats.inc_value(f"frontier/failed/{state.failure}")
+        elif outcome == "requeue":
+            self.stats.inc_value(f"frontier/requeued/{state.requeue_reason}")
+        else:
+            self.stats.inc_value("frontier/done")
+
+    def _count_children(self, added: int, duplicates: int) -> None:
+        if added:
+            self._empty_until = 0.0
+            self.stats.inc_value("frontier/added", added)
+        if duplicates:
+            self.stats.inc_value("dupefilter/filtered", duplicates)
+
+    async def _heartbeat_loop(self) -> None:
+        settings = self.settings
+        while not self._closing:
+            held = self.tracker.held() + [lease.id for lease, _ in self._buffer]
+            try:
+                beat = await self.client.heartbeat(
+                    held,
+                    node_ttl_ms=int(settings.lease_timeout * 1000),
+                    lease_ms=int(settings.lease_timeout * 1000),
+                    reclaim_limit=settings.reclaim_batch,
+                )
+            except RedisError:
+                self.stats.inc_value("frontier/redis_error")
+            else:
+                if beat.reclaimed:
+                    self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
+                    logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
+                    self._empty_until = 0.0
+                    wake_engine(self.crawler)
+                if beat.lost:
+                    self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
+            self._finish_stragglers()
+            await asyncio.sleep(settings.heartbeat_interval)
+
+    def _finish_stragglers(self) -> None:
+        """Leases whose callback outcome no signal reported, once nothing is in flight."""
+        engine = self.crawler.engine
+        if engine is None or engine.downloader.active:
+            return
+        slot = engine.scraper.slot
+        if slot is None or not slot.is_idle():
+            return
+        stragglers = self.tracker.finish_stragglers()
+        if stragglers:
+            self.stats.inc_value("frontier/stragglers", len(stragglers))
+            logger.debug("Finished %d leases with no reported outcome", len(stragglers))
+
+    async def _close(self, reason: str) -> None:
+        self._closing = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        if self._fresh:
+            await self._flush_fresh()
+        pending = [task for task in self._tasks if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=self.settings.close_timeout)
+        unfinished = [state.lease_id for state in self.tracker.drain()]
+        unfinished += [lease.id for lease, _ in self._buffer]
+        self._buffer.clear()
+        try:
+            released = await self._guarded(lambda: self.client.release(unfinished))
+        except GaveUp:
+            released = 0
+            logger.error(
+                "Could not return %d leases at close; other nodes reclaim them after %ss",
+                len(unfinished),
+                self.settings.lease_timeout,
+            )
+        if released:
+            self.stats.inc_value("frontier/released", released)
+        logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
+        for task in list(self._tasks):
+            task.cancel()
+        _trackers.pop(self.crawler, None)
+        await self.client.aclose()

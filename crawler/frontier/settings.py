@@ -1,0 +1,53 @@
+"""Frontier (leasing scheduler) settings, read once and validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scrapy.settings import BaseSettings
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierSettings:
+    redis_url: str
+    lease_timeout: float
+    heartbeat_interval: float
+    prefetch: int
+    reclaim_batch: int
+    idle_poll: float
+    close_timeout: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
+        values = cls(
+            redis_url=settings.get("REDIS_URL") or "",
+            lease_timeout=settings.getfloat("FRONTIER_LEASE_TIMEOUT"),
+            heartbeat_interval=settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"),
+            prefetch=settings.getint("FRONTIER_PREFETCH"),
+            reclaim_batch=settings.getint("FRONTIER_RECLAIM_BATCH"),
+            idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
+            close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
+        )
+        values.validate()
+        return values
+
+    def validate(self) -> None:
+        if not self.redis_url:
+            raise ValueError("REDIS_URL is empty: the Redis frontier needs a Redis server")
+        if self.heartbeat_interval <= 0:
+            raise ValueError(f"FRONTIER_HEARTBEAT_INTERVAL={self.heartbeat_interval} must be > 0")
+        if self.lease_timeout < 3 * self.heartbeat_interval:
+            raise ValueError(
+                f"FRONTIER_LEASE_TIMEOUT={self.lease_timeout} must be at least 3 x "
+                f"FRONTIER_HEARTBEAT_INTERVAL={self.heartbeat_interval}"
+            )
+        for name, value in (
+            ("FRONTIER_PREFETCH", self.prefetch),
+            ("FRONTIER_RECLAIM_BATCH", self.reclaim_batch),
+        ):
+            if value < 1:
+                raise ValueError(f"{name}={value} must be >= 1")
+        if self.idle_poll <= 0:
+            raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
+        if self.close_timeout < 0:
+            raise ValueError(f"FRONTIER_CLOSE_TIMEOUT={self.close_timeout} must be >= 0")

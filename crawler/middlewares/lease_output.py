@@ -1,0 +1,90 @@
+"""``LeaseOutputMiddleware``: tell the frontier when a leased request's output is settled.
+
+Spider middleware, closest to the engine. It tags the requests a callback
+yields with their parent lease (they are enqueued when the parent completes,
+in the same atomic step), holds the lease for every item until the pipelines
+settle it (``item_scraped``, ``item_dropped``, ``item_error``), and releases
+the callback's own hold when the output ends. Callback errors mark the lease
+failed with ``spider_exception/<ExceptionClass>``.
+
+Enabled with ``LeasingScheduler`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.misc import load_object
+from twisted.python.failure import Failure
+
+from crawler.frontier.acks import AckTracker
+from crawler.frontier.scheduler import LEASE_META, PARENT_META, LeasingScheduler, tracker_for
+
+
+def require_leasing_scheduler(crawler: Crawler) -> None:
+    scheduler = load_object(crawler.settings.get("SCHEDULER"))
+    if not (isinstance(scheduler, type) and issubclass(scheduler, LeasingScheduler)):
+        raise NotConfigured
+
+
+def tracked_lease(crawler: Crawler, request: Request | None) -> tuple[AckTracker, str] | None:
+    tracker = tracker_for(crawler)
+    lease_id = request.meta.get(LEASE_META) if request is not None else None
+    if tracker is None or not isinstance(lease_id, str) or not tracker.tracks(lease_id):
+        return None
+    return tracker, lease_id
+
+
+class LeaseOutputMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        require_leasing_scheduler(crawler)
+        self.crawler = crawler
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(self._item_settled, signal=signal)
+        crawler.signals.connect(self._spider_error, signal=signals.spider_error)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LeaseOutputMiddleware:
+        return cls(crawler)
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        found = tracked_lease(self.crawler, response.request)
+        if found is None:
+            async for output in result:
+                yield output
+            return
+        tracker, lease_id = found
+        try:
+            async for output in result:
+                if isinstance(output, Request):
+                    output.meta[PARENT_META] = lease_id
+                elif output is not None:
+                    tracker.hold_item(lease_id, output)
+                yield output
+        except Exception as exc:
+            tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
+            raise
+        finally:
+            tracker.callback_done(lease_id)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        if (found := tracked_lease(self.crawler, response.request)) is not None:
+            tracker, lease_id = found
+            tracker.fail(lease_id, f"spider_exception/{type(exception).__name__}")
+
+    def _item_settled(self, item: Any, **kwargs: Any) -> None:
+        if (tracker := tracker_for(self.crawler)) is not None:
+            tracker.item_settled(item)
+
+    def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
+        if (found := tracked_lease(self.crawler, getattr(response, "request", None))) is not None:
+            tracker, lease_id = found
+            tracker.fail(lease_id, f"spider_exception/{type(failure.value).__name__}")
+            tracker.callback_done(lease_id)

@@ -1,0 +1,127 @@
+"""The frontier's Lua scripts against a real Redis: leases, completion, reclaim, release."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+import redis
+from redis.asyncio import Redis
+
+from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.keys import FrontierKeys
+
+T = TypeVar("T")
+KEYS = FrontierKeys.for_spider("unit")
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def client_for(url: str, node: str) -> FrontierClient:
+    return FrontierClient(Redis.from_url(url), KEYS, node)
+
+
+def new(name: str, priority: int = 0, fingerprint: str | None = None) -> NewRequest:
+    return NewRequest(
+        fingerprint=name if fingerprint is None else fingerprint,
+        score=-float(priority),
+        body=f'{{"url":"{name}"}}'.encode(),
+    )
+
+
+def test_enqueue_dedups_and_leases_by_priority(redis_url: str, redis_client: redis.Redis) -> None:
+    async def scenario() -> None:
+        a = client_for(redis_url, "a")
+        first = await a.complete(None, "done", [new("low", 0), new("high", 5), new("low", 0)])
+        again = await a.complete(None, "done", [new("high", 5), new("free", 1, fingerprint="")])
+        assert (first.added, first.duplicates, again.added, again.duplicates) == (2, 1, 1, 1)
+        leases = await a.lease(2, 60_000)
+        assert [lease.body for lease in leases] == [b'{"url":"high"}', b'{"url":"free"}']
+        assert await a.pending() == 3
+        await a.aclose()
+
+    run(scenario())
+    assert redis_client.zcard(KEYS.leases) == 2
+    owners = {bytes(v).split(b"\t")[0] for v in redis_client.hvals(KEYS.inflight)}
+    assert owners == {b"a"}
+
+
+def test_complete_enqueues_children_and_only_owner_completes(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> None:
+        a, b = client_for(redis_url, "a"), client_for(redis_url, "b")
+        await a.complete(None, "done", [new("root")])
+        (lease,) = await a.lease(1, 60_000)
+        stolen = await b.complete(lease.id, "done", [])
+        assert stolen.status == "stolen"
+        done = await a.complete(lease.id, "done", [new("child1"), new("child2"), new("root")])
+        assert (done.status, done.added, done.duplicates) == ("done", 2, 1)
+        assert (await a.complete(lease.id, "done", [])).status == "gone"
+        await a.aclose()
+        await b.aclose()
+
+    run(scenario())
+    assert redis_client.zcard(KEYS.leases) == 0
+    assert redis_client.zcard(KEYS.queue) == 2
+    assert redis_client.hlen(KEYS.data) == 2  # the finished root's body is gone
+
+
+def test_failed_and_requeued_outcomes(redis_url: str, redis_client: redis.Redis) -> None:
+    async def scenario() -> None:
+        a = client_for(redis_url, "a")
+        await a.complete(None, "done", [new("x", 3), new("y", 1)])
+        x, y = await a.lease(2, 60_000)
+        assert (await a.complete(x.id, "failed", [], b'{"reason":"boom"}')).status == "failed"
+        assert (await a.complete(y.id, "requeue", [])).status == "requeue"
+        (again,) = await a.lease(5, 60_000)
+        assert again.id == y.id
+        await a.aclose()
+
+    run(scenario())
+    assert redis_client.hgetall(KEYS.failed) == {b"000000000001": b'{"reason":"boom"}'}
+    assert redis_client.zscore(KEYS.queue, "000000000002") is None  # leased again
+
+
+def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> None:
+        dead, live = client_for(redis_url, "dead"), client_for(redis_url, "live")
+        await live.complete(None, "done", [new("p", 7), new("q", 2)])
+        lost = await dead.lease(1, 200)  # "dead" never extends it
+        kept = await live.lease(1, 200)
+        await asyncio.sleep(0.3)
+        beat = await live.heartbeat([kept[0].id, "nonexistent"], 5_000, 60_000, 100)
+        # live's own lease was extended before the reclaim, so only dead's comes back.
+        assert (beat.extended, beat.reclaimed, beat.lost) == (1, 1, 1)
+        (back,) = await live.lease(5, 60_000)
+        assert back.id == lost[0].id
+        await dead.aclose()
+        await live.aclose()
+
+    run(scenario())
+    assert redis_client.zscore(KEYS.nodes, "live") is not None
+
+
+def test_release_returns_leases_with_their_priority(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> None:
+        a = client_for(redis_url, "a")
+        await a.complete(None, "done", [new("hi", 9), new("lo", 1)])
+        leases = await a.lease(2, 60_000)
+        assert await a.release([lease.id for lease in leases] + ["other"]) == 2
+        assert [lease.body for lease in await a.lease(2, 60_000)] == [
+            b'{"url":"hi"}',
+            b'{"url":"lo"}',
+        ]
+        await a.aclose()
+
+    run(scenario())

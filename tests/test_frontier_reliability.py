@@ -1,0 +1,241 @@
+"""The frontier loses nothing: SIGKILLed nodes, a Redis restart, a graceful stop, purge."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.demo.nodes import REPO_ROOT
+from crawler.demo.site import Site
+from crawler.devservices import RedisServer, RedisServerConfig, free_port
+from crawler.kafka.reader import read_topic
+from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.services import unavailable
+
+CONCURRENCY = 8
+PREFETCH = 4
+FAST_LEASES = {
+    "FRONTIER_LEASE_TIMEOUT": "4",
+    "FRONTIER_HEARTBEAT_INTERVAL": "1",
+    "FRONTIER_PREFETCH": str(PREFETCH),
+    "CONCURRENT_REQUESTS": str(CONCURRENCY),
+    "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+}
+VICTIM_WINDOW = CONCURRENCY + PREFETCH  # requests a killed node can hold
+
+
+@pytest.fixture
+def slow_site() -> Iterator[Site]:
+    with Site(1000, delay=0.1) as site:
+        yield site
+
+
+def wait_for_hits(site: Site, hits: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while sum(site.hits.values()) < hits:
+        assert time.monotonic() < deadline, f"site saw {sum(site.hits.values())} of {hits} hits"
+        time.sleep(0.05)
+
+
+def crawl_with_interruptions(
+    site: Site,
+    *,
+    redis_url: str,
+    kafka_bootstrap: str,
+    topic_template: str,
+    workdir: Path,
+    interrupt: Callable[[list[subprocess.Popen[bytes]]], list[int]],
+) -> tuple[Counter[str], list[int | None], list[int]]:
+    """Run 3 nodes; ``interrupt`` acts mid-crawl and returns the nodes it killed."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
+    with running_nodes(3, workdir=workdir, env=env, settings=settings) as nodes:
+        client = redis.Redis.from_url(redis_url)
+        client.lpush("pages:start_urls", site.url(0))
+        client.close()
+        killed = interrupt(nodes)
+        codes = wait_for_exit(nodes, timeout=300)
+    topic = topic_template.format(spider="pages")
+    messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=90)
+    urls = Counter(orjson.loads(m.value)["url"] for m in messages)
+    print(f"pages={site.pages} received={len(urls)} messages={len(messages)}")
+    return urls, codes, killed
+
+
+def assert_nothing_lost(urls: Counter[str], site: Site, allowed_duplicates: int) -> None:
+    missing = site.all_urls() - set(urls)
+    assert missing == set(), f"{len(missing)} pages never reached Kafka"
+    duplicates = sum(urls.values()) - len(urls)
+    print(f"missing=0 duplicates={duplicates} allowed={allowed_duplicates}")
+    assert duplicates <= allowed_duplicates
+
+
+def test_sigkill_one_node_loses_nothing(
+    redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
+) -> None:
+    def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+        wait_for_hits(slow_site, 250)
+        nodes[0].send_signal(signal.SIGKILL)
+        return [0]
+
+    urls, codes, killed = crawl_with_interruptions(
+        slow_site,
+        redis_url=redis_url,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_template=topic_template,
+        workdir=tmp_path,
+        interrupt=kill_one,
+    )
+    assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
+    assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
+    assert (
+        "frontier/reclaimed"
+        in (tmp_path / "node-1.log").read_text() + (tmp_path / "node-2.log").read_text()
+    )
+
+
+def test_two_sigkills_at_different_times_lose_nothing(
+    redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
+) -> None:
+    def kill_two(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+        wait_for_hits(slow_site, 200)
+        nodes[0].send_signal(signal.SIGKILL)
+        wait_for_hits(slow_site, 600)
+        nodes[1].send_signal(signal.SIGKILL)
+        return [0, 1]
+
+    urls, codes, killed = crawl_with_interruptions(
+        slow_site,
+        redis_url=redis_url,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_template=topic_template,
+        workdir=tmp_path,
+        interrupt=kill_two,
+    )
+    assert codes == [-signal.SIGKILL, -signal.SIGKILL, 0], logs(tmp_path)
+    assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis server (AOF on) this test may restart."""
+    server = RedisServer(
+        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
+    )
+    try:
+        server.start()
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local redis-server could not be started: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_redis_restart_mid_crawl_loses_nothing(
+    own_redis: RedisServer,
+    kafka_bootstrap: str,
+    topic_template: str,
+    slow_site: Site,
+    tmp_path: Path,
+) -> None:
+    def restart_redis(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+        wait_for_hits(slow_site, 300)
+        own_redis.stop()
+        time.sleep(2)
+        own_redis.start()
+        return []
+
+    urls, codes, _ = crawl_with_interruptions(
+        slow_site,
+        redis_url=own_redis.url,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_template=topic_template,
+        workdir=tmp_path / "nodes",
+        interrupt=restart_redis,
+    )
+    assert codes == [0, 0, 0], logs(tmp_path / "nodes")
+    assert_nothing_lost(urls, slow_site, allowed_duplicates=3 * VICTIM_WINDOW)
+    node_log = (tmp_path / "nodes" / "node-0.log").read_text()
+    assert "Redis unreachable" in node_log
+    assert "Redis is back" in node_log
+
+
+def test_graceful_stop_returns_leases_at_once(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    feeds = [tmp_path / "first.jsonl", tmp_path / "second.jsonl"]
+    with Site(60, delay=0.5) as site:
+        settings = {**FAST_LEASES, "FRONTIER_LEASE_TIMEOUT": "600", "CONCURRENT_REQUESTS": "4"}
+        first = tmp_path / "first"
+        first.mkdir()
+        with running_nodes(
+            1,
+            workdir=first,
+            env=env,
+            settings={**settings, "CRAWLER_STANDALONE_FEED": str(feeds[0])},
+        ) as nodes:
+            redis_client.lpush("pages:start_urls", site.url(0))
+            wait_for_hits(site, 10)
+            assert redis_client.zcard("{pages}:leases") > 0
+            nodes[0].send_signal(signal.SIGTERM)
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(first)
+        # Returned at once, not after the 600 s lease.
+        assert redis_client.zcard("{pages}:leases") == 0
+        assert redis_client.zcard("{pages}:queue") > 0
+        assert "unfinished leases to the queue" in (first / "node-0.log").read_text()
+
+        second = tmp_path / "second"
+        second.mkdir()
+        with running_nodes(
+            1,
+            workdir=second,
+            env=env,
+            settings={**settings, "CRAWLER_STANDALONE_FEED": str(feeds[1])},
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(second)
+    urls = {
+        orjson.loads(line)["url"]
+        for feed in feeds
+        if feed.exists()
+        for line in feed.read_bytes().splitlines()
+    }
+    assert urls == site.all_urls()
+
+
+def test_purge_asks_for_confirmation(redis_url: str, redis_client: redis.Redis) -> None:
+    redis_client.lpush("pages:start_urls", "http://example.invalid/")
+    redis_client.sadd("{pages}:dupefilter", "f")
+    redis_client.set("{other}:seq", 1)
+    command = [sys.executable, "-m", "scrapy", "purge", "pages"]
+    env = {"REDIS_URL": redis_url, "PATH": "/usr/bin:/bin"}
+
+    refused = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, input="no\n", capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 1
+    assert "Not purged" in refused.stdout
+    assert redis_client.exists("{pages}:dupefilter")
+
+    done = subprocess.run(
+        [*command, "--yes", "--keep-seeds"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not redis_client.exists("{pages}:dupefilter")
+    assert redis_client.llen("pages:start_urls") == 1
+    assert redis_client.exists("{other}:seq")
