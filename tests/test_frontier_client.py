@@ -48,10 +48,11 @@ def test_enqueue_dedups_and_leases_by_priority(redis_url: str, redis_client: red
 
     run(scenario())
     assert redis_client.zcard(KEYS.leases) == 2
-    text_client = redis.Redis.from_url(redis_url, decode_responses=True)
-    owners = [record.split("\t")[0] for record in text_client.hvals(KEYS.inflight)]
-    text_client.close()
-    assert owners == ["a", "a"]
+    records = [
+        value.decode() if isinstance(value, bytes) else value
+        for value in redis_client.hvals(KEYS.inflight)
+    ]
+    assert [record.split("\t")[0] for record in records] == ["a", "a"]
 
 
 def test_complete_enqueues_children_and_only_owner_completes(
