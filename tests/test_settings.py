@@ -24,7 +24,7 @@ def test_dev_profile_is_the_default() -> None:
     assert values["CRAWLER_PROFILE"] == "dev"
     assert values["ROBOTSTXT_OBEY"] is False
     assert values["REDIS_URL"] == ""
-    assert values["SCHEDULER_PERSIST"] is True
+    assert values["FRONTIER_LEASE_TIMEOUT"] == 60.0
 
 
 def test_prod_profile_and_environment_overrides() -> None:

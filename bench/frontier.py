@@ -1,0 +1,185 @@
+"""Frontier benchmark: throughput and pages lost to SIGKILL, against baselines in the same run.
+
+    .venv/bin/python -m bench.frontier [--pages 1000] [--kill-pages 1000]
+
+Rows: plain Scrapy (in-memory scheduler, standalone), scrapy-redis 0.9.1 as
+its README configures it (its scheduler, dupefilter and pickle), and ours
+(``LeasingScheduler``). Every crawl sends items to the same local Kafka broker
+through ``KafkaPipeline``; pages are counted from the topic.
+
+Throughput: one node, a generated local site, pages/s between the first and
+the last page the site served. Loss: two nodes crawl a site whose responses
+take 50 ms; one is SIGKILLed after 30% of the pages; the survivor finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import redis
+
+from crawler.demo.nodes import start_node, stop_node, wait_for_exit
+from crawler.demo.run import services
+from crawler.demo.site import Site
+from crawler.kafka.reader import read_topic
+
+SCRAPY_REDIS = {
+    "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+    "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+    "SCHEDULER_PERSIST": "True",
+    "SPIDER_MODULES": "crawler.spiders,bench.spiders",
+}
+FAST_LEASES = {"FRONTIER_LEASE_TIMEOUT": "4", "FRONTIER_HEARTBEAT_INTERVAL": "1"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    spider: str
+    settings: Mapping[str, str]
+    uses_redis: bool = True
+
+
+VARIANTS = [
+    Variant("plain Scrapy (memory)", "pages", {}, uses_redis=False),
+    Variant("scrapy-redis 0.9.1", "scrapy_redis_pages", SCRAPY_REDIS),
+    Variant("ours (leases)", "pages", FAST_LEASES),
+]
+
+
+@dataclass
+class Outcome:
+    pages: int
+    received: int
+    messages: int
+    seconds: float
+
+    @property
+    def lost(self) -> int:
+        return self.pages - self.received
+
+    @property
+    def duplicates(self) -> int:
+        return self.messages - self.received
+
+
+def crawl(
+    variant: Variant,
+    site: Site,
+    *,
+    nodes: int,
+    redis_url: str,
+    bootstrap: str,
+    workdir: Path,
+    kill_at: int | None = None,
+) -> Outcome:
+    topic_template = f"bench-{uuid.uuid4().hex[:8]}-{{spider}}-items"
+    env = {
+        "REDIS_URL": redis_url if variant.uses_redis else "",
+        "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+    }
+    settings = {**variant.settings, "KAFKA_TOPIC_TEMPLATE": topic_template}
+    settings |= {"MAX_IDLE_TIME_BEFORE_CLOSE": "3", "LOG_LEVEL": "INFO"}
+    arguments = None if variant.uses_redis else {"url": site.url(0)}
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    site.hits.clear()
+    processes = [
+        start_node(
+            variant.spider,
+            env=env,
+            settings=settings,
+            log_path=workdir / f"{variant.spider}-{kill_at}-{i}.log",
+            node_id=f"bench-{i}",
+            arguments=arguments,
+        )
+        for i in range(nodes)
+    ]
+    try:
+        if variant.uses_redis:
+            client.lpush(f"{variant.spider}:start_urls", site.url(0))
+        started = first = time.monotonic()
+        while not site.hits:
+            time.sleep(0.01)
+        first = time.monotonic()
+        if kill_at is not None:
+            while sum(site.hits.values()) < kill_at:
+                time.sleep(0.01)
+            processes[0].send_signal(signal.SIGKILL)
+        last_count, last_change = 0, time.monotonic()
+        while None in [p.poll() for p in processes[1 if kill_at else 0 :]]:
+            count = sum(site.hits.values())
+            if count != last_count:
+                last_count, last_change = count, time.monotonic()
+            if time.monotonic() - started > 600:
+                break
+            time.sleep(0.01)
+        wait_for_exit(processes, timeout=30)
+    finally:
+        for process in processes:
+            stop_node(process)
+        client.close()
+    topic = topic_template.format(spider=variant.spider)
+    messages = read_topic(bootstrap, topic, expected=site.pages, timeout=30, settle=2)
+    urls = Counter(orjson.loads(m.value)["url"] for m in messages)
+    return Outcome(site.pages, len(urls), len(messages), last_change - first)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.frontier", description=__doc__)
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--kill-pages", type=int, default=1000)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-frontier-"))
+    with services(workdir) as (redis_url, bootstrap):
+        print(f"# Throughput: 1 node, {args.pages}-page local site, items into Kafka")
+        print("| frontier | pages/s | ratio to plain | pages received |")
+        print("|---|---|---|---|")
+        baseline = 0.0
+        with Site(args.pages) as site:
+            for variant in VARIANTS:
+                outcome = crawl(
+                    variant,
+                    site,
+                    nodes=1,
+                    redis_url=redis_url,
+                    bootstrap=bootstrap,
+                    workdir=workdir,
+                )
+                rate = outcome.pages / outcome.seconds if outcome.seconds else 0.0
+                baseline = baseline or rate
+                print(
+                    f"| {variant.name} | {rate:.1f} | {rate / baseline:.2f}x"
+                    f" | {outcome.received}/{outcome.pages} |",
+                    flush=True,
+                )
+        print()
+        print(f"# Loss: 2 nodes, {args.kill_pages} pages at 50 ms each, one SIGKILLed at 30%")
+        print("| frontier | pages lost | duplicates in Kafka |")
+        print("|---|---|---|")
+        with Site(args.kill_pages, delay=0.05) as site:
+            for variant in VARIANTS[1:]:
+                outcome = crawl(
+                    variant,
+                    site,
+                    nodes=2,
+                    redis_url=redis_url,
+                    bootstrap=bootstrap,
+                    workdir=workdir,
+                    kill_at=int(args.kill_pages * 0.3),
+                )
+                print(f"| {variant.name} | {outcome.lost} | {outcome.duplicates} |", flush=True)
+    print(f"\nlogs: {workdir}")
+
+
+if __name__ == "__main__":
+    main()

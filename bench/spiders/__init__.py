@@ -1,0 +1,1 @@
+"""Baseline spiders the benchmarks compare against."""

@@ -1,0 +1,14 @@
+"""The ``pages`` crawl written as scrapy-redis 0.9.1 documents it (baseline only)."""
+
+from __future__ import annotations
+
+from scrapy_redis.spiders import RedisSpider
+
+from crawler.spiders.pages import PagesSpider
+
+
+class ScrapyRedisPagesSpider(RedisSpider):  # type: ignore[misc]  # scrapy-redis has no types
+    name = "scrapy_redis_pages"
+    redis_key = "scrapy_redis_pages:start_urls"
+    parse = PagesSpider.parse
+    link_extractor = PagesSpider.link_extractor
