@@ -60,6 +60,15 @@ KAFKA_BACKPRESSURE_WAIT = 0.05  # float > 0, seconds between retries while the l
 KAFKA_CREATE_TOPICS = True  # bool: create missing topics at start
 KAFKA_TOPIC_PARTITIONS = 3  # int >= 1: partitions of topics created at start
 KAFKA_TOPIC_REPLICATION = 1  # int >= 1: replication factor of topics created at start
+KAFKA_TOPIC_CONFIG: dict[str, str] = {}  # dict: topic configs at creation, e.g. cleanup.policy
+KAFKA_DLQ_TOPIC_TEMPLATE = "{topic}.dlq"  # str: dead-letter topic of a topic
+KAFKA_SPOOL_DIR = "spool"  # str: local spool and dead-letter file, one folder per spider
+KAFKA_SPOOL_REPLAY_INTERVAL = 30.0  # float s >= 0.1: how often the spool is replayed
+KAFKA_MAX_OUTAGE = 300.0  # float s: Kafka failing longer than this pauses the crawl
+ITEM_SCHEMA_DIRS = [
+    "builtin"
+]  # list: folders of <item_type>.json schemas; builtin = crawler/schemas
+CRAWLER_CRAWL_ID = "default"  # str: crawl id in Kafka headers (and the ledger)
 
 # --- Standalone output -------------------------------------------------------
 CRAWLER_STANDALONE_FEED = (

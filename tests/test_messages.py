@@ -29,6 +29,7 @@ def test_value_is_utf8_json_with_non_ascii_kept() -> None:
         "item_type": b"page",
         "schema_version": b"1",
         "node_id": b"n1",
+        "crawl_id": b"",
     }
 
 

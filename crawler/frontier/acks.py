@@ -1,14 +1,19 @@
 """Which leased requests are finished, and with what outcome (pure logic, no I/O).
 
-A leased request is finished when its callback has returned all its output
+A leased request is finished when its callback has returned all its output,
+every request it yielded has reached the scheduler and is durable in Redis,
 and every item it yielded is settled: through the pipelines and, when a
 pipeline defers (Kafka), acknowledged by the broker. Each open piece of work
 is a *hold* on the lease; the lease completes when its holds reach zero.
 
 Outcomes: ``done``; ``failed`` (recorded with a reason, not retried); or
 ``requeue`` (the request goes back to the queue, e.g. its items could not be
-delivered). New requests the callback yielded are kept with the lease and
-enqueued in the same atomic step that completes it.
+delivered). New requests the callback yielded are enqueued in the same atomic
+step that completes the lease when nothing else is pending; otherwise they are
+handed over as soon as the callback has ended (``on_progress``, which holds the
+lease until they are written), so a slow or unreachable broker never starves
+the frontier. A node killed in between only makes the request run again: its
+new requests are deduplicated.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class LeaseState:
     lease_id: str
     body: bytes
     holds: int = 1  # the callback's own hold
+    request_holds: int = 0  # yielded requests not yet at the scheduler (part of holds)
     callback_done: bool = False
     children: list[NewRequest] = field(default_factory=list)
     failure: str | None = None
@@ -38,11 +44,13 @@ class LeaseState:
 
 
 OnComplete = Callable[[LeaseState], None]
+OnProgress = Callable[[str, list[NewRequest]], None]
 
 
 class AckTracker:
-    def __init__(self, on_complete: OnComplete) -> None:
+    def __init__(self, on_complete: OnComplete, on_progress: OnProgress) -> None:
         self._on_complete = on_complete
+        self._on_progress = on_progress
         self._leases: dict[str, LeaseState] = {}
         self._items: dict[int, tuple[Any, str]] = {}  # id(item) -> (item, lease id)
 
@@ -58,12 +66,23 @@ class AckTracker:
     def start(self, lease_id: str, body: bytes) -> None:
         self._leases[lease_id] = LeaseState(lease_id, body)
 
-    def add_child(self, lease_id: str, request: NewRequest) -> None:
-        self._leases[lease_id].children.append(request)
+    def hold_request(self, lease_id: str) -> None:
+        """The callback yielded a request; it is on its way to the scheduler."""
+        state = self._leases[lease_id]
+        state.holds += 1
+        state.request_holds += 1
+
+    def add_child(self, lease_id: str, request: NewRequest | None) -> None:
+        """A yielded request reached the scheduler (``None``: it could not be stored)."""
+        state = self._leases[lease_id]
+        if request is not None:
+            state.children.append(request)
+        state.request_holds -= 1
+        self._release(state)
 
     def replace(self, lease_id: str, request: NewRequest) -> None:
         """The download was answered by a new request (redirect, retry): enqueue it, finish."""
-        self.add_child(lease_id, request)
+        self._leases[lease_id].children.append(request)
         self.callback_done(lease_id)
 
     def fail(self, lease_id: str, reason: str) -> None:
@@ -113,11 +132,21 @@ class AckTracker:
         if state.holds <= 0:
             del self._leases[state.lease_id]
             self._on_complete(state)
+        elif state.callback_done and state.children:
+            children, state.children = state.children, []
+            state.holds += 1  # released by the caller once the children are written
+            self._on_progress(state.lease_id, children)
 
     def finish_stragglers(self) -> list[str]:
-        """Release callback holds never released (call only when nothing is in flight)."""
-        stragglers = [s.lease_id for s in self._leases.values() if not s.callback_done]
+        """Release callback and request holds no signal released (a yielded request
+        dropped before the scheduler). Call only when nothing is in flight."""
+        stragglers = [
+            s.lease_id for s in self._leases.values() if not s.callback_done or s.request_holds
+        ]
         for lease_id in stragglers:
+            state = self._leases[lease_id]
+            leaked, state.request_holds = state.request_holds, 0
+            state.holds -= leaked
             self.callback_done(lease_id)
         return stragglers
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
+REDIS_CONNECTIONS = 8  # concurrent frontier commands; more wait for a free connection
 
 _trackers: weakref.WeakKeyDictionary[Crawler, AckTracker] = weakref.WeakKeyDictionary()
 
@@ -64,10 +65,11 @@ class LeasingScheduler:
         self.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        self.tracker = AckTracker(self._on_complete)
+        self.tracker = AckTracker(self._on_complete, self._on_progress)
         self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
         self._buffer: deque[tuple[Lease, Request]] = deque()
         self._fresh: list[NewRequest] = []
+        self._fresh_waiters: list[str] = []  # leases held until the fresh batch is written
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
         self._empty_until = 0.0
@@ -91,7 +93,10 @@ class LeasingScheduler:
     def open(self, spider: Spider) -> None:
         self._spider = spider
         keys = FrontierKeys.for_spider(spider.name)
-        self._client = FrontierClient(Redis.from_url(self.settings.redis_url), keys, self.node_id)
+        pool = BlockingConnectionPool.from_url(
+            self.settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=None
+        )
+        self._client = FrontierClient(Redis(connection_pool=pool), keys, self.node_id)
         _trackers[self.crawler] = self.tracker
         self._heartbeat = asyncio.ensure_future(self._heartbeat_loop())
         logger.info(
@@ -116,18 +121,29 @@ class LeasingScheduler:
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
         new = self._encode(request)
-        if new is None:
-            return False
-        self.stats.inc_value("frontier/enqueued")
         if self.tracker.tracks(parent_id):
-            self.tracker.add_child(parent_id, new)
+            self.tracker.add_child(parent_id, new)  # releases the parent's hold either way
+        elif new is None:
+            pass
         elif self.tracker.tracks(lease_id):
             self.tracker.replace(lease_id, new)  # redirect or retry of a leased request
         else:
-            self._fresh.append(new)
-            if len(self._fresh) == 1:
-                self._spawn(self._flush_fresh())
+            self._enqueue_fresh([new])
+        if new is None:
+            return False
+        self.stats.inc_value("frontier/enqueued")
         return True
+
+    def _enqueue_fresh(self, requests: list[NewRequest], waiter: str | None = None) -> None:
+        """Write requests at the end of this reactor turn; then release ``waiter``'s hold."""
+        if not self._fresh and not self._fresh_waiters:
+            self._spawn(self._flush_fresh())
+        self._fresh.extend(requests)
+        if waiter is not None:
+            self._fresh_waiters.append(waiter)
+
+    def _on_progress(self, lease_id: str, children: list[NewRequest]) -> None:
+        self._enqueue_fresh(children, waiter=lease_id)
 
     def next_request(self) -> Request | None:
         if len(self._buffer) <= self.settings.prefetch // 2:
@@ -209,9 +225,12 @@ class LeasingScheduler:
     async def _flush_fresh(self) -> None:
         await asyncio.sleep(0)  # gather the requests of this reactor turn
         batch, self._fresh = self._fresh, []
+        waiters, self._fresh_waiters = self._fresh_waiters, []
         if batch:
             result = await self._guarded(lambda: self.client.complete(None, "done", batch))
             self._count_children(result.added, result.duplicates)
+        for lease_id in waiters:
+            self.tracker.release(lease_id)
 
     def _on_complete(self, state: LeaseState) -> None:
         self._spawn(self._complete(state))
@@ -291,7 +310,7 @@ class LeasingScheduler:
         self._closing = True
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        if self._fresh:
+        if self._fresh or self._fresh_waiters:
             await self._flush_fresh()
         pending = [task for task in self._tasks if not task.done()]
         if pending:

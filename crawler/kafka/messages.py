@@ -3,7 +3,8 @@
 Value: UTF-8 JSON from orjson (non-ASCII kept as is). Key: the item's
 fingerprint, ``sha1(item_type + "\\n" + canonical url)`` in hex, so consumers
 can deduplicate and compaction keeps the latest; items without ``url`` have no
-key. Headers: ``spider``, ``item_type``, ``schema_version``, ``node_id``.
+key. Headers: ``spider``, ``item_type``, ``schema_version``, ``node_id``,
+``crawl_id``.
 Timestamp: the item's ``crawled_at`` in milliseconds, else now.
 """
 
@@ -52,6 +53,7 @@ def encode_item(
     schema_version: int,
     spider: str,
     node_id: str,
+    crawl_id: str = "",
 ) -> OutgoingMessage:
     try:
         value = orjson.dumps(fields)
@@ -67,6 +69,7 @@ def encode_item(
             ("item_type", item_type.encode()),
             ("schema_version", str(schema_version).encode()),
             ("node_id", node_id.encode()),
+            ("crawl_id", crawl_id.encode()),
         ],
         timestamp_ms=_timestamp_ms(fields.get("crawled_at")),
     )

@@ -64,6 +64,11 @@ class ItemProducer:
         """Serve delivery reports that are ready, without waiting."""
         return int(self._producer.poll(0))
 
+    def purge(self) -> None:
+        """Fail every queued and in-flight message now (each reports ``_PURGE_QUEUE``)."""
+        self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+        self._producer.poll(0)
+
     def pending(self) -> int:
         """Messages not yet acknowledged or failed."""
         return len(self._producer)
@@ -78,7 +83,12 @@ class ItemProducer:
         return len(self._producer)
 
     async def ensure_topics(
-        self, names: Iterable[str], partitions: int, replication: int, timeout: float = 30.0
+        self,
+        names: Iterable[str],
+        partitions: int,
+        replication: int,
+        topic_config: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
     ) -> list[str]:
         """Create the topics that don't exist yet; return the names created."""
         admin = AdminClient(

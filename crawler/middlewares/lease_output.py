@@ -1,8 +1,10 @@
 """``LeaseOutputMiddleware``: tell the frontier when a leased request's output is settled.
 
 Spider middleware, closest to the engine. It tags the requests a callback
-yields with their parent lease (they are enqueued when the parent completes,
-in the same atomic step), holds the lease for every item until the pipelines
+yields with their parent lease and holds the lease until the scheduler has
+them (Scrapy hands callback output to its workers through a queue, so the
+output ends before its requests are scheduled); it holds the lease for every
+item until the pipelines
 settle it (``item_scraped``, ``item_dropped``, ``item_error``), and releases
 the callback's own hold when the output ends. Callback errors mark the lease
 failed with ``spider_exception/<ExceptionClass>``.
@@ -65,6 +67,7 @@ class LeaseOutputMiddleware:
             async for output in result:
                 if isinstance(output, Request):
                     output.meta[PARENT_META] = lease_id
+                    tracker.hold_request(lease_id)
                 elif output is not None:
                     tracker.hold_item(lease_id, output)
                 yield output

@@ -1,28 +1,29 @@
-"""``KafkaPipeline``: send every item to Kafka without blocking the crawl.
+"""``KafkaPipeline``: send every item to Kafka without blocking the crawl, losing none.
 
-A thin adapter around ``crawler.kafka.producer.ItemProducer``: settings are
-read once into ``KafkaPipelineSettings``; ``process_item`` encodes and
-enqueues (waiting without blocking the reactor while librdkafka's local queue
-is full); a looping call serves delivery reports; ``close_spider`` drains for
-up to ``KAFKA_FLUSH_TIMEOUT`` seconds.
+A thin adapter around ``crawler.kafka.sender.ItemSender``. Settings are read
+once into ``KafkaPipelineSettings``. For each item: encode (orjson), validate
+against its JSON Schema, enqueue (waiting without blocking the reactor while
+librdkafka's local queue is full). Items that cannot be encoded or fail their
+schema are dead-lettered and dropped with a log line and a stat.
 
-With the leasing frontier, the item's request stays leased until the broker
-acknowledges the item; a failed delivery returns the request to the queue
-(``requeue`` with ``kafka/<error>``), so a page is crawled again rather than lost.
+With the leasing frontier, an item's request stays leased until the item is
+settled: delivered, spooled durably, or dead-lettered. Only when even the
+spool fails is the request returned to the queue to be crawled again.
 
-Stats: ``kafka/produced``, ``kafka/delivered``, ``kafka/failed/<reason>``,
-``kafka/buffer_full``, ``kafka/unencodable``, ``kafka/undelivered_at_close``.
+A broker unreachable for longer than ``KAFKA_MAX_OUTAGE`` pauses the crawl
+(the engine takes no new requests) until a delivery succeeds again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+import orjson
+from confluent_kafka import KafkaException
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
@@ -31,16 +32,22 @@ from twisted.internet.task import LoopingCall
 
 from crawler.frontier.scheduler import tracker_for
 from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
-from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.producer import producer_config
+from crawler.kafka.schemas import SchemaRegistry
+from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.node import resolve_node_id
 
 logger = logging.getLogger(__name__)
+
+MAX_DEAD_LETTER_REPR = 100_000
+TOPIC_CREATE_TIMEOUT = 10.0  # seconds; on failure the item is sent anyway and creation retried
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaPipelineSettings:
     bootstrap_servers: str
     topic_template: str
+    dlq_topic_template: str
     producer_config: dict[str, Any]
     poll_interval: float
     flush_timeout: float
@@ -48,7 +55,13 @@ class KafkaPipelineSettings:
     create_topics: bool
     topic_partitions: int
     topic_replication: int
+    topic_config: dict[str, str]
+    spool_dir: Path
+    replay_interval: float
+    max_outage: float
+    schema_dirs: tuple[str, ...]
     node_id: str
+    crawl_id: str
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipelineSettings:
@@ -56,17 +69,10 @@ class KafkaPipelineSettings:
         bootstrap = (settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()
         if not bootstrap:
             raise NotConfigured("KAFKA_BOOTSTRAP_SERVERS is empty: items are not sent to Kafka")
-        template = settings.get("KAFKA_TOPIC_TEMPLATE")
-        try:
-            template.format(spider="s", item_type="t")
-        except (KeyError, IndexError, ValueError, AttributeError) as exc:
-            raise ValueError(
-                f"KAFKA_TOPIC_TEMPLATE={template!r} is invalid: only {{spider}} and "
-                f"{{item_type}} may be used ({exc!r})"
-            ) from exc
         values = cls(
             bootstrap_servers=bootstrap,
-            topic_template=template,
+            topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
+            dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
             producer_config=producer_config(bootstrap, settings.getdict("KAFKA_PRODUCER_CONFIG")),
             poll_interval=settings.getfloat("KAFKA_POLL_INTERVAL"),
             flush_timeout=settings.getfloat("KAFKA_FLUSH_TIMEOUT"),
@@ -74,18 +80,42 @@ class KafkaPipelineSettings:
             create_topics=settings.getbool("KAFKA_CREATE_TOPICS"),
             topic_partitions=settings.getint("KAFKA_TOPIC_PARTITIONS"),
             topic_replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
+            topic_config={
+                str(k): str(v) for k, v in settings.getdict("KAFKA_TOPIC_CONFIG").items()
+            },
+            spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
+            replay_interval=settings.getfloat("KAFKA_SPOOL_REPLAY_INTERVAL"),
+            max_outage=settings.getfloat("KAFKA_MAX_OUTAGE"),
+            schema_dirs=tuple(settings.getlist("ITEM_SCHEMA_DIRS")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
+            crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",
         )
+        values.validate()
+        return values
+
+    def validate(self) -> None:
+        for name, template, fields in (
+            ("KAFKA_TOPIC_TEMPLATE", self.topic_template, {"spider": "s", "item_type": "t"}),
+            ("KAFKA_DLQ_TOPIC_TEMPLATE", self.dlq_topic_template, {"topic": "t"}),
+        ):
+            try:
+                template.format(**fields)
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                raise ValueError(
+                    f"{name}={template!r} is invalid: only {{{'}, {'.join(fields)}}} "
+                    f"may be used ({exc!r})"
+                ) from exc
         for name, value, minimum in (
-            ("KAFKA_POLL_INTERVAL", values.poll_interval, 0.001),
-            ("KAFKA_BACKPRESSURE_WAIT", values.backpressure_wait, 0.001),
-            ("KAFKA_FLUSH_TIMEOUT", values.flush_timeout, 0.0),
-            ("KAFKA_TOPIC_PARTITIONS", values.topic_partitions, 1),
-            ("KAFKA_TOPIC_REPLICATION", values.topic_replication, 1),
+            ("KAFKA_POLL_INTERVAL", self.poll_interval, 0.001),
+            ("KAFKA_BACKPRESSURE_WAIT", self.backpressure_wait, 0.001),
+            ("KAFKA_FLUSH_TIMEOUT", self.flush_timeout, 0.0),
+            ("KAFKA_TOPIC_PARTITIONS", self.topic_partitions, 1),
+            ("KAFKA_TOPIC_REPLICATION", self.topic_replication, 1),
+            ("KAFKA_SPOOL_REPLAY_INTERVAL", self.replay_interval, 0.1),
+            ("KAFKA_MAX_OUTAGE", self.max_outage, 0.0),
         ):
             if value < minimum:
                 raise ValueError(f"{name}={value} must be >= {minimum}")
-        return values
 
 
 class KafkaPipeline:
@@ -94,28 +124,51 @@ class KafkaPipeline:
         self.settings = KafkaPipelineSettings.from_crawler(crawler)
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        self._producer: ItemProducer | None = None
+        self.schemas = SchemaRegistry(self.settings.schema_dirs)
+        self._sender: ItemSender | None = None
         self._poller: LoopingCall | None = None
         self._topics: set[str] = set()
+        self._paused = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipeline:
         return cls(crawler)
 
     @property
-    def producer(self) -> ItemProducer:
-        if self._producer is None:
+    def sender(self) -> ItemSender:
+        if self._sender is None:
             raise RuntimeError("KafkaPipeline used before open_spider()")
-        return self._producer
+        return self._sender
+
+    def _count(self, stat: str, count: int) -> None:
+        self.stats.inc_value(stat, count)
 
     def open_spider(self) -> None:
-        self._producer = ItemProducer(self.settings.producer_config)
-        self._poller = LoopingCall(self.producer.poll)
+        spider = self.crawler.spider
+        assert spider is not None
+        spool_dir = self.settings.spool_dir / spider.name
+        self._sender = ItemSender(
+            SenderConfig(
+                producer_config=self.settings.producer_config,
+                dlq_topic_template=self.settings.dlq_topic_template,
+                spool_dir=spool_dir,
+                dead_letter_file=spool_dir / "dead-letters.jsonl",
+                node_id=self.settings.node_id,
+                backpressure_wait=self.settings.backpressure_wait,
+                replay_interval=self.settings.replay_interval,
+            ),
+            count=self._count,
+        )
+        self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
+        if segments := self.sender.spool.segments():
+            logger.info("Replaying %d spool segments left from earlier runs", len(segments))
+            self.sender.replay()
         logger.info(
-            "Kafka pipeline sending to %s (topic template %r)",
+            "Kafka pipeline sending to %s (topic template %r, spool %s)",
             self.settings.bootstrap_servers,
             self.settings.topic_template,
+            spool_dir,
         )
 
     async def process_item(self, item: Any) -> Any:
@@ -123,26 +176,67 @@ class KafkaPipeline:
         assert spider is not None
         item_type = str(getattr(item, "item_type", type(item).__name__.lower()))
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
+        await self._ensure_topic(topic)
+        settle = self._lease_settler(item)
+        fields = ItemAdapter(item).asdict()
         try:
-            message = encode_item(
-                ItemAdapter(item).asdict(),
-                topic=topic,
-                item_type=item_type,
-                schema_version=int(getattr(item, "schema_version", 1)),
-                spider=spider.name,
-                node_id=self.settings.node_id,
+            message = self._encode(
+                fields, topic, item_type, int(getattr(item, "schema_version", 1))
             )
         except UnencodableItem as exc:
-            self.stats.inc_value("kafka/unencodable")
-            logger.error("Item of type %s cannot be encoded as JSON: %s", item_type, exc)
-            raise DropItem(f"cannot encode item as JSON: {exc}") from exc
-        await self._ensure_topic(topic)
+            placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
+            message = self._message(placeholder, topic, item_type, 1)
+            self._reject(message, settle, "unencodable", str(exc), item_type)
+        error = self.schemas.error(item_type, orjson.loads(message.value))
+        if error is not None:
+            self._reject(message, settle, "schema", error, item_type)
+        await self.sender.send(message, settle)
+        return item
+
+    def _encode(
+        self, fields: dict[str, Any], topic: str, item_type: str, schema_version: int
+    ) -> OutgoingMessage:
+        spider = self.crawler.spider
+        assert spider is not None
+        return encode_item(
+            fields,
+            topic=topic,
+            item_type=item_type,
+            schema_version=schema_version,
+            spider=spider.name,
+            node_id=self.settings.node_id,
+            crawl_id=self.settings.crawl_id,
+        )
+
+    def _message(
+        self, value: bytes, topic: str, item_type: str, schema_version: int
+    ) -> OutgoingMessage:
+        template = self._encode({}, topic, item_type, schema_version)
+        return OutgoingMessage(topic, None, value, template.headers, template.timestamp_ms)
+
+    def _reject(
+        self, message: OutgoingMessage, settle: Any, reason: str, error: str, item_type: str
+    ) -> None:
+        self.stats.inc_value(f"kafka/rejected/{reason}")
+        logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
+        self.sender.dead_letter(message, reason, error, settle)
+        raise DropItem(f"dead-lettered ({reason}): {error}")
+
+    def _lease_settler(self, item: Any) -> Any:
         tracker = tracker_for(self.crawler)
         lease_id = tracker.lease_of(item) if tracker is not None else None
-        if tracker is not None and lease_id is not None:
-            tracker.hold(lease_id)
-        await self._send(message, lease_id)
-        return item
+        if tracker is None or lease_id is None:
+            return None
+        tracker.hold(lease_id)
+        return partial(self._settle_lease, lease_id)
+
+    def _settle_lease(self, lease_id: str, outcome: str) -> None:
+        tracker = tracker_for(self.crawler)
+        if tracker is None:
+            return
+        if outcome == "requeue":
+            tracker.requeue(lease_id, "kafka/spool_error")
+        tracker.release(lease_id)
 
     async def _ensure_topic(self, topic: str) -> None:
         if topic in self._topics:
@@ -150,46 +244,54 @@ class KafkaPipeline:
         self._topics.add(topic)
         if not self.settings.create_topics:
             return
-        created = await self.producer.ensure_topics(
-            [topic], self.settings.topic_partitions, self.settings.topic_replication
-        )
+        try:
+            created = await self.sender.producer.ensure_topics(
+                [topic, self.settings.dlq_topic_template.format(topic=topic)],
+                self.settings.topic_partitions,
+                self.settings.topic_replication,
+                self.settings.topic_config,
+                timeout=TOPIC_CREATE_TIMEOUT,
+            )
+        except KafkaException as exc:
+            self._topics.discard(topic)  # try again with a later item
+            self.stats.inc_value("kafka/topic_create_failed")
+            logger.warning("Could not check or create Kafka topic %s: %s", topic, exc)
+            return
         if created:
-            logger.info("Created Kafka topic %s", topic)
+            logger.info("Created Kafka topics %s", ", ".join(created))
 
-    async def _send(self, message: OutgoingMessage, lease_id: str | None) -> None:
-        callback = partial(self._on_delivery, message.topic, lease_id)
-        while not self.producer.send(message, callback):
-            self.stats.inc_value("kafka/buffer_full")
-            self.producer.poll()
-            await asyncio.sleep(self.settings.backpressure_wait)
-        self.stats.inc_value("kafka/produced")
-        self.producer.poll()
-
-    def _on_delivery(
-        self, topic: str, lease_id: str | None, error: KafkaError | None, message: Message
-    ) -> None:
-        tracker = tracker_for(self.crawler) if lease_id is not None else None
-        if error is None:
-            self.stats.inc_value("kafka/delivered")
-        else:
-            reason = str(error.name()).lower()
-            self.stats.inc_value(f"kafka/failed/{reason}")
-            logger.error("Kafka delivery to %s failed (%s): %s", topic, reason, error.str())
-            if tracker is not None and lease_id is not None:
-                tracker.requeue(lease_id, f"kafka/{reason}")
-        if tracker is not None and lease_id is not None:
-            tracker.release(lease_id)
+    def _poll(self) -> None:
+        self.sender.poll()
+        outage = self.sender.outage_seconds()
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        if not self._paused and outage > self.settings.max_outage:
+            self._paused = True
+            engine.pause()
+            self.stats.inc_value("kafka/crawl_paused")
+            logger.error(
+                "Kafka unreachable for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until it is back",
+                outage,
+                self.settings.max_outage,
+            )
+        elif self._paused and outage == 0:
+            self._paused = False
+            engine.unpause()
+            logger.warning("Kafka is back: crawl resumed")
 
     async def close_spider(self) -> None:
         if self._poller is not None and self._poller.running:
             self._poller.stop()
-        if self._producer is None:
+        if self._sender is None:
             return
-        left = await self._producer.drain(self.settings.flush_timeout)
-        if left:
-            self.stats.set_value("kafka/undelivered_at_close", left)
+        spooled = await self._sender.close(self.settings.flush_timeout)
+        if spooled:
+            self.stats.set_value("kafka/spooled_at_close", spooled)
             logger.error(
-                "%d Kafka messages were not acknowledged within KAFKA_FLUSH_TIMEOUT=%ss",
-                left,
+                "%d Kafka messages were not acknowledged within KAFKA_FLUSH_TIMEOUT=%ss: spooled "
+                "to %s for the next start",
+                spooled,
                 self.settings.flush_timeout,
+                self._sender.spool.directory,
             )

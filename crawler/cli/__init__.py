@@ -1,0 +1,1 @@
+"""The ``crawler`` command: operator tools for a running cluster."""

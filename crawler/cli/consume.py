@@ -1,0 +1,66 @@
+"""``crawler consume <topic>``: tail a topic with readable output (or ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import orjson
+
+from crawler.cli.config import add_kafka_option, kafka_bootstrap
+from crawler.kafka.reader import ReceivedMessage, iter_topic
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("consume", help="print the messages of a topic")
+    parser.add_argument("topic")
+    add_kafka_option(parser)
+    parser.add_argument("--from-beginning", action="store_true", help="not only new messages")
+    parser.add_argument("--count", type=int, default=0, help="stop after N messages (0 = never)")
+    parser.add_argument(
+        "--idle-exit", type=float, default=0.0, help="stop after N quiet seconds (0 = never)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.set_defaults(run=run)
+
+
+def render(message: ReceivedMessage, as_json: bool) -> str:
+    try:
+        value: object = orjson.loads(message.value)
+    except orjson.JSONDecodeError:
+        value = message.value.decode("utf-8", "replace")
+    headers = {name: v.decode("utf-8", "replace") for name, v in message.headers.items()}
+    key = message.key.decode("utf-8", "replace") if message.key is not None else None
+    if as_json:
+        return orjson.dumps(
+            {
+                "topic": message.topic,
+                "partition": message.partition,
+                "offset": message.offset,
+                "timestamp_ms": message.timestamp_ms,
+                "key": key,
+                "headers": headers,
+                "value": value,
+            }
+        ).decode()
+    tags = " ".join(f"{name}={v}" for name, v in headers.items())
+    body = orjson.dumps(value).decode() if not isinstance(value, str) else value
+    return f"{message.topic}[{message.partition}]@{message.offset} key={key} {tags}\n  {body}"
+
+
+def run(args: argparse.Namespace) -> int:
+    seen = 0
+    quiet_since = time.monotonic()
+    for message in iter_topic(
+        kafka_bootstrap(args), [args.topic], from_beginning=args.from_beginning
+    ):
+        if message is None:
+            if args.idle_exit and time.monotonic() - quiet_since >= args.idle_exit:
+                break
+            continue
+        quiet_since = time.monotonic()
+        print(render(message, args.json), flush=True)
+        seen += 1
+        if args.count and seen >= args.count:
+            break
+    return 0

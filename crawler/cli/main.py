@@ -1,0 +1,24 @@
+"""``crawler <command>``: operator tools (installed entry point; also ``python -m crawler``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from crawler.cli import consume, dead_letters, spool
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crawler", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for module in (consume, spool, dead_letters):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,90 @@
+"""``crawler spool list|replay <spider>``: the local spool of messages Kafka could not take."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections import Counter
+
+import orjson
+
+from crawler.cli.config import add_kafka_option, add_spool_options, kafka_bootstrap, spool_dir
+from crawler.kafka.producer import producer_config
+from crawler.kafka.sender import ItemSender, SenderConfig
+from crawler.kafka.spool import claim, read_segment
+from crawler.node import resolve_node_id
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("spool", help="list or replay the local Kafka spool")
+    actions = parser.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="segments and their messages")
+    add_spool_options(listing)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+    replay = actions.add_parser("replay", help="send the spooled messages to Kafka now")
+    add_spool_options(replay)
+    add_kafka_option(replay)
+    replay.add_argument("--timeout", type=float, default=60.0)
+    replay.set_defaults(run=run_replay)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    directory = spool_dir(args)
+    rows: list[dict[str, object]] = []
+    for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        if segment.name == "dead-letters.jsonl":
+            continue
+        handle = claim(segment)
+        if handle is None:
+            rows.append({"segment": segment.name, "state": "being written"})
+            continue
+        with handle:
+            records, broken = read_segment(handle)
+        rows.append(
+            {
+                "segment": segment.name,
+                "state": "sealed",
+                "messages": len(records),
+                "unreadable": broken,
+                "bytes": segment.stat().st_size,
+                "topics": dict(Counter(r.message.topic for r in records)),
+                "reasons": dict(Counter(r.reason for r in records)),
+            }
+        )
+    if args.json:
+        print(orjson.dumps(rows).decode())
+        return 0
+    if not rows:
+        print(f"spool {directory} is empty")
+    for row in rows:
+        print(" ".join(f"{name}={value}" for name, value in row.items()))
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    directory = spool_dir(args)
+    counts: Counter[str] = Counter()
+    sender = ItemSender(
+        SenderConfig(
+            producer_config=producer_config(kafka_bootstrap(args), {}),
+            dlq_topic_template="{topic}.dlq",
+            spool_dir=directory,
+            dead_letter_file=directory / "dead-letters.jsonl",
+            node_id=resolve_node_id(""),
+        ),
+        count=lambda stat, n: counts.update({stat: n}),
+    )
+    sender.replay()
+    deadline = time.monotonic() + args.timeout
+    while sender.producer.pending() and time.monotonic() < deadline:
+        sender.producer.poll()
+        time.sleep(0.05)
+    left = asyncio.run(sender.close(0))
+    print(
+        f"replayed={counts['kafka/replayed']} spooled_again={counts['kafka/spooled']} "
+        f"dead_lettered={counts['kafka/dead_lettered'] + counts['kafka/dead_lettered_file']} "
+        f"left={left}"
+    )
+    return 0 if not left and not counts["kafka/spooled"] else 1

@@ -1,0 +1,160 @@
+"""A durable local spool of messages Kafka could not take for now (no Scrapy imports).
+
+Append-only JSON Lines segments, each line flushed and fsynced before the
+append returns. A segment is locked (``flock``) by its writer, so replays on
+the same machine never take a segment another process still writes; a
+segment left by a dead process is free and is replayed by the next start.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from crawler.kafka.messages import OutgoingMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SpooledMessage:
+    message: OutgoingMessage
+    reason: str
+
+
+def encode_record(message: OutgoingMessage, reason: str) -> bytes:
+    """One spool line; the value (UTF-8 JSON) is embedded as it is."""
+    try:
+        value: Any = orjson.Fragment(message.value)
+        line = _dump(message, reason, value, "json")
+    except orjson.JSONEncodeError:  # not JSON (e.g. a dead letter's repr): keep the bytes
+        value = base64.b64encode(message.value).decode("ascii")
+        line = _dump(message, reason, value, "base64")
+    return line + b"\n"
+
+
+def _dump(message: OutgoingMessage, reason: str, value: Any, encoding: str) -> bytes:
+    return orjson.dumps(
+        {
+            "topic": message.topic,
+            "key": message.key.decode("latin-1") if message.key is not None else None,
+            "value": value,
+            "value_encoding": encoding,
+            "headers": [
+                [name, v.decode("latin-1") if isinstance(v, bytes) else v]
+                for name, v in message.headers
+            ],
+            "timestamp_ms": message.timestamp_ms,
+            "reason": reason,
+            "spooled_at": time.time(),
+        }
+    )
+
+
+def decode_record(line: bytes) -> SpooledMessage:
+    data = orjson.loads(line)
+    if data["value_encoding"] == "base64":
+        value = base64.b64decode(data["value"])
+    else:
+        value = orjson.dumps(data["value"])
+    key = data["key"]
+    message = OutgoingMessage(
+        topic=data["topic"],
+        key=key.encode("latin-1") if key is not None else None,
+        value=value,
+        headers=[
+            (name, v.encode("latin-1") if isinstance(v, str) else v) for name, v in data["headers"]
+        ],
+        timestamp_ms=int(data["timestamp_ms"]),
+    )
+    return SpooledMessage(message, data["reason"])
+
+
+class JsonLinesLog:
+    """An append-only, fsynced JSON Lines file held under an exclusive ``flock``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[bytes] | None = None
+
+    def append(self, line: bytes) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("ab")
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+        self._file.write(line)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()  # releases the lock
+            self._file = None
+
+
+class Spool:
+    def __init__(self, directory: Path, node_id: str) -> None:
+        self.directory = directory
+        self.node_id = node_id
+        self._segment: JsonLinesLog | None = None
+        self._sequence = 0
+
+    def append(self, message: OutgoingMessage, reason: str) -> None:
+        if self._segment is None:
+            self._sequence += 1
+            name = f"{self.node_id}-{int(time.time() * 1000)}-{self._sequence}.jsonl"
+            self._segment = JsonLinesLog(self.directory / name)
+        self._segment.append(encode_record(message, reason))
+
+    def seal(self) -> None:
+        """Close the segment being written; the next append starts a new one."""
+        if self._segment is not None:
+            self._segment.close()
+            self._segment = None
+
+    def writing(self) -> Path | None:
+        return self._segment.path if self._segment is not None else None
+
+    def segments(self) -> list[Path]:
+        if not self.directory.is_dir():
+            return []
+        return sorted(p for p in self.directory.glob("*.jsonl") if p != self.writing())
+
+    def size(self) -> int:
+        return (
+            sum(p.stat().st_size for p in self.directory.glob("*.jsonl"))
+            if (self.directory.is_dir())
+            else 0
+        )
+
+
+def claim(segment: Path) -> IO[bytes] | None:
+    """Lock a sealed segment for replay; None when another process holds it."""
+    try:
+        handle = segment.open("rb")
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def read_segment(handle: IO[bytes]) -> tuple[list[SpooledMessage], int]:
+    """Records of a claimed segment and the number of unreadable lines (a torn last write)."""
+    records, broken = [], 0
+    for line in handle.read().splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(decode_record(line))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            broken += 1
+    return records, broken

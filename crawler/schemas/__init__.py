@@ -1,0 +1,1 @@
+"""JSON Schemas of the item types (one file per item_type)."""

@@ -1,0 +1,1 @@
+"""Spiders used only by tests (``-s SPIDER_MODULES=crawler.spiders,tests.spiders``)."""

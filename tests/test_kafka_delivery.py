@@ -1,0 +1,185 @@
+"""Kafka delivery: dead letters, a broker outage mid-crawl, the spool after a stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.demo.site import Site
+from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
+from crawler.kafka.messages import OutgoingMessage
+from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.reader import read_topic
+from crawler.kafka.spool import decode_record
+from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
+from tests.services import unavailable
+from tests.test_frontier_reliability import FAST_LEASES, wait_for_hits
+
+
+@pytest.fixture
+def own_kafka(tmp_path: Path) -> Iterator[KafkaBroker]:
+    """A Kafka broker this test may pause (SIGSTOP) and resume."""
+    broker = KafkaBroker(
+        KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=tmp_path / "k")
+    )
+    try:
+        broker.start()
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local Kafka broker could not be started: {exc}")
+    try:
+        yield broker
+    finally:
+        broker.resume()
+        broker.stop()
+
+
+def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    with (
+        Site(1) as site,
+        running_nodes(
+            1,
+            workdir=tmp_path,
+            spider="faulty",
+            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+            settings={
+                "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+                "KAFKA_TOPIC_TEMPLATE": topic_template,
+                "KAFKA_SPOOL_DIR": str(spool),
+            },
+            arguments={"url": site.url(0)},
+        ) as nodes,
+    ):
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    topic = topic_template.format(spider="faulty")
+
+    good = read_topic(kafka_bootstrap, topic, expected=2, timeout=30)
+    assert sorted(orjson.loads(m.value)["url"].split("#")[1] for m in good) == ["good-1", "good-2"]
+    assert "好 2 😀".encode() in next(m.value for m in good if b"good-2" in m.value)
+
+    dead = read_topic(kafka_bootstrap, f"{topic}.dlq", expected=2, timeout=30)
+    reasons = {m.headers["dlq_reason"]: m for m in dead}
+    assert set(reasons) == {b"unencodable", b"schema"}
+    assert (
+        reasons[b"schema"].headers["dlq_error"]
+        == b"$.status: 999 is greater than the maximum of 599"
+    )
+    assert reasons[b"schema"].headers["dlq_original_topic"] == topic.encode()
+    assert b"lone surrogate" in reasons[b"unencodable"].value
+
+    (record,) = [
+        decode_record(line)
+        for line in (spool / "faulty" / "dead-letters.jsonl").read_bytes().splitlines()
+    ]
+    assert record.reason.startswith("msg_size_too_large")
+    assert record.message.topic == f"{topic}.dlq"
+    log = (tmp_path / "node-0.log").read_text()
+    for stat in (
+        "'kafka/rejected/schema': 1",
+        "'kafka/rejected/unencodable': 1",
+        "'kafka/delivered': 2",
+        "'kafka/dead_lettered': 2",
+        "'kafka/dead_lettered_file': 1",
+    ):
+        assert stat in log
+
+
+def test_broker_down_30s_mid_crawl_loses_nothing(
+    redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": own_kafka.bootstrap_servers}
+    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
+    with (
+        Site(1000, delay=0.1) as site,
+        running_nodes(3, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        client = redis.Redis.from_url(redis_url)
+        client.lpush("pages:start_urls", site.url(0))
+        client.close()
+        wait_for_hits(site, 200)
+        own_kafka.pause()
+        paused_at = sum(site.hits.values())
+        time.sleep(30)
+        during_outage = sum(site.hits.values()) - paused_at
+        own_kafka.resume()
+        codes = wait_for_exit(nodes, timeout=300)
+    assert codes == [0, 0, 0], logs(tmp_path)
+    # The crawl went on while the broker was down: items waited in librdkafka's queue.
+    assert during_outage >= 500, during_outage
+    messages = read_topic(
+        own_kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=1000
+    )
+    urls = Counter(orjson.loads(m.value)["url"] for m in messages)
+    print(f"pages=1000 received={len(urls)} duplicates={len(messages) - len(urls)}")
+    assert set(urls) == site.all_urls()
+
+
+def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(
+    redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": own_kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_SPOOL_DIR": str(spool),
+        "KAFKA_FLUSH_TIMEOUT": "2",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "0",
+    }
+    topic = topic_template.format(spider="pages")
+    producer = ItemProducer(producer_config(own_kafka.bootstrap_servers, {}))
+    asyncio.run(producer.ensure_topics([topic, f"{topic}.dlq"], 1, 1))
+    with Site(30) as site:
+        with running_nodes(1, workdir=tmp_path / "first", env=env, settings=settings) as nodes:
+            wait_for_log(tmp_path / "first" / "node-0.log", "Reading seeds", timeout=60)
+            own_kafka.pause()
+            client = redis.Redis.from_url(redis_url)
+            client.lpush("pages:start_urls", site.url(0))
+            client.close()
+            wait_for_hits(site, 30)
+            time.sleep(1)
+            nodes[0].send_signal(signal.SIGTERM)
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path / "first")
+        segments = sorted((spool / "pages").glob("*.jsonl"))
+        spooled = [
+            decode_record(line) for seg in segments for line in seg.read_bytes().splitlines()
+        ]
+        assert {orjson.loads(r.message.value)["url"] for r in spooled} == site.all_urls()
+        assert "spooled to" in (tmp_path / "first" / "node-0.log").read_text()
+
+        own_kafka.resume()
+        second = {**settings, "MAX_IDLE_TIME_BEFORE_CLOSE": "2"}
+        with running_nodes(1, workdir=tmp_path / "second", env=env, settings=second) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path / "second")
+    messages = read_topic(own_kafka.bootstrap_servers, topic, expected=30, timeout=60)
+    assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
+    assert list((spool / "pages").glob("*.jsonl")) == []
+    assert "'kafka/replayed': 30" in (tmp_path / "second" / "node-0.log").read_text()
+
+
+def test_kcat_reads_values_and_headers_byte_exact(kafka_bootstrap: str, tmp_path: Path) -> None:
+    topic = f"kcat-{time.time_ns()}"
+    value = "知乎 😀 Ünïcödé ✓".encode()
+
+    producer = ItemProducer(producer_config(kafka_bootstrap, {}))
+    message = OutgoingMessage(topic, b"k1", value, [("item_type", b"page")], 1_700_000_000_000)
+    assert producer.send(message, lambda error, _msg: None)
+    producer._producer.flush(30)
+    out = subprocess.run(
+        ["kcat", "-b", kafka_bootstrap, "-t", topic, "-C", "-e", "-c", "1", "-f", "%k|%h|%s"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert out == b"k1|item_type=page|" + value
