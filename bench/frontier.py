@@ -10,7 +10,9 @@ through ``KafkaPipeline``; pages are counted from the topic.
 Throughput: one node, a generated local site, pages/s between the first and
 the last page the site served. Loss: two nodes crawl a site whose responses
 take 50 ms; after 30% of the pages the node that has crawled more so far is
-SIGKILLed (a working node, not an idle one); the survivor finishes.
+SIGKILLed (a working node, not an idle one); the survivor finishes. Seed
+pickup: an idle node; time from ``LPUSH`` to the site's first request, for
+seeds pushed one at a time.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Variant:
     spider: str
     settings: Mapping[str, str]
     uses_redis: bool = True
+    uses_kafka: bool = True
 
 
 VARIANTS = [
@@ -90,6 +93,8 @@ def crawl(
     }
     settings = {**variant.settings, "KAFKA_TOPIC_TEMPLATE": topic_template}
     settings |= {"MAX_IDLE_TIME_BEFORE_CLOSE": "3", "LOG_LEVEL": "DEBUG" if kill_at else "INFO"}
+    if not variant.uses_kafka:
+        settings |= {"CRAWLER_STANDALONE_FEED": ""}
     arguments = None if variant.uses_redis else {"url": site.url(0)}
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
@@ -132,10 +137,41 @@ def crawl(
         for process in processes:
             stop_node(process)
         client.close()
+    if not variant.uses_kafka:
+        served = len(site.hits)
+        return Outcome(site.pages, served, served, last_change - first)
     topic = topic_template.format(spider=variant.spider)
     messages = read_topic(bootstrap, topic, expected=site.pages, timeout=30, settle=2)
     urls = Counter(orjson.loads(m.value)["url"] for m in messages)
     return Outcome(site.pages, len(urls), len(messages), last_change - first)
+
+
+def pickup_latency(
+    variant: Variant, *, redis_url: str, bootstrap: str, workdir: Path, samples: int = 5
+) -> list[float]:
+    """Seconds from LPUSH to the first request at the site, for an idle node."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    log = workdir / f"pickup-{variant.spider}.log"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+    node = start_node(variant.spider, env=env, settings=variant.settings, log_path=log, node_id="p")
+    latencies = []
+    try:
+        while "Spider opened" not in log.read_text(errors="replace"):
+            time.sleep(0.05)
+        time.sleep(6)  # idle: past scrapy-redis's first idle tick, seeds already read
+        for _ in range(samples):
+            with Site(1) as site:
+                pushed = time.monotonic()
+                client.lpush(f"{variant.spider}:start_urls", site.url(0))
+                while not site.hits and time.monotonic() - pushed < 30:
+                    time.sleep(0.002)
+                latencies.append(time.monotonic() - pushed)
+                time.sleep(1)
+    finally:
+        stop_node(node)
+        client.close()
+    return latencies
 
 
 def main() -> None:
@@ -182,6 +218,16 @@ def main() -> None:
                     kill_at=int(args.kill_pages * 0.3),
                 )
                 print(f"| {variant.name} | {outcome.lost} | {outcome.duplicates} |", flush=True)
+        print()
+        print("# Seed pickup: an idle node, LPUSH to the first request at the site (5 seeds)")
+        print("| frontier | median s | max s |")
+        print("|---|---|---|")
+        for variant in VARIANTS[1:]:
+            latencies = sorted(
+                pickup_latency(variant, redis_url=redis_url, bootstrap=bootstrap, workdir=workdir)
+            )
+            median = latencies[len(latencies) // 2]
+            print(f"| {variant.name} | {median:.3f} | {latencies[-1]:.3f} |", flush=True)
     print(f"\nlogs: {workdir}")
 
 

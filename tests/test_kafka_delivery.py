@@ -183,3 +183,39 @@ def test_kcat_reads_values_and_headers_byte_exact(kafka_bootstrap: str, tmp_path
         timeout=60,
     ).stdout
     assert out == b"k1|item_type=page|" + value
+
+
+def test_kafka_down_past_max_outage_pauses_then_resumes_the_crawl(
+    redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": own_kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_MAX_OUTAGE": "2",
+        "CONCURRENT_REQUESTS": "4",
+    }
+    log = tmp_path / "node-0.log"
+    with (
+        Site(400, delay=0.05) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        client = redis.Redis.from_url(redis_url)
+        client.lpush("pages:start_urls", site.url(0))
+        client.close()
+        wait_for_hits(site, 50)
+        own_kafka.stop()
+        assert wait_for_log(log, "crawl paused until it is back", timeout=60), logs(tmp_path)
+        time.sleep(1)  # requests already in flight finish
+        paused_hits = sum(site.hits.values())
+        time.sleep(3)
+        assert sum(site.hits.values()) == paused_hits  # nothing new is crawled
+        assert paused_hits < site.pages
+        own_kafka.start()
+        assert wait_for_log(log, "Kafka is back: crawl resumed", timeout=120), logs(tmp_path)
+        assert wait_for_exit(nodes, timeout=180) == [0], logs(tmp_path)
+    messages = read_topic(
+        own_kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=site.pages
+    )
+    assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
+    assert "'kafka/crawl_paused': 1" in log.read_text()
