@@ -8,7 +8,13 @@ from typing import Any
 import orjson
 import pytest
 
-from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item, item_key
+from crawler.kafka.messages import (
+    OutgoingMessage,
+    UnencodableItem,
+    canonical_url,
+    encode_item,
+    item_key,
+)
 
 CRAWLED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -31,6 +37,15 @@ def test_value_is_utf8_json_with_non_ascii_kept() -> None:
         "node_id": b"n1",
         "crawl_id": b"",
     }
+
+
+def test_canonical_url() -> None:
+    assert canonical_url("HTTP://Example.COM:8080/A/b?z=1&a=2#frag") == (
+        "http://example.com:8080/A/b?a=2&z=1"
+    )
+    assert canonical_url("https://h") == "https://h/"
+    assert canonical_url("https://h?q=1") == "https://h/?q=1"
+    assert canonical_url("mailto:x@y") == "mailto:x@y"
 
 
 def test_key_is_stable_across_equivalent_urls_and_types_differ() -> None:

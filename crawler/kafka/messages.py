@@ -3,7 +3,8 @@
 Value: UTF-8 JSON from orjson (non-ASCII kept as is). Key: the item's
 fingerprint, ``sha1(item_type + "\\n" + canonical url)`` in hex, so consumers
 can deduplicate and compaction keeps the latest; items without ``url`` have no
-key. Headers: ``spider``, ``item_type``, ``schema_version``, ``node_id``,
+key. The canonical URL lowercases scheme and host, sorts the query parameters
+and drops the fragment. Headers: ``spider``, ``item_type``, ``schema_version``, ``node_id``,
 ``crawl_id``.
 Timestamp: the item's ``crawled_at`` in milliseconds, else now.
 """
@@ -11,6 +12,7 @@ Timestamp: the item's ``crawled_at`` in milliseconds, else now.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from w3lib.url import canonicalize_url
 
 
 class UnencodableItem(ValueError):
@@ -34,8 +35,22 @@ class OutgoingMessage:
     timestamp_ms: int
 
 
+URL_PARTS = re.compile(r"^([^:/?#]+)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")
+
+
+def canonical_url(url: str) -> str:
+    match = URL_PARTS.match(url)
+    if match is None:
+        return url
+    scheme, netloc, path, query = match.groups()
+    canonical = f"{scheme.lower()}://{netloc.lower()}{path or '/'}"
+    if query:
+        canonical += "?" + "&".join(sorted(query.split("&")))
+    return canonical
+
+
 def item_key(item_type: str, url: str) -> bytes:
-    digest = hashlib.sha1(f"{item_type}\n{canonicalize_url(url)}".encode())
+    digest = hashlib.sha1(f"{item_type}\n{canonical_url(url)}".encode())
     return digest.hexdigest().encode("ascii")
 
 

@@ -48,6 +48,7 @@ PERMANENT_ERRORS = frozenset(
     }
 )
 BROKER_DOWN_ERRORS = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})
+POLL_EVERY = 32  # serve delivery reports every N sends (and on every periodic poll)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class ItemSender:
         self._down_since: float | None = None
         self._last_replay = 0.0
         self._replaying = 0  # segments being replayed
+        self._unpolled = 0  # sends since the last poll
 
     def _new_producer(self) -> ItemProducer:
         config = {**self.config.producer_config, "error_cb": self._on_error}
@@ -100,7 +102,10 @@ class ItemSender:
                 return
             if accepted:
                 self._count("kafka/produced", 1)
-                self.producer.poll()
+                self._unpolled += 1
+                if self._unpolled >= POLL_EVERY:
+                    self._unpolled = 0
+                    self.producer.poll()
                 return
             self._count("kafka/buffer_full", 1)
             self.producer.poll()
