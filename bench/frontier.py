@@ -93,6 +93,7 @@ def crawl(
     }
     settings = {**variant.settings, "KAFKA_TOPIC_TEMPLATE": topic_template}
     settings |= {"MAX_IDLE_TIME_BEFORE_CLOSE": "3", "LOG_LEVEL": "DEBUG" if kill_at else "INFO"}
+    settings |= {"POLITENESS_ENABLED": "False"}  # measure the frontier alone
     if not variant.uses_kafka:
         settings |= {"CRAWLER_STANDALONE_FEED": ""}
     arguments = None if variant.uses_redis else {"url": site.url(0)}
@@ -154,7 +155,8 @@ def pickup_latency(
     client.flushdb()
     log = workdir / f"pickup-{variant.spider}.log"
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
-    node = start_node(variant.spider, env=env, settings=variant.settings, log_path=log, node_id="p")
+    settings = {**variant.settings, "POLITENESS_ENABLED": "False"}
+    node = start_node(variant.spider, env=env, settings=settings, log_path=log, node_id="p")
     latencies = []
     try:
         while "Spider opened" not in log.read_text(errors="replace"):

@@ -37,8 +37,24 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 SPIDER_MIDDLEWARES = {"crawler.middlewares.lease_output.LeaseOutputMiddleware": 10}
-DOWNLOADER_MIDDLEWARES = {"crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10}
+DOWNLOADER_MIDDLEWARES = {
+    "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
+    "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
+}
 COMMANDS_MODULE = "crawler.commands"
+
+# --- Politeness: one rate limit per site for the whole cluster ----------------
+POLITENESS_ENABLED = True  # bool
+POLITENESS_RATE = 4.0  # float req/s per site, all nodes together (default for every site)
+POLITENESS_BURST = 1  # int >= 1: requests a site may get at once after a quiet time
+POLITENESS_SITE_RATES: dict[str, object] = {}  # site -> rate or {"rate": r, "burst": b}
+POLITENESS_PENALTY_STATUSES = [429, 503]  # list: statuses that cool a site down
+POLITENESS_COOLDOWN = 5.0  # float s: first cooldown; doubles for strikes in the window
+POLITENESS_MAX_COOLDOWN = 300.0  # float s
+POLITENESS_STRIKE_WINDOW = 60.0  # float s: strikes closer than this escalate
+POLITENESS_MIN_FACTOR = 0.1  # float (0, 1]: a penalty halves the rate down to this share
+POLITENESS_RECOVERY = 0.05  # float: share of the rate regained per second after a penalty
+POLITENESS_KEY = "politeness:{%(site)s}"  # str: Redis hash per site
 
 # --- Seeds -------------------------------------------------------------------
 SEEDS_KEY = "%(name)s:start_urls"  # str: list users LPUSH seeds into (plain URL or JSON)

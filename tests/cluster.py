@@ -13,6 +13,10 @@ from crawler.demo.nodes import start_node, stop_node, wait_for_exit
 __all__ = ["logs", "running_nodes", "tracebacks", "wait_for_exit", "wait_for_log"]
 
 
+# Local test sites take any rate; tests of the limiter set their own.
+LOCAL_SITE_SETTINGS = {"POLITENESS_RATE": "1000", "POLITENESS_BURST": "50"}
+
+
 @contextlib.contextmanager
 def running_nodes(
     count: int,
@@ -24,6 +28,7 @@ def running_nodes(
     arguments: Mapping[str, str] | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     workdir.mkdir(parents=True, exist_ok=True)
+    settings = {**LOCAL_SITE_SETTINGS, **settings}
     nodes = [
         start_node(
             spider,

@@ -65,5 +65,5 @@ def _scrapy_setting(name: str, env: dict[str, str]) -> str:
 def test_scrapy_reads_the_resolved_settings() -> None:
     env = {**os.environ, "CRAWLER_PROFILE": "prod", "REDIS_URL": "redis://example:1/0"}
     assert _scrapy_setting("REDIS_URL", env) == "redis://example:1/0"
-    assert _scrapy_setting("AUTOTHROTTLE_ENABLED", env) == "True"
+    assert _scrapy_setting("RETRY_TIMES", env) == "3"
     assert _scrapy_setting("REMOTE_CONTROL_ENABLED", env) == "False"

@@ -68,7 +68,12 @@ def run(pages: int, nodes: int, workdir: Path) -> int:
     with services(workdir) as (redis_url, bootstrap), Site(pages) as site:
         say(f"Redis {redis_url} | Kafka {bootstrap} | demo site {site.base_url} ({pages} pages)")
         env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
-        settings = {"MAX_IDLE_TIME_BEFORE_CLOSE": "3", "KAFKA_TOPIC_TEMPLATE": TOPIC_TEMPLATE}
+        settings = {
+            "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+            "KAFKA_TOPIC_TEMPLATE": TOPIC_TEMPLATE,
+            "POLITENESS_RATE": "1000",  # the local demo site takes any rate
+            "POLITENESS_BURST": "50",
+        }
         processes = [
             start_node(
                 "pages",

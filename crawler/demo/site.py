@@ -52,13 +52,22 @@ class Site:
     """Serves ``pages`` generated pages on 127.0.0.1 in a background thread."""
 
     def __init__(
-        self, pages: int, host: str = "127.0.0.1", port: int = 0, delay: float = 0.0
+        self,
+        pages: int,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        delay: float = 0.0,
+        answer_once: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
         if pages < 1:
             raise ValueError(f"pages={pages} must be >= 1")
         self.pages = pages
         self.delay = delay  # seconds each response waits, to make a crawl last
+        # path -> (status, headers) answered the first time that path is asked for
+        self.answer_once = dict(answer_once or {})
         self.hits: Counter[str] = Counter()
+        self.hit_times: list[float] = []  # time.monotonic() of every request
+        self.special_answers: list[tuple[float, str, int]] = []
         self._lock = threading.Lock()
         self._server = _QuietServer((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -82,6 +91,17 @@ class Site:
             def do_GET(self) -> None:
                 with site._lock:
                     site.hits[self.path] += 1
+                    site.hit_times.append(time.monotonic())
+                    special = site.answer_once.pop(self.path, None)
+                    if special is not None:
+                        site.special_answers.append((time.monotonic(), self.path, special[0]))
+                if special is not None:
+                    self.send_response(special[0])
+                    for name, value in special[1].items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 index = paths.get(self.path)
                 if index is None:
                     self.send_error(404)

@@ -1,0 +1,128 @@
+"""``ClusterRateLimitMiddleware``: one rate limit per site for the whole cluster.
+
+Downloader middleware, last before the network. Each request first reserves
+its site's next slot (``crawler.politeness.limiter``; one Redis round trip,
+Redis server time) and waits for it with ``asyncio.sleep``: the reactor never
+blocks and requests to other sites keep flowing. A request that had to wait
+checks the site's cooldown before it goes (a second round trip) and books a
+new slot if a penalty started meanwhile. Responses with a status in
+``POLITENESS_PENALTY_STATUSES`` (429, 503) start a shared cooldown for the
+site on every node, at least as long as their ``Retry-After``, and halve its
+rate, which then recovers gradually. The site is ``host[:port]``.
+
+Without ``REDIS_URL`` (standalone) the same limiter runs in memory; when Redis
+is unreachable, nodes fall back to it until Redis is back.
+
+Stats: ``politeness/reserved``, ``politeness/delayed``, ``politeness/wait_ms``,
+``politeness/rebooked``, ``politeness/penalty/<status>``, ``politeness/redis_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from urllib.parse import urlsplit
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
+
+from crawler.frontier.outage import TRANSIENT
+from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
+from crawler.politeness.settings import PolitenessSettings
+
+logger = logging.getLogger(__name__)
+
+DONT_THROTTLE_META = "dont_throttle"
+REDIS_CONNECTIONS = 8
+
+
+def site_of(url: str) -> str:
+    return urlsplit(url).netloc.lower()
+
+
+def retry_after_seconds(value: bytes | None) -> float:
+    """``Retry-After`` as seconds (delta or HTTP date); 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    text = value.decode("latin-1").strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, when.timestamp() - time.time())
+
+
+class ClusterRateLimitMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.settings = PolitenessSettings.from_settings(crawler.settings)
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.local = LocalLimiter()
+        self.shared: Limiter | None = None
+        if self.settings.redis_url:
+            pool = BlockingConnectionPool.from_url(
+                self.settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=None
+            )
+            self.shared = RedisLimiter(Redis(connection_pool=pool), self.settings.key_template)
+        self._redis_down = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ClusterRateLimitMiddleware:
+        return cls(crawler)
+
+    async def _limited(self, call: str, site: str, *args: object) -> float:
+        if self.shared is not None:
+            try:
+                result: float = await getattr(self.shared, call)(site, *args)
+            except TRANSIENT as exc:
+                self.stats.inc_value("politeness/redis_error")
+                if not self._redis_down:
+                    self._redis_down = True
+                    logger.warning("Politeness: Redis unreachable (%s); limiting per node", exc)
+            else:
+                if self._redis_down:
+                    self._redis_down = False
+                    logger.warning("Politeness: Redis is back; limiting cluster-wide again")
+                return result
+        local_result: float = await getattr(self.local, call)(site, *args)
+        return local_result
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get(DONT_THROTTLE_META):
+            return
+        site = site_of(request.url)
+        rate = self.settings.rate_for(site)
+        while True:
+            wait = await self._limited("reserve", site, rate, self.settings.penalty)
+            self.stats.inc_value("politeness/reserved")
+            if wait <= 0:
+                return
+            self.stats.inc_value("politeness/delayed")
+            self.stats.inc_value("politeness/wait_ms", int(wait * 1000))
+            await asyncio.sleep(wait)
+            # A penalty may have started while this request waited for its slot.
+            if await self._limited("cooling", site) <= 0:
+                return
+            self.stats.inc_value("politeness/rebooked")
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        if response.status in self.settings.penalty_statuses:
+            await self.penalize(site_of(response.url), str(response.status), response)
+        return response
+
+    async def penalize(self, site: str, reason: str, response: Response | None = None) -> float:
+        """Cool ``site`` down for every node (also for spiders' own anti-bot checks)."""
+        retry_after = retry_after_seconds(
+            response.headers.get(b"Retry-After") if response is not None else None
+        )
+        cooldown = await self._limited("penalize", site, retry_after, self.settings.penalty)
+        self.stats.inc_value(f"politeness/penalty/{reason}")
+        logger.warning("%s answered %s: every node pauses it for %.1fs", site, reason, cooldown)
+        return cooldown

@@ -1,0 +1,1 @@
+"""Cluster-wide politeness: one rate limit per site, shared by every node."""

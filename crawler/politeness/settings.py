@@ -1,0 +1,82 @@
+"""Politeness settings, read once and validated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
+
+from crawler.politeness.limiter import Penalty, Rate
+
+
+def _rate(name: str, value: Any, default_burst: int) -> Rate:
+    """A rate is a number (requests/s) or ``{"rate": r, "burst": b}``."""
+    try:
+        if isinstance(value, Mapping):
+            rate = Rate(float(value["rate"]), int(value.get("burst", default_burst)))
+        else:
+            rate = Rate(float(value), default_burst)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{name}={value!r} is not a rate (a number or {{rate, burst}})") from exc
+    if rate.per_second <= 0 or rate.burst < 1:
+        raise ValueError(f"{name}={value!r}: rate must be > 0 and burst >= 1")
+    return rate
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessSettings:
+    default: Rate
+    sites: Mapping[str, Rate]
+    penalty: Penalty
+    penalty_statuses: frozenset[int]
+    key_template: str
+    redis_url: str
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> PolitenessSettings:
+        if not settings.getbool("POLITENESS_ENABLED"):
+            raise NotConfigured
+        burst = settings.getint("POLITENESS_BURST")
+        sites = {
+            str(site).lower(): _rate(f"POLITENESS_SITE_RATES[{site!r}]", value, burst)
+            for site, value in settings.getdict("POLITENESS_SITE_RATES").items()
+        }
+        values = cls(
+            default=_rate("POLITENESS_RATE", settings.get("POLITENESS_RATE"), burst),
+            sites=sites,
+            penalty=Penalty(
+                cooldown=settings.getfloat("POLITENESS_COOLDOWN"),
+                max_cooldown=settings.getfloat("POLITENESS_MAX_COOLDOWN"),
+                min_factor=settings.getfloat("POLITENESS_MIN_FACTOR"),
+                recovery=settings.getfloat("POLITENESS_RECOVERY"),
+                strike_window=settings.getfloat("POLITENESS_STRIKE_WINDOW"),
+            ),
+            penalty_statuses=frozenset(settings.getlist("POLITENESS_PENALTY_STATUSES")),
+            key_template=settings.get("POLITENESS_KEY"),
+            redis_url=settings.get("REDIS_URL") or "",
+        )
+        values.validate()
+        return values
+
+    def validate(self) -> None:
+        p = self.penalty
+        if not 0 < p.min_factor <= 1:
+            raise ValueError(f"POLITENESS_MIN_FACTOR={p.min_factor} must be in (0, 1]")
+        for name, value in (
+            ("POLITENESS_COOLDOWN", p.cooldown),
+            ("POLITENESS_MAX_COOLDOWN", p.max_cooldown),
+            ("POLITENESS_RECOVERY", p.recovery),
+            ("POLITENESS_STRIKE_WINDOW", p.strike_window),
+        ):
+            if value < 0:
+                raise ValueError(f"{name}={value} must be >= 0")
+        if "%(site)s" not in self.key_template:
+            raise ValueError(f"POLITENESS_KEY={self.key_template!r} must contain %(site)s")
+
+    def rate_for(self, site: str) -> Rate:
+        return (
+            self.sites.get(site) or self.sites.get(site.split(":", maxsplit=1)[0]) or self.default
+        )

@@ -1,0 +1,142 @@
+"""Cluster-wide politeness: the limiter's arithmetic, and 3 nodes against one limited site."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import redis
+from redis.asyncio import Redis
+
+from crawler.demo.site import Site
+from crawler.middlewares.politeness import retry_after_seconds
+from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
+from tests.cluster import logs, running_nodes, wait_for_exit
+
+T = TypeVar("T")
+PENALTY = Penalty(cooldown=1.0, max_cooldown=10.0, min_factor=0.1, recovery=0.5, strike_window=60)
+
+
+def with_limiter(backend: str, redis_url: str, scenario: Callable[[Limiter], Awaitable[T]]) -> T:
+    """Run ``scenario`` on a fresh limiter of ``backend`` (closing its Redis client)."""
+
+    async def main() -> T:
+        if backend == "local":
+            return await scenario(LocalLimiter())
+        client = Redis.from_url(redis_url)
+        try:
+            return await scenario(RedisLimiter(client, "l:%(site)s"))
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("backend", ["local", "redis"])
+def test_reservations_space_requests_after_the_burst(backend: str, redis_url: str) -> None:
+    async def scenario(limiter: Limiter) -> list[float]:
+        return [await limiter.reserve("site:1", Rate(10.0, burst=3), PENALTY) for _ in range(6)]
+
+    got = with_limiter(backend, redis_url, scenario)
+    # 3 at once, then one every 100 ms (a few ms of slack for the calls themselves)
+    assert [round(w, 1) for w in got] == [0.0, 0.0, 0.0, 0.1, 0.2, 0.3]
+
+
+@pytest.mark.parametrize("backend", ["local", "redis"])
+def test_penalty_cools_down_then_recovers_gradually(backend: str, redis_url: str) -> None:
+    async def scenario(limiter: Limiter) -> tuple[float, float, float, float]:
+        first = await limiter.penalize("site:1", 0.0, PENALTY)
+        second = await limiter.penalize("site:1", 3.5, PENALTY)  # Retry-After wins if longer
+        wait = await limiter.reserve("site:1", Rate(10.0), PENALTY)
+        spacing = await limiter.reserve("site:1", Rate(10.0), PENALTY) - wait
+        return first, second, wait, spacing
+
+    first, second, wait, spacing = with_limiter(backend, redis_url, scenario)
+    assert round(first, 1) == 1.0
+    assert round(second, 1) == 3.5
+    assert round(wait, 1) == 3.5  # nothing before the cooldown ends
+    # two penalties halved the rate twice: slots are 400 ms apart until it recovers
+    assert round(spacing, 1) == 0.4
+
+
+def test_retry_after_parsing() -> None:
+    assert retry_after_seconds(b"7") == 7.0
+    assert retry_after_seconds(None) == 0.0
+    assert retry_after_seconds(b"soon") == 0.0
+    future = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
+    assert 25 <= retry_after_seconds(future.encode()) <= 31
+
+
+def per_second(times: list[float]) -> list[int]:
+    start = times[0]
+    buckets = Counter(int(t - start) for t in times)
+    return [buckets[second] for second in range(max(buckets) + 1)]
+
+
+def test_three_nodes_share_one_rate_limit(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    rate, burst = 20, 5
+    settings = {"POLITENESS_RATE": str(rate), "POLITENESS_BURST": str(burst)}
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    with (
+        Site(2000) as site,
+        running_nodes(
+            3, workdir=tmp_path, env=env, settings={**settings, "CRAWLER_STANDALONE_FEED": ""}
+        ) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and (
+            not site.hit_times or time.monotonic() - site.hit_times[0] < 31
+        ):
+            time.sleep(0.2)
+        times = list(site.hit_times)
+    assert all(node.returncode is not None for node in nodes)
+    counts = per_second(times)[1:31]  # 30 whole seconds after the first request
+    print(f"requests per second: {counts}")
+    assert max(counts) <= rate + burst - 1, counts
+    assert abs(statistics.mean(counts) - rate) <= rate * 0.1, counts
+    assert len(set(node_id for node_id in ("node-0", "node-1", "node-2"))) == 3
+    for index in range(3):
+        assert "'politeness/delayed'" in (tmp_path / f"node-{index}.log").read_text(), logs(
+            tmp_path
+        )
+
+
+def test_a_429_seen_by_one_node_slows_every_node(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    settings = {
+        "POLITENESS_RATE": "30",
+        "POLITENESS_BURST": "1",
+        "POLITENESS_COOLDOWN": "1",
+        "CRAWLER_STANDALONE_FEED": "",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+    }
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    limited = {"/p/40.html": (429, {"Retry-After": "3"})}
+    with (
+        Site(300, answer_once=limited) as site,
+        running_nodes(3, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        assert wait_for_exit(nodes, timeout=180) == [0, 0, 0], logs(tmp_path)
+    ((answered_at, _path, status),) = site.special_answers
+    assert status == 429
+    during = [t for t in site.hit_times if answered_at + 0.3 < t < answered_at + 2.9]
+    assert during == [], f"{len(during)} requests inside the Retry-After window"
+    assert site.hits["/p/40.html"] == 2  # retried after the cooldown
+    penalized = [
+        index
+        for index in range(3)
+        if "'politeness/penalty/429': 1" in (tmp_path / f"node-{index}.log").read_text()
+    ]
+    assert len(penalized) == 1  # one node saw the 429 ...
+    assert len(site.hits) == 300  # ... and every page was still crawled
