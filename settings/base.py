@@ -92,3 +92,12 @@ CRAWLER_STANDALONE_FEED = (
 )
 
 ITEM_PIPELINES = {"crawler.pipelines.kafka.KafkaPipeline": 900}
+
+# --- robots.txt, shared by the cluster ------------------------------------------------
+ROBOTSTXT_CACHE_TTL = 86400  # int s >= 1: how long a site's robots.txt is reused by every node
+ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the robots.txt body)
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
+}

@@ -54,10 +54,12 @@ class Site:
     def __init__(
         self,
         pages: int,
+        *,
         host: str = "127.0.0.1",
         port: int = 0,
         delay: float = 0.0,
         answer_once: dict[str, tuple[int, dict[str, str]]] | None = None,
+        robots: str | None = None,
     ) -> None:
         if pages < 1:
             raise ValueError(f"pages={pages} must be >= 1")
@@ -65,6 +67,7 @@ class Site:
         self.delay = delay  # seconds each response waits, to make a crawl last
         # path -> (status, headers) answered the first time that path is asked for
         self.answer_once = dict(answer_once or {})
+        self.robots = robots  # served at /robots.txt when given (else 404)
         self.hits: Counter[str] = Counter()
         self.hit_times: list[float] = []  # time.monotonic() of every request
         self.special_answers: list[tuple[float, str, int]] = []
@@ -102,15 +105,20 @@ class Site:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                if self.path == "/robots.txt" and site.robots is not None:
+                    self._send(200, "text/plain; charset=utf-8", site.robots.encode())
+                    return
                 index = paths.get(self.path)
                 if index is None:
                     self.send_error(404)
                     return
-                body = render_page(index, site.pages)
                 if site.delay:
                     time.sleep(site.delay)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self._send(200, "text/html; charset=utf-8", render_page(index, site.pages))
+
+            def _send(self, status: int, content_type: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -26,12 +26,13 @@ import time
 from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.outage import TRANSIENT
+from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 
@@ -65,13 +66,21 @@ class ClusterRateLimitMiddleware:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.local = LocalLimiter()
+        self.delays = CrawlDelays.of(crawler)  # Crawl-delay from robots.txt
         self.shared: Limiter | None = None
+        self._client: Redis | None = None
         if self.settings.redis_url:
             pool = BlockingConnectionPool.from_url(
                 self.settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=None
             )
-            self.shared = RedisLimiter(Redis(connection_pool=pool), self.settings.key_template)
+            client = self._client = Redis(connection_pool=pool)
+            self.shared = RedisLimiter(client, self.settings.key_template)
+            crawler.signals.connect(self._close, signal=signals.spider_closed)
         self._redis_down = False
+
+    async def _close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ClusterRateLimitMiddleware:
@@ -98,7 +107,7 @@ class ClusterRateLimitMiddleware:
         if request.meta.get(DONT_THROTTLE_META):
             return
         site = site_of(request.url)
-        rate = self.settings.rate_for(site)
+        rate = self.delays.apply(site, self.settings.rate_for(site))
         while True:
             wait = await self._limited("reserve", site, rate, self.settings.penalty)
             self.stats.inc_value("politeness/reserved")

@@ -1,0 +1,105 @@
+"""``SharedRobotsTxtMiddleware``: robots.txt fetched once for the whole cluster.
+
+Scrapy's ``RobotsTxtMiddleware``, with the robots.txt body of each site cached
+in Redis (``ROBOTSTXT_CACHE_KEY``, ``ROBOTSTXT_CACHE_TTL``): the first node to
+need it downloads it, every other node parses the cached copy. 2xx and 4xx
+answers are cached (a 4xx means "no rules"); 5xx and errors are not. The
+``Crawl-delay`` for our user agent slows the site in the cluster-wide limiter.
+Without ``REDIS_URL`` it behaves like Scrapy's middleware.
+
+Stats: ``robotstxt/shared_hit``, ``robotstxt/shared_stored``, ``robotstxt/redis_error``
+(besides Scrapy's ``robotstxt/*``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from protego import Protego
+from redis.asyncio import Redis
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.http import Response
+from scrapy.robotstxt import RobotParser
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import build_from_crawler
+from twisted.internet.defer import Deferred
+
+from crawler.frontier.outage import TRANSIENT
+from crawler.politeness.delays import CrawlDelays
+
+logger = logging.getLogger(__name__)
+
+
+class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        settings = crawler.settings
+        self._ttl = settings.getint("ROBOTSTXT_CACHE_TTL")
+        if self._ttl < 1:
+            raise ValueError(f"ROBOTSTXT_CACHE_TTL={self._ttl} must be >= 1 (seconds)")
+        self._key_template: str = settings.get("ROBOTSTXT_CACHE_KEY")
+        url = settings.get("REDIS_URL") or ""
+        self._redis: Redis | None = Redis.from_url(url) if url else None
+        self._delays = CrawlDelays.of(crawler)
+        crawler.signals.connect(self._close, signal=signals.spider_closed)
+
+    async def _close(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedRobotsTxtMiddleware:
+        return cls(crawler)
+
+    def _key(self, netloc: str) -> str:
+        return self._key_template % {"site": netloc}
+
+    async def robot_parser(self, request: Request) -> RobotParser | None:
+        netloc = urlparse_cached(request).netloc
+        if netloc in self._parsers or self._redis is None:
+            return await super().robot_parser(request)
+        # Requests for this site that arrive meanwhile wait for this lookup.
+        waiting: Deferred[RobotParser | None] = Deferred()
+        self._parsers[netloc] = waiting
+        body = await self._cached(netloc)
+        del self._parsers[netloc]
+        if body is not None:
+            self._stats.inc_value("robotstxt/shared_hit")
+            self._learn(netloc, body)
+            self._parsers[netloc] = build_from_crawler(self._parserimpl, self.crawler, body)
+        parser = await super().robot_parser(request)  # downloads it on a cache miss
+        waiting.callback(parser)
+        return parser
+
+    async def _cached(self, netloc: str) -> bytes | None:
+        assert self._redis is not None
+        try:
+            body = await self._redis.get(self._key(netloc))
+        except TRANSIENT as exc:
+            self._stats.inc_value("robotstxt/redis_error")
+            logger.warning("robots.txt cache unreachable (%s): fetching it directly", exc)
+            return None
+        return body.encode() if isinstance(body, str) else body
+
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        await super()._parse_robots(response, netloc, request)
+        body = response.body if response.status < 400 else b""
+        self._learn(netloc, body)
+        if self._redis is None or response.status >= 500:
+            return
+        try:
+            await self._redis.set(self._key(netloc), body, ex=self._ttl)
+        except TRANSIENT as exc:
+            self._stats.inc_value("robotstxt/redis_error")
+            logger.warning("robots.txt of %s not shared (%s)", netloc, exc)
+            return
+        self._stats.inc_value("robotstxt/shared_stored")
+
+    def _learn(self, netloc: str, body: bytes) -> None:
+        agent = self._robotstxt_useragent or self._default_useragent
+        delay = Protego.parse(body.decode("utf-8", "replace")).crawl_delay(agent)
+        self._delays.set(netloc.lower(), delay)
+        if delay:
+            logger.info("robots.txt of %s asks for a crawl delay of %ss", netloc, delay)

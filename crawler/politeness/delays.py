@@ -1,0 +1,41 @@
+"""Crawl delays learned from robots.txt, per crawler process (no Scrapy imports).
+
+The robots.txt middleware records a site's ``Crawl-delay``; the rate limiter
+slows that site to one request per delay. Every node reads robots.txt from
+the same shared cache, so every node learns the same delay.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from crawler.politeness.limiter import Rate
+
+_registries: weakref.WeakKeyDictionary[Any, CrawlDelays] = weakref.WeakKeyDictionary()
+
+
+class CrawlDelays:
+    def __init__(self) -> None:
+        self._delays: dict[str, float] = {}
+
+    @classmethod
+    def of(cls, owner: Any) -> CrawlDelays:
+        """The registry shared by the components of ``owner`` (a crawler)."""
+        registry = _registries.get(owner)
+        if registry is None:
+            registry = _registries[owner] = cls()
+        return registry
+
+    def set(self, site: str, seconds: float | None) -> None:
+        if seconds and seconds > 0:
+            self._delays[site] = seconds
+        else:
+            self._delays.pop(site, None)
+
+    def apply(self, site: str, rate: Rate) -> Rate:
+        """``rate``, slowed to the site's crawl delay if robots.txt asks for less."""
+        delay = self._delays.get(site)
+        if delay is None or rate.per_second <= 1.0 / delay:
+            return rate
+        return Rate(1.0 / delay, burst=1)

@@ -1,0 +1,39 @@
+"""robots.txt is fetched once for the whole cluster and its Crawl-delay binds every node."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import redis
+
+from crawler.demo.site import Site
+from tests.cluster import logs, running_nodes, wait_for_exit
+
+ROBOTS = "User-agent: *\nCrawl-delay: 0.1\nDisallow: /p/7.html\n"
+
+
+def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "ROBOTSTXT_OBEY": "True",
+        "CRAWLER_STANDALONE_FEED": "",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+    }
+    with (
+        Site(60, robots=ROBOTS) as site,
+        running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        assert wait_for_exit(nodes, timeout=180) == [0, 0], logs(tmp_path)
+    assert site.hits["/robots.txt"] == 1  # one node fetched it, the other used the cache
+    assert "/p/7.html" not in site.hits
+    assert redis_client.get(f"robots:{{{site.base_url.split('//')[1]}}}") == ROBOTS.encode()
+    start = site.hit_times[0]
+    per_second = Counter(int(t - start) for t in site.hit_times[1:])
+    assert max(per_second.values()) <= 11, per_second  # Crawl-delay 0.1 s: 10 per second
+    text = "".join((tmp_path / f"node-{i}.log").read_text() for i in range(2))
+    assert "asks for a crawl delay of 0.1s" in text
+    assert "'robotstxt/shared_hit': 1" in text
