@@ -3,8 +3,10 @@
 Cluster mode (``REDIS_URL`` set): ``LeasingScheduler`` shares one Redis
 frontier between nodes. Standalone mode: Scrapy's own scheduler.
 Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
-Values are set at ``addon`` priority, so project, spider and command-line
-settings still win.
+With ``BROWSER_ENABLED``, scrapy-playwright's download handler serves
+requests marked for the browser (see ``BrowserRenderingMiddleware``) on
+Debian's Chromium. Values are set at ``addon`` priority, so project, spider
+and command-line settings still win.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
+PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
 class ClusterAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         if settings.get("REDIS_URL"):
             settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
+        if settings.getbool("BROWSER_ENABLED"):
+            self._browser(settings)
         if not settings.get("KAFKA_BOOTSTRAP_SERVERS") and not settings.getdict("FEEDS"):
             feed = settings.get("CRAWLER_STANDALONE_FEED")
             if feed:
@@ -26,3 +31,27 @@ class ClusterAddon:
                     {feed: {"format": "jsonlines", "encoding": "utf-8"}},
                     priority="addon",
                 )
+
+    @staticmethod
+    def _browser(settings: BaseSettings) -> None:
+        pages, contexts = (
+            settings.getint("BROWSER_MAX_PAGES"),
+            settings.getint("BROWSER_MAX_CONTEXTS"),
+        )
+        if pages < 1 or contexts < 1:
+            raise ValueError(
+                f"BROWSER_MAX_PAGES={pages} and BROWSER_MAX_CONTEXTS={contexts} must be >= 1"
+            )
+        handlers = {"http": PLAYWRIGHT_HANDLER, "https": PLAYWRIGHT_HANDLER}
+        settings.set(
+            "DOWNLOAD_HANDLERS", {**settings.getdict("DOWNLOAD_HANDLERS"), **handlers}, "addon"
+        )
+        launch = {"executable_path": settings.get("BROWSER_EXECUTABLE"), "headless": True}
+        settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
+        settings.set(
+            "PLAYWRIGHT_LAUNCH_OPTIONS",
+            {**launch, **settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")},
+            "addon",
+        )
+        settings.set("PLAYWRIGHT_MAX_CONTEXTS", contexts, "addon")
+        settings.set("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages, "addon")

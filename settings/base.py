@@ -101,3 +101,13 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
 }
+
+# --- Browser rendering (scrapy-playwright on Debian's Chromium) -------------------------
+BROWSER_ENABLED = True  # bool: requests with meta browser=True are rendered in Chromium
+BROWSER_EXECUTABLE = "/usr/bin/chromium"  # str: Chromium binary (Debian package chromium)
+BROWSER_MAX_CONTEXTS = 1  # int >= 1: browser contexts per node
+BROWSER_MAX_PAGES = 2  # int >= 1: pages per context (a page costs about 300 MB)
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
+}

@@ -7,19 +7,26 @@ import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+import redis
 from playwright.async_api import async_playwright
 
+from tests.cluster import logs, running_nodes, wait_for_exit
 from tests.services import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
 PAGE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>js</title></head><body>"
     "<div id='out'></div><script>document.getElementById('out').textContent = "
-    "'由脚本插入 ' + (6 * 7);</script></body></html>"
+    "'由脚本插入 ' + (6 * 7); document.title = '脚本标题';"
+    "const a = document.createElement('a'); a.href = '/static'; a.textContent = 'next';"
+    "document.body.appendChild(a);</script></body></html>"
 ).encode()
+STATIC = b"<!doctype html><html><head><title>static</title></head><body>plain</body></html>"
 
 
 class JsPage(BaseHTTPRequestHandler):
@@ -27,7 +34,7 @@ class JsPage(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.end_headers()
-        self.wfile.write(PAGE)
+        self.wfile.write(STATIC if self.path == "/static" else PAGE)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         return
@@ -61,3 +68,27 @@ def test_chromium_renders_javascript(js_site: str) -> None:
                 await browser.close()
 
     assert asyncio.run(render()) == "由脚本插入 42"
+
+
+def test_a_seed_marked_for_the_browser_is_rendered_by_a_node(
+    js_site: str, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {"CRAWLER_STANDALONE_FEED": str(feed), "MAX_IDLE_TIME_BEFORE_CLOSE": "2"}
+    with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        redis_client.lpush(
+            "pages:start_urls", orjson.dumps({"url": js_site, "meta": {"browser": True}})
+        )
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    titles = {
+        item["url"]: item["title"] for item in map(orjson.loads, feed.read_bytes().splitlines())
+    }
+    # The title and the link exist only after the page's JavaScript ran.
+    assert titles == {js_site: "脚本标题", js_site + "static": "static"}
+    log = (tmp_path / "node-0.log").read_text()
+    assert "'browser/requests': 1" in log
+    assert "'playwright/page_count': 1" in log
+    assert "'playwright/page_count/closed': 1" in log  # the page was closed after rendering
