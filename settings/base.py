@@ -37,7 +37,7 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 SPIDER_MIDDLEWARES = {"crawler.middlewares.lease_output.LeaseOutputMiddleware": 10}
-DOWNLOADER_MIDDLEWARES = {
+DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
     "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
 }
@@ -81,15 +81,13 @@ KAFKA_DLQ_TOPIC_TEMPLATE = "{topic}.dlq"  # str: dead-letter topic of a topic
 KAFKA_SPOOL_DIR = "spool"  # str: local spool and dead-letter file, one folder per spider
 KAFKA_SPOOL_REPLAY_INTERVAL = 30.0  # float s >= 0.1: how often the spool is replayed
 KAFKA_MAX_OUTAGE = 300.0  # float s: Kafka failing longer than this pauses the crawl
-ITEM_SCHEMA_DIRS = [
-    "builtin"
-]  # list: folders of <item_type>.json schemas; builtin = crawler/schemas
+# list: folders of <item_type>.json schemas; "builtin" = crawler/schemas
+ITEM_SCHEMA_DIRS = ["builtin"]
 CRAWLER_CRAWL_ID = "default"  # str: crawl id in Kafka headers (and the ledger)
 
 # --- Standalone output -------------------------------------------------------
-CRAWLER_STANDALONE_FEED = (
-    "output/%(name)s-%(time)s.jsonl"  # str: JSON Lines feed used when Kafka is off
-)
+# str: JSON Lines feed used when Kafka is off and no FEEDS are set
+CRAWLER_STANDALONE_FEED = "output/%(name)s-%(time)s.jsonl"
 
 ITEM_PIPELINES = {"crawler.pipelines.kafka.KafkaPipeline": 900}
 
@@ -100,6 +98,20 @@ DOWNLOADER_MIDDLEWARES = {
     **DOWNLOADER_MIDDLEWARES,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
+}
+
+# --- Observability: Prometheus metrics, startup line, cluster summary -----------------
+METRICS_ENABLED = True  # bool: serve this node's stats as Prometheus metrics (PrometheusMetrics)
+METRICS_HOST = "0.0.0.0"  # str: address the metrics server binds  # noqa: S104
+METRICS_PORTS = "9410-9450"  # str: first free port of this range; "0" = any free port
+STARTUP_LOG_ENABLED = True  # bool: one INFO line at start: node, profile, Redis, Kafka, metrics
+CLUSTER_LOGSTATS_ENABLED = True  # bool: periodic node + cluster summary (cluster mode only)
+CLUSTER_LOGSTATS_INTERVAL = 60.0  # float s > 0: how often the summary is logged
+EXTENSIONS = {
+    **globals().get("EXTENSIONS", {}),
+    "crawler.extensions.metrics.PrometheusMetrics": 510,
+    "crawler.extensions.startup_log.StartupLog": 520,
+    "crawler.extensions.cluster_logstats.ClusterLogStats": 530,
 }
 
 # --- Browser rendering (scrapy-playwright on Debian's Chromium) -------------------------

@@ -352,3 +352,81 @@ def test_dockerfile_installs_the_project() -> None:
 def test_dockerignore_excludes(pattern: str) -> None:
     lines = DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
     assert pattern in {line.strip() for line in lines}
+
+
+# --------------------------------------------------------------------------- monitoring
+
+PROMETHEUS_CONFIG = REPO_ROOT / "deploy" / "prometheus.yml"
+PROMETHEUS_CONFIG_TARGET = "/etc/prometheus/prometheus.yml"
+
+
+def crawler_metrics_port() -> int:
+    """The port a crawler node serves /metrics on: first of METRICS_PORTS (-s or default)."""
+    from crawler.extensions.metrics import parse_port_range
+    from settings import base
+
+    configured = str(base.METRICS_PORTS)
+    args = command_args("crawler")
+    for index, arg in enumerate(args[:-1]):
+        if arg == "-s" and args[index + 1].startswith("METRICS_PORTS="):
+            configured = args[index + 1].split("=", 1)[1]
+    first, last = parse_port_range(configured)
+    assert first == last != 0, f"METRICS_PORTS={configured}: Prometheus needs one fixed port"
+    return first
+
+
+def bind_mounts(svc: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """{target: (source, read_only)} for a service's bind mounts (short or long syntax)."""
+    mounts: dict[str, tuple[str, bool]] = {}
+    for mount in svc.get("volumes") or []:
+        if isinstance(mount, dict):
+            if mount.get("type") == "bind":
+                mounts[str(mount["target"])] = (str(mount["source"]), bool(mount.get("read_only")))
+            continue
+        source, _, rest = str(mount).partition(":")
+        if source.startswith((".", "/")):
+            target, _, mode = rest.partition(":")
+            mounts[target] = (source, "ro" in mode.split(","))
+    return mounts
+
+
+@functools.cache
+def prometheus_config() -> dict[str, Any]:
+    data = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_prometheus_is_an_optional_monitoring_service() -> None:
+    prometheus = service("prometheus")
+    assert prometheus.get("profiles") == ["monitoring"]
+    assert str(prometheus["image"]).startswith("prom/prometheus:")
+    assert "profiles" not in service("crawler"), "crawler nodes must run without a profile"
+
+
+def test_prometheus_config_is_mounted_read_only() -> None:
+    prometheus = service("prometheus")
+    mounts = bind_mounts(prometheus)
+    assert PROMETHEUS_CONFIG_TARGET in mounts, mounts
+    source, read_only = mounts[PROMETHEUS_CONFIG_TARGET]
+    assert (REPO_ROOT / source).resolve() == PROMETHEUS_CONFIG
+    assert read_only
+    command = " ".join(command_args("prometheus"))
+    assert not command or f"--config.file={PROMETHEUS_CONFIG_TARGET}" in command
+
+
+def test_prometheus_publishes_its_ui_port() -> None:
+    assert "9090:9090" in [str(port) for port in service("prometheus").get("ports") or []]
+
+
+def test_prometheus_scrapes_every_crawler_replica_on_its_metrics_port() -> None:
+    port = crawler_metrics_port()
+    assert str(port) in [str(p) for p in service("crawler").get("expose") or []]
+    jobs = {job["job_name"]: job for job in prometheus_config()["scrape_configs"]}
+    discovery = jobs["crawler"]["dns_sd_configs"]
+    assert discovery, "the crawler job must discover replicas through Docker DNS"
+    for entry in discovery:
+        assert entry["names"] == ["crawler"], "compose DNS answers the service name"
+        assert entry.get("type") == "A"
+        assert entry["port"] == port
+    assert jobs["crawler"].get("metrics_path", "/metrics") == "/metrics"

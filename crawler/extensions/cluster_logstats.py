@@ -1,0 +1,158 @@
+"""``ClusterLogStats``: a periodic one-line summary per node, like Scrapy's ``LogStats``.
+
+Every ``CLUSTER_LOGSTATS_INTERVAL`` seconds: this node's pages and items (totals and
+per minute), Kafka delivered and failed, the leases it holds (estimated from its
+stats), and, from Redis in one round trip (a Lua script on Redis server time), the
+shared queue depth (``{spider}:queue``) and the live nodes (``{spider}:nodes`` alive
+after now). The round trip is asynchronous (redis.asyncio) and bounded by a timeout;
+when Redis does not answer the line says so and the crawl goes on. Cluster mode only
+(``REDIS_URL``); needs the asyncio reactor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.reactor import is_asyncio_reactor_installed
+
+from crawler.frontier.keys import FrontierKeys
+from crawler.node import resolve_node_id
+
+logger = logging.getLogger(__name__)
+
+# KEYS: 1 queue, 2 nodes. Returns {queue depth, nodes alive after now (server time, ms)}.
+CLUSTER_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
+"""
+# Stats that end a lease this node took (docs/stats.md).
+LEASE_ENDS = ("frontier/done", "frontier/released", "frontier/stragglers")
+LEASE_END_PREFIXES = ("frontier/failed/", "frontier/requeued/", "frontier/lease_lost/")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLogStatsSettings:
+    interval: float
+    redis_url: str
+    node_id: str
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
+        if not settings.getbool("CLUSTER_LOGSTATS_ENABLED"):
+            raise NotConfigured("CLUSTER_LOGSTATS_ENABLED is off")
+        redis_url = settings.get("REDIS_URL") or ""
+        if not redis_url:
+            raise NotConfigured("REDIS_URL is empty: no cluster to report on")
+        interval = settings.getfloat("CLUSTER_LOGSTATS_INTERVAL")
+        if interval <= 0:
+            raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
+        node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
+        return cls(interval=interval, redis_url=redis_url, node_id=node_id)
+
+
+def leases_held(stats: Mapping[str, Any]) -> int:
+    """Leases taken minus leases ended, from this node's stats (an estimate, never < 0)."""
+    ended = sum(
+        int(value)
+        for name, value in stats.items()
+        if name in LEASE_ENDS or name.startswith(LEASE_END_PREFIXES)
+    )
+    return max(0, int(stats.get("frontier/leased", 0)) - ended)
+
+
+def kafka_failed(stats: Mapping[str, Any]) -> int:
+    return sum(int(value) for name, value in stats.items() if name.startswith("kafka/failed/"))
+
+
+def summary(
+    node_id: str,
+    stats: Mapping[str, Any],
+    previous: tuple[int, int],
+    interval: float,
+    cluster: tuple[int, int] | None,
+) -> str:
+    """The log line; ``previous`` = (pages, items) at the last line, ``cluster`` from Redis."""
+    pages = int(stats.get("response_received_count", 0))
+    items = int(stats.get("item_scraped_count", 0))
+    per_minute = 60.0 / interval
+    shared = (
+        f"shared queue {cluster[0]}, {cluster[1]} live nodes"
+        if cluster is not None
+        else "shared queue and nodes unknown (Redis did not answer)"
+    )
+    return (
+        f"Node {node_id}: {pages} pages (at {(pages - previous[0]) * per_minute:.0f}/min), "
+        f"{items} items (at {(items - previous[1]) * per_minute:.0f}/min), "
+        f"Kafka {int(stats.get('kafka/delivered', 0))} delivered, {kafka_failed(stats)} failed, "
+        f"{leases_held(stats)} leases held; {shared}"
+    )
+
+
+async def read_cluster(script: AsyncScript, spider: str) -> tuple[int, int] | None:
+    """(queue depth, live nodes) of ``spider``; None when Redis does not answer."""
+    keys = FrontierKeys.for_spider(spider)
+    try:
+        depth, live = await script(keys=[keys.queue, keys.nodes])
+    except (RedisError, OSError) as exc:
+        logger.debug("Cluster stats: Redis did not answer: %s", exc)
+        return None
+    return int(depth), int(live)
+
+
+class ClusterLogStats:
+    def __init__(self, crawler: Crawler) -> None:
+        self.settings = ClusterLogStatsSettings.from_settings(crawler.settings)
+        if not is_asyncio_reactor_installed():
+            raise NotConfigured("ClusterLogStats needs TWISTED_REACTOR to be the asyncio reactor")
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        # One short command per interval: fail fast rather than pile up behind a dead Redis.
+        timeout = min(5.0, self.settings.interval)
+        self.redis = Redis.from_url(
+            self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        self.script = self.redis.register_script(CLUSTER_SCRIPT)
+        self._task: asyncio.Task[None] | None = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ClusterLogStats:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._task = asyncio.ensure_future(self._loop(spider.name))
+
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.redis.aclose()
+
+    async def _loop(self, spider: str) -> None:
+        previous = (0, 0)
+        while True:
+            await asyncio.sleep(self.settings.interval)
+            cluster = await read_cluster(self.script, spider)
+            stats = dict(self.stats.get_stats())
+            line = summary(self.settings.node_id, stats, previous, self.settings.interval, cluster)
+            logger.info("%s", line)
+            previous = (
+                int(stats.get("response_received_count", 0)),
+                int(stats.get("item_scraped_count", 0)),
+            )

@@ -1,0 +1,86 @@
+"""``StartupLog``: one INFO line per node at start saying what it is connected to.
+
+Node id, profile, crawl id, Redis (password shown as ``***``), Kafka bootstrap
+servers, scheduler class and metrics address; never a secret. Logged when the
+engine starts, after every component is open. ``STARTUP_LOG_ENABLED`` turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
+
+from crawler.extensions.metrics import PrometheusMetrics
+from crawler.node import resolve_node_id
+
+logger = logging.getLogger(__name__)
+
+REDACTED = "***"
+SECRET_QUERY_FIELDS = frozenset({"password"})
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (in the netloc or a ``password=`` query field) as ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        credentials, _, host = netloc.rpartition("@")
+        user = credentials.partition(":")[0]
+        netloc = f"{user}:{REDACTED}@{host}"
+    query = parts.query
+    if query:
+        fields = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(key, REDACTED if key in SECRET_QUERY_FIELDS else value) for key, value in fields],
+            safe="*",
+        )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def class_name(value: object) -> str:
+    """Short name of a class given as an object or an import path."""
+    if isinstance(value, str):
+        return value.rsplit(".", 1)[-1]
+    return getattr(value, "__name__", repr(value))
+
+
+def describe_node(settings: BaseSettings, metrics_address: str | None) -> str:
+    redis_url = settings.get("REDIS_URL") or ""
+    return (
+        f"Node {resolve_node_id(settings.get('CRAWLER_NODE_ID') or '')} "
+        f"(profile {settings.get('CRAWLER_PROFILE')}, crawl {settings.get('CRAWLER_CRAWL_ID')}): "
+        f"Redis {redact_url(redis_url) if redis_url else 'off'}, "
+        f"Kafka {settings.get('KAFKA_BOOTSTRAP_SERVERS') or 'off'}, "
+        f"scheduler {class_name(settings.get('SCHEDULER'))}, "
+        f"metrics {metrics_address or 'off'}"
+    )
+
+
+class StartupLog:
+    def __init__(self, crawler: Crawler) -> None:
+        if not crawler.settings.getbool("STARTUP_LOG_ENABLED"):
+            raise NotConfigured("STARTUP_LOG_ENABLED is off")
+        self.crawler = crawler
+        crawler.signals.connect(self.engine_started, signal=signals.engine_started)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StartupLog:
+        return cls(crawler)
+
+    def engine_started(self) -> None:
+        assert self.crawler.extensions is not None
+        metrics = next(
+            (
+                extension
+                for extension in self.crawler.extensions.middlewares
+                if isinstance(extension, PrometheusMetrics)
+            ),
+            None,
+        )
+        address = f"http://{metrics.address}/metrics" if metrics is not None else None
+        logger.info("%s", describe_node(self.crawler.settings, address))
