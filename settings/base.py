@@ -123,3 +123,21 @@ DOWNLOADER_MIDDLEWARES = {
     **DOWNLOADER_MIDDLEWARES,
     "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
 }
+
+# --- Shared sessions (crawler.sessions) ---------------------------------------
+SESSIONS_TTL = 86400.0  # float > 0, seconds a stored session (login or import) lives
+SESSIONS_MAX_PER_MINUTE = 0  # int >= 0: requests per account per minute; 0 = no limit
+SESSIONS_MAX_STRIKES = 3  # int >= 1: risky/banned marks that retire an account
+SESSIONS_COOLDOWN = 600.0  # float >= 0, seconds an account rests after risky/banned
+SESSIONS_LOGIN_LEASE = 30.0  # float > 0, seconds of the login lease (renewed while logging in)
+SESSIONS_LOGIN_TIMEOUT = 120.0  # float > 0, seconds other nodes wait for a re-login
+SESSIONS_KEY_PREFIX = "sessions"  # str: first part of every session key (no braces)
+
+# --- Shared sessions middleware (spiders that set session_platform) --------------------
+SESSIONS_ENABLED = True  # bool: SharedSessionMiddleware for spiders with session_platform
+SESSIONS_MAX_TRIES = 3  # int >= 0: retries of a request with another account after a bad session
+SESSIONS_WAIT = 60.0  # float s > 0: how long a request waits for a usable session
+DOWNLOADER_MIDDLEWARES = {
+    **DOWNLOADER_MIDDLEWARES,
+    "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
+}

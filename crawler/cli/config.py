@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import redis
+
+from crawler.frontier.admin import FrontierAdmin
 from settings.resolve import resolve_settings
 
 
@@ -36,3 +39,34 @@ def add_spool_options(parser: argparse.ArgumentParser) -> None:
 
 def spool_dir(args: argparse.Namespace) -> Path:
     return Path(args.dir or project_settings()["KAFKA_SPOOL_DIR"]) / str(args.spider)
+
+
+def add_redis_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", default=None, help="Redis URL (default: REDIS_URL)")
+
+
+def redis_client(args: argparse.Namespace) -> redis.Redis:
+    url = args.redis or project_settings()["REDIS_URL"]
+    if not url:
+        raise SystemExit("no Redis: give --redis or set REDIS_URL")
+    return redis.Redis.from_url(str(url))
+
+
+def frontier_admin(client: redis.Redis, spider: str) -> FrontierAdmin:
+    """A ``FrontierAdmin`` with the key templates and node ttl of the project settings."""
+    settings = project_settings()
+    return FrontierAdmin(
+        client,
+        spider,
+        seeds_key=settings["SEEDS_KEY"],
+        invalid_key=settings["SEEDS_INVALID_KEY"],
+        politeness_key=settings["POLITENESS_KEY"],
+        node_ttl=float(settings["FRONTIER_LEASE_TIMEOUT"]),
+    )
+
+
+def redis_url(args: argparse.Namespace) -> str:
+    url = args.redis or project_settings()["REDIS_URL"]
+    if not url:
+        raise SystemExit("no Redis: give --redis or set REDIS_URL")
+    return str(url)

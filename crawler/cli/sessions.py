@@ -1,0 +1,203 @@
+"""``crawler sessions list|import|login|invalidate``: the shared login sessions in Redis.
+
+Cookie values are never printed; ``list`` shows health, use and expiry only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+
+from crawler.cli.config import add_redis_option, project_settings, redis_url
+from crawler.sessions import (
+    Cookie,
+    Health,
+    RedisLoginLease,
+    RedisSessionStore,
+    Session,
+    SessionError,
+    SessionSettings,
+    login_now,
+    parse_browser_json,
+    parse_cookie_header,
+    parse_netscape,
+)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("sessions", help="shared login sessions of a platform")
+    actions = parser.add_subparsers(dest="action", required=True)
+
+    listing = actions.add_parser("list", help="accounts with health, last use and expiry")
+    listing.add_argument("platform")
+    listing.add_argument("--json", action="store_true", help="one JSON object per account")
+    listing.set_defaults(run=_command(_list))
+
+    importing = actions.add_parser("import", help="store cookies exported from a browser")
+    importing.add_argument("platform")
+    importing.add_argument("account")
+    source = importing.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cookie-header", metavar="S", help="'a=1; b=2' ('-' = read stdin)")
+    source.add_argument("--netscape", type=Path, metavar="FILE", help="a cookies.txt")
+    source.add_argument("--json", type=Path, metavar="FILE", help="a browser-export JSON")
+    importing.add_argument("--domain", default="", help="domain of --cookie-header cookies")
+    importing.add_argument("--proxy", default=None, help="proxy URL bound to the account")
+    importing.add_argument("--ttl", type=float, default=None, help="seconds (SESSIONS_TTL)")
+    importing.set_defaults(run=_command(_import))
+
+    login = actions.add_parser("login", help="log in with Chromium now and store the cookies")
+    login.add_argument("platform")
+    login.add_argument("account")
+    login.add_argument("--url", required=True, help="the login page")
+    login.add_argument("--success-cookie", required=True, help="cookie a login sets, e.g. z_c0")
+    login.add_argument("--qr", action="store_true", help="QR-code login instead of a form")
+    login.add_argument("--username", default=None, help="form login: user name")
+    login.add_argument("--password-env", metavar="VAR", help="form login: env var with password")
+    login.add_argument("--username-selector", default="input[name=username]")
+    login.add_argument("--password-selector", default="input[type=password]")
+    login.add_argument("--submit-selector", default="[type=submit]")
+    login.add_argument("--qr-selector", default="#qr")
+    login.add_argument("--png", type=Path, default=Path("qr-login.png"), help="QR screenshot")
+    login.add_argument("--timeout", type=float, default=180.0, help="seconds for the login")
+    login.add_argument("--headed", action="store_true", help="show the browser window")
+    login.set_defaults(run=_command(_login))
+
+    invalidate = actions.add_parser("invalidate", help="forget an account's session")
+    invalidate.add_argument("platform")
+    invalidate.add_argument("account")
+    invalidate.set_defaults(run=_command(_invalidate))
+
+    for action in (listing, importing, login, invalidate):
+        add_redis_option(action)
+
+
+Action = Callable[[argparse.Namespace, RedisSessionStore], Awaitable[int]]
+
+
+def _command(action: Action) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return asyncio.run(_with_store(args, action))
+        except (SessionError, ValueError, OSError) as exc:
+            print(f"crawler sessions {args.action}: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+@asynccontextmanager
+async def _client(url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def _with_store(args: argparse.Namespace, action: Action) -> int:
+    settings = SessionSettings.from_mapping(project_settings())
+    async with _client(redis_url(args)) as client:
+        return await action(args, RedisSessionStore(client, settings))
+
+
+def _row(summary: dict[str, Any]) -> str:
+    cells = [f"{summary['account']:<20}", f"{summary['health']:<8}"]
+    for name in ("strikes", "requests_this_minute", "last_used", "expires_at", "cooldown_until"):
+        cells.append(f"{name}={summary[name] if summary[name] is not None else '-'}")
+    cells.append("cookies=" + ",".join(str(c) for c in summary["cookies"]))
+    return "  ".join(cells)
+
+
+async def _list(args: argparse.Namespace, store: RedisSessionStore) -> int:
+    now = time.time()
+    sessions = await store.list(args.platform)
+    for session in sessions:
+        summary = session.summary(now)
+        print(orjson.dumps(summary).decode() if args.json else _row(summary))
+    if not sessions and not args.json:
+        print(f"no sessions for {args.platform}")
+    return 0
+
+
+def _imported_cookies(args: argparse.Namespace) -> list[Cookie]:
+    if args.netscape is not None:
+        return parse_netscape(args.netscape.read_text(encoding="utf-8"))
+    if args.json is not None:
+        return parse_browser_json(args.json.read_bytes())
+    header = sys.stdin.read() if args.cookie_header == "-" else args.cookie_header
+    return parse_cookie_header(header, domain=args.domain)
+
+
+async def _import(args: argparse.Namespace, store: RedisSessionStore) -> int:
+    cookies = tuple(_imported_cookies(args))
+    previous = await store.get(args.platform, args.account)
+    session = Session(
+        args.platform,
+        args.account,
+        cookies,
+        health=Health.HEALTHY,
+        reason="import",
+        proxy=args.proxy or (previous.proxy if previous else None),
+        last_used=previous.last_used if previous else 0.0,
+    )
+    stored = await store.put(session, args.ttl or store.settings.ttl)
+    names = ", ".join(sorted({cookie.name for cookie in cookies}))
+    print(f"imported {len(cookies)} cookies ({names}) for {args.platform}/{args.account}")
+    print(f"expires at {stored.summary(time.time())['expires_at']}")
+    return 0
+
+
+async def _login(args: argparse.Namespace, store: RedisSessionStore) -> int:
+    from crawler.sessions import providers  # noqa: PLC0415 - loads Playwright only here
+
+    browser = providers.BrowserConfig(timeout=args.timeout, headless=not args.headed)
+    provider: providers.LoginProvider
+    if args.qr:
+        provider = providers.PlaywrightQrLogin(
+            providers.QrLoginConfig(
+                args.url, args.success_cookie, args.qr_selector, png_path=args.png, browser=browser
+            )
+        )
+    else:
+        if not args.username or not args.password_env:
+            raise ValueError("a form login needs --username and --password-env (or give --qr)")
+        password = os.environ.get(args.password_env)
+        if not password:
+            raise ValueError(f"--password-env {args.password_env}: that variable is not set")
+        credentials = providers.Credentials(args.username, password)
+        provider = providers.PlaywrightFormLogin(
+            providers.FormLoginConfig(
+                args.url,
+                args.success_cookie,
+                args.username_selector,
+                args.password_selector,
+                args.submit_selector,
+                browser,
+            ),
+            lambda _account: credentials,
+        )
+    lease = RedisLoginLease(store.redis, store.settings)
+    session = await login_now(
+        store, lease, args.platform, args.account, provider, settings=store.settings
+    )
+    names = ", ".join(sorted({cookie.name for cookie in session.cookies}))
+    print(f"logged in {args.platform}/{args.account}: {len(session.cookies)} cookies ({names})")
+    return 0
+
+
+async def _invalidate(args: argparse.Namespace, store: RedisSessionStore) -> int:
+    if await store.invalidate(args.platform, args.account):
+        print(f"invalidated {args.platform}/{args.account}")
+        return 0
+    print(f"no session for {args.platform}/{args.account}", file=sys.stderr)
+    return 1

@@ -1,0 +1,240 @@
+"""``SharedSessionMiddleware``: every request of a session spider carries a shared login.
+
+For spiders that set ``session_platform``, each request takes the least
+recently used healthy account from the shared store (``crawler.sessions``),
+carries its cookies (and its proxy, if the account has one), and records which
+account served it (meta ``session_account``). Cookies the site sets flow back
+into the shared session. A response that shows the session is expired, risky
+or banned (``spider.session_state(response)``, else 401 / a redirect to a login
+page = expired, 429 = risky) marks the account for every node and the request
+is retried with another account (``SESSIONS_MAX_TRIES``). When no account is
+usable, accounts listed in ``spider.session_accounts`` are logged in again with
+``spider.session_login()``: exactly one node logs in per account, the others
+wait for its cookies without blocking the reactor.
+
+Stats: ``sessions/used``, ``sessions/marked/<health>``, ``sessions/retried``,
+``sessions/gave_up``, ``sessions/relogin_failed``, ``sessions/unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import urlsplit
+
+from redis.asyncio import Redis
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from scrapy.statscollectors import StatsCollector
+
+from crawler.sessions import (
+    Cookie,
+    Health,
+    LoginLease,
+    MemoryLoginLease,
+    MemorySessionStore,
+    RedisLoginLease,
+    RedisSessionStore,
+    Session,
+    SessionError,
+    SessionSettings,
+    SessionStore,
+    ensure_fresh_session,
+)
+
+logger = logging.getLogger(__name__)
+
+ACCOUNT_META = "session_account"
+GENERATION_META = "session_generation"
+TRIES_META = "session_tries"
+DONT_USE_META = "dont_use_session"
+LOGIN_WORDS = (b"login", b"signin", b"sign_in")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMiddlewareSettings:
+    max_tries: int
+    wait: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SessionMiddlewareSettings:
+        if not settings.getbool("SESSIONS_ENABLED"):
+            raise NotConfigured
+        values = cls(settings.getint("SESSIONS_MAX_TRIES"), settings.getfloat("SESSIONS_WAIT"))
+        if values.max_tries < 0:
+            raise ValueError(f"SESSIONS_MAX_TRIES={values.max_tries} must be >= 0")
+        if values.wait <= 0:
+            raise ValueError(f"SESSIONS_WAIT={values.wait} must be > 0")
+        return values
+
+
+def default_state(response: Response) -> Health | None:
+    """401 or a redirect to a login page: expired; 429: risky; else fine."""
+    if response.status == 401:
+        return Health.EXPIRED
+    location = (response.headers.get(b"Location") or b"").lower()
+    if 300 <= response.status < 400 and any(word in location for word in LOGIN_WORDS):
+        return Health.EXPIRED
+    if response.status == 429:
+        return Health.RISKY
+    return None
+
+
+def set_cookies(response: Response) -> list[Cookie]:
+    """Cookies of the response's ``Set-Cookie`` headers (host-only ones get the host)."""
+    host = urlsplit(response.url).hostname or ""
+    cookies = []
+    for header in response.headers.getlist(b"Set-Cookie"):
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header.decode("latin-1"))
+        except CookieError:
+            continue
+        for morsel in jar.values():
+            max_age = morsel["max-age"]
+            cookies.append(
+                Cookie(
+                    name=morsel.key,
+                    value=morsel.value,
+                    domain=morsel["domain"] or host,
+                    path=morsel["path"] or "/",
+                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
+                    secure=bool(morsel["secure"]),
+                    http_only=bool(morsel["httponly"]),
+                )
+            )
+    return cookies
+
+
+class SharedSessionMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.settings = SessionMiddlewareSettings.from_settings(crawler.settings)
+        self.crawler = crawler
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        store_settings = SessionSettings.from_mapping(crawler.settings)
+        url = crawler.settings.get("REDIS_URL") or ""
+        self._client: Redis | None = Redis.from_url(url) if url else None
+        self.store: SessionStore
+        self.lease: LoginLease
+        if self._client is not None:
+            self.store = RedisSessionStore(self._client, store_settings)
+            self.lease = RedisLoginLease(self._client, store_settings)
+        else:
+            self.store = MemorySessionStore(store_settings)
+            self.lease = MemoryLoginLease(store_settings)
+        self.store_settings = store_settings
+        crawler.signals.connect(self._close, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedSessionMiddleware:
+        return cls(crawler)
+
+    async def _close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _platform(self, request: Request) -> tuple[Spider, str] | None:
+        spider = self.crawler.spider
+        platform = getattr(spider, "session_platform", None)
+        if spider is None or not platform or request.meta.get(DONT_USE_META):
+            return None
+        return spider, str(platform)
+
+    async def process_request(self, request: Request) -> None:
+        found = self._platform(request)
+        if found is None:
+            return
+        spider, platform = found
+        session = await self._usable_session(spider, platform)
+        if session is None:
+            self.stats.inc_value("sessions/unavailable")
+            raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")
+        self.stats.inc_value("sessions/used")
+        request.headers[b"Cookie"] = session.cookie_header()
+        request.meta["dont_merge_cookies"] = True
+        request.meta[ACCOUNT_META] = session.account
+        request.meta[GENERATION_META] = session.generation
+        if session.proxy:
+            request.meta["proxy"] = session.proxy
+
+    async def _usable_session(self, spider: Spider, platform: str) -> Session | None:
+        deadline = time.monotonic() + self.settings.wait
+        pause = 0.05
+        while True:
+            session: Session | None = await self.store.acquire(platform)
+            if session is not None:
+                return session
+            await self._log_in_again(spider, platform)
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+    async def _log_in_again(self, spider: Spider, platform: str) -> None:
+        """Log in the spider's accounts that need it (one node per account does it)."""
+        login = getattr(spider, "session_login", None)
+        provider = login() if callable(login) else None
+        if provider is None:
+            return
+        for account in getattr(spider, "session_accounts", ()):
+            session = await self.store.get(platform, account)
+            if session is not None and session.health is not Health.EXPIRED:
+                continue
+            try:
+                await ensure_fresh_session(
+                    self.store,
+                    self.lease,
+                    platform,
+                    account,
+                    provider,
+                    settings=self.store_settings,
+                )
+            except SessionError as exc:
+                self.stats.inc_value("sessions/relogin_failed")
+                logger.error("Log-in of %s account %s failed: %s", platform, account, exc)
+
+    async def process_response(self, request: Request, response: Response) -> Request | Response:
+        account = request.meta.get(ACCOUNT_META)
+        found = self._platform(request)
+        if account is None or found is None:
+            return response
+        spider, platform = found
+        check = getattr(spider, "session_state", None)
+        state = check(response) if callable(check) else default_state(response)
+        if state is None:
+            if cookies := set_cookies(response):
+                await self.store.merge_cookies(platform, account, cookies)
+            return response
+        await self.store.mark(
+            platform,
+            account,
+            state,
+            f"HTTP {response.status}",
+            generation=request.meta.get(GENERATION_META),
+        )
+        self.stats.inc_value(f"sessions/marked/{state.value}")
+        tries = int(request.meta.get(TRIES_META, 0)) + 1
+        if tries > self.settings.max_tries:
+            self.stats.inc_value("sessions/gave_up")
+            return response
+        logger.warning(
+            "%s account %s is %s (HTTP %s on %s): retrying with another session",
+            platform,
+            account,
+            state.value,
+            response.status,
+            request.url,
+        )
+        self.stats.inc_value("sessions/retried")
+        retry = request.replace(dont_filter=True)
+        retry.meta[TRIES_META] = tries
+        retry.meta.pop(ACCOUNT_META, None)
+        retry.headers.pop(b"Cookie", None)
+        return retry

@@ -1,0 +1,29 @@
+-- Record what a response said about an account.
+-- KEYS: 1 session hash
+-- ARGV: 1 health (healthy | expired | risky | banned | retired), 2 reason, 3 cooldown ms,
+--       4 now ms ('' = server time), 5 strikes before retirement,
+--       6 generation the caller used ('' = any; another one means a newer login already
+--       replaced those cookies, and the mark is dropped)
+-- risky and banned count a strike and rest the account for the cooldown; the strike that
+-- reaches ARGV[5] retires it. A retired account stays retired (only put replaces it);
+-- healthy clears the cooldown.
+-- Returns the health after the call, or false when there is no such session.
+local s = redis.call('HMGET', KEYS[1], 'health', 'strikes', 'generation')
+if not s[1] then return false end
+if s[1] == 'retired' or (ARGV[6] ~= '' and s[3] ~= ARGV[6]) then return s[1] end
+local now
+if ARGV[4] ~= '' then now = tonumber(ARGV[4]) else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local health = ARGV[1]
+local strikes = tonumber(s[2]) or 0
+local cooldown = 0
+if health == 'risky' or health == 'banned' then
+  strikes = strikes + 1
+  cooldown = now + tonumber(ARGV[3])
+  if strikes >= tonumber(ARGV[5]) then health = 'retired' end
+end
+redis.call('HSET', KEYS[1], 'health', health, 'reason', ARGV[2], 'strikes', strikes,
+  'cooldown_until', cooldown)
+return health

@@ -1,0 +1,480 @@
+"""Shared sessions: both stores, encryption, cookie imports, one login for all, Chromium, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+from cryptography.fernet import Fernet
+from redis.asyncio import Redis
+
+from crawler.cli import sessions as sessions_cli
+from crawler.sessions import (
+    Cookie,
+    CookieCipher,
+    CookieFormatError,
+    Health,
+    MemoryLoginLease,
+    MemorySessionStore,
+    RedisLoginLease,
+    RedisSessionStore,
+    ReloginTimeout,
+    Session,
+    SessionKeyError,
+    SessionSettings,
+    SessionStore,
+    SessionUnavailable,
+    ensure_fresh_session,
+    parse_browser_json,
+    parse_cookie_header,
+    parse_netscape,
+)
+from crawler.sessions.providers import (
+    CHROMIUM,
+    BrowserConfig,
+    Credentials,
+    FormLoginConfig,
+    PlaywrightFormLogin,
+    PlaywrightQrLogin,
+    QrChallenge,
+    QrLoginConfig,
+    print_qr,
+)
+from tests.login_site import LoginSite
+from tests.services import unavailable
+
+SECRET = "s3cr3t-VALUE-42"  # noqa: S105 - a cookie value the tests hunt for
+T0 = time.time() // 60 * 60 + 5  # five seconds into the current Unix minute
+
+
+def cookies(value: str = SECRET) -> tuple[Cookie, ...]:
+    return (Cookie("z_c0", value, domain=".example.com", http_only=True), Cookie("lang", "en"))
+
+
+@asynccontextmanager
+async def open_store(
+    kind: str, redis_url: str, settings: SessionSettings, cipher: CookieCipher | None = None
+) -> AsyncIterator[SessionStore]:
+    if kind == "memory":
+        yield MemorySessionStore(settings)
+        return
+    client = Redis.from_url(redis_url)
+    try:
+        yield RedisSessionStore(client, settings, cipher or CookieCipher(None))
+    finally:
+        await client.aclose()
+
+
+BACKENDS = pytest.mark.parametrize("kind", ["memory", "redis"])
+
+
+@BACKENDS
+def test_round_trip_and_ttl(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings()) as store:
+            stored = await store.put(
+                Session("zhihu", "alice", cookies(), proxy="http://u:pw@p:8"), 0.3
+            )
+            got = await store.get("zhihu", "alice")
+            assert got == stored
+            assert got.cookie_dict() == {"z_c0": SECRET, "lang": "en"}
+            assert got.generation == got.version == 1
+            assert got.expires_at is not None and got.expires_at <= time.time() + 0.3
+            assert [s.account for s in await store.list("zhihu")] == ["alice"]
+            await asyncio.sleep(0.4)
+            assert await store.get("zhihu", "alice") is None
+            assert await store.acquire("zhihu") is None
+
+    asyncio.run(body())
+
+
+async def put_accounts(store: SessionStore, *accounts: str) -> None:
+    for account in accounts:
+        await store.put(Session("zhihu", account, cookies(account)), 600)
+
+
+@BACKENDS
+def test_lru_rotation_and_per_minute_limit(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings(max_per_minute=2)) as store:
+            await put_accounts(store, "a", "b", "c")
+            order = [await store.acquire("zhihu", now=T0 + i) for i in range(7)]
+            assert [s.account if s else None for s in order] == ["a", "b", "c", "a", "b", "c", None]
+            assert order[3] is not None and order[3].requests_in_minute(T0 + 3) == 2
+            nxt = await store.acquire("zhihu", now=T0 + 60)  # a new minute
+            assert nxt is not None and nxt.account == "a"
+
+    asyncio.run(body())
+
+
+@BACKENDS
+def test_cooldown_after_risky(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings()) as store:
+            await put_accounts(store, "a", "b")
+            assert (
+                await store.mark("zhihu", "a", Health.RISKY, "captcha", 100, now=T0) is Health.RISKY
+            )
+            for i in range(1, 3):
+                got = await store.acquire("zhihu", now=T0 + i)
+                assert got is not None and got.account == "b"
+            back = await store.acquire("zhihu", now=T0 + 101)
+            assert back is not None and back.account == "a"
+            assert (back.health, back.strikes) == (Health.HEALTHY, 1)
+
+    asyncio.run(body())
+
+
+@BACKENDS
+def test_retired_after_repeated_bans(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings(max_strikes=3)) as store:
+            await put_accounts(store, "a")
+            marks = [await store.mark("zhihu", "a", Health.BANNED, "403", 0) for _ in range(3)]
+            assert marks == [Health.BANNED, Health.BANNED, Health.RETIRED]
+            assert await store.acquire("zhihu") is None
+            assert await store.mark("zhihu", "a", Health.HEALTHY, "operator") is Health.RETIRED
+            assert await store.mark("zhihu", "nobody", Health.BANNED, "403") is None
+            with pytest.raises(SessionUnavailable, match="retired"):
+                await ensure_fresh_session(
+                    store, MemoryLoginLease(), "zhihu", "a", CountingLogin(None)
+                )
+
+    asyncio.run(body())
+
+
+@BACKENDS
+def test_merge_cookies_and_generation_guard(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings()) as store:
+            first = await store.put(Session("zhihu", "a", cookies()), 600)
+            same = await store.merge_cookies("zhihu", "a", [Cookie("lang", "en")])
+            assert same is not None and same.version == first.version  # nothing new: no write
+            merged = await store.merge_cookies(
+                "zhihu",
+                "a",
+                [
+                    Cookie("lang", "", expires=1.0),
+                    Cookie("d_c0", "new"),
+                    Cookie("lang", "x", "b.com"),
+                ],
+            )
+            assert merged is not None and merged.version == first.version + 1
+            got = await store.get("zhihu", "a")
+            assert got is not None and got.cookie_dict() == {
+                "z_c0": SECRET,
+                "d_c0": "new",
+                "lang": "x",
+            }
+            assert await store.merge_cookies("zhihu", "nobody", [Cookie("x", "1")]) is None
+            # A mark about the cookies of an older login is dropped.
+            second = await store.put(Session("zhihu", "a", cookies("fresh")), 600)
+            stale = await store.mark(
+                "zhihu", "a", Health.EXPIRED, "401", generation=first.generation
+            )
+            assert stale is Health.HEALTHY and second.generation == first.generation + 1
+            assert await store.invalidate("zhihu", "a")
+            assert not await store.invalidate("zhihu", "a")
+            assert await store.list("zhihu") == []
+
+    asyncio.run(body())
+
+
+def test_cookie_values_stay_secret(caplog: pytest.LogCaptureFixture) -> None:
+    session = Session("zhihu", "alice", cookies(), proxy="http://user:pw123@proxy:8080")
+    for text in (repr(session), str(session), orjson.dumps(session.summary(T0)).decode()):
+        assert SECRET not in text and "pw123" not in text
+    assert session.summary(T0)["proxy"] == "http://proxy:8080"
+    assert session.summary(T0)["cookies"] == ["lang", "z_c0"]
+    caplog.set_level(logging.DEBUG)
+
+    async def body() -> None:
+        store = MemorySessionStore()
+        await store.put(session, 60)
+        await store.mark("zhihu", "alice", Health.RISKY, "captcha")
+
+    asyncio.run(body())
+    assert SECRET not in caplog.text
+
+
+def test_encryption_at_rest(redis_url: str, redis_client: redis.Redis) -> None:
+    key = Fernet.generate_key()
+
+    async def body() -> None:
+        settings = SessionSettings()
+        async with open_store("redis", redis_url, settings, CookieCipher(key)) as store:
+            await store.put(Session("zhihu", "alice", cookies()), 600)
+            got = await store.get("zhihu", "alice")
+            assert got is not None and got.cookie_dict()["z_c0"] == SECRET
+        async with open_store(
+            "redis", redis_url, settings, CookieCipher(Fernet.generate_key())
+        ) as wrong:
+            with pytest.raises(
+                SessionKeyError, match="CRAWLER_SESSION_KEY does not decrypt"
+            ) as caught:
+                await wrong.get("zhihu", "alice")
+            assert SECRET not in str(caught.value)
+        async with open_store("redis", redis_url, settings, CookieCipher(None)) as keyless:
+            with pytest.raises(SessionKeyError, match="encrypted: set CRAWLER_SESSION_KEY"):
+                await keyless.list("zhihu")
+
+    asyncio.run(body())
+    raw = redis_client.hgetall("sessions:{zhihu}:session:alice")
+    assert raw[b"enc"] == b"fernet"
+    assert all(SECRET.encode() not in value for value in raw.values())
+    with pytest.raises(SessionKeyError, match="CRAWLER_SESSION_KEY is not a Fernet key"):
+        CookieCipher.from_env({"CRAWLER_SESSION_KEY": "not-a-key"})
+
+
+def test_settings_errors_name_the_setting() -> None:
+    assert SessionSettings.from_mapping({"SESSIONS_MAX_STRIKES": "5"}).max_strikes == 5
+    with pytest.raises(ValueError, match="SESSIONS_MAX_STRIKES=0 must be >= 1"):
+        SessionSettings.from_mapping({"SESSIONS_MAX_STRIKES": 0})
+    with pytest.raises(ValueError, match="SESSIONS_TTL='soon' is not a float"):
+        SessionSettings.from_mapping({"SESSIONS_TTL": "soon"})
+    with pytest.raises(ValueError, match="platform='a b'"):
+        MemorySessionStore()._live("a b", "x")
+
+
+def test_cookie_header_parser() -> None:
+    parsed = parse_cookie_header(f"Cookie: z_c0={SECRET}; lang=en; empty=", domain=".zhihu.com")
+    assert [(c.name, c.value, c.domain) for c in parsed] == [
+        ("z_c0", SECRET, ".zhihu.com"),
+        ("lang", "en", ".zhihu.com"),
+        ("empty", "", ".zhihu.com"),
+    ]
+    for bad, message in ((f"a=1; {SECRET}", "entry 2: expected name=value"), ("", "no name=value")):
+        with pytest.raises(CookieFormatError, match=message) as caught:
+            parse_cookie_header(bad)
+        assert SECRET not in str(caught.value)
+
+
+def test_netscape_parser() -> None:
+    text = (
+        "# Netscape HTTP Cookie File\n\n"
+        f"#HttpOnly_.zhihu.com\tTRUE\t/\tTRUE\t1900000000\tz_c0\t{SECRET}\n"
+        "www.zhihu.com\tFALSE\t/api\tFALSE\t0\tlang\ten\n"
+    )
+    z_c0, lang = parse_netscape(text)
+    assert (z_c0.domain, z_c0.http_only, z_c0.secure, z_c0.expires) == (
+        ".zhihu.com",
+        True,
+        True,
+        1900000000.0,
+    )
+    assert (lang.domain, lang.path, lang.expires, lang.http_only) == (
+        "www.zhihu.com",
+        "/api",
+        None,
+        False,
+    )
+    for bad, message in (
+        (f"ok\tTRUE\t/\tTRUE\t0\ta\t1\n.z.com TRUE / TRUE 0 z_c0 {SECRET}\n", "line 2: expected 7"),
+        (f".z.com\tTRUE\t/\tTRUE\tnever\tz_c0\t{SECRET}", "line 1: field 5"),
+        (f".z.com\tyes\t/\tTRUE\t0\tz_c0\t{SECRET}", "line 1: field 2"),
+        ("# only comments\n", "no cookie lines"),
+    ):
+        with pytest.raises(CookieFormatError, match=message) as caught:
+            parse_netscape(bad)
+        assert SECRET not in str(caught.value)
+
+
+def test_browser_json_parser() -> None:
+    exported = [
+        {
+            "name": "z_c0",
+            "value": SECRET,
+            "domain": ".zhihu.com",
+            "path": "/",
+            "expirationDate": 1900000000.5,
+            "httpOnly": True,
+            "secure": True,
+        },
+        {"name": "sid", "value": "1", "domain": "zhihu.com", "expires": -1, "httpOnly": False},
+    ]
+    z_c0, sid = parse_browser_json(orjson.dumps(exported))
+    assert (z_c0.value, z_c0.expires, z_c0.http_only) == (SECRET, 1900000000.5, True)
+    assert (sid.expires, sid.path) == (None, "/")
+    for bad, message in (
+        (b"[{", "not valid JSON"),
+        (b"{}", "non-empty list"),
+        (orjson.dumps([exported[0], {"value": SECRET}]), "entry 2: 'name' is missing"),
+        (
+            orjson.dumps([{"name": "a", "value": SECRET, "expires": "soon"}]),
+            "entry 1: 'expirationDate'",
+        ),
+        (orjson.dumps([5]), "entry 1: expected an object"),
+    ):
+        with pytest.raises(CookieFormatError, match=message) as caught:
+            parse_browser_json(bad)
+        assert SECRET not in str(caught.value)
+
+
+class CountingLogin:
+    """Logs in over plain HTTP (the form's POST), slowly enough for the others to queue up."""
+
+    def __init__(self, site: LoginSite | None) -> None:
+        self.site = site
+        self.calls = 0
+
+    async def login(self, account: str) -> Sequence[Cookie]:
+        self.calls += 1
+        assert self.site is not None
+        await asyncio.sleep(0.3)
+        status, _, value = await asyncio.to_thread(
+            self.site.request, "POST", "/login", {"username": account, "password": "pw"}
+        )
+        assert status == 302
+        return [Cookie("session", value, domain="127.0.0.1", http_only=True)]
+
+
+def test_one_login_for_all_nodes(redis_url: str) -> None:
+    with LoginSite({"alice": "pw"}) as site:
+        provider = CountingLogin(site)
+        settings = SessionSettings(login_lease=1.0, login_timeout=10)
+
+        async def node(stale_generation: int) -> Session:
+            client = Redis.from_url(redis_url)
+            try:
+                store = RedisSessionStore(client, settings, CookieCipher(None))
+                lease = RedisLoginLease(client, settings)
+                await store.mark(
+                    "zhihu", "alice", Health.EXPIRED, "401", generation=stale_generation
+                )
+                return await ensure_fresh_session(
+                    store, lease, "zhihu", "alice", provider, settings=settings
+                )
+            finally:
+                await client.aclose()
+
+        async def body() -> list[Session]:
+            async with open_store("redis", redis_url, settings) as store:
+                old = await store.put(Session("zhihu", "alice", (Cookie("session", "old"),)), 600)
+            return list(await asyncio.gather(*(node(old.generation) for _ in range(3))))
+
+        results = asyncio.run(body())
+        assert site.logins == 1 and provider.calls == 1
+        values = {s.cookie_dict()["session"] for s in results}
+        assert len(values) == 1 and values != {"old"}
+        assert {(s.health, s.generation) for s in results} == {(Health.HEALTHY, 2)}
+        assert site.request("GET", "/me", cookie=values.pop())[:2] == (200, "alice")
+
+
+def test_lease_belongs_to_its_owner_and_waiters_time_out(redis_url: str) -> None:
+    async def body() -> None:
+        settings = SessionSettings(login_lease=5, login_timeout=0.3)
+        async with open_store("redis", redis_url, settings) as store:
+            assert isinstance(store, RedisSessionStore)
+            lease = RedisLoginLease(store.redis, settings)
+            token = await lease.acquire("zhihu", "alice")
+            assert token is not None and await lease.acquire("zhihu", "alice") is None
+            assert not await lease.release("zhihu", "alice", "not-the-token")
+            assert await lease.renew("zhihu", "alice", token)
+            started = time.monotonic()
+            with pytest.raises(ReloginTimeout, match=r"zhihu/alice after 0\.3 s"):
+                await ensure_fresh_session(
+                    store, lease, "zhihu", "alice", CountingLogin(None), settings=settings
+                )
+            assert 0.3 <= time.monotonic() - started < 1.5
+            assert await lease.release("zhihu", "alice", token)
+
+    asyncio.run(body())
+
+
+def need_chromium() -> None:
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+
+
+def test_playwright_form_login() -> None:
+    need_chromium()
+    with LoginSite({"alice": "pw"}) as site:
+        config = FormLoginConfig(
+            f"{site.base_url}/login", "session", browser=BrowserConfig(timeout=20)
+        )
+        provider = PlaywrightFormLogin(config, lambda account: Credentials(account, "pw"))
+        harvested = asyncio.run(provider.login("alice"))
+        (session,) = [c for c in harvested if c.name == "session"]
+        assert session.http_only and site.logins == 1
+        assert site.request("GET", "/me", cookie=session.value)[:2] == (200, "alice")
+
+
+def test_playwright_qr_login(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    need_chromium()
+    with LoginSite({}) as site:
+        seen: list[QrChallenge] = []
+
+        def scan_later(challenge: QrChallenge) -> None:
+            seen.append(challenge)
+            token = (challenge.data or "").rsplit("/", 1)[-1]
+            threading.Timer(0.3, site.scan, args=(token,)).start()
+            print_qr(challenge)
+
+        config = QrLoginConfig(
+            f"{site.base_url}/qr",
+            "session",
+            png_path=tmp_path / "qr.png",
+            browser=BrowserConfig(timeout=20),
+        )
+        harvested = asyncio.run(PlaywrightQrLogin(config, scan_later).login("bob"))
+        (session,) = [c for c in harvested if c.name == "session"]
+        assert site.request("GET", "/me", cookie=session.value)[:2] == (200, "qr-user")
+        assert seen[0].png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "Scan the QR code to log in bob" in capsys.readouterr().out
+
+
+def cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="crawler")
+    sessions_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    return run(args)
+
+
+def test_cli_import_list_invalidate(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = f"z_c0={SECRET}; lang=en"
+    assert (
+        cli("sessions", "import", "zhihu", "alice", "--cookie-header", header, "--redis", redis_url)
+        == 0
+    )
+    netscape = tmp_path / "cookies.txt"
+    netscape.write_text(f".zhihu.com\tTRUE\t/\tTRUE\t0\tz_c0\t{SECRET}\n")
+    assert (
+        cli("sessions", "import", "zhihu", "bob", "--netscape", str(netscape), "--redis", redis_url)
+        == 0
+    )
+    assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
+    out = capsys.readouterr().out
+    rows = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [(r["account"], r["health"], r["cookies"]) for r in rows] == [
+        ("alice", "healthy", ["lang", "z_c0"]),
+        ("bob", "healthy", ["z_c0"]),
+    ]
+    assert cli("sessions", "list", "zhihu", "--redis", redis_url) == 0
+    assert cli("sessions", "invalidate", "zhihu", "alice", "--redis", redis_url) == 0
+    assert cli("sessions", "invalidate", "zhihu", "alice", "--redis", redis_url) == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text(f'[{{"value": "{SECRET}"}}]')
+    assert (
+        cli("sessions", "import", "zhihu", "carol", "--json", str(broken), "--redis", redis_url)
+        == 1
+    )
+    captured = capsys.readouterr()
+    assert "entry 1: 'name' is missing" in captured.err
+    assert SECRET not in captured.out + captured.err
+    assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
+    assert [orjson.loads(line)["account"] for line in capsys.readouterr().out.splitlines()] == [
+        "bob"
+    ]
