@@ -39,7 +39,7 @@ def render_page(index: int, pages: int) -> bytes:
     ).encode()
 
 
-class _QuietServer(ThreadingHTTPServer):
+class QuietHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -72,7 +72,7 @@ class Site:
         self.hit_times: list[float] = []  # time.monotonic() of every request
         self.special_answers: list[tuple[float, str, int]] = []
         self._lock = threading.Lock()
-        self._server = _QuietServer((host, port), self._handler_class())
+        self._server = QuietHTTPServer((host, port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -1,0 +1,96 @@
+"""Anti-bot rules of API v4: rate limit, ``__zse_ck`` challenge, signature, login."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from collections import deque
+
+from tests.zhihu_mock.config import SIGNATURE_VERSION, MockConfig
+from tests.zhihu_mock.counters import MockCounters
+from tests.zhihu_mock.login import Sessions
+from tests.zhihu_mock.messages import Request, Response, error_response, html_response
+
+RATE_LIMITED = (
+    "您当前请求存在异常，暂时限制本次访问。"
+    "如有疑问，您可以通过手机摇一摇或登录后私信知乎小管家反馈。"
+)
+BAD_REQUEST = "请求参数异常，请升级客户端后重试"
+
+
+def challenge_page() -> str:
+    """The page answered instead of JSON; its script would set ``__zse_ck`` and reload."""
+    token = secrets.token_urlsafe(24)
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<meta id="zh-zse-ck" content="001_{token}">
+<title>知乎 - 安全验证</title></head><body><div id="root">安全验证中…</div>
+<script src="/static/zse-ck/v4.js" crossorigin></script></body></html>"""
+
+
+class Guard:
+    """Checks an API v4 request in the order the site does; ``None`` lets it through."""
+
+    def __init__(self, config: MockConfig, sessions: Sessions, counters: MockCounters) -> None:
+        self.config = config
+        self.sessions = sessions
+        self.counters = counters
+        self._lock = threading.Lock()
+        self._recent: deque[float] = deque()  # clock() of API requests in the last second
+        self._challenged: set[str] = set()  # challenge patterns already answered once
+        self._patterns = [re.compile(p) for p in config.challenge_paths]
+
+    def check(self, request: Request, needs_login: bool) -> Response | None:
+        return (
+            self._rate_limit()
+            or self._challenge(request)
+            or self._signature(request)
+            or (self._login(request) if needs_login else None)
+        )
+
+    def _rate_limit(self) -> Response | None:
+        limit = self.config.rate_limit
+        if limit is None:
+            return None
+        now = self.config.clock()
+        with self._lock:
+            self._recent.append(now)  # refused requests count too: hammering keeps you out
+            while self._recent and self._recent[0] <= now - 1.0:
+                self._recent.popleft()
+            too_many = len(self._recent) > limit
+        return error_response(403, 40362, RATE_LIMITED) if too_many else None
+
+    def _challenge(self, request: Request) -> Response | None:
+        with self._lock:
+            for pattern in self._patterns:
+                if pattern.pattern not in self._challenged and pattern.search(request.target):
+                    self._challenged.add(pattern.pattern)
+                    break
+            else:
+                return None
+        self.counters.count_challenge()
+        return html_response(challenge_page(), 403)
+
+    def _signature(self, request: Request) -> Response | None:
+        d_c0 = request.cookies.get("d_c0", "")
+        if self.config.require_d_c0 and not d_c0:
+            return error_response(403, 10003, BAD_REQUEST)
+        if not self.config.require_signature:
+            return None
+        version = request.headers.get("x-zse-93", "")
+        value = request.headers.get("x-zse-96", "")
+        if version != SIGNATURE_VERSION or not self.config.verify_signature(
+            request.target, d_c0, value
+        ):
+            return error_response(403, 10003, BAD_REQUEST)
+        return None
+
+    def _login(self, request: Request) -> Response | None:
+        if not self.config.require_login:
+            return None
+        state = self.sessions.state(request.cookies.get("z_c0"))
+        if state == "missing":
+            return error_response(401, 100, "请先登录", "AuthenticationInvalidRequest")
+        if state == "expired":
+            return error_response(401, 101, "登录已过期，请重新登录", "AuthenticationExpired")
+        return None
