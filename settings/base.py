@@ -124,6 +124,11 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
 }
 
+# --- Crawl ledger: every node adds its stats' deltas to one hash per crawl -----
+LEDGER_ENABLED = True  # bool: push to {<spider>}:ledger:<CRAWLER_CRAWL_ID> (needs REDIS_URL)
+LEDGER_INTERVAL = 5.0  # float s > 0: how often a node pushes its deltas (and at close)
+EXTENSIONS = {**globals().get("EXTENSIONS", {}), "crawler.extensions.ledger.LedgerExtension": 500}
+
 # --- Shared sessions (crawler.sessions) ---------------------------------------
 SESSIONS_TTL = 86400.0  # float > 0, seconds a stored session (login or import) lives
 SESSIONS_MAX_PER_MINUTE = 0  # int >= 0: requests per account per minute; 0 = no limit

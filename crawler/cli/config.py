@@ -49,7 +49,13 @@ def redis_client(args: argparse.Namespace) -> redis.Redis:
     url = args.redis or project_settings()["REDIS_URL"]
     if not url:
         raise SystemExit("no Redis: give --redis or set REDIS_URL")
-    return redis.Redis.from_url(str(url))
+    client = redis.Redis.from_url(str(url), socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        raise SystemExit(f"Redis at {str(url).split('@')[-1]} does not answer: {exc}") from exc
+    return client
 
 
 def frontier_admin(client: redis.Redis, spider: str) -> FrontierAdmin:

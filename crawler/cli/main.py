@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from crawler.cli import consume, dead_letters, spool
+from crawler.cli import (
+    consume,
+    dead_letters,
+    purge,
+    requeue,
+    seed,
+    sessions,
+    spool,
+    status,
+    top,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawler", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (consume, spool, dead_letters):
+    for module in (consume, spool, dead_letters, status, top, seed, requeue, purge, sessions):
         module.register(commands)
     return parser
 

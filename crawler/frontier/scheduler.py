@@ -176,7 +176,6 @@ class LeasingScheduler:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             reason = f"decode/{type(exc).__name__}"
             logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
-            self.stats.inc_value(f"frontier/failed/{reason}")
             state = LeaseState(lease.id, lease.body, failure=reason)
             self._spawn(self._complete(state))
             return None
@@ -266,6 +265,8 @@ class LeasingScheduler:
         if added:
             self._empty_until = 0.0
             self.stats.inc_value("frontier/added", added)
+            if not self._buffer:
+                wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
         if duplicates:
             self.stats.inc_value("dupefilter/filtered", duplicates)
 

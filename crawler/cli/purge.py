@@ -1,0 +1,45 @@
+"""``crawler purge <spider> [--yes] [--keep-seeds]``: ``scrapy purge``, and the crawl ledgers."""
+
+from __future__ import annotations
+
+import argparse
+
+import orjson
+
+from crawler.cli.config import add_redis_option, redis_client
+from crawler.commands.purge import spider_keys
+from crawler.extensions.ledger_layout import pattern_for_spider
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("purge", help="delete a spider's shared state in Redis")
+    parser.add_argument("spider")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+    add_redis_option(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object for scripts")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spider = args.spider
+    client = redis_client(args)
+    try:
+        keys = spider_keys(spider, keep_seeds=args.keep_seeds)
+        present = [key for key in keys if client.exists(key)]
+        present += sorted(k.decode() for k in client.scan_iter(match=pattern_for_spider(spider)))
+        if present and not args.yes:
+            answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
+            if answer.strip() != spider:
+                print("Not purged.")
+                return 1
+        deleted = int(client.delete(*present)) if present else 0
+    finally:
+        client.close()
+    if args.json:
+        print(orjson.dumps({"spider": spider, "deleted": deleted, "keys": present}).decode())
+    elif present:
+        print(f"Purged {deleted} keys of {spider!r}: {', '.join(present)}")
+    else:
+        print(f"Nothing to purge for {spider!r}")
+    return 0

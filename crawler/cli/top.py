@@ -1,0 +1,100 @@
+"""``crawler top [spider]``: a live full-screen view of the crawl (``--once``: print it once)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import redis
+
+from crawler.cli.config import redis_client
+from crawler.cli.status import (
+    SpiderStatus,
+    add_crawl_options,
+    collect_all,
+    format_eta,
+    progress_bar,
+)
+
+CLEAR = "\x1b[H\x1b[2J"
+ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
+GREEN, RED, YELLOW, BOLD, DIM = "32", "31", "33", "1", "2"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("top", help="live view of the crawl, redrawn every interval")
+    parser.add_argument("spider", nargs="?", help="spider to show (default: all found)")
+    add_crawl_options(parser)
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
+    parser.add_argument("--once", action="store_true", help="print the view once, plain text")
+    parser.add_argument("--color", action="store_true", help="ANSI colours also with --once")
+    parser.set_defaults(run=run)
+
+
+def paint(text: str, code: str, color: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+
+def render_spider(status: SpiderStatus, color: bool) -> list[str]:
+    snap, totals = status["snapshot"], status["ledger"]["totals"]
+    bar = paint(progress_bar(status["progress"], 40), GREEN, color)
+    failed = totals.get("failed", 0)
+    lines = [
+        f"{paint(snap['spider'], BOLD, color)}  {bar}  {format_eta(status['eta_seconds'])}",
+        f"  {status['pages_per_minute']:.1f} pages/min  {status['delivered_per_minute']:.1f}"
+        f" delivered/min  done {totals.get('done', 0)}"
+        f"  failed {paint(str(failed), RED, color and failed > 0)}",
+        f"  queued {snap['queued']}  leased {snap['leased']} ({snap['expired']} expired)"
+        f"  seeds waiting {snap['seeds_waiting']}",
+    ]
+    width = max((len(node["node"]) for node in snap["nodes"]), default=4)
+    lines.append(paint(f"  {'NODE':<{width}}  STATE  LEASES  HEARTBEAT", DIM, color))
+    for node in snap["nodes"]:
+        state = paint("live ", GREEN, color) if node["live"] else paint("DEAD ", RED, color)
+        lines.append(
+            f"  {node['node']:<{width}}  {state}  {node['leases']:>6}"
+            f"  {node['heartbeat_ago']:>6.1f}s ago"
+        )
+    cooling = [site for site in snap["politeness"] if site["cooldown_left"] > 0]
+    lines += [
+        paint(f"  cooling down: {site['site']} {site['cooldown_left']:.0f}s", YELLOW, color)
+        for site in cooling
+    ]
+    return lines
+
+
+def render_screen(statuses: list[SpiderStatus], color: bool) -> str:
+    now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    lines = [paint(f"crawler top  {now} UTC  {len(statuses)} spider(s)", BOLD, color), ""]
+    for status in statuses:
+        lines += [*render_spider(status, color), ""]
+    if not statuses:
+        lines.append("No spider state in this Redis database.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _screen(client: redis.Redis, args: argparse.Namespace, color: bool) -> str:
+    spiders = [args.spider] if args.spider else []
+    return render_screen(collect_all(client, spiders, args.crawl), color)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise SystemExit(f"--interval {args.interval} must be > 0")
+    client = redis_client(args)
+    try:
+        if args.once:
+            sys.stdout.write(_screen(client, args, args.color))
+            return 0
+        sys.stdout.write(ALT_SCREEN_ON)
+        try:
+            while True:
+                sys.stdout.write(CLEAR + _screen(client, args, True))
+                sys.stdout.flush()
+                time.sleep(args.interval)
+        finally:
+            sys.stdout.write(ALT_SCREEN_OFF)
+            sys.stdout.flush()
+    finally:
+        client.close()

@@ -1,0 +1,77 @@
+"""Layout of the per-crawl ledger in Redis: key names and fields (no Scrapy imports).
+
+Every node adds the deltas of its stats to ``{<spider>}:ledger:<crawl id>`` (totals
+of the crawl) and to ``{<spider>}:ledger:<crawl id>:m:<epoch minute>`` (the same
+fields per minute, for rates; they expire after ``BUCKET_TTL`` seconds). Both keys
+carry the spider's hash tag, like the frontier keys. See docs/redis-keys.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+BUCKET_TTL = 2 * 3600  # seconds a per-minute bucket is kept
+STARTED_FIELD = "started_ms"  # first push of the crawl (node clock, ms); not a counter
+
+# ledger field -> the stat it adds up
+DIRECT_FIELDS = {
+    "seeded": "seeds/received",
+    "enqueued": "frontier/added",
+    "dropped/dup": "dupefilter/filtered",
+    "leased": "frontier/leased",
+    "done": "frontier/done",
+    "reclaimed": "frontier/reclaimed",
+    "released": "frontier/released",
+    "items/scraped": "item_scraped_count",
+    "items/dropped": "item_dropped_count",
+    "items/delivered": "kafka/delivered",
+    "items/spooled": "kafka/spooled",
+    "pages": "downloader/response_count",  # every response, also those retried (500s)
+}
+# ledger field -> stat prefixes whose stats it sums
+SUMMED_FIELDS = {
+    "invalid_seeds": ("seeds/invalid/",),
+    "failed": ("frontier/failed/",),
+    "requeued": ("frontier/requeued/",),
+    "lease_lost": ("frontier/lease_lost/",),
+}
+DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
+FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerKeys:
+    total: str
+    minute_prefix: str
+
+    @classmethod
+    def for_crawl(cls, spider: str, crawl_id: str) -> LedgerKeys:
+        total = f"{{{spider}}}:ledger:{crawl_id}"
+        return cls(total=total, minute_prefix=f"{total}:m:")
+
+    def minute(self, epoch_minute: int) -> str:
+        return f"{self.minute_prefix}{epoch_minute}"
+
+
+def pattern_for_spider(spider: str) -> str:
+    """SCAN pattern of every ledger key of a spider (all crawls, totals and minutes)."""
+    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in spider)
+    return f"{{{escaped}}}:ledger:*"
+
+
+def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
+    """The ledger's counters as the stats give them now (numeric stats only)."""
+    numbers = {
+        name: int(value)
+        for name, value in stats.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    fields = {field: numbers.get(stat, 0) for field, stat in DIRECT_FIELDS.items()}
+    for field, prefixes in SUMMED_FIELDS.items():
+        fields[field] = sum(v for name, v in numbers.items() if name.startswith(prefixes))
+    fields["items/dead_lettered"] = sum(numbers.get(stat, 0) for stat in DEAD_LETTER_STATS)
+    for name, value in numbers.items():
+        if name.startswith(FAILED_PREFIX):
+            fields[f"failed/{name[len(FAILED_PREFIX) :]}"] = value
+    return fields

@@ -1,0 +1,232 @@
+"""``FrontierAdmin``: what an operator sees and fixes in a spider's shared state (no Scrapy).
+
+``snapshot()`` reads the frontier, seeds, nodes and politeness keys (layout in
+docs/redis-keys.md) against Redis server time, in one pipelined round trip plus
+incremental scans of the collections that can grow large (failed records,
+invalid seeds, politeness keys), so it never blocks Redis. ``ledger()`` reads the
+crawl ledger the nodes write (``crawler.extensions.ledger_layout``).
+``requeue_expired()`` returns expired leases to the queue (``lua/requeue.lua``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any, TypedDict
+
+import orjson
+import redis
+
+from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
+from crawler.frontier.keys import FrontierKeys
+
+SCAN_COUNT = 1000  # entries asked for per scan step
+REQUEUE_BATCH = 1000  # leases returned per script call
+
+
+class NodeInfo(TypedDict):
+    node: str
+    live: bool
+    leases: int
+    expires_in: float  # seconds until the node counts as dead (negative: silent that long)
+    heartbeat_ago: float  # seconds since its last heartbeat (assuming the node ttl given)
+
+
+class SiteInfo(TypedDict):
+    site: str
+    factor: float  # share of the configured rate, as last stored (recovers over time)
+    cooldown_left: float  # seconds
+
+
+class Snapshot(TypedDict):
+    spider: str
+    server_time: float  # Redis TIME, epoch seconds
+    queued: int
+    leased: int
+    expired: int
+    dedup: int
+    failed: int
+    failed_by_reason: dict[str, int]
+    invalid_seeds: int
+    invalid_by_reason: dict[str, int]
+    seeds_waiting: int
+    nodes: list[NodeInfo]
+    politeness: list[SiteInfo]
+
+
+class LedgerView(TypedDict):
+    crawl_id: str
+    totals: dict[str, int]
+    recent: dict[str, int]  # sums of the per-minute buckets of the window
+    window_seconds: float  # time the recent sums cover (from the crawl's start at most)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _reason(record: bytes | str) -> str:
+    try:
+        data = orjson.loads(record)
+    except orjson.JSONDecodeError:
+        return "unreadable"
+    return str(data.get("reason", "unknown")) if isinstance(data, dict) else "unreadable"
+
+
+def discover_spiders(client: redis.Redis) -> list[str]:
+    """Spiders with a queue, nodes, dedup set or seed list in this Redis database."""
+    found: set[str] = set()
+    for suffix in ("queue", "nodes", "dupefilter"):
+        for key in client.scan_iter(match=f"{{*}}:{suffix}", count=SCAN_COUNT):
+            found.add(_text(key)[1 : -len(suffix) - 2])
+    for key in client.scan_iter(match="*:start_urls", count=SCAN_COUNT):
+        found.add(_text(key)[: -len(":start_urls")])
+    return sorted(found)
+
+
+class FrontierAdmin:
+    def __init__(
+        self,
+        client: redis.Redis,
+        spider: str,
+        *,
+        seeds_key: str = "%(name)s:start_urls",
+        invalid_key: str = "%(name)s:start_urls:invalid",
+        politeness_key: str = "politeness:{%(site)s}",
+        node_ttl: float = 60.0,
+    ) -> None:
+        self.redis = client
+        self.spider = spider
+        self.keys = FrontierKeys.for_spider(spider)
+        self.seeds_key = seeds_key % {"name": spider}
+        self.invalid_key = invalid_key % {"name": spider}
+        self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
+        self.node_ttl = node_ttl
+        text = resources.files("crawler.frontier").joinpath("lua/requeue.lua").read_text()
+        self._requeue = client.register_script(text)
+
+    def snapshot(self) -> Snapshot:
+        k = self.keys
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.time()
+            pipe.zcard(k.queue)
+            pipe.zrange(k.leases, 0, -1, withscores=True)
+            pipe.hvals(k.inflight)
+            pipe.scard(k.dupefilter)
+            pipe.hlen(k.failed)
+            pipe.llen(self.invalid_key)
+            pipe.llen(self.seeds_key)
+            pipe.zrange(k.nodes, 0, -1, withscores=True)
+            (seconds, micros), queued, leases, inflight, dedup, failed, invalid, seeds, nodes = (
+                pipe.execute()
+            )
+        now_ms = seconds * 1000 + micros // 1000
+        per_node = Counter(_text(record).split("\t", 1)[0] for record in inflight)
+        return Snapshot(
+            spider=self.spider,
+            server_time=now_ms / 1000,
+            queued=int(queued),
+            leased=len(leases),
+            expired=sum(1 for _, deadline in leases if deadline <= now_ms),
+            dedup=int(dedup),
+            failed=int(failed),
+            failed_by_reason=self._failed_reasons(),
+            invalid_seeds=int(invalid),
+            invalid_by_reason=self._invalid_reasons(),
+            seeds_waiting=int(seeds),
+            nodes=sorted(
+                (
+                    self._node(_text(node), alive_until, now_ms, per_node)
+                    for node, alive_until in nodes
+                ),
+                key=lambda info: info["node"],
+            ),
+            politeness=self._politeness(now_ms),
+        )
+
+    def _node(self, node: str, alive_until: float, now_ms: int, leases: Counter[str]) -> NodeInfo:
+        expires_in = (alive_until - now_ms) / 1000
+        return NodeInfo(
+            node=node,
+            live=expires_in > 0,
+            leases=leases.get(node, 0),
+            expires_in=round(expires_in, 3),
+            heartbeat_ago=round(self.node_ttl - expires_in, 3),
+        )
+
+    def _failed_reasons(self) -> dict[str, int]:
+        reasons = Counter(
+            _reason(record)
+            for _, record in self.redis.hscan_iter(self.keys.failed, count=SCAN_COUNT)
+        )
+        return dict(reasons.most_common())
+
+    def _invalid_records(self) -> Iterator[bytes | str]:
+        start = 0
+        while chunk := self.redis.lrange(self.invalid_key, start, start + SCAN_COUNT - 1):
+            yield from chunk
+            start += len(chunk)
+
+    def _invalid_reasons(self) -> dict[str, int]:
+        return dict(Counter(_reason(record) for record in self._invalid_records()).most_common())
+
+    def _politeness(self, now_ms: int) -> list[SiteInfo]:
+        prefix, suffix = self.politeness_affixes
+        pattern = f"{_glob_escape(prefix)}*{_glob_escape(suffix)}"
+        keys = sorted(_text(key) for key in self.redis.scan_iter(match=pattern, count=SCAN_COUNT))
+        if not keys:
+            return []
+        with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hmget(key, "factor", "cooldown")
+            states: list[list[Any]] = pipe.execute()
+        return [
+            SiteInfo(
+                site=key[len(prefix) : len(key) - len(suffix)],
+                factor=float(factor or 1),
+                cooldown_left=max(0.0, (float(cooldown or 0) - now_ms) / 1000),
+            )
+            for key, (factor, cooldown) in zip(keys, states, strict=True)
+        ]
+
+    def ledger(self, crawl_id: str, minutes: int = 5) -> LedgerView:
+        """The crawl's totals and the sums of its last ``minutes`` per-minute buckets."""
+        keys = LedgerKeys.for_crawl(self.spider, crawl_id)
+        seconds, micros = self.redis.time()
+        now = seconds + micros / 1e6
+        current = int(now // 60)
+        window = range(current - minutes + 1, current + 1)
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(keys.total)
+            for minute in window:
+                pipe.hgetall(keys.minute(minute))
+            total_raw, *buckets = pipe.execute()
+        totals = {_text(f): int(v) for f, v in total_raw.items()}
+        started = totals.pop(STARTED_FIELD, 0) / 1000
+        recent: Counter[str] = Counter()
+        for bucket in buckets:
+            recent.update({_text(f): int(v) for f, v in bucket.items()})
+        window_start = max(window.start * 60, started)
+        return LedgerView(
+            crawl_id=crawl_id,
+            totals=totals,
+            recent=dict(recent),
+            window_seconds=round(max(0.0, now - window_start), 3),
+        )
+
+    def requeue_expired(self, crawl_id: str | None = None) -> int:
+        """Return every expired lease to the queue now; count them in the crawl's ledger."""
+        keys = [self.keys.leases, self.keys.inflight, self.keys.queue]
+        if crawl_id is not None:
+            keys.append(LedgerKeys.for_crawl(self.spider, crawl_id).total)
+        total = 0
+        while True:
+            returned, examined = self._requeue(keys=keys, args=[REQUEUE_BATCH])
+            total += int(returned)
+            if int(examined) < REQUEUE_BATCH:
+                return total
