@@ -19,11 +19,12 @@ import threading
 import time
 from collections import Counter
 from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlencode
 
 import segno
+
+from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 
 LOGIN_FORM = (
     b"<!doctype html><html><body><form method='post' action='/login'>"
@@ -42,7 +43,7 @@ poll();
 </script></body></html>"""
 
 
-class LoginSite:
+class LoginSite(BackgroundHTTPServer):
     def __init__(self, users: dict[str, str], lifetime: float = 3600.0, members: int = 0) -> None:
         self.users = dict(users)
         self.lifetime = lifetime
@@ -52,13 +53,7 @@ class LoginSite:
         self.sessions: dict[str, tuple[str, float]] = {}  # cookie -> (user, expires)
         self.qr_tokens: dict[str, bool] = {}  # token -> scanned
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(self._handler_class())
 
     def _new_session(self, user: str) -> str:
         with self._lock:
@@ -101,7 +96,7 @@ class LoginSite:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _answer(
                 self, status: int, body: bytes = b"", headers: dict[str, str] | None = None
             ) -> None:
@@ -188,16 +183,4 @@ class LoginSite:
                 else:
                     self._answer(404)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
         return Handler
-
-    def __enter__(self) -> LoginSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

@@ -10,12 +10,12 @@ interrupt.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+
+from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 
 
 def page_path(index: int) -> str:
@@ -39,16 +39,7 @@ def render_page(index: int, pages: int) -> bytes:
     ).encode()
 
 
-class QuietHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that vanish mid-response (killed nodes) are expected, not errors."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class Site:
+class Site(BackgroundHTTPServer):
     """Serves ``pages`` generated pages on 127.0.0.1 in a background thread."""
 
     def __init__(
@@ -72,13 +63,7 @@ class Site:
         self.hit_times: list[float] = []  # time.monotonic() of every request
         self.special_answers: list[tuple[float, str, int]] = []
         self._lock = threading.Lock()
-        self._server = QuietHTTPServer((host, port), self._handler_class())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(self._handler_class(), host, port)
 
     def url(self, index: int) -> str:
         return self.base_url + page_path(index)
@@ -90,7 +75,7 @@ class Site:
         site = self
         paths = {page_path(i): i for i in range(self.pages)}
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 with site._lock:
                     site.hits[self.path] += 1
@@ -123,16 +108,4 @@ class Site:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
         return Handler
-
-    def __enter__(self) -> Site:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

@@ -17,8 +17,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -26,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 from crawler.devservices import _proc
 from crawler.devservices.jars import ensure_kafka_jars
 from crawler.devservices.ports import port_accepts, port_is_free
+from crawler.devservices.process import LocalProcess
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +146,7 @@ def _write_properties(path: Path, props: Mapping[str, str]) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-class KafkaBroker:
+class KafkaBroker(LocalProcess):
     """Start/stop one local Kafka broker (KRaft combined mode) on ``host:port``.
 
     ``data_dir`` holds server.properties, broker.log and the log dirs; starting again with
@@ -155,22 +154,24 @@ class KafkaBroker:
     session, so it survives the Python process that started it.
     """
 
+    label = "Kafka broker"
+    needle = MAIN_CLASS
+    start_timeout = 120.0
+    stop_timeout = 30.0
+
+    @property
+    def address(self) -> str:
+        return self.bootstrap_servers
+
     def __init__(self, config: KafkaBrokerConfig) -> None:
         self.config = config
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__()
 
     # -- properties ---------------------------------------------------------------------------
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.config.host}:{self.config.port}"
-
-    @property
-    def pid(self) -> int | None:
-        """The broker JVM's pid while it runs, else None."""
-        if self._proc is None or self._proc.poll() is not None:
-            return None
-        return self._proc.pid
 
     @property
     def log_path(self) -> Path:
@@ -309,32 +310,6 @@ class KafkaBroker:
                 )
             time.sleep(0.2)
 
-    def _kill_quietly(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM the broker (controlled shutdown), wait up to ``timeout`` s, then SIGKILL."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            started = time.monotonic()
-            _proc.terminate(proc.pid, timeout, "Kafka broker")
-            proc.wait()
-            logger.info(
-                "Kafka broker at %s stopped (%.1fs)",
-                self.bootstrap_servers,
-                time.monotonic() - started,
-            )
-        self._proc = None
-
-    def restart(self, timeout: float = 120.0) -> None:
-        """Stop and start again on the same data dir (topics and offsets are kept)."""
-        self.stop()
-        self.start(timeout)
-
     def pause(self) -> None:
         """SIGSTOP the broker: it stops answering but keeps its sockets (an outage)."""
         pid = self._require_pid()
@@ -352,34 +327,3 @@ class KafkaBroker:
         if pid is None:
             raise RuntimeError("Kafka broker is not running")
         return pid
-
-    @classmethod
-    def stop_pid_file(cls, pid_file: Path, timeout: float = 30.0) -> int | None:
-        """Stop the broker named by ``pid_file`` (if alive) and remove the file.
-
-        Returns the pid that was stopped, or None when no broker was running.
-        """
-        return _proc.stop_pid_file(pid_file, MAIN_CLASS, timeout, "Kafka broker")
-
-    @staticmethod
-    def is_running(pid: int) -> bool:
-        """True when ``pid`` is a live Kafka broker JVM."""
-        return _proc.pid_matches(pid, MAIN_CLASS)
-
-    # -- context manager ----------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        if self.pid is None:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"KafkaBroker(bootstrap_servers={self.bootstrap_servers!r}, pid={self.pid})"

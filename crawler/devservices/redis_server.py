@@ -7,13 +7,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import redis
 
 from crawler.devservices import _proc
 from crawler.devservices.ports import port_is_free
+from crawler.devservices.process import LocalProcess
 
 logger = logging.getLogger(__name__)
 
@@ -30,29 +29,31 @@ class RedisServerConfig:
     executable: str = "redis-server"
 
 
-class RedisServer:
+class RedisServer(LocalProcess):
     """Start/stop one ``redis-server`` bound to ``config.host:config.port``.
 
     The server runs in its own session (it survives the Python process that started it);
     call :meth:`stop` or :meth:`stop_pid_file` to end it.
     """
 
+    label = "redis-server"
+    needle = _CMDLINE_NEEDLE
+    start_timeout = 20.0
+    stop_timeout = 10.0
+
+    @property
+    def address(self) -> str:
+        return self.url
+
     def __init__(self, config: RedisServerConfig) -> None:
         self.config = config
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__()
 
     # -- properties ---------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
         return f"redis://{self.config.host}:{self.config.port}/0"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's pid while it runs, else None."""
-        if self._proc is None or self._proc.poll() is not None:
-            return None
-        return self._proc.pid
 
     @property
     def log_path(self) -> Path:
@@ -143,55 +144,3 @@ class RedisServer:
                 time.sleep(0.05)
         finally:
             client.close()
-
-    def _kill_quietly(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the server, wait up to ``timeout`` seconds, then SIGKILL it."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            _proc.terminate(proc.pid, timeout, "redis-server")
-            proc.wait()
-            logger.info("redis-server at %s stopped", self.url)
-        self._proc = None
-
-    def restart(self, timeout: float = 20.0) -> None:
-        """Stop and start again with the same data dir (the append-only file keeps the data)."""
-        self.stop()
-        self.start(timeout)
-
-    @classmethod
-    def stop_pid_file(cls, pid_file: Path, timeout: float = 10.0) -> int | None:
-        """Stop the redis-server named by ``pid_file`` (if alive) and remove the file.
-
-        Returns the pid that was stopped, or None when no redis-server was running.
-        """
-        return _proc.stop_pid_file(pid_file, _CMDLINE_NEEDLE, timeout, "redis-server")
-
-    @staticmethod
-    def is_running(pid: int) -> bool:
-        """True when ``pid`` is a live redis-server process."""
-        return _proc.pid_matches(pid, _CMDLINE_NEEDLE)
-
-    # -- context manager ----------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        if self.pid is None:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"RedisServer(url={self.url!r}, pid={self.pid})"

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from http.server import BaseHTTPRequestHandler
-from typing import Any
 
-from crawler.demo.site import QuietHTTPServer  # quiet about clients that hang up
+from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 from tests.zhihu_mock.api import Api
 from tests.zhihu_mock.config import MockConfig
 from tests.zhihu_mock.counters import MockCounters
@@ -50,7 +48,7 @@ _SLUG = r"([A-Za-z0-9_.-]+)"
 _HEX = r"([0-9a-f]{32})"
 
 
-class ZhihuMock:
+class ZhihuMock(BackgroundHTTPServer):
     """The mock site on ``config.host``, served from a background thread while entered."""
 
     def __init__(self, config: MockConfig | None = None) -> None:
@@ -60,15 +58,7 @@ class ZhihuMock:
         self.sessions = Sessions(self.config, self.counters)
         self.guard = Guard(self.config, self.sessions, self.counters)
         self.routes = self._routes(Api(self.data, self.sessions), Pages(self.data))
-        self._server = QuietHTTPServer((self.config.host, self.config.port), self._handler_class())
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().__init__(self._handler_class(), self.config.host, self.config.port)
 
     def issue_session(self, username: str) -> str:
         """A valid ``z_c0`` for a configured account, not counted as a login."""
@@ -189,7 +179,7 @@ class ZhihuMock:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def _serve(self) -> None:
@@ -219,16 +209,4 @@ class ZhihuMock:
             def do_POST(self) -> None:
                 self._serve()
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
         return Handler
-
-    def __enter__(self) -> ZhihuMock:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
