@@ -1,0 +1,103 @@
+"""``PasswordLogin``: a plain-HTTP login provider for the shared session store.
+
+It visits ``explore`` for a guest ``d_c0`` and posts the account's username and password
+to ``sign_in`` as JSON; the session it returns holds both cookies, so every node signs with
+the same ``d_c0``. The password comes from the environment variable named by
+``ZHIHU_PASSWORD_ENV`` (``{account}`` upper-cased, other characters than A-Z0-9 as ``_``).
+Real Zhihu puts captchas and an encrypted form in front of its password login: there, log in
+by QR code (``crawler sessions login zhihu <account> --qr ...``) or import cookies instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import urlsplit
+
+from crawler.sessions import Cookie
+from crawler.sessions.providers import LoginFailed
+
+TIMEOUT = 30.0
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def password_variable(template: str, account: str) -> str:
+    return template.format(account=re.sub(r"[^A-Z0-9]", "_", account.upper()))
+
+
+def _cookies(headers: list[str], host: str) -> list[Cookie]:
+    found: list[Cookie] = []
+    for header in headers:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header)
+        except CookieError:
+            continue
+        for morsel in jar.values():
+            max_age = morsel["max-age"]
+            found.append(
+                Cookie(
+                    name=morsel.key,
+                    value=morsel.value,
+                    domain=morsel["domain"] or host,
+                    path=morsel["path"] or "/",
+                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
+                )
+            )
+    return found
+
+
+class PasswordLogin:
+    def __init__(self, explore_url: str, sign_in_url: str, password_env: str, agent: str) -> None:
+        self.explore_url = explore_url
+        self.sign_in_url = sign_in_url
+        self.password_env = password_env
+        self.agent = agent
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    async def login(self, account: str) -> Sequence[Cookie]:
+        variable = password_variable(self.password_env, account)
+        password = os.environ.get(variable)
+        if not password:
+            raise LoginFailed(f"no password for zhihu account {account!r} in ${variable}")
+        return await asyncio.to_thread(self._login, account, password)
+
+    def _call(self, url: str, cookies: list[Cookie], body: bytes | None = None) -> list[Cookie]:
+        headers = {"User-Agent": self.agent}
+        if cookies:
+            headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in cookies)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(  # noqa: S310 - http(s) base URLs are validated
+            url, data=body, headers=headers, method="POST" if body is not None else "GET"
+        )
+        host = urlsplit(url).hostname or ""
+        try:
+            with self._opener.open(request, timeout=TIMEOUT) as response:
+                return _cookies(response.headers.get_all("Set-Cookie") or [], host)
+        except urllib.error.HTTPError as error:
+            error.close()
+            if error.code in (301, 302, 303):
+                return _cookies(error.headers.get_all("Set-Cookie") or [], host)
+            raise LoginFailed(f"{urlsplit(url).path} answered HTTP {error.code}") from None
+        except OSError as exc:
+            raise LoginFailed(f"{urlsplit(url).path} failed: {exc}") from None
+
+    def _login(self, account: str, password: str) -> list[Cookie]:
+        cookies = self._call(self.explore_url, [])
+        form = json.dumps({"username": account, "password": password}).encode()
+        cookies += self._call(self.sign_in_url, cookies, form)
+        if not any(cookie.name == "z_c0" for cookie in cookies):
+            raise LoginFailed(f"zhihu login of {account!r} set no z_c0 cookie")
+        return cookies

@@ -1,0 +1,479 @@
+"""End to end: zhihu nodes crawl the mock through real Redis and Kafka.
+
+Sizes: the 3-node run crawls the mock's default data (seed 3): the 500-answer / 5,000-comment
+question, one person (profile, answers, articles) and one search keyword, with comments and
+creators on, paging at 20. The error tests run one node on a small mock (one 12-answer question).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import redis
+from redis.asyncio import Redis as AsyncRedis
+
+from crawler.kafka.reader import read_topic
+from crawler.sessions import Cookie, RedisSessionStore, Session, SessionSettings
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+from tests.test_zhihu_parsers import plain
+from tests.zhihu_mock import DataConfig, MockConfig, MockData, QuestionSpec, ZhihuMock
+from tests.zhihu_mock.text import excerpt_of
+
+PASSWORD_ENV = {"ZHIHU_PASSWORD_TESTER": "secret-密码-1"}
+FAST = {
+    "FRONTIER_LEASE_TIMEOUT": "4",
+    "FRONTIER_HEARTBEAT_INTERVAL": "1",
+    "FRONTIER_PREFETCH": "4",
+    "CONCURRENT_REQUESTS": "8",
+    "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+    "METRICS_ENABLED": "False",
+    "ZHIHU_PRIVACY": "False",
+    "ZHIHU_ACCOUNTS": "tester",
+}
+SMALL = DataConfig(
+    seed=5,
+    questions=(QuestionSpec(12, 60),),
+    people=6,
+    articles=2,
+    article_comments=4,
+    zvideos=1,
+    zvideo_comments=0,
+)
+TYPES = ("zhihu_content", "zhihu_comment", "zhihu_creator")
+JSON = dict[str, Any]
+
+
+def node_settings(mock: ZhihuMock, topic_template: str, **extra: str) -> dict[str, str]:
+    base = mock.base_url
+    return {
+        **FAST,
+        "ZHIHU_WWW_URL": base,
+        "ZHIHU_ZHUANLAN_URL": base,
+        "ZHIHU_API_URL": f"{base}/api/v4",
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        **extra,
+    }
+
+
+@pytest.fixture
+def zhihu_topics() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}-{{spider}}-{{item_type}}"
+
+
+def read_items(kafka: str, template: str, expected: Mapping[str, int]) -> dict[str, list[JSON]]:
+    found = {}
+    for item_type in TYPES:
+        topic = template.format(spider="zhihu", item_type=item_type)
+        wanted = expected.get(item_type)
+        messages = read_topic(kafka, topic, expected=wanted, timeout=60 if wanted else 5)
+        found[item_type] = [orjson.loads(m.value) for m in messages]
+    return found
+
+
+def stats(workdir: Path) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for path in workdir.glob("node-*.log"):
+        for name, value in re.findall(
+            r"'((?:zhihu|politeness|sessions)/[^']+)': (\d+)", path.read_text()
+        ):
+            total[name] += int(value)
+    return total
+
+
+# --- what the mock holds -------------------------------------------------------------------
+
+
+def author(data: MockData, url_token: str) -> JSON:
+    person = data.people.get(url_token)
+    if person is None:
+        return {"id": "0", "url_token": "", "name": "匿名用户"}
+    return {"id": person.id, "url_token": url_token, "name": person.name}
+
+
+def expected_content(data: MockData, kind: str, cid: str, base: str) -> JSON:
+    comments = len(data.comments_of(kind, cid))
+    if kind == "answer":
+        a = data.answers[cid]
+        return {
+            "content_id": cid,
+            "content_type": kind,
+            "question_id": a.question_id,
+            "title": data.questions[a.question_id].title,
+            "excerpt": excerpt_of(a.content),
+            "content_text": plain(a.content),
+            "content_url": f"{base}/question/{a.question_id}/answer/{cid}",
+            "created_time": a.created_time,
+            "updated_time": a.updated_time,
+            "voteup_count": a.voteup_count,
+            "comment_count": comments,
+            "author": author(data, a.author),
+        }
+    if kind == "article":
+        r = data.articles[cid]
+        return {
+            "content_id": cid,
+            "content_type": kind,
+            "question_id": None,
+            "title": r.title,
+            "excerpt": excerpt_of(r.content),
+            "content_text": plain(r.content),
+            "content_url": f"{base}/p/{cid}",
+            "created_time": r.created,
+            "updated_time": r.updated,
+            "voteup_count": r.voteup_count,
+            "comment_count": comments,
+            "author": author(data, r.author),
+        }
+    z = data.zvideos[cid]
+    return {
+        "content_id": cid,
+        "content_type": kind,
+        "question_id": None,
+        "title": z.title,
+        "excerpt": z.description,
+        "content_text": z.description,
+        "content_url": f"{base}/zvideo/{cid}",
+        "created_time": z.created_at,
+        "updated_time": z.updated_at,
+        "voteup_count": z.voteup_count,
+        "comment_count": comments,
+        "author": author(data, z.author),
+    }
+
+
+def expected_comment(data: MockData, comment_id: str) -> JSON:
+    c = data.comments[comment_id]
+    return {
+        "comment_id": c.id,
+        "parent_comment_id": None if c.is_root else c.reply_id,
+        "content_id": c.content_id,
+        "content_type": c.content_type,
+        "content": plain(c.content),
+        "created_time": c.created_time,
+        "like_count": c.like_count,
+        "dislike_count": c.dislike_count,
+        "sub_comment_count": len(data.children_of(c.id)) if c.is_root else 0,
+        "ip_location": c.ip_info,
+        "author": author(data, c.author),
+    }
+
+
+def expected_creator(data: MockData, url_token: str) -> JSON:
+    p = data.people[url_token]
+    return {
+        "url_token": url_token,
+        "name": p.name,
+        "headline": p.headline,
+        "follower_count": p.follower_count,
+        "following_count": p.following_count,
+        "answer_count": len(data.authored_by("answer", url_token)),
+        "article_count": len(data.authored_by("article", url_token)),
+        "question_count": len(data.authored_by("question", url_token)),
+        "voteup_count": p.voteup_count,
+        "ip_location": p.ip_location,
+    }
+
+
+def without(item: JSON, *names: str) -> JSON:
+    return {k: v for k, v in item.items() if k not in names}
+
+
+class Expected:
+    """Contents by (type, id, source), comments by id, creators by url_token."""
+
+    def __init__(self, data: MockData) -> None:
+        self.data = data
+        self.contents: set[tuple[str, str, str]] = set()
+        self.creators: set[str] = set()
+
+    def add(self, kind: str, cid: str, source: str) -> None:
+        self.contents.add((kind, cid, source))
+        self.creators.add(self.data.content_author(kind, cid))
+
+    @property
+    def comments(self) -> set[str]:
+        return {c.id for k, i, _ in self.contents for c in self.data.comments_of(k, i)}
+
+    def all_creators(self) -> set[str]:
+        authors = {self.data.comments[c].author for c in self.comments}
+        return (self.creators | authors) - {""}
+
+
+def check_items(expected: Expected, items: dict[str, list[JSON]], base: str) -> Counter[str]:
+    data, duplicates = expected.data, Counter[str]()
+    contents = Counter(
+        (i["content_type"], i["content_id"], i["source"]) for i in items["zhihu_content"]
+    )
+    assert set(contents) == expected.contents
+    for item in items["zhihu_content"]:
+        want = expected_content(data, item["content_type"], item["content_id"], base)
+        assert without(item, "source", "crawled_at") == want
+    comments = Counter(i["comment_id"] for i in items["zhihu_comment"])
+    assert set(comments) == expected.comments
+    for item in items["zhihu_comment"]:
+        assert without(item, "source", "crawled_at") == expected_comment(data, item["comment_id"])
+    creators = Counter(i["url_token"] for i in items["zhihu_creator"])
+    assert set(creators) == expected.all_creators()
+    for item in items["zhihu_creator"]:
+        assert without(item, "source", "crawled_at") == expected_creator(data, item["url_token"])
+    for name, seen in (("content", contents), ("comment", comments), ("creator", creators)):
+        duplicates[name] = sum(seen.values()) - len(seen)
+    return duplicates
+
+
+# --- the 3-node crawl ------------------------------------------------------------------------
+
+
+def test_three_nodes_crawl_question_person_and_search(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    zhihu_topics: str,
+    tmp_path: Path,
+) -> None:
+    config = MockConfig(data=DataConfig(seed=3), rate_limit=60)
+    with ZhihuMock(config) as mock:
+        data, base = mock.data, mock.base_url
+        question = max(data.questions.values(), key=lambda q: len(q.answer_ids))
+        person = next(iter(data.people))
+        keyword = "Python"
+        seeds = {
+            "question": f"{base}/question/{question.id}?utm_source=test",
+            "person": f"{base}/people/{person}",
+        }
+        expected = Expected(data)
+        for aid in question.answer_ids:
+            expected.add("answer", aid, seeds["question"])
+        for kind in ("answer", "article"):
+            for cid in data.authored_by(kind, person):
+                expected.add(kind, cid, seeds["person"])
+        expected.creators.add(person)
+        for entry in data.search[keyword]:
+            if entry.kind == "search_result" and entry.object_type in (
+                "answer",
+                "article",
+                "zvideo",
+            ):
+                expected.add(entry.object_type, entry.object_id, keyword)
+            elif entry.kind == "search_result" and entry.object_type == "people":
+                expected.creators.add(entry.object_id)
+        settings = node_settings(mock, zhihu_topics, POLITENESS_RATE="50", POLITENESS_BURST="5")
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, **PASSWORD_ENV}
+        started = time.monotonic()
+        with running_nodes(
+            3, workdir=tmp_path, env=env, settings=settings, spider="zhihu"
+        ) as nodes:
+            redis_client.lpush("zhihu:start_urls", seeds["question"], seeds["person"])
+            redis_client.lpush(
+                "zhihu:start_urls", orjson.dumps({"keyword": keyword, "type": "search"})
+            )
+            deadline = time.monotonic() + 120
+            while sum(mock.counters.requests.values()) < 300:
+                assert time.monotonic() < deadline, logs(tmp_path)
+                time.sleep(0.05)
+            nodes[0].send_signal(signal.SIGKILL)
+            codes = wait_for_exit(nodes, timeout=240)
+        elapsed = time.monotonic() - started
+        assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
+        assert tracebacks(tmp_path) == [], logs(tmp_path)
+        wanted = {
+            "zhihu_content": len(expected.contents),
+            "zhihu_comment": len(expected.comments),
+            "zhihu_creator": len(expected.all_creators()),
+        }
+        items = read_items(kafka_bootstrap, zhihu_topics, wanted)
+        duplicates = check_items(expected, items, base)
+        print(
+            f"expected={wanted} received={ {k: len(v) for k, v in items.items()} } "
+            f"duplicates={dict(duplicates)} logins={mock.counters.logins} "
+            f"40362={mock.counters.errors.get(40362, 0)} requests="
+            f"{sum(mock.counters.requests.values())} seconds={elapsed:.1f}"
+        )
+        assert mock.counters.logins == {"tester": 1}
+        assert mock.counters.errors.get(40362, 0) == 0
+        survivors = "".join((tmp_path / f"node-{i}.log").read_text() for i in (1, 2))
+        assert "frontier/reclaimed" in survivors  # the killed node's pages ran elsewhere
+        # a killed node may have delivered the items of its leased pages before dying
+        assert sum(duplicates.values()) <= 12 * 60, duplicates
+
+
+# --- one error path each, on a small mock ---------------------------------------------------
+
+
+def crawl_small(
+    mock: ZhihuMock,
+    seeds: list[bytes | str],
+    *,
+    workdir: Path,
+    redis_url: str,
+    kafka: str,
+    topics: str,
+    **extra: str,
+) -> Counter[str]:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka, **PASSWORD_ENV}
+    settings = node_settings(mock, topics, **extra)
+    with running_nodes(1, workdir=workdir, env=env, settings=settings, spider="zhihu") as nodes:
+        client = redis.Redis.from_url(redis_url)
+        client.lpush("zhihu:start_urls", *seeds)
+        client.close()
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(workdir)
+    assert tracebacks(workdir) == [], logs(workdir)
+    return stats(workdir)
+
+
+def small_question(mock: ZhihuMock) -> tuple[str, Expected]:
+    question = next(iter(mock.data.questions.values()))
+    url = f"{mock.base_url}/question/{question.id}"
+    expected = Expected(mock.data)
+    for aid in question.answer_ids:
+        expected.add("answer", aid, url)
+    return url, expected
+
+
+@pytest.fixture
+def small_mock(request: pytest.FixtureRequest) -> Iterator[ZhihuMock]:
+    with ZhihuMock(MockConfig(data=SMALL, **getattr(request, "param", {}))) as mock:
+        yield mock
+
+
+@pytest.mark.parametrize("small_mock", [{"verify_signature": lambda *_: False}], indirect=True)
+def test_signature_errors_are_counted_and_not_retried(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    url, _ = small_question(small_mock)
+    found = crawl_small(
+        small_mock,
+        [url],
+        workdir=tmp_path,
+        redis_url=redis_url,
+        kafka=kafka_bootstrap,
+        topics=zhihu_topics,
+        ZHIHU_SESSIONS="False",
+    )
+    assert found["zhihu/signer_error/question_answers"] == 1
+    assert small_mock.counters.errors[10003] == 1
+    assert found["zhihu/d_c0/guest"] == 1  # guest mode: d_c0 from explore, once
+
+
+@pytest.mark.parametrize("code", [100, 101])
+def test_expired_session_logs_in_once_and_goes_on(
+    code: int, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    now = [time.time()]
+    config = MockConfig(data=SMALL, session_lifetime=60.0, clock=lambda: now[0])
+    with ZhihuMock(config) as mock:
+        z_c0 = mock.issue_session("tester") if code == 101 else "2|1:0|not-a-session"
+        now[0] += 120  # the issued session is past its lifetime: 101
+        put_session(redis_url, z_c0)
+        url, expected = small_question(mock)
+        found = crawl_small(
+            mock,
+            [url, orjson.dumps({"keyword": "Python"})],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+        )
+        assert mock.counters.errors[code] >= 1
+        assert mock.counters.logins == {"tester": 1}
+        assert found["sessions/marked/expired"] >= 1
+        items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_comment": len(expected.comments)})
+        # the search seed (search needs a login) adds comments of its results
+        assert expected.comments <= {i["comment_id"] for i in items["zhihu_comment"]}
+
+
+def put_session(redis_url: str, z_c0: str) -> None:
+    async def put() -> None:
+        client = AsyncRedis.from_url(redis_url)
+        store = RedisSessionStore(client, SessionSettings())
+        await store.put(Session("zhihu", "tester", (Cookie("z_c0", z_c0),)), 3600)
+        await client.aclose()
+
+    asyncio.run(put())
+
+
+@pytest.mark.parametrize("small_mock", [{"rate_limit": 4}], indirect=True)
+def test_rate_limited_requests_cool_the_site_and_are_retried(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    url, expected = small_question(small_mock)
+    found = crawl_small(
+        small_mock,
+        [url],
+        workdir=tmp_path,
+        redis_url=redis_url,
+        kafka=kafka_bootstrap,
+        topics=zhihu_topics,
+        POLITENESS_RATE="40",
+        POLITENESS_BURST="10",
+        POLITENESS_COOLDOWN="0.5",
+        POLITENESS_MAX_COOLDOWN="1",
+        SESSIONS_COOLDOWN="0.2",
+        SESSIONS_MAX_STRIKES="1000",
+        SESSIONS_MAX_TRIES="1",
+        ZHIHU_MAX_RETRIES="100",
+    )
+    assert small_mock.counters.errors[40362] >= 1
+    assert found["politeness/penalty/zhihu_40362"] >= 1
+    assert found["sessions/marked/risky"] >= 1
+    items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_comment": len(expected.comments)})
+    assert {i["comment_id"] for i in items["zhihu_comment"]} == expected.comments
+    assert {(i["content_id"]) for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
+
+
+@pytest.mark.parametrize("small_mock", [{"challenge_paths": (r"/answers\?",)}], indirect=True)
+def test_challenge_pages_are_retried_later(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    url, expected = small_question(small_mock)
+    found = crawl_small(
+        small_mock,
+        [url],
+        workdir=tmp_path,
+        redis_url=redis_url,
+        kafka=kafka_bootstrap,
+        topics=zhihu_topics,
+        ZHIHU_COMMENTS="False",
+    )
+    assert small_mock.counters.challenges == 1
+    assert found["zhihu/challenge/question_answers"] == 1
+    assert found["zhihu/retry/challenge"] == 1
+    items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_content": len(expected.contents)})
+    assert {i["content_id"] for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
+
+
+def test_not_found_and_invalid_seeds(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    base = small_mock.base_url
+    seeds: list[bytes | str] = [
+        f"{base}/question/999",
+        f"{base}/answer/998",
+        f"{base}/topic/1",
+        orjson.dumps({"keyword": "x", "sort": "best"}),
+    ]
+    found = crawl_small(
+        small_mock,
+        seeds,
+        workdir=tmp_path,
+        redis_url=redis_url,
+        kafka=kafka_bootstrap,
+        topics=zhihu_topics,
+    )
+    assert found["zhihu/not_found/question_answers"] == 1
+    assert found["zhihu/not_found/answer_page"] == 1
+    assert small_mock.counters.errors[404] == 2  # not retried
+    client = redis.Redis.from_url(redis_url)
+    invalid = [orjson.loads(raw) for raw in client.lrange("zhihu:start_urls:invalid", 0, -1)]
+    client.close()
+    assert sorted(r["reason"] for r in invalid) == ["zhihu_search", "zhihu_url"]
