@@ -1,7 +1,7 @@
 # Everyday entry points. `make demo` and `make test` work on a fresh machine: both run setup first.
 PY := .venv/bin/python
 
-.PHONY: setup services services-down demo test lint format bench
+.PHONY: setup services services-down demo demo-zhihu test lint format
 
 setup:
 	@bash scripts/setup.sh
@@ -16,6 +16,10 @@ services-down:
 ## A real 2-node crawl of a local site into Kafka, with a summary; leaves nothing running.
 demo: setup
 	@$(PY) -m crawler.demo
+
+## The zhihu spider on 2 nodes against the local Zhihu mock (no internet needed).
+demo-zhihu: setup
+	@$(PY) -m crawler.demo.zhihu
 
 lint: setup
 	.venv/bin/ruff check .
