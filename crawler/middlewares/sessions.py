@@ -22,7 +22,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
@@ -47,6 +46,7 @@ from crawler.sessions import (
     SessionStore,
     ensure_fresh_session,
 )
+from crawler.sessions.cookies import parse_set_cookie
 
 logger = logging.getLogger(__name__)
 
@@ -88,28 +88,8 @@ def default_state(response: Response) -> Health | None:
 
 def set_cookies(response: Response) -> list[Cookie]:
     """Cookies of the response's ``Set-Cookie`` headers (host-only ones get the host)."""
-    host = urlsplit(response.url).hostname or ""
-    cookies = []
-    for header in response.headers.getlist(b"Set-Cookie"):
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header.decode("latin-1"))
-        except CookieError:
-            continue
-        for morsel in jar.values():
-            max_age = morsel["max-age"]
-            cookies.append(
-                Cookie(
-                    name=morsel.key,
-                    value=morsel.value,
-                    domain=morsel["domain"] or host,
-                    path=morsel["path"] or "/",
-                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
-                    secure=bool(morsel["secure"]),
-                    http_only=bool(morsel["httponly"]),
-                )
-            )
-    return cookies
+    headers = [value.decode("latin-1") for value in response.headers.getlist(b"Set-Cookie")]
+    return parse_set_cookie(headers, urlsplit(response.url).hostname or "")
 
 
 class SharedSessionMiddleware:

@@ -6,6 +6,9 @@ what is wrong with it, never the cookie values.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,34 @@ def parse_cookie_header(header: str, domain: str = "") -> list[Cookie]:
     if not cookies:
         raise CookieFormatError("Cookie header: no name=value pairs")
     return cookies
+
+
+def parse_set_cookie(headers: Iterable[str], host: str) -> list[Cookie]:
+    """Cookies of ``Set-Cookie`` header values; host-only cookies get ``host``.
+
+    Unreadable headers are skipped (a site's bad cookie must not stop a crawl).
+    """
+    found: list[Cookie] = []
+    for header in headers:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header)
+        except CookieError:
+            continue
+        for morsel in jar.values():
+            max_age = morsel["max-age"]
+            found.append(
+                Cookie(
+                    name=morsel.key,
+                    value=morsel.value,
+                    domain=morsel["domain"] or host,
+                    path=morsel["path"] or "/",
+                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
+                    secure=bool(morsel["secure"]),
+                    http_only=bool(morsel["httponly"]),
+                )
+            )
+    return found
 
 
 def _flag(text: str, where: str, field: str) -> bool:

@@ -14,14 +14,13 @@ import asyncio
 import json
 import os
 import re
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import urlsplit
 
 from crawler.sessions import Cookie
+from crawler.sessions.cookies import parse_set_cookie
 from crawler.sessions.providers import LoginFailed
 
 TIMEOUT = 30.0
@@ -34,28 +33,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def password_variable(template: str, account: str) -> str:
     return template.format(account=re.sub(r"[^A-Z0-9]", "_", account.upper()))
-
-
-def _cookies(headers: list[str], host: str) -> list[Cookie]:
-    found: list[Cookie] = []
-    for header in headers:
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header)
-        except CookieError:
-            continue
-        for morsel in jar.values():
-            max_age = morsel["max-age"]
-            found.append(
-                Cookie(
-                    name=morsel.key,
-                    value=morsel.value,
-                    domain=morsel["domain"] or host,
-                    path=morsel["path"] or "/",
-                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
-                )
-            )
-    return found
 
 
 class PasswordLogin:
@@ -85,11 +62,11 @@ class PasswordLogin:
         host = urlsplit(url).hostname or ""
         try:
             with self._opener.open(request, timeout=TIMEOUT) as response:
-                return _cookies(response.headers.get_all("Set-Cookie") or [], host)
+                return parse_set_cookie(response.headers.get_all("Set-Cookie") or [], host)
         except urllib.error.HTTPError as error:
             error.close()
             if error.code in (301, 302, 303):
-                return _cookies(error.headers.get_all("Set-Cookie") or [], host)
+                return parse_set_cookie(error.headers.get_all("Set-Cookie") or [], host)
             raise LoginFailed(f"{urlsplit(url).path} answered HTTP {error.code}") from None
         except OSError as exc:
             raise LoginFailed(f"{urlsplit(url).path} failed: {exc}") from None
