@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +17,8 @@ import pytest
 import redis
 from playwright.async_api import async_playwright
 
+from crawler.demo.nodes import REPO_ROOT
+from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 from tests.cluster import logs, running_nodes, wait_for_exit
 from tests.services import unavailable
 
@@ -92,3 +96,83 @@ def test_a_seed_marked_for_the_browser_is_rendered_by_a_node(
     assert "'browser/requests': 1" in log
     assert "'playwright/page_count': 1" in log
     assert "'playwright/page_count/closed': 1" in log  # the page was closed after rendering
+
+
+APP = (
+    b"<!doctype html><html><head><title>loading</title></head><body><script>"
+    b"fetch('/whoami').then(r => r.text()).then(t => { document.title = 'user: ' + t; });"
+    b"</script></body></html>"
+)
+
+
+CLI = (sys.executable, "-m", "crawler", "sessions")
+
+
+class SessionApp(QuietHandler):
+    """A page whose script asks /whoami, which only the session cookie answers."""
+
+    def do_GET(self) -> None:
+        cookie = self.headers.get("Cookie", "")
+        if self.path == "/whoami":
+            body = b"alice" if "session=token-1" in cookie else b"anonymous"
+            self._reply(body, {})
+        else:
+            self._reply(APP, {"Set-Cookie": "seen=yes; Path=/"})
+
+    def _reply(self, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(200)
+        for name, value in {"Content-Type": "text/html; charset=utf-8", **headers}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_browser_pages_carry_the_shared_session_and_its_new_cookies_flow_back(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    imported = subprocess.run(
+        [
+            *CLI,
+            "import",
+            "jsapp",
+            "alice",
+            "--cookie-header",
+            "session=token-1",
+            "--redis",
+            redis_url,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+    }
+    with (
+        BackgroundHTTPServer(SessionApp) as app,
+        running_nodes(
+            1, workdir=tmp_path, env=env, settings=settings, spider="browser_session"
+        ) as nodes,
+    ):
+        redis_client.lpush("browser_session:start_urls", app.base_url + "/")
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    (item,) = [orjson.loads(line) for line in feed.read_bytes().splitlines()]
+    # The page's own XHR carried the session cookie: only then does /whoami say alice.
+    assert item["title"] == "user: alice"
+    listed = subprocess.run(
+        [*CLI, "list", "jsapp", "--json", "--redis", redis_url],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (session,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert "seen" in session["cookies"]  # the cookie the rendered page set flowed back

@@ -12,6 +12,13 @@ usable, accounts listed in ``spider.session_accounts`` are logged in again with
 ``spider.session_login()``: exactly one node logs in per account, the others
 wait for its cookies without blocking the reactor.
 
+Requests rendered in Chromium (``BrowserRenderingMiddleware``) get the
+session's cookies in their browser context before the page loads, so the
+page's own requests (scripts, XHR) carry them too; the cookies the page's
+response sets flow back like any other. Pages share the node's browser
+context (``BROWSER_MAX_CONTEXTS``): with several accounts rendering at once,
+keep ``BROWSER_MAX_PAGES = 1`` so their cookies never meet.
+
 Stats: ``sessions/used``, ``sessions/marked/<health>``, ``sessions/retried``,
 ``sessions/gave_up``, ``sessions/relogin_failed``, ``sessions/unavailable``.
 """
@@ -22,6 +29,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
@@ -54,6 +62,8 @@ ACCOUNT_META = "session_account"
 GENERATION_META = "session_generation"
 TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
+BROWSER_COOKIES_META = "session_browser_cookies"
+PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
 
 
@@ -87,9 +97,40 @@ def default_state(response: Response) -> Health | None:
 
 
 def set_cookies(response: Response) -> list[Cookie]:
-    """Cookies of the response's ``Set-Cookie`` headers (host-only ones get the host)."""
-    headers = [value.decode("latin-1") for value in response.headers.getlist(b"Set-Cookie")]
+    """Cookies of the response's ``Set-Cookie`` headers (host-only ones get the host).
+
+    A browser-rendered response joins several ``Set-Cookie`` values with newlines.
+    """
+    headers = [
+        line
+        for value in response.headers.getlist(b"Set-Cookie")
+        for line in value.decode("latin-1").split("\n")
+    ]
     return parse_set_cookie(headers, urlsplit(response.url).hostname or "")
+
+
+def browser_cookies(session: Session, url: str) -> list[dict[str, Any]]:
+    """The session's cookies as Playwright's ``add_cookies`` wants them (JSON: storable meta)."""
+    host = urlsplit(url).hostname or ""
+    return [
+        {
+            "name": cookie.name,
+            "value": cookie.value,
+            "domain": cookie.domain or host,
+            "path": cookie.path or "/",
+            "expires": cookie.expires if cookie.expires is not None else -1,
+            "httpOnly": cookie.http_only,
+            "secure": cookie.secure,
+        }
+        for cookie in session.cookies
+    ]
+
+
+async def add_session_cookies(page: Any, request: Request) -> None:
+    """scrapy-playwright page-init callback: the session's cookies into the page's context."""
+    cookies = request.meta.get(BROWSER_COOKIES_META)
+    if cookies:
+        await page.context.add_cookies(cookies)
 
 
 class SharedSessionMiddleware:
@@ -143,6 +184,9 @@ class SharedSessionMiddleware:
         request.meta[GENERATION_META] = session.generation
         if session.proxy:
             request.meta["proxy"] = session.proxy
+        if request.meta.get("playwright"):
+            request.meta[BROWSER_COOKIES_META] = browser_cookies(session, request.url)
+            request.meta["playwright_page_init_callback"] = PAGE_INIT_CALLBACK
 
     async def _usable_session(self, spider: Spider, platform: str) -> Session | None:
         deadline = time.monotonic() + self.settings.wait
