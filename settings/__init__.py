@@ -10,4 +10,9 @@ import os
 
 from settings.resolve import resolve_settings
 
+# Scrapy's cookie middleware asks tldextract for the Public Suffix List, which downloads it at
+# first use (a traceback on every node start where there is no internet). Nodes use the list
+# bundled with tldextract unless the environment names sources of its own.
+os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+
 globals().update(resolve_settings(os.environ))

@@ -35,8 +35,10 @@ QR_PAGE = """<!doctype html><html><body>
 <img id="qr" alt="scan me" src="{uri}" data-qr="{link}">
 <script>
 async function poll() {{
-  const answer = await fetch('/qr/{token}/status');
-  if (answer.status === 200) {{ location.href = '/me'; return; }}
+  try {{
+    const answer = await fetch('/qr/{token}/status');
+    if (answer.status === 200) {{ location.href = '/me'; return; }}
+  }} catch (error) {{}}  // a failed poll is retried, as a real login page does
   setTimeout(poll, 100);
 }}
 poll();

@@ -9,6 +9,7 @@ Playwright providers drive Debian's Chromium (``/usr/bin/chromium``; no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -25,6 +26,8 @@ from crawler.sessions.cookies import cookie_from_json, load_cookie_file
 from crawler.sessions.models import Cookie, SessionError
 
 logger = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 5.0  # seconds for closing a login page or context
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -127,15 +130,16 @@ async def _browser_page(config: BrowserConfig) -> AsyncIterator[tuple[BrowserCon
         )
         try:
             context = await browser.new_context()
+            page = await context.new_page()
+            page.set_default_timeout(config.timeout * 1000)
             try:
-                page = await context.new_page()
-                page.set_default_timeout(config.timeout * 1000)
-                try:
-                    yield context, page
-                finally:
-                    await page.close()
+                yield context, page
             finally:
-                await context.close()
+                # Closing a page that is navigating (a login page redirecting) can hang:
+                # bound each step; closing the browser ends whatever is left.
+                for closing in (page.close, context.close):
+                    with contextlib.suppress(TimeoutError, PlaywrightError):
+                        await asyncio.wait_for(closing(), CLOSE_TIMEOUT)
         finally:
             await browser.close()
 
@@ -163,9 +167,10 @@ async def _run_in_browser(
     Timeouts and browser errors become :class:`LoginFailed` with a one-line reason.
     """
     try:
-        async with asyncio.timeout(config.timeout), _browser_page(config) as (context, page):
-            await steps(page)
-            return await _wait_for_cookie(context, success_cookie, config.poll)
+        async with _browser_page(config) as (context, page):
+            async with asyncio.timeout(config.timeout):  # the login, not the cleanup
+                await steps(page)
+                return await _wait_for_cookie(context, success_cookie, config.poll)
     except TimeoutError:
         raise LoginFailed(
             f"{kind} login of {account!r}: no {success_cookie!r} cookie after {config.timeout} s"
