@@ -51,6 +51,15 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+async def pending_requests(client: Redis, keys: FrontierKeys) -> int:
+    """Requests queued or leased by any node (one round trip)."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.zcard(keys.queue)
+        pipe.zcard(keys.leases)
+        queued, leased = await pipe.execute()
+    return int(queued) + int(leased)
+
+
 class FrontierClient:
     def __init__(self, client: Redis, keys: FrontierKeys, node_id: str) -> None:
         self.redis = client
@@ -104,11 +113,7 @@ class FrontierClient:
 
     async def pending(self) -> int:
         """Requests queued or leased by any node."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(self.keys.queue)
-            pipe.zcard(self.keys.leases)
-            queued, leased = await pipe.execute()
-        return int(queued) + int(leased)
+        return await pending_requests(self.redis, self.keys)
 
     async def aclose(self) -> None:
         await self.redis.aclose()

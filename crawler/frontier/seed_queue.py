@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import orjson
 from redis.asyncio import Redis
 
+from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys
 
 
@@ -52,11 +53,7 @@ class SeedQueue:
 
     async def pending_requests(self) -> int:
         """Requests queued or leased by any node in the shared frontier."""
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.zcard(self.keys.frontier.queue)
-            pipe.zcard(self.keys.frontier.leases)
-            queued, leased = await pipe.execute()
-        return int(queued) + int(leased)
+        return await pending_requests(self._client, self.keys.frontier)
 
     async def close(self) -> None:
         await self._client.aclose()
