@@ -21,6 +21,9 @@ def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
         "ROBOTSTXT_OBEY": "True",
         "CRAWLER_STANDALONE_FEED": "",
         "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        # Small nodes, so that neither can lease the whole (narrow) frontier alone.
+        "CONCURRENT_REQUESTS": "2",
+        "FRONTIER_PREFETCH": "1",
     }
     with (
         Site(60, robots=ROBOTS) as site,
