@@ -1,7 +1,7 @@
 # Everyday entry points. `make demo` and `make test` work on a fresh machine: both run setup first.
 PY := .venv/bin/python
 
-.PHONY: setup services services-down demo demo-zhihu test lint format
+.PHONY: setup services services-down demo demo-zhihu test lint format bench
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,15 @@ lint: setup
 ## Lint, type-check and run every test against real Redis and Kafka.
 test: lint
 	$(PY) -m pytest
+
+## Every benchmark table of the README (tens of minutes); the docs workload needs python3.11-doc.
+bench: setup
+	@[ -f /usr/share/doc/python3.11/html/index.html ] || { s=; [ "$$(id -u)" = 0 ] || s=sudo; \
+		$$s apt-get install -y -qq --no-install-recommends python3.11-doc >/dev/null; }
+	$(PY) -m bench.throughput
+	$(PY) -m bench.frontier
+	$(PY) -m bench.kafka
+	$(PY) -m bench.politeness
 
 format: setup
 	.venv/bin/ruff format .

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 import redis
@@ -60,6 +61,15 @@ VARIANTS = [
 ]
 
 
+class Target(Protocol):
+    """A local site to crawl: ``crawler.demo.site.Site`` or ``bench.docs_site.DocsSite``."""
+
+    pages: int
+    hits: Counter[str]
+
+    def url(self, index: int) -> str: ...
+
+
 @dataclass
 class Outcome:
     pages: int
@@ -78,13 +88,14 @@ class Outcome:
 
 def crawl(
     variant: Variant,
-    site: Site,
+    site: Target,
     *,
     nodes: int,
     redis_url: str,
     bootstrap: str,
     workdir: Path,
     kill_at: int | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> Outcome:
     topic_template = f"bench-{uuid.uuid4().hex[:8]}-{{spider}}-items"
     env = {
@@ -94,13 +105,14 @@ def crawl(
     settings = {**variant.settings, "KAFKA_TOPIC_TEMPLATE": topic_template}
     settings |= {"MAX_IDLE_TIME_BEFORE_CLOSE": "3", "LOG_LEVEL": "DEBUG" if kill_at else "INFO"}
     settings |= {"POLITENESS_ENABLED": "False"}  # measure the frontier alone
+    settings |= dict(extra or {})
     if not variant.uses_kafka:
         settings |= {"CRAWLER_STANDALONE_FEED": ""}
     arguments = None if variant.uses_redis else {"url": site.url(0)}
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
     site.hits.clear()
-    logs = [workdir / f"{variant.spider}-{kill_at}-{i}.log" for i in range(nodes)]
+    logs = [workdir / f"{variant.spider}-{uuid.uuid4().hex[:6]}-{i}.log" for i in range(nodes)]
     processes = [
         start_node(
             variant.spider,

@@ -2,10 +2,11 @@
 
 Page ``i`` (``/p/<i>.html``) links to its children ``2i+1`` and ``2i+2`` (so
 every page is reachable from ``/``), to one more page chosen by a seeded
-formula and back to the index. Titles mix Chinese text and an emoji so
-byte-exact UTF-8 round trips can be checked. The server counts hits per path
-and can delay every response (``delay``) so that a crawl lasts long enough to
-interrupt.
+formula and back to the index; ``extra_links`` adds that many more seeded
+pseudo-random links per page (a link-dense site, like ``scrapy bench``'s).
+Titles mix Chinese text and an emoji so byte-exact UTF-8 round trips can be
+checked. The server counts hits per path and can delay every response
+(``delay``) so that a crawl lasts long enough to interrupt.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def page_title(index: int) -> str:
     return f"第{index}页 · 分布式爬虫测试 🕷️ page {index}"
 
 
-def render_page(index: int, pages: int) -> bytes:
+def render_page(index: int, pages: int, extra_links: int = 0) -> bytes:
     targets = [2 * index + 1, 2 * index + 2, (index * 7919 + 13) % pages, 0]
+    targets += [(index * 7919 + 104729 * (n + 2)) % pages for n in range(extra_links)]
     links = "".join(
         f'<li><a href="{page_path(t)}">{page_title(t)}</a></li>' for t in targets if t < pages
     )
@@ -51,6 +53,7 @@ class Site(BackgroundHTTPServer):
         delay: float = 0.0,
         answer_once: dict[str, tuple[int, dict[str, str]]] | None = None,
         robots: str | None = None,
+        extra_links: int = 0,
     ) -> None:
         if pages < 1:
             raise ValueError(f"pages={pages} must be >= 1")
@@ -59,6 +62,7 @@ class Site(BackgroundHTTPServer):
         # path -> (status, headers) answered the first time that path is asked for
         self.answer_once = dict(answer_once or {})
         self.robots = robots  # served at /robots.txt when given (else 404)
+        self.extra_links = extra_links  # more seeded links per page (link-dense site)
         self.hits: Counter[str] = Counter()
         self.hit_times: list[float] = []  # time.monotonic() of every request
         self.special_answers: list[tuple[float, str, int]] = []
@@ -99,7 +103,8 @@ class Site(BackgroundHTTPServer):
                     return
                 if site.delay:
                     time.sleep(site.delay)
-                self._send(200, "text/html; charset=utf-8", render_page(index, site.pages))
+                body = render_page(index, site.pages, site.extra_links)
+                self._send(200, "text/html; charset=utf-8", body)
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)
