@@ -73,6 +73,7 @@ class LeasingScheduler:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
         self._empty_until = 0.0
+        self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
         self._closing = False
         self._client: FrontierClient | None = None
         self._spider: Spider | None = None
@@ -206,6 +207,7 @@ class LeasingScheduler:
         self._spawn(self._refill())
 
     async def _refill(self) -> None:
+        work_seen = self._work_seen
         try:
             want = self.settings.prefetch - len(self._buffer)
             lease_ms = int(self.settings.lease_timeout * 1000)
@@ -213,7 +215,10 @@ class LeasingScheduler:
         finally:
             self._refilling = False
         if not leases:
-            self._empty_until = time.monotonic() + self.settings.idle_poll
+            if self._work_seen == work_seen:
+                self._empty_until = time.monotonic() + self.settings.idle_poll
+            else:  # work arrived while this lease was on its way: ask again now
+                wake_engine(self.crawler)
             return
         self.stats.inc_value("frontier/leased", len(leases))
         for lease in leases:
@@ -263,12 +268,17 @@ class LeasingScheduler:
 
     def _count_children(self, added: int, duplicates: int) -> None:
         if added:
-            self._empty_until = 0.0
+            self._new_work()
             self.stats.inc_value("frontier/added", added)
             if not self._buffer:
                 wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
         if duplicates:
             self.stats.inc_value("dupefilter/filtered", duplicates)
+
+    def _new_work(self) -> None:
+        """Work reached the shared queue: lease again now, even if a lease just came back empty."""
+        self._work_seen += 1
+        self._empty_until = 0.0
 
     async def _heartbeat_loop(self) -> None:
         settings = self.settings
@@ -287,7 +297,7 @@ class LeasingScheduler:
                 if beat.reclaimed:
                     self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
                     logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
-                    self._empty_until = 0.0
+                    self._new_work()
                     wake_engine(self.crawler)
                 if beat.lost:
                     self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
