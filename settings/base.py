@@ -36,6 +36,7 @@ FRONTIER_PREFETCH = 8  # int >= 1: requests leased ahead of the downloader
 FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
+FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
 SPIDER_MIDDLEWARES = {"crawler.middlewares.lease_output.LeaseOutputMiddleware": 10}
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,

@@ -38,6 +38,7 @@ from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import FrontierClient, Lease, NewRequest
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.outage import GaveUp, OutageGuard
+from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
 from crawler.node import resolve_node_id
 from crawler.wakeup import wake_engine
@@ -69,6 +70,7 @@ class LeasingScheduler:
         self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
         self._buffer: deque[tuple[Lease, Request]] = deque()
         self._fresh: list[NewRequest] = []
+        self._seen = SeenCache(self.settings.seen_cache)
         self._fresh_waiters: list[str] = []  # leases held until the fresh batch is written
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
@@ -121,7 +123,17 @@ class LeasingScheduler:
     def enqueue_request(self, request: Request) -> bool:
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
-        new = self._encode(request)
+        fingerprint = self._fingerprint(request)
+        if fingerprint in self._seen and not self.tracker.tracks(lease_id):
+            # A certain duplicate: this node already handed it to the shared dupefilter.
+            if self.tracker.tracks(parent_id):
+                self.tracker.add_child(parent_id, None)
+            self.stats.inc_value("dupefilter/filtered")
+            self.stats.inc_value("frontier/seen_cache_hit")
+            return False
+        new = self._encode(request, fingerprint)
+        if new is not None and fingerprint:
+            self._seen.add(fingerprint)
         if self.tracker.tracks(parent_id):
             self.tracker.add_child(parent_id, new)  # releases the parent's hold either way
         elif new is None:
@@ -158,17 +170,20 @@ class LeasingScheduler:
 
     # -- encoding -----------------------------------------------------------------------------
 
-    def _encode(self, request: Request) -> NewRequest | None:
+    def _fingerprint(self, request: Request) -> str:
+        """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
+        if request.dont_filter:
+            return ""
+        assert self.crawler.request_fingerprinter is not None
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
+
+    def _encode(self, request: Request, fingerprint: str) -> NewRequest | None:
         try:
             body = codec.dumps(request.to_dict(spider=self._spider))
         except codec.UnserializableRequestError as exc:
             self.stats.inc_value("frontier/unserializable")
             logger.error("Request not enqueued: %s", exc)
             return None
-        fingerprint = ""
-        if not request.dont_filter:
-            assert self.crawler.request_fingerprinter is not None
-            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
         return NewRequest(fingerprint=fingerprint, score=-float(request.priority), body=body)
 
     def _decode(self, lease: Lease) -> Request | None:

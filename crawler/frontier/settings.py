@@ -16,6 +16,7 @@ class FrontierSettings:
     reclaim_batch: int
     idle_poll: float
     close_timeout: float
+    seen_cache: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
@@ -27,6 +28,7 @@ class FrontierSettings:
             reclaim_batch=settings.getint("FRONTIER_RECLAIM_BATCH"),
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
+            seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
         )
         values.validate()
         return values
@@ -47,6 +49,8 @@ class FrontierSettings:
         ):
             if value < 1:
                 raise ValueError(f"{name}={value} must be >= 1")
+        if self.seen_cache < 0:
+            raise ValueError(f"FRONTIER_SEEN_CACHE={self.seen_cache} must be >= 0")
         if self.idle_poll <= 0:
             raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
         if self.close_timeout < 0:

@@ -1,0 +1,61 @@
+"""``SeenCache``: fingerprints this node already handed to the shared dupefilter (no I/O).
+
+A link-dense site yields mostly links the crawl already knows. Every request
+whose fingerprint is here is a certain duplicate (the shared dupefilter never
+forgets within a fingerprint's lifetime), so the node skips serialising it and
+sending it to Redis. Memory is bounded: two generations of at most
+``size / 2`` fingerprints each; when the newer one is full (or older than
+half the dedup TTL, so an entry never outlives the TTL) it becomes the older
+one and the oldest generation is dropped. A fingerprint evicted here is still
+deduplicated by Redis: the cache only saves work, it never decides alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class SeenCache:
+    def __init__(
+        self, size: int, ttl: float = 0.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if size < 0:
+            raise ValueError(f"size={size} must be >= 0")
+        if ttl < 0:
+            raise ValueError(f"ttl={ttl} must be >= 0")
+        self._half = size // 2
+        self._ttl = ttl
+        self._clock = clock
+        self._newer: set[str] = set()
+        self._older: set[str] = set()
+        self._newer_since = self._older_since = clock()
+
+    def __len__(self) -> int:
+        return len(self._newer) + len(self._older)
+
+    def __contains__(self, fingerprint: str) -> bool:
+        if self._ttl:
+            self._expire()
+        return fingerprint in self._newer or fingerprint in self._older
+
+    def add(self, fingerprint: str) -> None:
+        if not self._half:
+            return
+        if self._ttl:
+            self._expire()
+        if len(self._newer) >= self._half:
+            self._rotate()
+        self._newer.add(fingerprint)
+
+    def _rotate(self) -> None:
+        self._older, self._older_since = self._newer, self._newer_since
+        self._newer, self._newer_since = set(), self._clock()
+
+    def _expire(self) -> None:
+        """Keep every entry younger than the TTL: a generation lives at most one TTL."""
+        now = self._clock()
+        if now - self._newer_since >= self._ttl / 2:
+            self._rotate()
+        if now - self._older_since >= self._ttl:
+            self._older = set()
