@@ -35,6 +35,7 @@ from crawler.zhihu.challenge import (
     ChallengeFailed,
     ChallengeLease,
     ChallengeResolver,
+    Outcome,
     lease_seconds,
 )
 from crawler.zhihu.challenge_browser import BrowserChallengeSolver
@@ -155,7 +156,13 @@ class ZhihuApiMiddleware:
             )
             return
         self.stats.inc_value(f"zhihu/challenge/{outcome.value}")
-        logger.info("__zse_ck challenge on %s: %s (account %s)", request.url, outcome, account)
+        logger.log(
+            logging.INFO if outcome is Outcome.SOLVED else logging.DEBUG,
+            "__zse_ck challenge on %s: %s (account %s)",
+            request.url,
+            outcome.value,
+            account,
+        )
 
     def _challenge_resolver(self) -> ChallengeResolver | None:
         """Built at the first challenge, on the session middleware's store (none: no sessions)."""
