@@ -174,3 +174,5 @@ ZHIHU_ACCOUNTS: list[str] = []  # list: accounts the spider may log in again (Pa
 ZHIHU_PASSWORD_ENV = "ZHIHU_PASSWORD_{account}"  # str: env var with an account's password  # noqa: S105
 ZHIHU_PRIVACY = True  # bool: hash author ids (HMAC-SHA256) and mask names in items
 ZHIHU_PRIVACY_KEY = ""  # str: HMAC key; "" = a random key shared by the cluster through Redis
+ZHIHU_CHALLENGE_BROWSER = False  # bool: one node solves __zse_ck challenge pages in Chromium
+ZHIHU_CHALLENGE_TIMEOUT = 30.0  # float > 0: seconds for one solve (browser launch included)

@@ -8,7 +8,9 @@ creators on, paging at 20. The error tests run one node on a small mock (one 12-
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
+import shutil
 import signal
 import time
 import uuid
@@ -24,7 +26,9 @@ from redis.asyncio import Redis as AsyncRedis
 
 from crawler.kafka.reader import read_topic
 from crawler.sessions import Cookie, RedisSessionStore, Session, SessionSettings
-from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+from crawler.sessions.providers import CHROMIUM
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
+from tests.services import unavailable
 from tests.test_zhihu_parsers import plain
 from tests.zhihu_mock import DataConfig, MockConfig, MockData, QuestionSpec, ZhihuMock
 from tests.zhihu_mock.text import excerpt_of
@@ -80,9 +84,9 @@ def read_items(kafka: str, template: str, expected: Mapping[str, int]) -> dict[s
     return found
 
 
-def stats(workdir: Path) -> Counter[str]:
+def stats(workdir: Path, logs: str = "node-*.log") -> Counter[str]:
     total: Counter[str] = Counter()
-    for path in workdir.glob("node-*.log"):
+    for path in workdir.glob(logs):
         for name, value in re.findall(
             r"'((?:zhihu|politeness|sessions)/[^']+)': (\d+)", path.read_text()
         ):
@@ -342,7 +346,7 @@ def small_question(mock: ZhihuMock) -> tuple[str, Expected]:
 
 @pytest.fixture
 def small_mock(request: pytest.FixtureRequest) -> Iterator[ZhihuMock]:
-    with ZhihuMock(MockConfig(data=SMALL, **getattr(request, "param", {}))) as mock:
+    with ZhihuMock(MockConfig(**{"data": SMALL, **getattr(request, "param", {})})) as mock:
         yield mock
 
 
@@ -431,9 +435,25 @@ def test_rate_limited_requests_cool_the_site_and_are_retried(
     assert {(i["content_id"]) for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
 
 
-@pytest.mark.parametrize("small_mock", [{"challenge_paths": (r"/answers\?",)}], indirect=True)
+@pytest.mark.parametrize(
+    ("small_mock", "browser"),
+    [
+        ({"challenge_paths": (r"/answers\?",), "challenge_limit": 2}, {}),
+        (
+            {"challenge_paths": (r"/answers\?",), "challenge_limit": 2},
+            {"ZHIHU_CHALLENGE_BROWSER": "True", "BROWSER_EXECUTABLE": "/nonexistent/chromium"},
+        ),
+    ],
+    ids=["browser_off", "no_browser"],
+    indirect=["small_mock"],
+)
 def test_challenge_pages_are_retried_later(
-    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+    small_mock: ZhihuMock,
+    browser: dict[str, str],
+    redis_url: str,
+    kafka_bootstrap: str,
+    zhihu_topics: str,
+    tmp_path: Path,
 ) -> None:
     url, expected = small_question(small_mock)
     found = crawl_small(
@@ -444,12 +464,78 @@ def test_challenge_pages_are_retried_later(
         kafka=kafka_bootstrap,
         topics=zhihu_topics,
         ZHIHU_COMMENTS="False",
+        **browser,
     )
-    assert small_mock.counters.challenges == 1
-    assert found["zhihu/challenge/question_answers"] == 1
-    assert found["zhihu/retry/challenge"] == 1
+    # not solved: retried until the site relents
+    assert small_mock.counters.challenges == 2
+    assert small_mock.counters.challenges_solved == 0
+    assert found["zhihu/challenge/question_answers"] == 2
+    assert found["zhihu/retry/challenge"] == 2
+    assert found["zhihu/challenge/failed/no_browser"] == (2 if browser else 0)
     items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_content": len(expected.contents)})
     assert {i["content_id"] for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
+
+
+TWO_QUESTIONS = dataclasses.replace(
+    SMALL, questions=(QuestionSpec(12, 60), QuestionSpec(12, 60)), articles=0, zvideos=0
+)
+
+
+@pytest.mark.parametrize(
+    "small_mock", [{"data": TWO_QUESTIONS, "challenge_paths": (r"/comment_v5/",)}], indirect=True
+)
+def test_two_nodes_solve_a_challenge_once_in_chromium(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """Every comment list is challenged until a __zse_ck is solved. Each node takes one question
+    (seeds one at a time), so both send comment requests at once and both are challenged while
+    one node solves in Chromium (launching it alone takes longer than those requests)."""
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    expected = Expected(small_mock.data)
+    seeds = [f"{small_mock.base_url}/question/{qid}" for qid in small_mock.data.questions]
+    for seed, question in zip(seeds, small_mock.data.questions.values(), strict=True):
+        for aid in question.answer_ids:
+            expected.add("answer", aid, seed)
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, **PASSWORD_ENV}
+    settings = node_settings(
+        small_mock,
+        zhihu_topics,
+        SEEDS_BATCH_SIZE="1",
+        ZHIHU_CREATORS="False",
+        ZHIHU_CHALLENGE_BROWSER="True",
+        ZHIHU_CHALLENGE_TIMEOUT="20",
+    )
+    started = time.monotonic()
+    with running_nodes(2, workdir=tmp_path, env=env, settings=settings, spider="zhihu") as nodes:
+        for index in range(2):
+            assert wait_for_log(tmp_path / f"node-{index}.log", "Reading seeds", 60), logs(tmp_path)
+        client = redis.Redis.from_url(redis_url)
+        client.lpush("zhihu:start_urls", *seeds)
+        client.close()
+        assert wait_for_exit(nodes, timeout=120) == [0, 0], logs(tmp_path)
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+    wanted = {"zhihu_content": len(expected.contents), "zhihu_comment": len(expected.comments)}
+    items = read_items(kafka_bootstrap, zhihu_topics, wanted)
+    elapsed = time.monotonic() - started
+    per_node = [stats(tmp_path, f"node-{index}.log") for index in range(2)]
+    found = sum(per_node, Counter[str]())
+    challenged = found["zhihu/challenge/root_comment"] + found["zhihu/challenge/child_comment"]
+    solved, shared = found["zhihu/challenge/solved"], found["zhihu/challenge/shared"]
+    print(
+        f"challenges={small_mock.counters.challenges} solved={solved} "
+        f"shared per node={[n['zhihu/challenge/shared'] for n in per_node]} seconds={elapsed:.1f}"
+    )
+    assert {i["content_id"] for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
+    assert {i["comment_id"] for i in items["zhihu_comment"]} == expected.comments
+    assert small_mock.counters.challenges_solved == 1  # one __zse_ck for the cluster
+    assert solved == 1
+    assert all(n["zhihu/challenge/solved"] + n["zhihu/challenge/shared"] for n in per_node)
+    # every challenged response was solved or found solved, then retried; the browser's page
+    # was one more challenge
+    assert solved + shared == found["zhihu/retry/challenge"] == challenged
+    assert small_mock.counters.challenges == challenged + 1
+    assert not [name for name in found if name.startswith("zhihu/challenge/failed")]
 
 
 def test_not_found_and_invalid_seeds(

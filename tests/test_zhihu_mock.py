@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,10 +14,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+from playwright.async_api import async_playwright
 
+from crawler.sessions.providers import CHROMIUM
+from tests.services import unavailable
 from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock, generate
-from tests.zhihu_mock.client import MockClient, format_signature
+from tests.zhihu_mock.client import MockClient, Reply, format_signature
 from tests.zhihu_mock.records import MockData
+from tests.zhihu_mock.zse_ck import zse_ck_hash
 
 SMALL = DataConfig(
     seed=7,
@@ -403,15 +409,98 @@ def test_rate_limit_answers_40362() -> None:
         assert server.counters.errors[40362] == 3
 
 
-def test_challenge_page_is_answered_once_per_pattern() -> None:
+def nonce_of(page: str) -> str:
+    found = re.search(r'<meta id="zh-zse-ck" content="001_([0-9a-f]+)">', page)
+    assert found is not None, page
+    return found.group(1)
+
+
+def challenged(reply: Reply) -> bool:
+    return reply.status == 403 and reply.headers["Content-Type"].startswith("text/html")
+
+
+def test_challenged_paths_answer_the_page_until_a_valid_zse_ck() -> None:
     with tiny_mock(challenge_paths=(r"/api/v4/answers/",)) as server:
         client = MockClient(server.base_url).guest()
         path = f"/api/v4/answers/{next(iter(server.data.answers))}"
-        first = client.get(path)
-        assert first.headers["Content-Type"].startswith("text/html")
-        assert re.search(r'<meta id="zh-zse-ck" content="[^"]+">', first.text)
+        pages = [client.get(path) for _ in range(3)]
+        assert all(challenged(page) for page in pages)
+        assert client.get(f"/api/v4/articles/{next(iter(server.data.articles))}").status == 200
+        nonce, d_c0 = nonce_of(pages[0].text), client.cookies["d_c0"]
+        for forged in (
+            f"001_{nonce}_00000000",
+            f"001_{nonce}_{zse_ck_hash(nonce, d_c0 + 'x')}",  # solved for another d_c0
+            f"001_{'0' * 32}_{zse_ck_hash('0' * 32, d_c0)}",  # a nonce never handed out
+            f"002_{nonce}_{zse_ck_hash(nonce, d_c0)}",
+        ):
+            client.cookies["__zse_ck"] = forged
+            assert challenged(client.get(path)), forged
+        assert server.counters.challenges == 7
+        client.cookies["__zse_ck"] = f"001_{nonce}_{zse_ck_hash(nonce, d_c0)}"
         assert client.get(path).json()["id"] == path.rsplit("/", 1)[1]
-        assert server.counters.challenges == 1
+        assert client.get(path).status == 200
+        assert (server.counters.challenges, server.counters.challenges_solved) == (7, 1)
+
+
+def test_chromium_runs_the_challenge_script() -> None:
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    with tiny_mock(challenge_paths=(r"/answers/",)) as server:
+        client = MockClient(server.base_url).guest()
+        url = f"{server.base_url}/api/v4/answers/{next(iter(server.data.answers))}"
+
+        async def solve() -> str:
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+                try:
+                    context = await browser.new_context()
+                    await context.add_cookies(
+                        [{"name": "d_c0", "value": client.cookies["d_c0"], "url": url}]
+                    )
+                    page = await context.new_page()
+                    await page.goto(url)
+                    async with asyncio.timeout(30):
+                        while True:
+                            cookies = {c["name"]: c["value"] for c in await context.cookies()}
+                            # set, and the reload passed the challenge (unsigned: 10003)
+                            if "__zse_ck" in cookies and server.counters.errors[10003] == 1:
+                                return cookies["__zse_ck"]
+                            await asyncio.sleep(0.05)
+                finally:
+                    await browser.close()
+
+        value = asyncio.run(solve())
+        nonce = value.split("_")[1]
+        assert value == f"001_{nonce}_{zse_ck_hash(nonce, client.cookies['d_c0'])}"
+        client.cookies["__zse_ck"] = value
+        assert client.get(urlsplit(url).path).status == 200
+        assert (server.counters.challenges, server.counters.challenges_solved) == (1, 1)
+
+
+def test_a_solved_zse_ck_expires_after_its_lifetime() -> None:
+    clock = FakeClock()
+    with tiny_mock(challenge_paths=(r"/answers/",), zse_ck_lifetime=60, clock=clock) as server:
+        client = MockClient(server.base_url).guest()
+        path = f"/api/v4/answers/{next(iter(server.data.answers))}"
+        nonce = nonce_of(client.get(path).text)
+        client.cookies["__zse_ck"] = f"001_{nonce}_{zse_ck_hash(nonce, client.cookies['d_c0'])}"
+        clock.now += 30  # the lifetime runs from the first request let through, not the page
+        assert client.get(path).status == 200
+        clock.now += 59
+        assert client.get(path).status == 200
+        clock.now += 2
+        assert challenged(client.get(path))
+        assert (server.counters.challenges, server.counters.challenges_solved) == (2, 1)
+
+
+def test_a_challenge_limit_lets_unsolved_calls_through_after_n_pages() -> None:
+    with tiny_mock(challenge_paths=(r"/answers/", r"/articles/"), challenge_limit=2) as server:
+        client = MockClient(server.base_url).guest()
+        answer = f"/api/v4/answers/{next(iter(server.data.answers))}"
+        article = f"/api/v4/articles/{next(iter(server.data.articles))}"
+        assert [challenged(client.get(answer)) for _ in range(3)] == [True, True, False]
+        assert challenged(client.get(article))  # each pattern counts its own pages
+        assert server.counters.challenges == 3
 
 
 def test_unknown_ids_and_content_without_comments_answer_404(

@@ -153,6 +153,12 @@ def settings(**overrides: Any) -> Settings:
         ({"ZHIHU_ENDPOINTS": {"nope": "x"}}, "ZHIHU_ENDPOINTS['nope']='x': unknown endpoint"),
         ({"ZHIHU_ENDPOINTS": {"member": "{api}/m/{uid}"}}, "ZHIHU_ENDPOINTS['member']="),
         ({"ZHIHU_PASSWORD_ENV": "PW"}, "ZHIHU_PASSWORD_ENV='PW' must contain {account}"),
+        ({"ZHIHU_CHALLENGE_TIMEOUT": "0"}, "ZHIHU_CHALLENGE_TIMEOUT=0.0 must be > 0"),
+        (
+            {"ZHIHU_CHALLENGE_TIMEOUT": "soon"},
+            "ZHIHU_CHALLENGE_TIMEOUT='soon' is not a valid float",
+        ),
+        ({"ZHIHU_CHALLENGE_BROWSER": "True"}, "BROWSER_EXECUTABLE='' must name the Chromium"),
     ],
 )
 def test_bad_settings_name_the_setting(overrides: dict[str, Any], message: str) -> None:

@@ -9,13 +9,17 @@ engine: that request carries the shared session, so the session middleware also 
 new ``d_c0`` in the account's shared session, and other nodes sign with it too.
 
 Responses: every error answer is counted (``zhihu/api_error/<code>``); 40362 also starts the
-site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node.
+site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node. With
+``ZHIHU_CHALLENGE_BROWSER``, a ``__zse_ck`` challenge page is solved in Chromium for the
+request's shared session before the response goes on (one node per account solves, the others
+wait: :mod:`crawler.zhihu.challenge`); the spider re-enqueues the request either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -24,6 +28,17 @@ from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
 from crawler.middlewares.politeness import ClusterRateLimitMiddleware, site_of
+from crawler.middlewares.sessions import ACCOUNT_META, SharedSessionMiddleware, browser_cookies
+from crawler.sessions import MemoryLoginLease, RedisSessionStore, SessionSettings
+from crawler.zhihu.challenge import (
+    ZSE_CK,
+    ChallengeFailed,
+    ChallengeLease,
+    ChallengeResolver,
+    Outcome,
+    lease_seconds,
+)
+from crawler.zhihu.challenge_browser import BrowserChallengeSolver
 from crawler.zhihu.errors import Problem, classify
 from crawler.zhihu.settings import ZhihuSettings
 from crawler.zhihu.signer import load_signer
@@ -32,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 D_C0 = "d_c0"
 APP_ZA = "OS=Web"
+T = TypeVar("T")
 
 
 def cookie_value(header: str, name: str) -> str | None:
@@ -57,6 +73,7 @@ class ZhihuApiMiddleware:
         self.api_prefix = self.settings.api_url + "/"
         self._guest: str | None = None  # the node's guest d_c0 ("" when explore set none)
         self._guest_lock: asyncio.Lock | None = None
+        self._challenges: ChallengeResolver | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ZhihuApiMiddleware:
@@ -114,15 +131,66 @@ class ZhihuApiMiddleware:
             return response
         self.stats.inc_value(f"zhihu/api_error/{error.code}")
         if error.problem is Problem.RATE_LIMITED:
-            politeness = self._politeness()
+            politeness = self._component(ClusterRateLimitMiddleware)
             if politeness is not None:
                 await politeness.penalize(site_of(response.url), "zhihu_40362", response)
+        elif error.problem is Problem.CHALLENGE and self.settings.challenge_browser:
+            await self._solve_challenge(request)
         return response
 
-    def _politeness(self) -> ClusterRateLimitMiddleware | None:
+    async def _solve_challenge(self, request: Request) -> None:
+        account = request.meta.get(ACCOUNT_META)
+        platform = getattr(self.crawler.spider, "session_platform", None)
+        resolver = self._challenge_resolver()
+        header = (request.headers.get(b"Cookie") or b"").decode("latin-1")
+        try:
+            if account is None or not platform or resolver is None:
+                raise ChallengeFailed("no_session", "the request carries no shared session")
+            outcome = await resolver.resolve(
+                str(platform), str(account), request.url, cookie_value(header, ZSE_CK)
+            )
+        except ChallengeFailed as exc:
+            self.stats.inc_value(f"zhihu/challenge/failed/{exc.reason}")
+            logger.warning(
+                "__zse_ck challenge on %s not solved (%s): %s", request.url, exc.reason, exc
+            )
+            return
+        self.stats.inc_value(f"zhihu/challenge/{outcome.value}")
+        logger.log(
+            logging.INFO if outcome is Outcome.SOLVED else logging.DEBUG,
+            "__zse_ck challenge on %s: %s (account %s)",
+            request.url,
+            outcome.value,
+            account,
+        )
+
+    def _challenge_resolver(self) -> ChallengeResolver | None:
+        """Built at the first challenge, on the session middleware's store (none: no sessions)."""
+        if self._challenges is None:
+            sessions = self._component(SharedSessionMiddleware)
+            if sessions is None:
+                return None
+            ttl = lease_seconds(self.settings.challenge_timeout)
+            store = sessions.store
+            lease = (
+                ChallengeLease(store.redis, ttl)
+                if isinstance(store, RedisSessionStore)
+                else MemoryLoginLease(SessionSettings(login_lease=ttl))
+            )
+            solver = BrowserChallengeSolver(
+                self.settings.browser_executable,
+                self.settings.challenge_timeout,
+                self.settings.user_agent,
+                browser_cookies,
+            )
+            self._challenges = ChallengeResolver(store, lease, solver, wait=ttl)
+        return self._challenges
+
+    def _component(self, kind: type[T]) -> T | None:
+        """The downloader middleware of class ``kind``, if enabled."""
         engine = self.crawler.engine
         assert engine is not None
         for component in engine.downloader.middleware.middlewares:
-            if isinstance(component, ClusterRateLimitMiddleware):
+            if isinstance(component, kind):
                 return component
         return None

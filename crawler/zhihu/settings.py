@@ -23,6 +23,7 @@ class SettingsLike(Protocol):
     def get(self, name: str, default: Any = None) -> Any: ...
     def getbool(self, name: str, default: bool = False) -> bool: ...
     def getint(self, name: str, default: int = 0) -> int: ...
+    def getfloat(self, name: str, default: float = 0.0) -> float: ...
     def getlist(self, name: str, default: list[Any] | None = None) -> list[Any]: ...
     def getdict(self, name: str, default: dict[Any, Any] | None = None) -> dict[Any, Any]: ...
 
@@ -66,6 +67,9 @@ class ZhihuSettings:
     password_env: str  # ZHIHU_PASSWORD_ENV
     privacy: bool  # ZHIHU_PRIVACY
     privacy_key: str  # ZHIHU_PRIVACY_KEY
+    challenge_browser: bool  # ZHIHU_CHALLENGE_BROWSER: solve __zse_ck pages in Chromium
+    challenge_timeout: float  # ZHIHU_CHALLENGE_TIMEOUT: seconds for one solve
+    browser_executable: str  # BROWSER_EXECUTABLE: the Chromium that solves them
 
     @classmethod
     def from_settings(cls, settings: SettingsLike) -> ZhihuSettings:
@@ -101,6 +105,9 @@ class ZhihuSettings:
             password_env=str(settings.get("ZHIHU_PASSWORD_ENV") or ""),
             privacy=_read(settings, "getbool", "ZHIHU_PRIVACY", True),
             privacy_key=str(settings.get("ZHIHU_PRIVACY_KEY") or ""),
+            challenge_browser=_read(settings, "getbool", "ZHIHU_CHALLENGE_BROWSER", False),
+            challenge_timeout=_read(settings, "getfloat", "ZHIHU_CHALLENGE_TIMEOUT", 30.0),
+            browser_executable=str(settings.get("BROWSER_EXECUTABLE") or ""),
         )
         values.validate()
         return values
@@ -126,5 +133,11 @@ class ZhihuSettings:
             raise ValueError(f"ZHIHU_SIGNER={self.signer!r} must be an import path module.Class")
         if not self.api_version:
             raise ValueError("ZHIHU_API_VERSION='' must name the x-api-version header value")
+        if self.challenge_timeout <= 0:
+            raise ValueError(f"ZHIHU_CHALLENGE_TIMEOUT={self.challenge_timeout!r} must be > 0")
+        if self.challenge_browser and not self.browser_executable:
+            raise ValueError(
+                "BROWSER_EXECUTABLE='' must name the Chromium binary ZHIHU_CHALLENGE_BROWSER uses"
+            )
         if "{account}" not in self.password_env:
             raise ValueError(f"ZHIHU_PASSWORD_ENV={self.password_env!r} must contain {{account}}")

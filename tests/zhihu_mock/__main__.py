@@ -18,6 +18,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-lifetime", type=float, default=None, help="seconds")
     parser.add_argument("--no-signature", action="store_true", help="accept unsigned API calls")
     parser.add_argument("--no-login", action="store_true", help="no z_c0 needed")
+    parser.add_argument(
+        "--challenge",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="API paths answering the __zse_ck challenge until solved (repeatable)",
+    )
+    parser.add_argument("--zse-ck-lifetime", type=float, default=None, help="seconds")
     args = parser.parse_args(argv)
     config = MockConfig(
         data=DataConfig(seed=args.seed),
@@ -28,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         require_d_c0=not args.no_signature,
         require_signature=not args.no_signature,
         require_login=not args.no_login,
+        challenge_paths=tuple(args.challenge),
+        zse_ck_lifetime=args.zse_ck_lifetime,
     )
     with ZhihuMock(config) as mock:
         question = next(iter(mock.data.questions))

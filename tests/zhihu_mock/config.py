@@ -83,9 +83,13 @@ class MockConfig:
     session_lifetime: float | None = None
     # API requests per second (sliding one-second window) above which 40362 is answered
     rate_limit: int | None = None
-    # regular expressions searched in an API path+query: the first matching call of each
-    # pattern is answered with the __zse_ck challenge page instead of JSON
+    # regular expressions searched in an API path+query: matching calls are answered with the
+    # __zse_ck challenge page instead of JSON until they carry a valid __zse_ck cookie
     challenge_paths: tuple[str, ...] = ()
+    # seconds a solved __zse_ck stays valid after the first request it let through; None: for good
+    zse_ck_lifetime: float | None = None
+    # challenge pages each pattern answers before it lets unsolved calls through; None: never
+    challenge_limit: int | None = None
     accounts: Mapping[str, str] = field(default_factory=lambda: {"tester": "secret-密码-1"})
     qr_lifetime: float = 120.0
     clock: Callable[[], float] = time.time
@@ -96,6 +100,14 @@ class MockConfig:
         if self.session_lifetime is not None and self.session_lifetime <= 0:
             raise ValueError(
                 f"MockConfig.session_lifetime={self.session_lifetime} must be > 0 or None"
+            )
+        if self.zse_ck_lifetime is not None and self.zse_ck_lifetime <= 0:
+            raise ValueError(
+                f"MockConfig.zse_ck_lifetime={self.zse_ck_lifetime} must be > 0 or None"
+            )
+        if self.challenge_limit is not None and self.challenge_limit < 1:
+            raise ValueError(
+                f"MockConfig.challenge_limit={self.challenge_limit} must be >= 1 or None"
             )
         for pattern in self.challenge_paths:
             re.compile(pattern)

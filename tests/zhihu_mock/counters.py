@@ -14,6 +14,7 @@ class MockCounters:
     requests: Counter[str] = field(default_factory=Counter)  # per endpoint name
     errors: Counter[int] = field(default_factory=Counter)  # per error code answered
     challenges: int = 0  # __zse_ck pages answered
+    challenges_solved: int = 0  # distinct __zse_ck values accepted (each a solved page)
     logins: Counter[str] = field(default_factory=Counter)  # per account
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -28,6 +29,10 @@ class MockCounters:
     def count_challenge(self) -> None:
         with self._lock:
             self.challenges += 1
+
+    def count_solved_challenge(self) -> None:
+        with self._lock:
+            self.challenges_solved += 1
 
     def count_login(self, username: str) -> None:
         with self._lock:

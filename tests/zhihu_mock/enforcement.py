@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import re
-import secrets
 import threading
-from collections import deque
+from collections import Counter, deque
 
 from tests.zhihu_mock.config import SIGNATURE_VERSION, MockConfig
 from tests.zhihu_mock.counters import MockCounters
 from tests.zhihu_mock.login import Sessions
 from tests.zhihu_mock.messages import Request, Response, error_response, html_response
+from tests.zhihu_mock.zse_ck import COOKIE, ZseCk
 
 RATE_LIMITED = (
     "您当前请求存在异常，暂时限制本次访问。"
     "如有疑问，您可以通过手机摇一摇或登录后私信知乎小管家反馈。"
 )
 BAD_REQUEST = "请求参数异常，请升级客户端后重试"
-
-
-def challenge_page() -> str:
-    """The page answered instead of JSON; its script would set ``__zse_ck`` and reload."""
-    token = secrets.token_urlsafe(24)
-    return f"""<!doctype html><html><head><meta charset="utf-8">
-<meta id="zh-zse-ck" content="001_{token}">
-<title>知乎 - 安全验证</title></head><body><div id="root">安全验证中…</div>
-<script src="/static/zse-ck/v4.js" crossorigin></script></body></html>"""
 
 
 class Guard:
@@ -37,8 +28,9 @@ class Guard:
         self.counters = counters
         self._lock = threading.Lock()
         self._recent: deque[float] = deque()  # clock() of API requests in the last second
-        self._challenged: set[str] = set()  # challenge patterns already answered once
+        self._challenged: Counter[str] = Counter()  # challenge pages answered per pattern
         self._patterns = [re.compile(p) for p in config.challenge_paths]
+        self.zse_ck = ZseCk(config.zse_ck_lifetime, config.clock, counters)
 
     def check(self, request: Request, needs_login: bool) -> Response | None:
         return (
@@ -61,15 +53,18 @@ class Guard:
         return error_response(403, 40362, RATE_LIMITED) if too_many else None
 
     def _challenge(self, request: Request) -> Response | None:
+        pattern = next((p.pattern for p in self._patterns if p.search(request.target)), None)
+        if pattern is None or self.zse_ck.accepts(
+            request.cookies.get(COOKIE, ""), request.cookies.get("d_c0", "")
+        ):
+            return None
+        limit = self.config.challenge_limit
         with self._lock:
-            for pattern in self._patterns:
-                if pattern.pattern not in self._challenged and pattern.search(request.target):
-                    self._challenged.add(pattern.pattern)
-                    break
-            else:
-                return None
+            if limit is not None and self._challenged[pattern] >= limit:
+                return None  # the site relents
+            self._challenged[pattern] += 1
         self.counters.count_challenge()
-        return html_response(challenge_page(), 403)
+        return html_response(self.zse_ck.page(), 403)
 
     def _signature(self, request: Request) -> Response | None:
         d_c0 = request.cookies.get("d_c0", "")
