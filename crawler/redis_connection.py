@@ -315,18 +315,25 @@ class _BlockingSentinelPool(_SentinelPool, redis.asyncio.BlockingConnectionPool)
     are in use."""
 
 
-class _CappedCluster(redis.asyncio.RedisCluster):
-    """A cluster client running at most ``limit`` commands at once; more wait for a slot.
+class _ClusterClient(redis.asyncio.RedisCluster):
+    """redis-py's asyncio cluster client, safe to use concurrently from the start, with an
+    optional cap on the commands running at once.
 
-    redis-py's asyncio cluster client opens one connection per concurrent command and
-    raises ``MaxConnectionsError`` past its limit instead of waiting.
+    redis-py sends the commands issued before its lazy first topology fetch to any node;
+    their MOVED answers then fetch the topology again, concurrently, and close connections
+    that other commands are using. This client fetches the topology before its first
+    command. With ``limit``, more commands wait for one to finish (redis-py's cluster client
+    opens a connection per concurrent command and raises instead of waiting at its limit).
     """
 
-    def __init__(self, limit: int, **kwargs: Any) -> None:
+    def __init__(self, limit: int | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._running = asyncio.Semaphore(limit)
+        self._running = asyncio.Semaphore(limit) if limit is not None else None
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        await self.initialize()  # once; a no-op while the topology is known
+        if self._running is None:
+            return await super().execute_command(*args, **kwargs)
         async with self._running:
             return await super().execute_command(*args, **kwargs)
 
@@ -352,9 +359,7 @@ def async_client(
     if config.topology is Topology.CLUSTER:
         kwargs["ssl"] = config.tls is not None
         nodes = [redis.asyncio.cluster.ClusterNode(host, port) for host, port in config.hosts]
-        if max_connections is None:
-            return redis.asyncio.RedisCluster(startup_nodes=nodes, **kwargs)
-        return _CappedCluster(max_connections, startup_nodes=nodes, **kwargs)
+        return _ClusterClient(max_connections, startup_nodes=nodes, **kwargs)
     if config.topology is Topology.SENTINEL:
         kwargs["ssl"] = config.tls is not None
         sentinel = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
