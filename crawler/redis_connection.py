@@ -319,11 +319,11 @@ class _ClusterClient(redis.asyncio.RedisCluster):
     """redis-py's asyncio cluster client, safe to use concurrently from the start, with an
     optional cap on the commands running at once.
 
-    redis-py sends the commands issued before its lazy first topology fetch to any node;
-    their MOVED answers then fetch the topology again, concurrently, and close connections
-    that other commands are using. This client fetches the topology before its first
-    command. With ``limit``, more commands wait for one to finish (redis-py's cluster client
-    opens a connection per concurrent command and raises instead of waiting at its limit).
+    With redis-py 8.1, commands issued concurrently before the lazy first topology fetch
+    fail now and then (a connection is closed under a command: ``AttributeError`` on its
+    writer); this client fetches the topology before its first command. With ``limit``,
+    more commands wait for one to finish (redis-py's cluster client opens a connection per
+    concurrent command and raises instead of waiting at its limit).
     """
 
     def __init__(self, limit: int | None, **kwargs: Any) -> None:
