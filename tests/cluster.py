@@ -110,6 +110,8 @@ def crawl_into_kafka(
     topic = topic_template.format(spider="pages")
     messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=60)
     urls = Counter(orjson.loads(message.value)["url"] for message in messages)
-    assert set(urls) == site.all_urls(), logs(workdir)
+    missing = sorted(site.all_urls() - set(urls))
+    assert not missing, f"{len(messages)} messages read, missing {missing[:5]}\n{logs(workdir)}"
+    assert set(urls) == site.all_urls()
     assert [url for url, seen in urls.items() if seen > 1] == []
     return messages

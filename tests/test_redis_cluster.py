@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -212,6 +213,9 @@ def test_two_nodes_crawl_the_cluster(
     host, port = next((h, p) for h, p in config.hosts if f"{h}:{p}" != seed_master)
 
     def seed() -> None:
+        deadline = time.monotonic() + 60
+        while cluster.zcard("{pages}:nodes") < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # both nodes heartbeat before the first seed: both get work
         redis_cli = ["redis-cli", "-c", "-h", host, "-p", str(port)]
         subprocess.run(
             [*redis_cli, "lpush", "pages:start_urls", site.url(0), "ftp://nope/"],
@@ -220,8 +224,13 @@ def test_two_nodes_crawl_the_cluster(
             timeout=10,
         )
 
-    settings = {"ROBOTSTXT_OBEY": "True", "LEDGER_INTERVAL": "1", "CRAWLER_CRAWL_ID": "cl"}
-    with Site(60, robots="User-agent: *\nAllow: /\n") as site:
+    settings = {
+        "ROBOTSTXT_OBEY": "True",
+        "LEDGER_INTERVAL": "1",
+        "CRAWLER_CRAWL_ID": "cl",
+        "CONCURRENT_REQUESTS": "4",  # small nodes: neither crawls the site alone
+    }
+    with Site(60, delay=0.02, robots="User-agent: *\nAllow: /\n") as site:
         messages = crawl_into_kafka(
             2,
             redis_url=redis_cluster_url,
