@@ -1,7 +1,8 @@
 """Scrapy add-on that picks cluster or standalone mode from the settings.
 
-Cluster mode (``REDIS_URL`` set): ``LeasingScheduler`` shares one Redis
-frontier between nodes. Standalone mode: Scrapy's own scheduler.
+Cluster mode (``REDIS_URL`` set; a bad URL fails here, see
+``crawler.redis_connection``): ``LeasingScheduler`` shares one Redis frontier
+between nodes. Standalone mode: Scrapy's own scheduler.
 Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
 With ``BROWSER_ENABLED``, scrapy-playwright's download handler serves
 requests marked for the browser (see ``BrowserRenderingMiddleware``) on
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
+from crawler.redis_connection import RedisConfig
+
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
@@ -20,6 +23,7 @@ PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 class ClusterAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         if settings.get("REDIS_URL"):
+            RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
             settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
         if settings.getbool("BROWSER_ENABLED"):
             self._browser(settings)

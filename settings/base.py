@@ -29,7 +29,9 @@ CRAWLER_PROFILE = "dev"  # str: profile that produced these settings (set by the
 CRAWLER_NODE_ID = ""  # str: node id in logs, Redis and Kafka headers; "" = <hostname>-<pid>
 
 # --- Redis frontier (cluster mode) ------------------------------------------
-REDIS_URL = ""  # str: redis://host:port/db; "" = standalone mode (Scrapy's own scheduler)
+# str: redis://host:port/db, rediss://, redis+sentinel://h:p/<service>/db, redis+cluster://h:p,h:p
+# (docs/deployment.md); "" = standalone mode (Scrapy's own scheduler)
+REDIS_URL = ""
 FRONTIER_LEASE_TIMEOUT = 60.0  # float s: a node silent this long loses its leases to others
 FRONTIER_HEARTBEAT_INTERVAL = 5.0  # float s: lease extension + reclaim; <= 1/3 of the lease
 FRONTIER_PREFETCH = 8  # int >= 1: requests leased ahead of the downloader

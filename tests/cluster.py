@@ -5,12 +5,24 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from crawler.demo.nodes import start_node, stop_node, wait_for_exit
+import orjson
 
-__all__ = ["logs", "running_nodes", "tracebacks", "wait_for_exit", "wait_for_log"]
+from crawler.demo.nodes import start_node, stop_node, wait_for_exit
+from crawler.demo.site import Site
+from crawler.kafka.reader import ReceivedMessage, read_topic
+
+__all__ = [
+    "crawl_into_kafka",
+    "logs",
+    "running_nodes",
+    "tracebacks",
+    "wait_for_exit",
+    "wait_for_log",
+]
 
 
 # Local test sites take any rate; tests of the limiter set their own.
@@ -69,3 +81,37 @@ def tracebacks(workdir: Path) -> list[str]:
         for path in sorted(workdir.glob("node-*.log"))
         if "Traceback" in path.read_text(errors="replace")
     ]
+
+
+def crawl_into_kafka(
+    count: int,
+    *,
+    redis_url: str,
+    kafka_bootstrap: str,
+    topic_template: str,
+    site: Site,
+    workdir: Path,
+    seed: Callable[[], None],
+    settings: Mapping[str, str] | None = None,
+) -> list[ReceivedMessage]:
+    """``count`` nodes of the pages spider on ``redis_url`` crawl ``site`` from what ``seed``
+    pushes; asserts they exit cleanly and every page reached Kafka exactly once."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    node_settings = {
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        **(settings or {}),
+    }
+    with running_nodes(count, workdir=workdir, env=env, settings=node_settings) as nodes:
+        seed()
+        codes = wait_for_exit(nodes, timeout=120)
+    assert codes == [0] * count, logs(workdir)
+    assert tracebacks(workdir) == [], logs(workdir)
+    topic = topic_template.format(spider="pages")
+    messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=60)
+    urls = Counter(orjson.loads(message.value)["url"] for message in messages)
+    missing = sorted(site.all_urls() - set(urls))
+    assert not missing, f"{len(messages)} messages read, missing {missing[:5]}\n{logs(workdir)}"
+    assert set(urls) == site.all_urls()
+    assert [url for url, seen in urls.items() if seen > 1] == []
+    return messages

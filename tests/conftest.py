@@ -1,16 +1,29 @@
-"""Shared fixtures: real Redis and Kafka (one each per test session) and a local site."""
+"""Shared fixtures: real Redis and Kafka (one each per test session) and a local site.
+
+Also one Redis Cluster, one Sentinel setup and one TLS Redis per session (started on first
+use); their per-test fixtures hand out an empty database 0.
+"""
 
 from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
 
 import pytest
 import redis
 
 from crawler.demo.site import Site
-from tests.services import kafka_service, redis_service
+from crawler.redis_connection import sync_client
+from tests.services import (
+    kafka_service,
+    redis_cluster_service,
+    redis_sentinel_service,
+    redis_service,
+    redis_tls_service,
+)
 
 # Databases 1..15 are handed out in turn to tests that crawl; each is flushed first.
 _databases = itertools.cycle(range(1, 16))
@@ -59,3 +72,55 @@ def topic_template() -> str:
 def site_500() -> Iterator[Site]:
     with Site(500) as site:
         yield site
+
+
+def _flushed(url: str) -> str:
+    """``url`` after emptying its database 0 (every master of a cluster)."""
+    client = sync_client(url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    return url
+
+
+def _session_url(
+    factory: pytest.TempPathFactory,
+    name: str,
+    service: Callable[[Path], AbstractContextManager[str]],
+) -> Iterator[str]:
+    with service(factory.mktemp(name)) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _session_url(tmp_path_factory, "redis-cluster", redis_cluster_service)
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _session_url(tmp_path_factory, "redis-sentinel", redis_sentinel_service)
+
+
+@pytest.fixture(scope="session")
+def redis_tls_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _session_url(tmp_path_factory, "redis-tls", redis_tls_service)
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster_base_url: str) -> str:
+    """``redis+cluster://`` of a 3-master Redis Cluster, every master empty."""
+    return _flushed(redis_cluster_base_url)
+
+
+@pytest.fixture
+def redis_sentinel_url(redis_sentinel_base_url: str) -> str:
+    """``redis+sentinel://host:port/<service>/0``, the master's database 0 empty."""
+    return _flushed(redis_sentinel_base_url)
+
+
+@pytest.fixture
+def redis_tls_url(redis_tls_base_url: str) -> str:
+    """``rediss://`` with CA and client certificate, database 0 empty."""
+    return _flushed(redis_tls_base_url)

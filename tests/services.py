@@ -4,6 +4,12 @@ In order: the environment (``REDIS_URL``, ``KAFKA_BOOTSTRAP_SERVERS``), then
 testcontainers when a Docker engine answers, then real local processes started
 by ``crawler.devservices`` on free ports. Under ``CI=true`` a service that
 cannot be had fails the run; elsewhere the tests that need it are skipped.
+
+The other Redis topologies come from ``REDIS_CLUSTER_URL``, ``REDIS_SENTINEL_URL`` and
+``REDIS_TLS_URL``, else from local ``redis-server`` processes (a 3-master cluster, a master
+with one sentinel, a TLS server with certificates made for the run). Not from containers:
+behind Docker's port mapping, cluster masters and sentinels announce addresses the host
+cannot reach.
 """
 
 from __future__ import annotations
@@ -11,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import pytest
 import redis
@@ -22,10 +28,16 @@ from confluent_kafka.admin import AdminClient
 from crawler.devservices import (
     KafkaBroker,
     KafkaBrokerConfig,
+    LocalRedisCluster,
+    LocalSentinel,
+    RedisClusterConfig,
+    RedisSentinelConfig,
     RedisServer,
     RedisServerConfig,
+    TlsRedisServer,
     free_port,
 )
+from crawler.redis_connection import sync_client
 
 REDIS_IMAGE = "redis:7.2"
 KAFKA_IMAGE = "apache/kafka:4.1.0"
@@ -57,7 +69,10 @@ def docker_engine_answers(socket_path: str = "/var/run/docker.sock") -> bool:
 
 
 def check_redis(url: str) -> None:
-    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    try:
+        client = sync_client(url, socket_connect_timeout=3)
+    except redis.exceptions.RedisClusterException as exc:
+        unavailable(f"Redis at {url} does not answer: {exc}")
     try:
         client.ping()
     except redis.RedisError as exc:
@@ -93,6 +108,64 @@ def redis_service(workdir: Path) -> Iterator[tuple[str, RedisServer | None]]:
             yield server.url, server
         finally:
             server.stop()
+
+
+class _Launcher(Protocol):
+    def start(self, timeout: float) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@contextlib.contextmanager
+def _redis_topology(
+    variable: str, what: str, launcher: Callable[[], tuple[_Launcher, str]]
+) -> Iterator[str]:
+    """The URL in ``$variable`` (checked), else one of a local ``launcher`` started now."""
+    if url := os.environ.get(variable):
+        check_redis(url)
+        yield url
+        return
+    server, url = launcher()
+    try:
+        server.start(30.0)
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local {what} could not be started: {exc}")
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+def redis_cluster_service(workdir: Path) -> contextlib.AbstractContextManager[str]:
+    """A ``redis+cluster://`` URL: ``$REDIS_CLUSTER_URL`` or 3 local masters."""
+
+    def launcher() -> tuple[_Launcher, str]:
+        ports = tuple(free_port() for _ in range(3))
+        bus_ports = tuple(free_port() for _ in range(3))
+        cluster = LocalRedisCluster(RedisClusterConfig(ports, bus_ports, workdir))
+        return cluster, cluster.url
+
+    return _redis_topology("REDIS_CLUSTER_URL", "Redis Cluster", launcher)
+
+
+def redis_sentinel_service(workdir: Path) -> contextlib.AbstractContextManager[str]:
+    """A ``redis+sentinel://`` URL: ``$REDIS_SENTINEL_URL`` or a local master and sentinel."""
+
+    def launcher() -> tuple[_Launcher, str]:
+        sentinel = LocalSentinel(RedisSentinelConfig(free_port(), free_port(), workdir))
+        return sentinel, sentinel.url
+
+    return _redis_topology("REDIS_SENTINEL_URL", "Redis Sentinel", launcher)
+
+
+def redis_tls_service(workdir: Path) -> contextlib.AbstractContextManager[str]:
+    """A ``rediss://`` URL: ``$REDIS_TLS_URL`` or a local TLS server (client certificate)."""
+
+    def launcher() -> tuple[_Launcher, str]:
+        server = TlsRedisServer(RedisServerConfig(port=free_port(), data_dir=workdir), free_port())
+        return server, server.tls_url
+
+    return _redis_topology("REDIS_TLS_URL", "TLS Redis", launcher)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ from crawler.extensions.metrics import (
     parse_port_range,
     serve,
 )
-from crawler.extensions.startup_log import describe_node, redact_url
+from crawler.extensions.startup_log import describe_node
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 
 LABELS = {"spider": "pages", "node": "node-a", "crawl": "c1"}
@@ -233,19 +233,6 @@ def test_extension_serves_stats_and_stops_at_close() -> None:
 
 
 # --------------------------------------------------------------------------- startup line
-
-
-@pytest.mark.parametrize(
-    ("url", "shown"),
-    [
-        ("redis://:secret@127.0.0.1:6379/3", "redis://:***@127.0.0.1:6379/3"),
-        ("rediss://user:p%40ss@redis.internal/0", "rediss://user:***@redis.internal/0"),
-        ("redis://redis:6379/0", "redis://redis:6379/0"),
-        ("redis://h/0?password=secret&db=2", "redis://h/0?password=***&db=2"),
-    ],
-)
-def test_redis_password_is_redacted(url: str, shown: str) -> None:
-    assert redact_url(url) == shown
 
 
 def test_startup_line_names_every_connection_without_secrets() -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from crawler.frontier.admin import FrontierAdmin
+from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 from settings.resolve import resolve_settings
 
 
@@ -45,20 +47,29 @@ def add_redis_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", default=None, help="Redis URL (default: REDIS_URL)")
 
 
-def redis_client(args: argparse.Namespace) -> redis.Redis:
-    url = args.redis or project_settings()["REDIS_URL"]
-    if not url:
-        raise SystemExit("no Redis: give --redis or set REDIS_URL")
-    client = redis.Redis.from_url(str(url), socket_connect_timeout=5)
+def redis_config(args: argparse.Namespace) -> RedisConfig:
+    """Redis as ``--redis`` or ``REDIS_URL`` names it; a bad URL ends the command."""
+    setting = "--redis" if args.redis else "REDIS_URL"
     try:
+        return RedisConfig.from_url(redis_url(args), setting)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def redis_client(args: argparse.Namespace) -> SyncRedis:
+    config = redis_config(args)
+    client: SyncRedis | None = None
+    try:
+        client = sync_client(config, socket_connect_timeout=5)
         client.ping()
-    except redis.RedisError as exc:
-        client.close()
-        raise SystemExit(f"Redis at {str(url).split('@')[-1]} does not answer: {exc}") from exc
+    except (redis.RedisError, RedisClusterException) as exc:
+        if client is not None:
+            client.close()
+        raise SystemExit(f"Redis at {config.display} does not answer: {exc}") from exc
     return client
 
 
-def frontier_admin(client: redis.Redis, spider: str) -> FrontierAdmin:
+def frontier_admin(client: SyncRedis, spider: str) -> FrontierAdmin:
     """A ``FrontierAdmin`` with the key templates and node ttl of the project settings."""
     settings = project_settings()
     return FrontierAdmin(

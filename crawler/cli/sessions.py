@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from redis.asyncio import Redis
 
-from crawler.cli.config import add_redis_option, project_settings, redis_url
+from crawler.cli.config import add_redis_option, project_settings, redis_config
+from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
 from crawler.sessions import (
     Cookie,
     Health,
@@ -96,8 +96,8 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
 
 
 @asynccontextmanager
-async def _client(url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(url)
+async def _client(config: RedisConfig) -> AsyncIterator[AsyncRedis]:
+    client = async_client(config)
     try:
         yield client
     finally:
@@ -106,7 +106,7 @@ async def _client(url: str) -> AsyncIterator[Redis]:
 
 async def _with_store(args: argparse.Namespace, action: Action) -> int:
     settings = SessionSettings.from_mapping(project_settings())
-    async with _client(redis_url(args)) as client:
+    async with _client(redis_config(args)) as client:
         return await action(args, RedisSessionStore(client, settings))
 
 

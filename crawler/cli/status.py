@@ -7,10 +7,10 @@ import time
 from typing import TypedDict
 
 import orjson
-import redis
 
 from crawler.cli.config import add_redis_option, frontier_admin, project_settings, redis_client
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
+from crawler.redis_connection import SyncRedis
 
 RATE_MINUTES = 5  # rates are averaged over this many of the last minutes
 
@@ -45,7 +45,7 @@ def per_minute(count: int, seconds: float) -> float:
     return round(count * 60 / seconds, 1) if seconds > 0 else 0.0
 
 
-def collect(client: redis.Redis, spider: str, crawl_id: str) -> SpiderStatus:
+def collect(client: SyncRedis, spider: str, crawl_id: str) -> SpiderStatus:
     admin = frontier_admin(client, spider)
     snapshot = admin.snapshot()
     ledger = admin.ledger(crawl_id, RATE_MINUTES)
@@ -70,7 +70,7 @@ def collect(client: redis.Redis, spider: str, crawl_id: str) -> SpiderStatus:
     )
 
 
-def collect_all(client: redis.Redis, spiders: list[str], crawl: str | None) -> list[SpiderStatus]:
+def collect_all(client: SyncRedis, spiders: list[str], crawl: str | None) -> list[SpiderStatus]:
     """Status of ``spiders`` (default: every spider found) in crawl ``crawl`` (or the default)."""
     crawl_id = crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
     return [collect(client, spider, crawl_id) for spider in spiders or discover_spiders(client)]

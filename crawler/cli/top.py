@@ -6,8 +6,6 @@ import argparse
 import sys
 import time
 
-import redis
-
 from crawler.cli.config import redis_client
 from crawler.cli.status import (
     SpiderStatus,
@@ -16,6 +14,7 @@ from crawler.cli.status import (
     format_eta,
     progress_bar,
 )
+from crawler.redis_connection import SyncRedis
 
 CLEAR = "\x1b[H\x1b[2J"
 ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
@@ -74,7 +73,7 @@ def render_screen(statuses: list[SpiderStatus], color: bool) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _screen(client: redis.Redis, args: argparse.Namespace, color: bool) -> str:
+def _screen(client: SyncRedis, args: argparse.Namespace, color: bool) -> str:
     spiders = [args.spider] if args.spider else []
     return render_screen(collect_all(client, spiders, args.crawl), color)
 

@@ -10,11 +10,11 @@ import argparse
 import sys
 from typing import Any, ClassVar
 
-import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import RedisConfig, sync_client
 
 
 def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
@@ -47,11 +47,12 @@ class Command(ScrapyCommand):
         if not url:
             raise UsageError("REDIS_URL is empty: there is no shared state to purge")
         keys = spider_keys(args[0], keep_seeds=opts.keep_seeds)
-        client = redis.Redis.from_url(url)
+        redis = RedisConfig.from_url(url)
+        client = sync_client(redis)
         try:
             present = [key for key in keys if client.exists(key)]
             if not present:
-                print(f"Nothing to purge for {args[0]!r} on {url.split('@')[-1]}")
+                print(f"Nothing to purge for {args[0]!r} on {redis.display}")
                 return
             if not opts.yes:
                 answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import orjson
-import redis
 
 from crawler.demo.nodes import start_node, stop_node, wait_for_exit
 from crawler.demo.site import Site
@@ -31,6 +30,7 @@ from crawler.devservices import (
     free_port,
 )
 from crawler.kafka.reader import read_topic
+from crawler.redis_connection import sync_client
 
 TOPIC_TEMPLATE = "spider-{spider}-items"
 
@@ -86,7 +86,7 @@ def run(pages: int, nodes: int, workdir: Path) -> int:
         ]
         try:
             crawl_started = time.monotonic()
-            client = redis.Redis.from_url(redis_url)
+            client = sync_client(redis_url)
             client.lpush("pages:start_urls", site.url(0))
             client.close()
             say(f"Started {nodes} nodes; seeded pages:start_urls with {site.url(0)}")

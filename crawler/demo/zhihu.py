@@ -16,11 +16,11 @@ import uuid
 from pathlib import Path
 
 import orjson
-import redis
 
 from crawler.demo.nodes import start_node, stop_node, wait_for_exit
 from crawler.demo.run import say, services
 from crawler.kafka.reader import read_topic
+from crawler.redis_connection import sync_client
 from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock
 
 ITEM_TYPES = ("zhihu_content", "zhihu_comment", "zhihu_creator")
@@ -67,7 +67,7 @@ def main() -> int:
         try:
             question = next(iter(mock.data.questions))
             person = next(iter(mock.data.people))
-            client = redis.Redis.from_url(redis_url)
+            client = sync_client(redis_url)
             client.lpush(
                 "zhihu:start_urls",
                 f"{base}/question/{question}",

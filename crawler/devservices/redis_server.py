@@ -27,6 +27,7 @@ class RedisServerConfig:
     host: str = "127.0.0.1"
     appendonly: bool = True
     executable: str = "redis-server"
+    extra_args: tuple[str, ...] = ()  # appended to the command line (cluster, TLS options)
 
 
 class RedisServer(LocalProcess):
@@ -74,6 +75,7 @@ class RedisServer(LocalProcess):
             "--protected-mode", "no",
             "--daemonize", "no",
             "--logfile", str(data_dir / LOG_FILE),
+            *cfg.extra_args,
         ]  # fmt: skip
 
     def start(self, timeout: float = 20.0) -> None:

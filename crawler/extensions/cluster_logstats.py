@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 from scrapy import Spider, signals
@@ -30,6 +29,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.frontier.keys import FrontierKeys
 from crawler.node import resolve_node_id
+from crawler.redis_connection import async_client
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class ClusterLogStats:
         self.stats: StatsCollector = crawler.stats
         # One short command per interval: fail fast rather than pile up behind a dead Redis.
         timeout = min(5.0, self.settings.interval)
-        self.redis = Redis.from_url(
+        self.redis = async_client(
             self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
         )
         self.script = self.redis.register_script(CLUSTER_SCRIPT)

@@ -14,7 +14,6 @@ import logging
 import time
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -23,6 +22,7 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
 from crawler.extensions.ledger_layout import BUCKET_TTL, STARTED_FIELD, LedgerKeys, ledger_fields
+from crawler.redis_connection import AsyncRedis, async_client
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class LedgerExtension:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self._pushed: dict[str, int] = {}
-        self._client: Redis | None = None
+        self._client: AsyncRedis | None = None
         self._keys: LedgerKeys | None = None
         self._stop = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -78,7 +78,7 @@ class LedgerExtension:
 
     def spider_opened(self, spider: Spider) -> None:
         self._keys = LedgerKeys.for_crawl(spider.name, self.settings.crawl_id)
-        self._client = Redis.from_url(self.settings.redis_url)
+        self._client = async_client(self.settings.redis_url)
         self._loop = asyncio.ensure_future(self._push_loop())
         logger.info("Ledger %s, pushed every %ss", self._keys.total, self.settings.interval)
 

@@ -1,6 +1,6 @@
 """``StartupLog``: one INFO line per node at start saying what it is connected to.
 
-Node id, profile, crawl id, Redis (password shown as ``***``), Kafka bootstrap
+Node id, profile, crawl id, Redis (passwords shown as ``***``), Kafka bootstrap
 servers, scheduler class and metrics address; never a secret. Logged when the
 engine starts, after every component is open. ``STARTUP_LOG_ENABLED`` turns it off.
 """
@@ -8,7 +8,6 @@ engine starts, after every component is open. ``STARTUP_LOG_ENABLED`` turns it o
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -17,29 +16,9 @@ from scrapy.settings import BaseSettings
 
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.node import resolve_node_id
+from crawler.redis_connection import redact_url
 
 logger = logging.getLogger(__name__)
-
-REDACTED = "***"
-SECRET_QUERY_FIELDS = frozenset({"password"})
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (in the netloc or a ``password=`` query field) as ``***``."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        credentials, _, host = netloc.rpartition("@")
-        user = credentials.partition(":")[0]
-        netloc = f"{user}:{REDACTED}@{host}"
-    query = parts.query
-    if query:
-        fields = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(key, REDACTED if key in SECRET_QUERY_FIELDS else value) for key, value in fields],
-            safe="*",
-        )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def class_name(value: object) -> str:

@@ -1,9 +1,11 @@
 """``FrontierAdmin``: what an operator sees and fixes in a spider's shared state (no Scrapy).
 
 ``snapshot()`` reads the frontier, seeds, nodes and politeness keys (layout in
-docs/redis-keys.md) against Redis server time, in one pipelined round trip plus
-incremental scans of the collections that can grow large (failed records,
-invalid seeds, politeness keys), so it never blocks Redis. ``ledger()`` reads the
+docs/redis-keys.md) against the server time of the spider's Redis (on a Redis
+Cluster: the master of its slot), in one pipelined round trip plus incremental
+scans of the collections that can grow large (failed records, invalid seeds,
+politeness keys), so it never blocks Redis. The scans visit every master of a
+cluster. ``ledger()`` reads the
 crawl ledger the nodes write (``crawler.extensions.ledger_layout``).
 ``requeue_expired()`` returns expired leases to the queue (``lua/requeue.lua``).
 """
@@ -16,13 +18,15 @@ from importlib import resources
 from typing import Any, TypedDict
 
 import orjson
-import redis
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import SyncRedis
 
 SCAN_COUNT = 1000  # entries asked for per scan step
 REQUEUE_BATCH = 1000  # leases returned per script call
+# TIME of the server that holds KEYS[1] (a cluster pipeline cannot send TIME: no key, no node)
+SERVER_TIME_SCRIPT = "return redis.call('TIME')"
 
 
 class NodeInfo(TypedDict):
@@ -78,7 +82,7 @@ def _reason(record: bytes | str) -> str:
     return str(data.get("reason", "unknown")) if isinstance(data, dict) else "unreadable"
 
 
-def discover_spiders(client: redis.Redis) -> list[str]:
+def discover_spiders(client: SyncRedis) -> list[str]:
     """Spiders with a queue, nodes, dedup set or seed list in this Redis database."""
     found: set[str] = set()
     for suffix in ("queue", "nodes", "dupefilter"):
@@ -92,7 +96,7 @@ def discover_spiders(client: redis.Redis) -> list[str]:
 class FrontierAdmin:
     def __init__(
         self,
-        client: redis.Redis,
+        client: SyncRedis,
         spider: str,
         *,
         seeds_key: str = "%(name)s:start_urls",
@@ -109,11 +113,12 @@ class FrontierAdmin:
         self.node_ttl = node_ttl
         text = resources.files("crawler.frontier").joinpath("lua/requeue.lua").read_text()
         self._requeue = client.register_script(text)
+        self._time = client.register_script(SERVER_TIME_SCRIPT)
 
     def snapshot(self) -> Snapshot:
         k = self.keys
+        seconds, micros = self._time(keys=[k.queue])
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.time()
             pipe.zcard(k.queue)
             pipe.zrange(k.leases, 0, -1, withscores=True)
             pipe.hvals(k.inflight)
@@ -122,10 +127,8 @@ class FrontierAdmin:
             pipe.llen(self.invalid_key)
             pipe.llen(self.seeds_key)
             pipe.zrange(k.nodes, 0, -1, withscores=True)
-            (seconds, micros), queued, leases, inflight, dedup, failed, invalid, seeds, nodes = (
-                pipe.execute()
-            )
-        now_ms = seconds * 1000 + micros // 1000
+            queued, leases, inflight, dedup, failed, invalid, seeds, nodes = pipe.execute()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
         per_node = Counter(_text(record).split("\t", 1)[0] for record in inflight)
         return Snapshot(
             spider=self.spider,
@@ -197,8 +200,8 @@ class FrontierAdmin:
     def ledger(self, crawl_id: str, minutes: int = 5) -> LedgerView:
         """The crawl's totals and the sums of its last ``minutes`` per-minute buckets."""
         keys = LedgerKeys.for_crawl(self.spider, crawl_id)
-        seconds, micros = self.redis.time()
-        now = seconds + micros / 1e6
+        seconds, micros = self._time(keys=[keys.total])
+        now = int(seconds) + int(micros) / 1e6
         current = int(now // 60)
         window = range(current - minutes + 1, current + 1)
         with self.redis.pipeline(transaction=False) as pipe:

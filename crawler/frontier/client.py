@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from redis.asyncio import Redis
-
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import AsyncRedis
 
 
 def _script_text(name: str) -> str:
@@ -51,7 +50,7 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-async def pending_requests(client: Redis, keys: FrontierKeys) -> int:
+async def pending_requests(client: AsyncRedis, keys: FrontierKeys) -> int:
     """Requests queued or leased by any node (one round trip)."""
     async with client.pipeline(transaction=False) as pipe:
         pipe.zcard(keys.queue)
@@ -61,7 +60,7 @@ async def pending_requests(client: Redis, keys: FrontierKeys) -> int:
 
 
 class FrontierClient:
-    def __init__(self, client: Redis, keys: FrontierKeys, node_id: str) -> None:
+    def __init__(self, client: AsyncRedis, keys: FrontierKeys, node_id: str) -> None:
         self.redis = client
         self.keys = keys
         self.node_id = node_id

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -41,6 +40,7 @@ from crawler.frontier.outage import GaveUp, OutageGuard
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
 from crawler.node import resolve_node_id
+from crawler.redis_connection import RedisConfig, async_client
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -96,16 +96,15 @@ class LeasingScheduler:
     def open(self, spider: Spider) -> None:
         self._spider = spider
         keys = FrontierKeys.for_spider(spider.name)
-        pool = BlockingConnectionPool.from_url(
-            self.settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=None
-        )
-        self._client = FrontierClient(Redis(connection_pool=pool), keys, self.node_id)
+        redis = RedisConfig.from_url(self.settings.redis_url)
+        client = async_client(redis, max_connections=REDIS_CONNECTIONS)
+        self._client = FrontierClient(client, keys, self.node_id)
         _trackers[self.crawler] = self.tracker
         self._heartbeat = asyncio.ensure_future(self._heartbeat_loop())
         logger.info(
             "Frontier %s on %s as node %s (lease %ss, heartbeat %ss)",
             keys.queue,
-            self.settings.redis_url.split("@")[-1],
+            redis.display,
             self.node_id,
             self.settings.lease_timeout,
             self.settings.heartbeat_interval,

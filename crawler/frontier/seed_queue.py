@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 
 import orjson
-from redis.asyncio import Redis
 
 from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import AsyncRedis
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +26,7 @@ class SeedKeys:
 
 
 class SeedQueue:
-    def __init__(self, client: Redis, keys: SeedKeys) -> None:
+    def __init__(self, client: AsyncRedis, keys: SeedKeys) -> None:
         self._client = client
         self.keys = keys
 

@@ -25,7 +25,6 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-from redis.asyncio import BlockingConnectionPool, Redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -35,6 +34,7 @@ from crawler.frontier.outage import TRANSIENT
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
+from crawler.redis_connection import AsyncRedis, async_client
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +68,11 @@ class ClusterRateLimitMiddleware:
         self.local = LocalLimiter()
         self.delays = CrawlDelays.of(crawler)  # Crawl-delay from robots.txt
         self.shared: Limiter | None = None
-        self._client: Redis | None = None
+        self._client: AsyncRedis | None = None
         if self.settings.redis_url:
-            pool = BlockingConnectionPool.from_url(
-                self.settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=None
+            client = self._client = async_client(
+                self.settings.redis_url, max_connections=REDIS_CONNECTIONS
             )
-            client = self._client = Redis(connection_pool=pool)
             self.shared = RedisLimiter(client, self.settings.key_template)
             crawler.signals.connect(self._close, signal=signals.spider_closed)
         self._redis_down = False

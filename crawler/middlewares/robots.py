@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 
 from protego import Protego
-from redis.asyncio import Redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
@@ -28,6 +27,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier.outage import TRANSIENT
 from crawler.politeness.delays import CrawlDelays
+from crawler.redis_connection import AsyncRedis, async_client
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
             raise ValueError(f"ROBOTSTXT_CACHE_TTL={self._ttl} must be >= 1 (seconds)")
         self._key_template: str = settings.get("ROBOTSTXT_CACHE_KEY")
         url = settings.get("REDIS_URL") or ""
-        self._redis: Redis | None = Redis.from_url(url) if url else None
+        self._redis: AsyncRedis | None = async_client(url) if url else None
         self._delays = CrawlDelays.of(crawler)
         crawler.signals.connect(self._close, signal=signals.spider_closed)
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from redis.asyncio import Redis
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -40,6 +39,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
+from crawler.redis_connection import AsyncRedis, async_client
 from crawler.sessions import (
     Cookie,
     Health,
@@ -141,7 +141,7 @@ class SharedSessionMiddleware:
         self.stats: StatsCollector = crawler.stats
         store_settings = SessionSettings.from_mapping(crawler.settings)
         url = crawler.settings.get("REDIS_URL") or ""
-        self._client: Redis | None = Redis.from_url(url) if url else None
+        self._client: AsyncRedis | None = async_client(url) if url else None
         self.store: SessionStore
         self.lease: LoginLease
         if self._client is not None:

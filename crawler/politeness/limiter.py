@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Protocol
 
-from redis.asyncio import Redis
+from crawler.redis_connection import AsyncRedis
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ def _script(name: str) -> str:
 
 
 class RedisLimiter:
-    def __init__(self, client: Redis, key_template: str) -> None:
+    def __init__(self, client: AsyncRedis, key_template: str) -> None:
         self._key_template = key_template
         self._reserve = client.register_script(_script("reserve"))
         self._penalize = client.register_script(_script("penalize"))

@@ -20,8 +20,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
-from redis.asyncio import Redis
-
+from crawler.redis_connection import AsyncRedis
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import Health, Session, SessionError
 from crawler.sessions.settings import SessionSettings
@@ -64,7 +63,7 @@ def _script(name: str) -> str:
 class RedisLoginLease:
     """``<prefix>:{<platform>}:login:<account>`` = token, for ``SESSIONS_LOGIN_LEASE`` seconds."""
 
-    def __init__(self, client: Redis, settings: SessionSettings | None = None) -> None:
+    def __init__(self, client: AsyncRedis, settings: SessionSettings | None = None) -> None:
         self.redis = client
         self.settings = settings or SessionSettings()
         self._ttl_ms = max(1, round(self.settings.login_lease * 1000))

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import Any, Protocol
 
-from redis.asyncio import Redis
-
+from crawler.redis_connection import AsyncRedis
 from crawler.sessions.crypto import CookieCipher
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import (
@@ -94,7 +93,7 @@ class RedisSessionStore:
 
     def __init__(
         self,
-        client: Redis,
+        client: AsyncRedis,
         settings: SessionSettings | None = None,
         cipher: CookieCipher | None = None,
     ) -> None:

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import scrapy
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -29,6 +28,7 @@ from crawler.frontier.seed_queue import SeedKeys, SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
+from crawler.redis_connection import async_client
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class RedisSpider(scrapy.Spider):
     async def _redis_seeds(self) -> AsyncIterator[Request]:
         config = self.seed_settings
         queue = SeedQueue(
-            Redis.from_url(config.redis_url),
+            async_client(config.redis_url),
             SeedKeys(config.seeds_key, config.invalid_key, config.frontier),
         )
         stats = self.crawler.stats

@@ -16,8 +16,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-import redis
-
+from crawler.redis_connection import sync_client
 from crawler.zhihu.items import Author
 
 PRIVACY_KEY_KEY = "{zhihu}:privacy_key"
@@ -28,7 +27,7 @@ def shared_privacy_key(redis_url: str) -> bytes:
     fresh = secrets.token_hex(32)
     if not redis_url:
         return fresh.encode()
-    client = redis.Redis.from_url(redis_url)
+    client = sync_client(redis_url)
     try:
         client.set(PRIVACY_KEY_KEY, fresh, nx=True)
         stored = client.get(PRIVACY_KEY_KEY)
