@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from redis.exceptions import ClusterDownError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -15,7 +16,17 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError)
+# Errors that pass: the server is unreachable or restarting, or a Redis Cluster is failing
+# over (CLUSTERDOWN, TRYAGAIN while a slot moves). Sentinel's MasterNotFoundError is a
+# ConnectionError.
+TRANSIENT = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 class GaveUp(Exception):

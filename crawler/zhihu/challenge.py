@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Protocol
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from crawler.redis_connection import AsyncRedis
 from crawler.sessions import (
     Cookie,
     LoginLease,
@@ -62,7 +62,7 @@ class ChallengeSolver(Protocol):
 class ChallengeLease(RedisLoginLease):
     """``{<platform>}:zse_ck_lease:<account>`` = owner token, for ``ttl`` seconds."""
 
-    def __init__(self, client: Redis, ttl: float) -> None:
+    def __init__(self, client: AsyncRedis, ttl: float) -> None:
         super().__init__(client, SessionSettings(login_lease=ttl))
 
     def key(self, platform: str, account: str) -> str:
