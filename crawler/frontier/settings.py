@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
+from crawler.frontier.dedup import DedupConfig
+
 
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
@@ -16,6 +18,7 @@ class FrontierSettings:
     reclaim_batch: int
     idle_poll: float
     close_timeout: float
+    dedup: DedupConfig
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
@@ -27,6 +30,12 @@ class FrontierSettings:
             reclaim_batch=settings.getint("FRONTIER_RECLAIM_BATCH"),
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
+            dedup=DedupConfig.parse(
+                mode=settings.get("FRONTIER_DUPEFILTER"),
+                ttl=settings.getint("FRONTIER_DEDUP_TTL"),
+                capacity=settings.getint("FRONTIER_DEDUP_CAPACITY"),
+                error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
+            ),
         )
         values.validate()
         return values

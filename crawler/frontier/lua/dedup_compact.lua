@@ -9,6 +9,7 @@
 -- when its entry count reaches a multiple of 16.
 local DEDUP_ARGC = 2
 local WIDTH, SWEEP_EVERY = 12, 16
+local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.floor
 local dedup_ttl, dedup_now, dedup_stamp, dedup_buckets
 local dedup_entries = 0
 
@@ -16,8 +17,8 @@ local function dedup_open()
   dedup_ttl = tonumber(ARGV[5])
   dedup_now = tonumber(redis.call('TIME')[1])
   local t = dedup_now
-  dedup_stamp = string.char(math.floor(t / 16777216) % 256, math.floor(t / 65536) % 256,
-    math.floor(t / 256) % 256, t % 256)
+  dedup_stamp = string.char(floor(t / 16777216) % 256, floor(t / 65536) % 256,
+    floor(t / 256) % 256, t % 256)
   dedup_buckets = tonumber(redis.call('HGET', KEYS[7], 'buckets'))
   if not dedup_buckets then
     dedup_buckets = tonumber(ARGV[6])
@@ -29,7 +30,7 @@ local function dedup_expired(bucket, at)
   if dedup_ttl == 0 then
     return false
   end
-  local a, b, c, d = string.byte(bucket, at + 8, at + 11)
+  local a, b, c, d = sbyte(bucket, at + 8, at + 11)
   return dedup_now - (((a * 256 + b) * 256 + c) * 256 + d) > dedup_ttl
 end
 
@@ -37,7 +38,7 @@ local function dedup_sweep(bucket)
   local kept = {}
   for at = 1, #bucket, WIDTH do
     if not dedup_expired(bucket, at) then
-      kept[#kept + 1] = string.sub(bucket, at, at + WIDTH - 1)
+      kept[#kept + 1] = ssub(bucket, at, at + WIDTH - 1)
     end
   end
   dedup_entries = dedup_entries - (#bucket / WIDTH - #kept)
@@ -45,19 +46,19 @@ local function dedup_sweep(bucket)
 end
 
 local function dedup_add(fingerprint)
-  local a, b, c, d = string.byte(fingerprint, 1, 4)
+  local a, b, c, d = sbyte(fingerprint, 1, 4)
   local field = (((a * 256 + b) * 256 + c) * 256 + d) % dedup_buckets
-  local suffix = string.sub(fingerprint, 5, 12)
+  local suffix = ssub(fingerprint, 5, 12)
   local bucket = redis.call('HGET', KEYS[7], field) or ''
-  local at = string.find(bucket, suffix, 1, true)
+  local at = sfind(bucket, suffix, 1, true)
   while at and (at - 1) % WIDTH ~= 0 do
-    at = string.find(bucket, suffix, at + 1, true)
+    at = sfind(bucket, suffix, at + 1, true)
   end
   if at then
     if not dedup_expired(bucket, at) then
       return false
     end
-    bucket = string.sub(bucket, 1, at + 7) .. dedup_stamp .. string.sub(bucket, at + WIDTH)
+    bucket = ssub(bucket, 1, at + 7) .. dedup_stamp .. ssub(bucket, at + WIDTH)
   else
     bucket = bucket .. suffix .. dedup_stamp
     dedup_entries = dedup_entries + 1
