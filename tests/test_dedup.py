@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from crawler.commands.purge import spider_keys
 from crawler.demo.site import Site
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
-from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
+from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
 from crawler.frontier.dedup_bloom import (
     GROWTH,
     MAX_BITS,
@@ -112,6 +112,10 @@ def test_compact_mode_stays_exact_in_crowded_buckets(
 
 
 def test_compact_and_bloom_need_full_length_fingerprints() -> None:
+    check_fingerprints(CONFIGS["exact"], b"short")
+    check_fingerprints(CONFIGS["bloom"], bytes(20))
+    with pytest.raises(ValueError, match=r"FRONTIER_DUPEFILTER='compact' needs .* makes 8"):
+        check_fingerprints(CONFIGS["compact"], bytes(8))
     step = DedupStep.for_config(DedupConfig(DedupMode.BLOOM))
     assert step.encode("") == ""
     assert step.encode(fingerprint("x")) == bytes.fromhex(fingerprint("x"))[:12]

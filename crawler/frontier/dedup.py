@@ -6,7 +6,7 @@ that enqueues it: ``lua/complete.lua``, preceded by the mode's snippet
 
 - ``exact``: a set of hex fingerprints (what scrapy-redis keeps); with a TTL, a sorted set
   fingerprint -> second recorded (``dedup_zset.lua``).
-- ``compact``: exact in about 15 bytes per URL: a hash of buckets of fixed-width binary
+- ``compact``: exact in about 14 bytes per URL: a hash of buckets of fixed-width binary
   entries (``dedup_compact.lua``); takes a TTL.
 - ``bloom``: a scalable Bloom filter in one bitmap, about 2 bytes per URL at 0.1% false
   positives (``dedup_bloom.lua``, ``crawler.frontier.dedup_bloom``); cannot forget, so no TTL.
@@ -76,6 +76,16 @@ class DedupConfig:
                     f"FRONTIER_DEDUP_CAPACITY={self.capacity} with FRONTIER_BLOOM_ERROR_RATE="
                     f"{self.error_rate}: {exc}"
                 ) from None
+
+
+def check_fingerprints(config: DedupConfig, sample: bytes) -> None:
+    """Raise ValueError if the mode needs longer fingerprints than ``sample`` (one made by the
+    crawler's request fingerprinter)."""
+    if config.mode is not DedupMode.EXACT and len(sample) < DIGEST_BYTES:
+        raise ValueError(
+            f"FRONTIER_DUPEFILTER={config.mode.value!r} needs request fingerprints of at least "
+            f"{DIGEST_BYTES} bytes; REQUEST_FINGERPRINTER_CLASS makes {len(sample)}"
+        )
 
 
 def _lua(name: str) -> str:

@@ -36,6 +36,7 @@ from twisted.internet.defer import Deferred
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
+from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.outage import GaveUp, OutageGuard
@@ -68,6 +69,9 @@ class LeasingScheduler:
         self.stats: StatsCollector = crawler.stats
         self.tracker = AckTracker(self._on_complete, self._on_progress)
         self.dedup_report = DedupReport(self.stats, self.settings.dedup)
+        assert crawler.request_fingerprinter is not None
+        sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
+        check_fingerprints(self.settings.dedup, sample)
         self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
         self._buffer: deque[tuple[Lease, Request]] = deque()
         self._fresh: list[NewRequest] = []

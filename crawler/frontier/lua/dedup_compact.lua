@@ -1,4 +1,4 @@
--- Dedup snippet, mode compact: exact, in about 15 bytes per fingerprint.
+-- Dedup snippet, mode compact: exact, in about 14 bytes per fingerprint.
 -- KEYS[7]: hash. Field 'buckets' -> bucket count (set once, when the hash is created);
 --   'entries' -> entries stored; '<n>' (bucket n) -> 12-byte entries one after the other:
 --   bytes 5..12 of the fingerprint, then the second it was recorded (4 bytes, big-endian).
