@@ -111,7 +111,7 @@ async def probe(redis: Redis, config: DedupConfig, size: int, batch: int) -> int
 async def measure(url: str, name: str, size: int, batch: int) -> Row:
     mode, shrink = MODES[name]
     config = DedupConfig(mode, capacity=max(1, size // shrink))
-    redis = Redis.from_url(url)
+    redis = Redis.from_url(url, socket_timeout=600)  # emptying 10M entries takes seconds
     await redis.flushall()
     client = FrontierClient(redis, KEYS, "bench", config)
     await client.complete(None, "done", [])  # load the script before measuring
