@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 GROWTH = 2  # each slice holds this many times the fingerprints of the one before
-TIGHTENING = 0.25  # ... at this share of its false-positive rate (see below)
+TIGHTENING = 0.25  # ... at this share of its rate: the first slice gets 3/4 of the budget
 MAX_BITS = 2**32  # a Redis string holds at most 512 MB
 BLOCK_BITS = 512  # bits of a block (64 bytes); lua/dedup_bloom.lua uses the same
 
