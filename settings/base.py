@@ -178,3 +178,9 @@ ZHIHU_PRIVACY = True  # bool: hash author ids (HMAC-SHA256) and mask names in it
 ZHIHU_PRIVACY_KEY = ""  # str: HMAC key; "" = a random key shared by the cluster through Redis
 ZHIHU_CHALLENGE_BROWSER = False  # bool: one node solves __zse_ck challenge pages in Chromium
 ZHIHU_CHALLENGE_TIMEOUT = 30.0  # float > 0: seconds for one solve (browser launch included)
+
+# --- Frontier dedup (crawler/frontier/dedup.py, docs/redis-keys.md) -------------------
+FRONTIER_DUPEFILTER = "exact"  # str: exact (set) | compact (exact, ~14 B/URL) | bloom (~2 B/URL)
+FRONTIER_DEDUP_TTL = 0  # int s >= 0: a URL may be crawled again this long after; 0 = never
+FRONTIER_DEDUP_CAPACITY = 1_000_000  # int >= 1: expected URLs (compact buckets, Bloom 1st slice)
+FRONTIER_BLOOM_ERROR_RATE = 0.001  # float (0, 1): bloom: false-positive rate of the whole filter

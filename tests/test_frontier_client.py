@@ -40,7 +40,7 @@ def test_enqueue_dedups_and_leases_by_priority(redis_url: str, redis_client: red
         a = client_for(redis_url, "a")
         first = await a.complete(None, "done", [new("low", 0), new("high", 5), new("low", 0)])
         again = await a.complete(None, "done", [new("high", 5), new("free", 1, fingerprint="")])
-        assert (first.added, first.duplicates, again.added, again.duplicates) == (2, 1, 1, 1)
+        assert (first.added, first.dropped, again.added, again.dropped) == (2, (2,), 1, (0,))
         leases = await a.lease(2, 60_000)
         assert [lease.body for lease in leases] == [b'{"url":"high"}', b'{"url":"free"}']
         assert await a.pending() == 3

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from crawler.frontier.dedup import DedupConfig, DedupStep
+from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import AsyncRedis
 
@@ -36,7 +38,11 @@ class Lease:
 class Completion:
     status: str
     added: int
-    duplicates: int
+    dropped: tuple[int, ...]  # positions of the children found already seen
+
+    @property
+    def duplicates(self) -> int:
+        return len(self.dropped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +66,28 @@ async def pending_requests(client: AsyncRedis, keys: FrontierKeys) -> int:
 
 
 class FrontierClient:
-    def __init__(self, client: AsyncRedis, keys: FrontierKeys, node_id: str) -> None:
+    def __init__(
+        self,
+        client: AsyncRedis,
+        keys: FrontierKeys,
+        node_id: str,
+        dedup: DedupConfig = DedupConfig(),  # noqa: B008 (frozen)
+    ) -> None:
         self.redis = client
         self.keys = keys
         self.node_id = node_id
+        self.dedup = DedupStep.for_config(dedup)
         self._lease = client.register_script(_script_text("lease"))
-        self._complete = client.register_script(_script_text("complete"))
+        self._complete = client.register_script(self.dedup.script())
+        self._complete_keys = [
+            keys.queue,
+            keys.data,
+            keys.seq,
+            keys.leases,
+            keys.inflight,
+            keys.failed,
+            *self.dedup.keys(keys),
+        ]
         self._heartbeat = client.register_script(_script_text("heartbeat"))
         self._release = client.register_script(_script_text("release"))
 
@@ -83,15 +105,28 @@ class FrontierClient:
         children: list[NewRequest],
         failure: bytes = b"",
     ) -> Completion:
-        k = self.keys
-        args: list[Any] = [lease_id or "", self.node_id, outcome, failure]
+        encode = self.dedup.encode
+        args: list[Any] = [lease_id or "", self.node_id, outcome, failure, *self.dedup.args]
         for child in children:
-            args += [child.fingerprint, repr(child.score), child.body]
-        status, added, duplicates = await self._complete(
-            keys=[k.queue, k.data, k.dupefilter, k.seq, k.leases, k.inflight, k.failed],
-            args=args,
+            args += [encode(child.fingerprint), repr(child.score), child.body]
+        status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
+        return Completion(_text(status), int(added), tuple(int(i) for i in dropped))
+
+    async def bloom_state(self) -> BloomState:
+        """The Bloom filter's layout and fill (mode bloom; empty before the first request)."""
+        layout, slices, count = await self.redis.hmget(
+            self.keys.bloom_meta, ["layout", "slices", "count"]
         )
-        return Completion(_text(status), int(added), int(duplicates))
+        return BloomState.from_meta(layout, slices, count)
+
+    async def other_dedup_keys(self) -> list[str]:
+        """Keys of other dedup modes that exist: requests seen under them are not known."""
+        others = self.dedup.other_keys(self.keys)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in others:
+                pipe.exists(key)
+            found = await pipe.execute()
+        return [key for key, present in zip(others, found, strict=True) if present]
 
     async def heartbeat(
         self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int

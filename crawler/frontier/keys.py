@@ -15,6 +15,10 @@ class FrontierKeys:
     queue: str
     data: str
     dupefilter: str
+    dupefilter_ttl: str
+    dupefilter_compact: str
+    bloom: str
+    bloom_meta: str
     seq: str
     leases: str
     inflight: str
@@ -28,6 +32,10 @@ class FrontierKeys:
             queue=f"{tag}:queue",
             data=f"{tag}:data",
             dupefilter=f"{tag}:dupefilter",
+            dupefilter_ttl=f"{tag}:dupefilter:ttl",
+            dupefilter_compact=f"{tag}:dupefilter:compact",
+            bloom=f"{tag}:dupefilter:bloom",
+            bloom_meta=f"{tag}:dupefilter:bloom:meta",
             seq=f"{tag}:seq",
             leases=f"{tag}:leases",
             inflight=f"{tag}:inflight",
@@ -35,11 +43,21 @@ class FrontierKeys:
             failed=f"{tag}:failed",
         )
 
+    def dedup_keys(self) -> tuple[str, ...]:
+        """The keys of every dedup mode (crawler.frontier.dedup)."""
+        return (
+            self.dupefilter,
+            self.dupefilter_ttl,
+            self.dupefilter_compact,
+            self.bloom,
+            self.bloom_meta,
+        )
+
     def all(self) -> tuple[str, ...]:
         return (
             self.queue,
             self.data,
-            self.dupefilter,
+            *self.dedup_keys(),
             self.seq,
             self.leases,
             self.inflight,

@@ -34,7 +34,9 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
-from crawler.frontier.client import FrontierClient, Lease, NewRequest
+from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
+from crawler.frontier.dedup import check_fingerprints
+from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.outage import GaveUp, OutageGuard
 from crawler.frontier.seen_cache import SeenCache
@@ -67,10 +69,14 @@ class LeasingScheduler:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.tracker = AckTracker(self._on_complete, self._on_progress)
+        self.dedup_report = DedupReport(self.stats, self.settings.dedup)
+        assert crawler.request_fingerprinter is not None
+        sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
+        check_fingerprints(self.settings.dedup, sample)
         self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
         self._buffer: deque[tuple[Lease, Request]] = deque()
         self._fresh: list[NewRequest] = []
-        self._seen = SeenCache(self.settings.seen_cache)
+        self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
         self._fresh_waiters: list[str] = []  # leases held until the fresh batch is written
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
@@ -98,16 +104,18 @@ class LeasingScheduler:
         keys = FrontierKeys.for_spider(spider.name)
         redis = RedisConfig.from_url(self.settings.redis_url)
         client = async_client(redis, max_connections=REDIS_CONNECTIONS)
-        self._client = FrontierClient(client, keys, self.node_id)
+        self._client = FrontierClient(client, keys, self.node_id, self.settings.dedup)
         _trackers[self.crawler] = self.tracker
         self._heartbeat = asyncio.ensure_future(self._heartbeat_loop())
+        self._spawn(self._check_dedup_keys())
         logger.info(
-            "Frontier %s on %s as node %s (lease %ss, heartbeat %ss)",
+            "Frontier %s on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
             keys.queue,
             redis.display,
             self.node_id,
             self.settings.lease_timeout,
             self.settings.heartbeat_interval,
+            self.settings.dedup.mode.value,
         )
 
     def close(self, reason: str) -> Deferred[None]:
@@ -246,7 +254,7 @@ class LeasingScheduler:
         waiters, self._fresh_waiters = self._fresh_waiters, []
         if batch:
             result = await self._guarded(lambda: self.client.complete(None, "done", batch))
-            self._count_children(result.added, result.duplicates)
+            self._count_children(result, batch)
         for lease_id in waiters:
             self.tracker.release(lease_id)
 
@@ -268,7 +276,7 @@ class LeasingScheduler:
         result = await self._guarded(
             lambda: self.client.complete(state.lease_id, outcome, state.children, failure)
         )
-        self._count_children(result.added, result.duplicates)
+        self._count_children(result, state.children)
         if result.status in ("gone", "stolen"):
             self.stats.inc_value(f"frontier/lease_lost/{result.status}")
             logger.warning("Lease %s was %s before it completed", state.lease_id, result.status)
@@ -280,14 +288,26 @@ class LeasingScheduler:
         else:
             self.stats.inc_value("frontier/done")
 
-    def _count_children(self, added: int, duplicates: int) -> None:
-        if added:
+    def _count_children(self, result: Completion, children: list[NewRequest]) -> None:
+        if result.added:
             self._new_work()
-            self.stats.inc_value("frontier/added", added)
+            self.stats.inc_value("frontier/added", result.added)
             if not self._buffer:
                 wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
-        if duplicates:
-            self.stats.inc_value("dupefilter/filtered", duplicates)
+        self.dedup_report.completed(result, children)
+
+    async def _check_dedup_keys(self) -> None:
+        try:
+            others = await self.client.other_dedup_keys()
+        except RedisError:
+            return  # Redis is down: the first frontier operations will say so
+        if others:
+            logger.warning(
+                "FRONTIER_DUPEFILTER=%s, but dedup keys of another mode exist (%s): requests "
+                "recorded there are not known to this mode and may be crawled again",
+                self.settings.dedup.mode.value,
+                ", ".join(others),
+            )
 
     def _new_work(self) -> None:
         """Work reached the shared queue: lease again now, even if a lease just came back empty."""
@@ -305,6 +325,8 @@ class LeasingScheduler:
                     lease_ms=int(settings.lease_timeout * 1000),
                     reclaim_limit=settings.reclaim_batch,
                 )
+                if self.dedup_report.bloom:
+                    self.dedup_report.bloom_state(await self.client.bloom_state())
             except RedisError:
                 self.stats.inc_value("frontier/redis_error")
             else:
@@ -354,6 +376,7 @@ class LeasingScheduler:
             )
         if released:
             self.stats.inc_value("frontier/released", released)
+        self.dedup_report.summary()
         logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
         for task in list(self._tasks):
             task.cancel()

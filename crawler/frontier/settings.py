@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
+from crawler.frontier.dedup import DedupConfig
+
 
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
@@ -17,6 +19,7 @@ class FrontierSettings:
     idle_poll: float
     close_timeout: float
     seen_cache: int
+    dedup: DedupConfig
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
@@ -29,6 +32,12 @@ class FrontierSettings:
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
+            dedup=DedupConfig.parse(
+                mode=settings.get("FRONTIER_DUPEFILTER"),
+                ttl=settings.getint("FRONTIER_DEDUP_TTL"),
+                capacity=settings.getint("FRONTIER_DEDUP_CAPACITY"),
+                error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
+            ),
         )
         values.validate()
         return values

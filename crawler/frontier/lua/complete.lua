@@ -1,15 +1,19 @@
 -- Finish a lease (if any) and enqueue new requests, atomically.
--- KEYS: 1 queue, 2 data, 3 dupefilter (set of fingerprints), 4 seq (counter),
---       5 leases, 6 inflight, 7 failed (hash id -> failure JSON)
+-- crawler.frontier.dedup puts the dedup snippet of FRONTIER_DUPEFILTER (lua/dedup_*.lua) before
+-- this body: it defines DEDUP_ARGC and dedup_open(), dedup_add(fingerprint) (true: new, now
+-- recorded), dedup_close().
+-- KEYS: 1 queue, 2 data, 3 seq (counter), 4 leases, 5 inflight, 6 failed (hash id -> failure
+--       JSON), 7.. the dedup snippet's keys
 -- ARGV: 1 lease id ('' = none), 2 node id, 3 outcome: done | failed | requeue,
---       4 failure record JSON (outcome failed), then triples: fingerprint ('' = never
---       deduplicated), score (-priority), request JSON.
--- Returns {status, added, duplicates}; status is the outcome, 'none' (no lease given),
--- 'gone' (lease no longer exists) or 'stolen' (another node holds it now).
+--       4 failure record JSON (outcome failed), 5..4+DEDUP_ARGC the dedup snippet's arguments,
+--       then triples: fingerprint ('' = never deduplicated), score (-priority), request JSON.
+-- Returns {status, added, dropped}; status is the outcome, 'none' (no lease given), 'gone'
+-- (lease no longer exists) or 'stolen' (another node holds it now); dropped lists the 0-based
+-- positions of the requests found already seen.
 local lease, node, outcome = ARGV[1], ARGV[2], ARGV[3]
 local status = 'none'
 if lease ~= '' then
-  local record = redis.call('HGET', KEYS[6], lease)
+  local record = redis.call('HGET', KEYS[5], lease)
   if not record then
     status = 'gone'
   else
@@ -17,13 +21,13 @@ if lease ~= '' then
     if string.sub(record, 1, tab - 1) ~= node then
       status = 'stolen'
     else
-      redis.call('ZREM', KEYS[5], lease)
-      redis.call('HDEL', KEYS[6], lease)
+      redis.call('ZREM', KEYS[4], lease)
+      redis.call('HDEL', KEYS[5], lease)
       if outcome == 'requeue' then
         redis.call('ZADD', KEYS[1], string.sub(record, tab + 1), lease)
       else
         if outcome == 'failed' then
-          redis.call('HSET', KEYS[7], lease, ARGV[4])
+          redis.call('HSET', KEYS[6], lease, ARGV[4])
         end
         redis.call('HDEL', KEYS[2], lease)
       end
@@ -31,16 +35,21 @@ if lease ~= '' then
     end
   end
 end
-local added, duplicates = 0, 0
-for i = 5, #ARGV, 3 do
-  local fingerprint = ARGV[i]
-  if fingerprint == '' or redis.call('SADD', KEYS[3], fingerprint) == 1 then
-    local id = string.format('%012x', redis.call('INCR', KEYS[4]))
-    redis.call('HSET', KEYS[2], id, ARGV[i + 2])
-    redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
-    added = added + 1
-  else
-    duplicates = duplicates + 1
+local first = 5 + DEDUP_ARGC
+local added, dropped = 0, {}
+if #ARGV >= first then
+  dedup_open()
+  for i = first, #ARGV, 3 do
+    local fingerprint = ARGV[i]
+    if fingerprint == '' or dedup_add(fingerprint) then
+      local id = string.format('%012x', redis.call('INCR', KEYS[3]))
+      redis.call('HSET', KEYS[2], id, ARGV[i + 2])
+      redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
+      added = added + 1
+    else
+      dropped[#dropped + 1] = (i - first) / 3
+    end
   end
+  dedup_close()
 end
-return {status, added, duplicates}
+return {status, added, dropped}

@@ -1,0 +1,163 @@
+"""Dedup modes: bytes per URL, measured false-positive rate and insert rate.
+
+    .venv/bin/python -m bench.dedup [--sizes 1000000,10000000] [--modes exact,compact,bloom]
+
+For each mode and size N, a fresh local ``redis-server`` (no persistence) gets N
+synthetic fingerprints through the real path: ``FrontierClient.complete`` with
+``--batch`` children per call (the queue and request bodies it also writes are
+deleted after every call, outside the timing). Bytes per URL: the ``used_memory``
+delta of the whole server and the ``MEMORY USAGE ... SAMPLES 0`` of the dedup keys,
+divided by N. False positives: N/10 fresh fingerprints sent the same way, counted
+when reported as seen; a Bloom filter is probed on a copy, refreshed every
+N/1000 probes, so probing does not fill it. The Bloom filter is sized for N
+(``FRONTIER_DEDUP_CAPACITY = N``); ``bloom/8`` is sized for N/8, so it grows
+three slices. Insert rate: fingerprints per second of ``complete`` calls, one
+client, one call at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawler.devservices import RedisServer, RedisServerConfig, free_port
+from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.dedup import DedupConfig, DedupMode
+from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import AsyncRedis, async_client
+
+KEYS = FrontierKeys.for_spider("bench")
+PROBE_KEYS = FrontierKeys.for_spider("probe")
+MODES = {
+    "exact": (DedupMode.EXACT, 1),
+    "compact": (DedupMode.COMPACT, 1),
+    "bloom": (DedupMode.BLOOM, 1),
+    "bloom/8": (DedupMode.BLOOM, 8),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    mode: str
+    size: int
+    used_memory: int
+    memory_usage: int
+    false_positives: int
+    probes: int
+    estimate: str
+    rate: float
+
+    def markdown(self) -> str:
+        return (
+            f"| {self.mode} | {self.size:,} | {self.used_memory / self.size:.2f} "
+            f"| {self.memory_usage / self.size:.2f} "
+            f"| {self.false_positives / self.probes:.5%} ({self.false_positives}) "
+            f"| {self.estimate} | {self.rate:,.0f} |"
+        )
+
+
+def fingerprints(prefix: bytes, start: int, count: int) -> list[NewRequest]:
+    return [
+        NewRequest(hashlib.sha1(prefix + i.to_bytes(8, "big")).hexdigest(), 0.0, b"{}")
+        for i in range(start, start + count)
+    ]
+
+
+async def used_memory(redis: AsyncRedis) -> int:
+    await asyncio.sleep(3)  # let the server trim idle client buffers
+    return int((await redis.info("memory"))["used_memory"])
+
+
+async def drop_queue(redis: AsyncRedis, keys: FrontierKeys) -> None:
+    await redis.delete(keys.queue, keys.data, keys.seq)
+
+
+async def insert(client: FrontierClient, size: int, batch: int) -> float:
+    """Insert ``size`` fingerprints; return the seconds spent in ``complete``."""
+    spent = 0.0
+    for start in range(0, size, batch):
+        children = fingerprints(b"seen", start, min(batch, size - start))
+        began = time.perf_counter()
+        result = await client.complete(None, "done", children)
+        spent += time.perf_counter() - began
+        if result.duplicates and client.dedup.snippet != "dedup_bloom":
+            raise AssertionError(f"{result.duplicates} fresh fingerprints taken as seen")
+        await drop_queue(client.redis, client.keys)
+    return spent
+
+
+async def probe(redis: AsyncRedis, config: DedupConfig, size: int, batch: int) -> int:
+    """False positives among ``size // 10`` fresh fingerprints."""
+    bloom = config.mode is DedupMode.BLOOM
+    prober = FrontierClient(redis, PROBE_KEYS if bloom else KEYS, "probe", config)
+    refresh = max(batch, size // 1000)
+    found = 0
+    for start in range(0, size // 10, batch):
+        if bloom and start % refresh == 0:
+            await redis.copy(KEYS.bloom, PROBE_KEYS.bloom, replace=True)
+            await redis.copy(KEYS.bloom_meta, PROBE_KEYS.bloom_meta, replace=True)
+        children = fingerprints(b"new", start, min(batch, size // 10 - start))
+        found += (await prober.complete(None, "done", children)).duplicates
+        await drop_queue(redis, prober.keys)
+    return found
+
+
+async def measure(url: str, name: str, size: int, batch: int) -> Row:
+    mode, shrink = MODES[name]
+    config = DedupConfig(mode, capacity=max(1, size // shrink))
+    redis = async_client(url, socket_timeout=600)  # emptying 10M entries takes seconds
+    await redis.flushall()
+    client = FrontierClient(redis, KEYS, "bench", config)
+    await client.complete(None, "done", [])  # load the script before measuring
+    before = await used_memory(redis)
+    spent = await insert(client, size, batch)
+    after = await used_memory(redis)
+    usage = 0
+    for key in client.dedup.keys(KEYS):
+        usage += int(await redis.memory_usage(key, samples=0) or 0)
+    estimate = "-"
+    if mode is DedupMode.BLOOM:
+        state = await client.bloom_state()
+        estimate = f"{state.false_positive_rate:.5%} ({state.slices} slices)"
+    false_positives = await probe(redis, config, size, batch)
+    await redis.aclose()
+    return Row(
+        name, size, after - before, usage, false_positives, size // 10, estimate, size / spent
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dedup", description=__doc__)
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--batch", type=int, default=1000, help="children per complete() call")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    names = args.modes.split(",")
+    unknown = set(names) - set(MODES)
+    if unknown:
+        parser.error(f"unknown modes {sorted(unknown)}; choose from {', '.join(MODES)}")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-dedup-"))
+    server = RedisServer(
+        RedisServerConfig(port=free_port(), data_dir=workdir / "redis", appendonly=False)
+    )
+    server.start()
+    try:
+        print("| mode | URLs | B/URL (used_memory) | B/URL (MEMORY USAGE) | measured FP rate "
+              "(count) | estimated FP rate | inserts/s |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|")
+        for size in sizes:
+            for name in names:
+                row = asyncio.run(measure(server.url, name, size, args.batch))
+                print(row.markdown(), flush=True)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

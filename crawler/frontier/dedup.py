@@ -1,0 +1,138 @@
+"""Dedup modes of the frontier (``FRONTIER_DUPEFILTER``) and the complete script of each.
+
+The check-and-record of a request's fingerprint happens in the same atomic step
+that enqueues it: ``lua/complete.lua``, preceded by the mode's snippet
+``lua/dedup_<name>.lua`` (layout in docs/redis-keys.md):
+
+- ``exact``: a set of hex fingerprints (what scrapy-redis keeps); with a TTL, a sorted set
+  fingerprint -> second recorded (``dedup_zset.lua``).
+- ``compact``: exact in about 14 bytes per URL: a hash of buckets of fixed-width binary
+  entries (``dedup_compact.lua``); takes a TTL.
+- ``bloom``: a scalable Bloom filter in one bitmap, about 2 bytes per URL at 0.1% false
+  positives (``dedup_bloom.lua``, ``crawler.frontier.dedup_bloom``); cannot forget, so no TTL.
+
+No Scrapy imports: the scheduler, the bench and the operator tools share this.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+
+from crawler.frontier.dedup_bloom import bloom_layout, encode_layout
+from crawler.frontier.keys import FrontierKeys
+
+BUCKET_ENTRIES = 64  # compact: entries per bucket at FRONTIER_DEDUP_CAPACITY
+DIGEST_BYTES = 12  # compact, bloom: fingerprint bytes the scripts use (Scrapy's have 20)
+
+
+class DedupMode(StrEnum):
+    EXACT = "exact"
+    COMPACT = "compact"
+    BLOOM = "bloom"
+
+
+@dataclass(frozen=True, slots=True)
+class DedupConfig:
+    mode: DedupMode = DedupMode.EXACT
+    ttl: int = 0  # seconds a fingerprint is remembered; 0 = forever
+    capacity: int = 1_000_000  # expected URLs: compact's bucket count, bloom's first slice
+    error_rate: float = 0.001  # bloom: false-positive rate of the whole filter
+
+    @classmethod
+    def parse(cls, mode: str, ttl: int, capacity: int, error_rate: float) -> DedupConfig:
+        """From setting values; raises ValueError naming the setting."""
+        try:
+            parsed = DedupMode(mode)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in DedupMode)
+            raise ValueError(f"FRONTIER_DUPEFILTER={mode!r} is not one of {choices}") from None
+        config = cls(parsed, ttl, capacity, error_rate)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if self.ttl < 0:
+            raise ValueError(f"FRONTIER_DEDUP_TTL={self.ttl} must be >= 0 (0 = forever)")
+        if self.ttl >= 2**31:
+            raise ValueError(f"FRONTIER_DEDUP_TTL={self.ttl} must be < 2**31 seconds")
+        if self.capacity < 1:
+            raise ValueError(f"FRONTIER_DEDUP_CAPACITY={self.capacity} must be >= 1")
+        if not 0 < self.error_rate < 1:
+            raise ValueError(f"FRONTIER_BLOOM_ERROR_RATE={self.error_rate} must be in (0, 1)")
+        if self.mode is DedupMode.BLOOM:
+            if self.ttl:
+                raise ValueError(
+                    f"FRONTIER_DEDUP_TTL={self.ttl} needs FRONTIER_DUPEFILTER='exact' or "
+                    "'compact': a Bloom filter cannot forget a URL "
+                    f"(FRONTIER_DUPEFILTER={self.mode.value!r})"
+                )
+            try:
+                bloom_layout(self.capacity, self.error_rate)
+            except ValueError as exc:
+                raise ValueError(
+                    f"FRONTIER_DEDUP_CAPACITY={self.capacity} with FRONTIER_BLOOM_ERROR_RATE="
+                    f"{self.error_rate}: {exc}"
+                ) from None
+
+
+def check_fingerprints(config: DedupConfig, sample: bytes) -> None:
+    """Raise ValueError if the mode needs longer fingerprints than ``sample`` (one made by the
+    crawler's request fingerprinter)."""
+    if config.mode is not DedupMode.EXACT and len(sample) < DIGEST_BYTES:
+        raise ValueError(
+            f"FRONTIER_DUPEFILTER={config.mode.value!r} needs request fingerprints of at least "
+            f"{DIGEST_BYTES} bytes; REQUEST_FINGERPRINTER_CLASS makes {len(sample)}"
+        )
+
+
+def _lua(name: str) -> str:
+    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
+
+
+@dataclass(frozen=True, slots=True)
+class DedupStep:
+    """What ``complete.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
+
+    snippet: str  # lua/<snippet>.lua
+    key_fields: tuple[str, ...]  # FrontierKeys fields of its keys, in KEYS order
+    args: tuple[str | int, ...]
+    binary: bool  # fingerprints go to the script as DIGEST_BYTES bytes, not hex
+
+    @classmethod
+    def for_config(cls, config: DedupConfig) -> DedupStep:
+        if config.mode is DedupMode.BLOOM:
+            layout = encode_layout(bloom_layout(config.capacity, config.error_rate))
+            return cls("dedup_bloom", ("bloom", "bloom_meta"), (layout,), binary=True)
+        if config.mode is DedupMode.COMPACT:
+            buckets = math.ceil(config.capacity / BUCKET_ENTRIES)
+            return cls("dedup_compact", ("dupefilter_compact",), (config.ttl, buckets), binary=True)
+        if config.ttl:
+            return cls("dedup_zset", ("dupefilter_ttl",), (config.ttl,), binary=False)
+        return cls("dedup_set", ("dupefilter",), (), binary=False)
+
+    def keys(self, keys: FrontierKeys) -> list[str]:
+        return [getattr(keys, name) for name in self.key_fields]
+
+    def other_keys(self, keys: FrontierKeys) -> list[str]:
+        """Dedup keys of the other modes (a crawl that changed mode does not read them)."""
+        mine = self.keys(keys)
+        return [key for key in keys.dedup_keys() if key not in mine]
+
+    def script(self) -> str:
+        """The complete script of this mode: the snippet, then the shared body."""
+        return f"{_lua(self.snippet)}\n{_lua('complete')}"
+
+    def encode(self, fingerprint: str) -> str | bytes:
+        """The fingerprint as the script takes it ('' stays '': never deduplicated)."""
+        if not self.binary or not fingerprint:
+            return fingerprint
+        digest = bytes.fromhex(fingerprint[: 2 * DIGEST_BYTES])
+        if len(digest) < DIGEST_BYTES:
+            raise ValueError(
+                f"fingerprint {fingerprint!r} is shorter than {DIGEST_BYTES} bytes: the compact "
+                "and bloom dupefilters need Scrapy's 20-byte request fingerprints"
+            )
+        return digest

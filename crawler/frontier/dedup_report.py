@@ -1,0 +1,99 @@
+"""The scheduler's dedup stats and logs: what each ``complete`` dropped, and Bloom gauges.
+
+Exact and compact drops count as ``dupefilter/filtered``. A Bloom filter cannot
+tell a false positive from a URL really seen, so its drops count as
+``dupefilter/bloom_maybe_seen``, each logged at DEBUG; a periodic INFO line
+sums them up with the number of false positives to expect among them (new URLs
+since the last line x the filter's estimated false-positive rate), and warns when
+that rate is above ``FRONTIER_BLOOM_ERROR_RATE`` (the last slice is over capacity).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import orjson
+from scrapy.statscollectors import StatsCollector
+
+from crawler.frontier.client import Completion, NewRequest
+from crawler.frontier.dedup import DedupConfig, DedupMode
+from crawler.frontier.dedup_bloom import BloomState
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_INTERVAL = 60.0  # seconds between the Bloom filter's INFO lines (when it dropped any)
+
+
+def _url(body: bytes) -> str:
+    try:
+        return str(orjson.loads(body).get("url"))
+    except (orjson.JSONDecodeError, AttributeError):
+        return "<unreadable request>"
+
+
+class DedupReport:
+    def __init__(self, stats: StatsCollector, config: DedupConfig) -> None:
+        self.stats = stats
+        self.config = config
+        self.bloom = config.mode is DedupMode.BLOOM
+        self._state: BloomState | None = None
+        self._maybe_seen = 0  # Bloom drops since the last summary
+        self._inserted = 0  # fingerprints the Bloom filter took since the last summary
+        self._last_summary = time.monotonic()
+
+    def completed(self, result: Completion, children: list[NewRequest]) -> None:
+        """Count what one ``complete`` call dropped as already seen."""
+        if not self.bloom:
+            if result.duplicates:
+                self.stats.inc_value("dupefilter/filtered", result.duplicates)
+            return
+        self._inserted += result.added - sum(1 for child in children if not child.fingerprint)
+        if not result.duplicates:
+            return
+        self.stats.inc_value("dupefilter/bloom_maybe_seen", result.duplicates)
+        self._maybe_seen += result.duplicates
+        if logger.isEnabledFor(logging.DEBUG):
+            for index in result.dropped:
+                logger.debug(
+                    "Bloom dupefilter: %s maybe seen before, dropped", _url(children[index].body)
+                )
+
+    def bloom_state(self, state: BloomState) -> None:
+        """The filter as read on a heartbeat: gauges, and the summary when it is due."""
+        self._state = state
+        self.stats.set_value("dupefilter/bloom_fill", round(state.fill, 6))
+        self.stats.set_value("dupefilter/bloom_fp_rate", state.false_positive_rate)
+        self.stats.set_value("dupefilter/bloom_slices", state.slices)
+        if time.monotonic() - self._last_summary >= SUMMARY_INTERVAL:
+            self.summary()
+
+    def summary(self) -> None:
+        """Log the Bloom drops since the last summary (none logged when there were none)."""
+        elapsed = time.monotonic() - self._last_summary
+        self._last_summary += elapsed
+        maybe_seen, inserted = self._maybe_seen, self._inserted
+        self._maybe_seen = self._inserted = 0
+        if self._state is None or not maybe_seen:
+            return
+        rate = self._state.false_positive_rate
+        logger.info(
+            "Bloom dupefilter: %d requests dropped as maybe seen in %.0fs; about %.2f of them "
+            "false positives (%d new URLs x estimated false-positive rate %.3g); "
+            "%d slices, the newest %.0f%% full",
+            maybe_seen,
+            elapsed,
+            inserted * rate,
+            inserted,
+            rate,
+            self._state.slices,
+            100 * self._state.fill,
+        )
+        if rate > self.config.error_rate:
+            logger.warning(
+                "Bloom dupefilter: estimated false-positive rate %.3g is above "
+                "FRONTIER_BLOOM_ERROR_RATE=%s: its last slice is over capacity; purge it or "
+                "use a larger FRONTIER_DEDUP_CAPACITY next crawl",
+                rate,
+                self.config.error_rate,
+            )

@@ -1,0 +1,56 @@
+"""What a spider's dedup keys hold, for operator tools (``crawler status``; no Scrapy).
+
+A node's ``FRONTIER_DUPEFILTER`` is not stored in Redis: the summary covers each
+mode whose keys exist (one, unless a crawl changed mode).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from crawler.frontier.dedup_bloom import BloomState
+from crawler.frontier.keys import FrontierKeys
+
+
+@dataclass(frozen=True, slots=True)
+class DedupSummary:
+    mode: str  # exact | exact+ttl | compact | bloom
+    entries: int  # URLs recorded (bloom: added to the filter)
+    bytes: int  # MEMORY USAGE of the mode's keys (sampled for sets and hashes)
+    fill: float | None  # bloom: share of the newest slice's capacity used
+    fp_rate: float  # estimated chance that a new URL is taken for a seen one (0: exact modes)
+
+
+def dedup_summary(client: redis.Redis, keys: FrontierKeys) -> list[DedupSummary]:
+    """One summary per dedup mode with keys in Redis (a few commands, none scans)."""
+    with client.pipeline(transaction=False) as pipe:
+        pipe.scard(keys.dupefilter)
+        pipe.zcard(keys.dupefilter_ttl)
+        pipe.hget(keys.dupefilter_compact, "entries")
+        pipe.hmget(keys.bloom_meta, ["layout", "slices", "count"])
+        for key in keys.dedup_keys():
+            pipe.memory_usage(key)
+        exact, timed, compact, (layout, slices, count), *usage = pipe.execute()
+    size = dict(zip(keys.dedup_keys(), (int(u or 0) for u in usage), strict=True))
+    found = []
+    if size[keys.dupefilter]:
+        found.append(DedupSummary("exact", int(exact), size[keys.dupefilter], None, 0.0))
+    if size[keys.dupefilter_ttl]:
+        found.append(DedupSummary("exact+ttl", int(timed), size[keys.dupefilter_ttl], None, 0.0))
+    if size[keys.dupefilter_compact]:
+        entries = int(compact or 0)
+        found.append(DedupSummary("compact", entries, size[keys.dupefilter_compact], None, 0.0))
+    if size[keys.bloom_meta]:
+        state = BloomState.from_meta(layout, slices, count)
+        found.append(
+            DedupSummary(
+                "bloom",
+                state.entries,
+                size[keys.bloom] + size[keys.bloom_meta],
+                state.fill,
+                state.false_positive_rate,
+            )
+        )
+    return found

@@ -1,0 +1,77 @@
+-- Dedup snippet, mode compact: exact, in about 14 bytes per fingerprint.
+-- KEYS[7]: hash. Field 'buckets' -> bucket count (set once, when the hash is created);
+--   'entries' -> entries stored; '<n>' (bucket n) -> 12-byte entries one after the other:
+--   bytes 5..12 of the fingerprint, then the second it was recorded (4 bytes, big-endian).
+--   A fingerprint's bucket is its bytes 1..4 (big-endian) modulo the bucket count.
+-- ARGV[5]: ttl seconds (0 = forever; else an entry is new again once the clock passes its
+--   second + ttl); ARGV[6]: bucket count of a new hash.
+-- Fingerprints arrive as bytes (at least 12). With a ttl, a bucket drops its expired entries
+-- when its entry count reaches a multiple of 16.
+local DEDUP_ARGC = 2
+local WIDTH, SWEEP_EVERY = 12, 16
+local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.floor
+local dedup_ttl, dedup_now, dedup_stamp, dedup_buckets
+local dedup_entries = 0
+
+local function dedup_open()
+  dedup_ttl = tonumber(ARGV[5])
+  dedup_now = tonumber(redis.call('TIME')[1])
+  local t = dedup_now
+  dedup_stamp = string.char(floor(t / 16777216) % 256, floor(t / 65536) % 256,
+    floor(t / 256) % 256, t % 256)
+  dedup_buckets = tonumber(redis.call('HGET', KEYS[7], 'buckets'))
+  if not dedup_buckets then
+    dedup_buckets = tonumber(ARGV[6])
+    redis.call('HSET', KEYS[7], 'buckets', dedup_buckets)
+  end
+end
+
+local function dedup_expired(bucket, at)
+  if dedup_ttl == 0 then
+    return false
+  end
+  local a, b, c, d = sbyte(bucket, at + 8, at + 11)
+  return dedup_now - (((a * 256 + b) * 256 + c) * 256 + d) > dedup_ttl
+end
+
+local function dedup_sweep(bucket)
+  local kept = {}
+  for at = 1, #bucket, WIDTH do
+    if not dedup_expired(bucket, at) then
+      kept[#kept + 1] = ssub(bucket, at, at + WIDTH - 1)
+    end
+  end
+  dedup_entries = dedup_entries - (#bucket / WIDTH - #kept)
+  return table.concat(kept)
+end
+
+local function dedup_add(fingerprint)
+  local a, b, c, d = sbyte(fingerprint, 1, 4)
+  local field = (((a * 256 + b) * 256 + c) * 256 + d) % dedup_buckets
+  local suffix = ssub(fingerprint, 5, 12)
+  local bucket = redis.call('HGET', KEYS[7], field) or ''
+  local at = sfind(bucket, suffix, 1, true)
+  while at and (at - 1) % WIDTH ~= 0 do
+    at = sfind(bucket, suffix, at + 1, true)
+  end
+  if at then
+    if not dedup_expired(bucket, at) then
+      return false
+    end
+    bucket = ssub(bucket, 1, at + 7) .. dedup_stamp .. ssub(bucket, at + WIDTH)
+  else
+    bucket = bucket .. suffix .. dedup_stamp
+    dedup_entries = dedup_entries + 1
+    if dedup_ttl > 0 and (#bucket / WIDTH) % SWEEP_EVERY == 0 then
+      bucket = dedup_sweep(bucket)
+    end
+  end
+  redis.call('HSET', KEYS[7], field, bucket)
+  return true
+end
+
+local function dedup_close()
+  if dedup_entries ~= 0 then
+    redis.call('HINCRBY', KEYS[7], 'entries', dedup_entries)
+  end
+end

@@ -1,0 +1,385 @@
+"""Dedup modes against a real Redis: exact, compact, bloom; TTL; sizing; reporting; a crawl."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import math
+import re
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import redis
+from redis.asyncio import Redis
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from crawler.commands.purge import spider_keys
+from crawler.demo.site import Site
+from crawler.frontier.client import Completion, FrontierClient, NewRequest
+from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
+from crawler.frontier.dedup_bloom import (
+    GROWTH,
+    MAX_BITS,
+    TIGHTENING,
+    BloomSlice,
+    BloomState,
+    bloom_layout,
+    decode_layout,
+    encode_layout,
+    slice_for,
+)
+from crawler.frontier.dedup_report import DedupReport
+from crawler.frontier.dedup_summary import dedup_summary
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.settings import FrontierSettings
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+
+T = TypeVar("T")
+KEYS = FrontierKeys.for_spider("unit")
+CONFIGS = {
+    "exact": DedupConfig(),
+    "exact+ttl": DedupConfig(ttl=3600),
+    "compact": DedupConfig(DedupMode.COMPACT, capacity=1000),
+    "compact+ttl": DedupConfig(DedupMode.COMPACT, ttl=3600, capacity=1000),
+    "bloom": DedupConfig(DedupMode.BLOOM, capacity=1000),
+}
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def fingerprint(name: str) -> str:
+    return hashlib.sha1(name.encode()).hexdigest()
+
+
+def requests(prefix: str, count: int) -> list[NewRequest]:
+    return [NewRequest(fingerprint(f"{prefix}{i}"), 0.0, b"{}") for i in range(count)]
+
+
+async def complete(client: FrontierClient, children: list[NewRequest]) -> Completion:
+    result = await client.complete(None, "done", children)
+    await client.redis.delete(KEYS.queue, KEYS.data)  # only the dedup keys matter here
+    return result
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_each_mode_dedups_within_one_call_and_across_calls(
+    name: str, redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> tuple[Completion, Completion]:
+        client = FrontierClient(Redis.from_url(url=redis_url), KEYS, "a", CONFIGS[name])
+        batch = requests("u", 300)
+        free = NewRequest("", 0.0, b"{}")  # dont_filter: never deduplicated
+        first = await client.complete(None, "done", [*batch, batch[7], free, batch[0]])
+        again = await client.complete(None, "done", [free, *requests("u", 10), *requests("v", 5)])
+        await client.aclose()
+        return first, again
+
+    first, again = run(scenario())
+    assert (first.added, first.dropped) == (301, (300, 302))
+    assert (again.added, again.dropped) == (6, tuple(range(1, 11)))
+    assert redis_client.zcard(KEYS.queue) == 307
+    summary = dedup_summary(redis_client, KEYS)
+    assert [(s.mode, s.entries) for s in summary] == [(name.replace("compact+ttl", "compact"), 305)]
+    assert summary[0].bytes > 0
+
+
+def test_compact_mode_stays_exact_in_crowded_buckets(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """One bucket holds 2000 entries: every fingerprint is found, none is confused."""
+    config = DedupConfig(DedupMode.COMPACT, capacity=1)
+
+    async def scenario() -> list[int]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", config)
+        added = [(await complete(client, requests("c", 1000))).added]
+        added.append((await complete(client, requests("c", 1000))).added)
+        added.append((await complete(client, requests("d", 1000))).added)
+        await client.aclose()
+        return added
+
+    assert run(scenario()) == [1000, 0, 1000]
+    assert redis_client.hget(KEYS.dupefilter_compact, "buckets") == b"1"
+    assert redis_client.hstrlen(KEYS.dupefilter_compact, "0") == 2000 * 12
+
+
+def test_compact_and_bloom_need_full_length_fingerprints() -> None:
+    check_fingerprints(CONFIGS["exact"], b"short")
+    check_fingerprints(CONFIGS["bloom"], bytes(20))
+    with pytest.raises(ValueError, match=r"FRONTIER_DUPEFILTER='compact' needs .* makes 8"):
+        check_fingerprints(CONFIGS["compact"], bytes(8))
+    step = DedupStep.for_config(DedupConfig(DedupMode.BLOOM))
+    assert step.encode("") == ""
+    assert step.encode(fingerprint("x")) == bytes.fromhex(fingerprint("x"))[:12]
+    with pytest.raises(ValueError, match="shorter than 12 bytes"):
+        step.encode("abcd")
+
+
+@pytest.mark.parametrize("name", ["exact+ttl", "compact+ttl"])
+def test_ttl_lets_a_url_be_crawled_again(
+    name: str, redis_url: str, redis_client: redis.Redis
+) -> None:
+    config = DedupConfig(CONFIGS[name].mode, ttl=1, capacity=1)  # compact: a single bucket
+
+    async def scenario() -> list[int]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", config)
+        added = [(await complete(client, requests("t", 15))).added]
+        added.append((await complete(client, requests("t", 15))).added)  # within the TTL
+        await asyncio.sleep(2.1)  # > ttl + 1 s: the TTL is counted in whole server seconds
+        added.append((await complete(client, requests("t", 3))).added)
+        added.append((await complete(client, requests("t", 3))).added)  # recorded again
+        added.append((await complete(client, requests("n", 1))).added)
+        await client.aclose()
+        return added
+
+    assert run(scenario()) == [15, 0, 3, 0, 1]
+    # Expired entries are forgotten: the sorted set prunes them on each call, a compact bucket
+    # when its entry count reaches a multiple of 16 (here: 15 + 1).
+    summary = dedup_summary(redis_client, KEYS)
+    assert [s.entries for s in summary] == [4]
+
+
+def test_bloom_layout_grows_and_tightens_within_the_error_rate() -> None:
+    layout = bloom_layout(10_000, 0.001)
+    assert layout[0].capacity == 10_000
+    for before, after in itertools.pairwise(layout):
+        assert after.capacity == GROWTH * before.capacity
+        assert after.hashes > before.hashes
+    # Full slices together stay below the filter's error rate.
+    miss = math.prod(1 - s.false_positive_rate(s.capacity) for s in layout)
+    assert 1 - miss <= 0.001
+    assert layout[0].false_positive_rate(10_000) <= 0.001 * (1 - TIGHTENING)
+    assert (
+        sum(s.bits for s in layout)
+        <= MAX_BITS
+        < sum(s.bits for s in layout) + 2 * (layout[-1].bits)
+    )
+    assert decode_layout(encode_layout(layout)) == layout
+    # About 2 bytes per URL at 0.1% (a classic filter needs 1.8).
+    assert 1.8 < layout[0].size / 10_000 < 2.15
+    assert all(s.size % 64 == 0 for s in layout)
+
+
+def test_bloom_first_slice_uses_the_whole_allocation(redis_client: redis.Redis) -> None:
+    """The first slice is as large as the allocation Redis makes for it anyway."""
+    needed = slice_for(1_000_000, 0.001 * (1 - TIGHTENING)).size
+    filled = bloom_layout(1_000_000, 0.001)[0].size
+    assert filled > needed
+    redis_client.setrange("needed", needed - 1, b"\0")
+    redis_client.setrange("filled", filled - 1, b"\0")
+    assert redis_client.memory_usage("needed") == redis_client.memory_usage("filled")
+
+
+def test_bloom_sizing_is_validated() -> None:
+    with pytest.raises(ValueError, match=r"FRONTIER_DEDUP_CAPACITY=10000000000 .*512 MB"):
+        DedupConfig.parse("bloom", 0, 10_000_000_000, 0.001)
+
+
+def state_after(layout: tuple[BloomSlice, ...], entries: int) -> BloomState:
+    """The filter's state once ``entries`` fingerprints went in (slice by slice)."""
+    slices = 1
+    while slices < len(layout) and entries > layout[slices - 1].capacity:
+        entries -= layout[slices - 1].capacity
+        slices += 1
+    return BloomState(layout, slices, entries)
+
+
+def test_bloom_grows_slices_and_keeps_its_false_positive_rate(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Far past its capacity, new URLs are taken for seen ones as often as the estimate says
+    (below the error rate), and nothing added is ever missed."""
+    config = DedupConfig(DedupMode.BLOOM, capacity=1000, error_rate=0.01)
+    inserted = 40_000
+
+    async def scenario() -> tuple[int, list[int], BloomState]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", config)
+        false_positives = 0
+        for start in range(0, inserted, 2000):
+            batch = [
+                NewRequest(fingerprint(f"b{i}"), 0.0, b"{}") for i in range(start, start + 2000)
+            ]
+            false_positives += (await complete(client, batch)).duplicates
+        # No false negatives: everything added is found again, in every slice.
+        again = [(await complete(client, requests("b", inserted))).added]
+        state = await client.bloom_state()
+        await client.aclose()
+        return false_positives, again, state
+
+    false_positives, again, state = run(scenario())
+    assert again == [0]
+    assert state.slices == 6  # 1000 + 2000 + ... + 16000 full, then the 32000 slice
+    assert state.entries == inserted - false_positives
+    assert state.false_positive_rate <= 0.01
+    # What the model expects, summed along the way (about 380 here, sd about 20).
+    expected = sum(
+        100 * state_after(state.layout, entries).false_positive_rate
+        for entries in range(0, inserted, 100)
+    )
+    assert 0.75 * expected <= false_positives <= 1.25 * expected <= 0.0125 * inserted
+    assert redis_client.strlen(KEYS.bloom) == sum(s.size for s in state.layout[:6])
+    (summary,) = dedup_summary(redis_client, KEYS)
+    assert (summary.mode, summary.entries) == ("bloom", state.entries)
+    assert summary.fill == pytest.approx(state.count / 32_000)
+
+
+def test_a_filter_keeps_the_layout_it_was_created_with(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> tuple[int, BloomState]:
+        first = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
+        await complete(first, requests("k", 100))
+        larger = DedupConfig(DedupMode.BLOOM, capacity=50_000)
+        second = FrontierClient(Redis.from_url(redis_url), KEYS, "b", larger)
+        added = (await complete(second, requests("k", 100))).added
+        state = await second.bloom_state()
+        await first.aclose()
+        await second.aclose()
+        return added, state
+
+    added, state = run(scenario())
+    assert added == 0
+    assert state.layout == bloom_layout(1000, 0.001)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"FRONTIER_DUPEFILTER": "redis"}, r"FRONTIER_DUPEFILTER='redis' is not one of"),
+        (
+            {"FRONTIER_DUPEFILTER": "bloom", "FRONTIER_DEDUP_TTL": "3600"},
+            r"FRONTIER_DEDUP_TTL=3600 needs FRONTIER_DUPEFILTER='exact' or 'compact'.*"
+            r"FRONTIER_DUPEFILTER='bloom'",
+        ),
+        ({"FRONTIER_DEDUP_TTL": "-1"}, r"FRONTIER_DEDUP_TTL=-1 must be >= 0"),
+        ({"FRONTIER_DEDUP_CAPACITY": "0"}, r"FRONTIER_DEDUP_CAPACITY=0 must be >= 1"),
+        ({"FRONTIER_BLOOM_ERROR_RATE": "1"}, r"FRONTIER_BLOOM_ERROR_RATE=1.0 must be in \(0, 1\)"),
+    ],
+)
+def test_dedup_settings_are_validated(values: dict[str, str], message: str) -> None:
+    from settings import base
+
+    settings = Settings({k: v for k, v in vars(base).items() if k.isupper()})
+    settings.setdict({"REDIS_URL": "redis://localhost:6379/0", **values})
+    with pytest.raises(ValueError, match=message):
+        FrontierSettings.from_settings(settings)
+
+
+def test_default_settings_are_exact_forever() -> None:
+    from settings import base
+
+    settings = Settings({k: v for k, v in vars(base).items() if k.isupper()})
+    settings.set("REDIS_URL", "redis://localhost:6379/0")
+    assert FrontierSettings.from_settings(settings).dedup == DedupConfig()
+
+
+def test_purge_removes_every_dedup_key(redis_url: str, redis_client: redis.Redis) -> None:
+    async def scenario() -> None:
+        for name, config in CONFIGS.items():
+            client = FrontierClient(Redis.from_url(redis_url), KEYS, name, config)
+            await client.complete(None, "done", requests("p", 3))
+            await client.aclose()
+
+    run(scenario())
+    found = redis_client.keys("{unit}:dupefilter*")
+    present = {key.decode() if isinstance(key, bytes) else key for key in found}
+    assert present == set(KEYS.dedup_keys())
+    assert present <= set(spider_keys("unit", keep_seeds=True))
+
+
+def test_other_modes_keys_are_reported(redis_url: str) -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        exact = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["exact"])
+        bloom = FrontierClient(Redis.from_url(redis_url), KEYS, "b", CONFIGS["bloom"])
+        before = await bloom.other_dedup_keys()
+        await exact.complete(None, "done", requests("o", 1))
+        after = await bloom.other_dedup_keys()
+        await exact.aclose()
+        await bloom.aclose()
+        return before, after
+
+    assert run(scenario()) == ([], [KEYS.dupefilter])
+
+
+def test_report_counts_bloom_drops_apart_and_sums_them_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stats = get_crawler().stats
+    assert stats is not None
+    bloom = DedupReport(stats, CONFIGS["bloom"])
+    children = [
+        NewRequest(fingerprint("a"), 0.0, b'{"url": "http://a/"}'),
+        NewRequest(fingerprint("b"), 0.0, b'{"url": "http://b/"}'),
+        NewRequest("", 0.0, b'{"url": "http://c/"}'),
+    ]
+    with caplog.at_level(logging.DEBUG, logger="crawler.frontier.dedup_report"):
+        bloom.completed(Completion("done", 2, (1,)), children)
+    assert "http://b/ maybe seen before, dropped" in caplog.text
+    layout = bloom_layout(1000, 0.001)
+    state = BloomState(layout, slices=1, count=500)
+    bloom.bloom_state(state)
+    assert stats.get_value("dupefilter/bloom_maybe_seen") == 1
+    assert stats.get_value("dupefilter/bloom_slices") == 1
+    assert stats.get_value("dupefilter/bloom_fill") == 0.5
+    assert stats.get_value("dupefilter/bloom_fp_rate") == state.false_positive_rate
+    assert stats.get_value("dupefilter/filtered") is None
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.dedup_report"):
+        bloom.summary()
+    expected = f"about {state.false_positive_rate:.2f} of them false positives (1 new URLs"
+    assert "1 requests dropped as maybe seen" in caplog.text
+    assert expected in caplog.text
+    assert "above FRONTIER_BLOOM_ERROR_RATE" not in caplog.text
+    bloom.completed(Completion("done", 0, (0,)), children[:1])
+    bloom.bloom_state(BloomState(layout, slices=len(layout), count=layout[-1].capacity * 8))
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.dedup_report"):
+        bloom.summary()
+    assert "above FRONTIER_BLOOM_ERROR_RATE=0.001" in caplog.text
+
+    exact = DedupReport(stats, CONFIGS["exact"])
+    exact.completed(Completion("done", 1, (0, 1)), children)
+    assert stats.get_value("dupefilter/filtered") == 2
+    assert stats.get_value("dupefilter/bloom_maybe_seen") == 2
+
+
+def test_bloom_crawl_gets_every_page_exactly_once(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Two nodes, a Bloom filter far smaller than the site: it grows; no page is missed."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "FRONTIER_DUPEFILTER": "bloom",
+        "FRONTIER_DEDUP_CAPACITY": "50",
+        "FRONTIER_BLOOM_ERROR_RATE": "0.000001",  # a missed page in a test run: ~1e-4
+        "FRONTIER_LEASE_TIMEOUT": "4",
+        "FRONTIER_HEARTBEAT_INTERVAL": "1",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        "CRAWLER_STANDALONE_FEED": "",
+    }
+    with Site(300) as site:
+        with running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes:
+            redis_client.lpush("pages:start_urls", site.url(0))
+            codes = wait_for_exit(nodes, timeout=240)
+        assert codes == [0, 0], logs(tmp_path)
+        assert tracebacks(tmp_path) == [], logs(tmp_path)
+        assert {site.base_url + path for path in site.hits} >= site.all_urls()
+        assert [path for path, hits in site.hits.items() if hits > 1] == []
+    keys = FrontierKeys.for_spider("pages")
+    (summary,) = dedup_summary(redis_client, keys)
+    assert (summary.mode, summary.entries) == ("bloom", site.pages)
+    assert not redis_client.exists(keys.dupefilter)
+    node_logs = "".join(path.read_text() for path in tmp_path.glob("node-*.log"))
+    assert "'dupefilter/bloom_maybe_seen'" in node_logs
+    # Certain duplicates are only those a node drops from its own cache of what it sent.
+    filtered = re.findall(r"'dupefilter/filtered': (\d+)", node_logs)
+    assert filtered == re.findall(r"'frontier/seen_cache_hit': (\d+)", node_logs)
+    assert "dupefilter bloom" in node_logs
+    assert int(redis_client.hget(keys.bloom_meta, "slices") or 0) >= 3  # 50, 100, 200 + ...
