@@ -173,3 +173,6 @@ ZHIHU_ACCOUNTS: list[str] = []  # list: accounts the spider may log in again (Pa
 ZHIHU_PASSWORD_ENV = "ZHIHU_PASSWORD_{account}"  # str: env var with an account's password  # noqa: S105
 ZHIHU_PRIVACY = True  # bool: hash author ids (HMAC-SHA256) and mask names in items
 ZHIHU_PRIVACY_KEY = ""  # str: HMAC key; "" = a random key shared by the cluster through Redis
+
+# --- Operating: the `crawler` command -----------------------------------------------
+KAFKA_DLQ_GROUP = "crawler-dead-letters"  # str: group whose commits mark dead letters handled
