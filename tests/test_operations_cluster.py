@@ -36,6 +36,7 @@ from crawler.devservices import free_port
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.admin import FrontierAdmin, Snapshot
 from crawler.frontier.keys import FrontierKeys
+from crawler.kafka.dead_letters import DeadLetterQueues, Span
 from crawler.kafka.reader import read_topic
 from crawler.sessions import Health, RedisSessionStore
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit
@@ -88,6 +89,12 @@ def create_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
     )
     for future in futures.values():
         future.result(timeout=30)
+
+
+def topic_spans(bootstrap: str, topic: str) -> list[Span]:
+    """Offsets each partition of ``topic`` keeps (for failure messages)."""
+    with DeadLetterQueues(bootstrap, "diagnostics") as queues:
+        return queues.spans(topic, everything=True)
 
 
 @dataclass
@@ -344,7 +351,8 @@ def test_consume_prints_the_delivered_items(crawl: Crawl, cluster: Cluster) -> N
     )
     rows = [orjson.loads(line) for line in out.splitlines()]
     rejected = {crawl.site.url(n) for n in REJECTED}
-    assert {row["value"]["url"] for row in rows} == crawl.site.all_urls() - rejected
+    in_kafka = topic_spans(cluster.bootstrap, crawl.topic)
+    assert {row["value"]["url"] for row in rows} == crawl.site.all_urls() - rejected, in_kafka
     assert len(rows) == delivered
     assert {row["headers"]["crawl_id"] for row in rows} == {"ops"}
 
@@ -366,7 +374,9 @@ def test_dead_letters_of_the_crawl_list_and_replay(crawl: Crawl, cluster: Cluste
     replayed = ok(cluster.dead_letters("replay", crawl.topic))
     assert replayed == f"replayed=10 failed=0 ({dlq}, group {GROUP})\n"
     back = read_topic(cluster.bootstrap, crawl.topic, expected=PAGES)
-    assert sorted(orjson.loads(m.value)["url"] for m in back) == sorted(crawl.site.all_urls())
+    assert sorted(orjson.loads(m.value)["url"] for m in back) == sorted(crawl.site.all_urls()), (
+        topic_spans(cluster.bootstrap, crawl.topic)
+    )
 
     assert ok(cluster.dead_letters("list", crawl.topic, "--all")).endswith(
         f"10 dead letters of {dlq} listed, 0 unhandled (group {GROUP})\n"
