@@ -415,3 +415,13 @@ def sync_client(
         return client
     host, port = config.hosts[0]
     return redis.Redis(host=host, port=port, **kwargs)
+
+
+# TIME of the server that holds KEYS[1]: on a cluster, TIME alone has no key and so no node.
+_SERVER_TIME_SCRIPT = "return redis.call('TIME')"
+
+
+def server_time_ms(client: SyncRedis, key: str) -> int:
+    """Redis server time (epoch milliseconds) of the server that holds ``key``."""
+    seconds, micros = client.eval(_SERVER_TIME_SCRIPT, 1, key)
+    return int(seconds) * 1000 + int(micros) // 1000

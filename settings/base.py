@@ -184,3 +184,6 @@ FRONTIER_DUPEFILTER = "exact"  # str: exact (set) | compact (exact, ~14 B/URL) |
 FRONTIER_DEDUP_TTL = 0  # int s >= 0: a URL may be crawled again this long after; 0 = never
 FRONTIER_DEDUP_CAPACITY = 1_000_000  # int >= 1: expected URLs (compact buckets, Bloom 1st slice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001  # float (0, 1): bloom: false-positive rate of the whole filter
+
+# --- Operating: the `crawler` command -----------------------------------------------
+KAFKA_DLQ_GROUP = "crawler-dead-letters"  # str: group whose commits mark dead letters handled

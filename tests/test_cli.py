@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import orjson
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from crawler.demo.nodes import REPO_ROOT
 from crawler.kafka.messages import OutgoingMessage
@@ -86,11 +87,10 @@ def test_spool_list_and_replay(kafka_bootstrap: str, tmp_path: Path) -> None:
     assert values == sorted(message(topic, n, []).value for n in range(5))
 
 
-def test_dead_letters_list_and_replay(kafka_bootstrap: str) -> None:
-    topic = f"cli-{uuid.uuid4().hex[:8]}"
-    dead = message(
+def dead_letter(topic: str, n: int) -> OutgoingMessage:
+    return message(
         f"{topic}.dlq",
-        7,
+        n,
         [
             ("item_type", b"page"),
             ("dlq_original_topic", topic.encode()),
@@ -98,14 +98,92 @@ def test_dead_letters_list_and_replay(kafka_bootstrap: str) -> None:
             ("dlq_error", b"$.status: bad"),
         ],
     )
-    produce(kafka_bootstrap, [dead])
-    listed = crawler_cli("dead-letters", "list", topic, "--bootstrap", kafka_bootstrap, "--json")
-    assert listed.returncode == 0, listed.stderr
-    (row,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
-    assert row["headers"]["dlq_reason"] == "schema"
 
-    replayed = crawler_cli("dead-letters", "replay", topic, "--bootstrap", kafka_bootstrap)
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    (back,) = read_topic(kafka_bootstrap, topic, expected=1)
-    assert back.value == dead.value
-    assert back.headers == {"item_type": b"page"}
+
+def create_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
+    """Create topics of 3 partitions with the topic configs given."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=3, config=config) for name, config in topics.items()]
+    )
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+def dead_letters(topic: str, bootstrap: str, action: str, *args: str) -> list[str]:
+    result = crawler_cli("dead-letters", action, topic, "--bootstrap", bootstrap, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.splitlines()
+
+
+def test_dead_letters_list_replay_drop(kafka_bootstrap: str) -> None:
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_bootstrap, {f"{topic}.dlq": {}})
+    produce(kafka_bootstrap, [dead_letter(topic, n) for n in range(3)])
+
+    rows = [orjson.loads(line) for line in dead_letters(topic, kafka_bootstrap, "list", "--json")]
+    assert sorted(row["key"] for row in rows) == ["k0", "k1", "k2"]
+    assert {row["headers"]["dlq_reason"] for row in rows} == {"schema"}
+    assert dead_letters(topic, kafka_bootstrap, "list")[-1] == (
+        f"3 dead letters of {topic}.dlq listed, 3 unhandled (group crawler-dead-letters)"
+    )
+
+    refused = crawler_cli("dead-letters", "drop", topic, "--bootstrap", kafka_bootstrap)
+    assert refused.returncode == 1
+    assert f"3 unhandled dead letters in {topic}.dlq" in refused.stdout
+
+    (replayed,) = dead_letters(topic, kafka_bootstrap, "replay", "--json")
+    assert orjson.loads(replayed) == {
+        "dlq": f"{topic}.dlq",
+        "group": "crawler-dead-letters",
+        "replayed": 3,
+        "failed": 0,
+    }
+    back = read_topic(kafka_bootstrap, topic, expected=3)
+    assert sorted(m.value for m in back) == sorted(dead_letter(topic, n).value for n in range(3))
+    assert {tuple(m.headers.items()) for m in back} == {(("item_type", b"page"),)}
+    assert dead_letters(topic, kafka_bootstrap, "list") == [
+        f"0 dead letters of {topic}.dlq listed, 0 unhandled (group crawler-dead-letters)"
+    ]
+    assert dead_letters(topic, kafka_bootstrap, "list", "--all")[-1] == (
+        f"3 dead letters of {topic}.dlq listed, 0 unhandled (group crawler-dead-letters)"
+    )
+    assert dead_letters(topic, kafka_bootstrap, "replay") == [
+        f"replayed=0 failed=0 ({topic}.dlq, group crawler-dead-letters)"
+    ]
+
+    produce(kafka_bootstrap, [dead_letter(topic, n) for n in range(3, 5)])
+    (dropped,) = dead_letters(topic, kafka_bootstrap, "drop", "--yes", "--json")
+    assert orjson.loads(dropped)["dropped"] == 2
+    assert dead_letters(topic, kafka_bootstrap, "list")[-1].endswith(
+        "0 unhandled (group crawler-dead-letters)"
+    )
+    # Another group has handled nothing: handled is per group.
+    other = dead_letters(topic, kafka_bootstrap, "list", "--group", "audit", "--json")
+    assert len(other) == 5
+    # Dropping sent nothing: the original topic still has the 3 replayed messages only.
+    assert len(read_topic(kafka_bootstrap, topic, expected=3, settle=2)) == 3
+
+
+def test_a_dead_letter_whose_replay_fails_stays_unhandled(kafka_bootstrap: str) -> None:
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    # The original topic takes no message over 64 bytes: the broker refuses the replay.
+    create_topics(kafka_bootstrap, {topic: {"max.message.bytes": "64"}, f"{topic}.dlq": {}})
+    produce(kafka_bootstrap, [dead_letter(topic, 1)])
+
+    failed = crawler_cli("dead-letters", "replay", topic, "--bootstrap", kafka_bootstrap)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert failed.stdout.startswith("replayed=0 failed=1 ")
+    assert dead_letters(topic, kafka_bootstrap, "list")[-1] == (
+        f"1 dead letters of {topic}.dlq listed, 1 unhandled (group crawler-dead-letters)"
+    )
+
+
+def test_dead_letters_of_a_topic_without_any(kafka_bootstrap: str) -> None:
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    assert dead_letters(topic, kafka_bootstrap, "list") == [
+        f"0 dead letters of {topic}.dlq listed, 0 unhandled (group crawler-dead-letters)"
+    ]
+    assert dead_letters(topic, kafka_bootstrap, "drop") == [
+        f"dropped=0 ({topic}.dlq, group crawler-dead-letters)"
+    ]

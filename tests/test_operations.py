@@ -1,4 +1,5 @@
-"""Operating the cluster: admin snapshot, ledger, and the status/top/seed/requeue/purge commands."""
+"""Operating the cluster: admin snapshot, ledger, and the seed/requeue/purge commands on
+hand-made state (tests/test_operations_cluster.py runs every command against a real crawl)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -18,14 +18,11 @@ from scrapy.settings import Settings
 
 from crawler.cli.main import main
 from crawler.demo.nodes import REPO_ROOT
-from crawler.demo.site import Site
-from crawler.devservices import free_port
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
-from tests.cluster import logs, running_nodes, wait_for_exit
 
 KEYS = FrontierKeys.for_spider("pages")
 
@@ -223,101 +220,3 @@ def test_purge_asks_and_deletes_ledgers_too(redis_url: str, redis_client: redis.
     crawler_cli(redis_url, "purge", "pages", "--yes")
     assert redis_client.keys("*") == [b"other:start_urls"]
     assert "Nothing to purge" in crawler_cli(redis_url, "purge", "pages", "--yes").stdout
-
-
-# -- three real nodes --------------------------------------------------------------------------
-
-FLAKY = ("/p/3.html", "/p/10.html", "/p/77.html")  # answer 500 once; Scrapy retries them
-
-
-@pytest.fixture
-def flaky_site() -> Iterator[Site]:
-    with Site(300, delay=0.02, answer_once={path: (500, {}) for path in FLAKY}) as site:
-        yield site
-
-
-def wait_until(condition: Callable[[], object], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def test_live_crawl_status_top_and_ledger(
-    redis_url: str, redis_client: redis.Redis, flaky_site: Site, tmp_path: Path
-) -> None:
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {
-        "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl"),
-        "LEDGER_INTERVAL": "1",
-        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
-        "CRAWLER_CRAWL_ID": "ops",
-    }
-    closed_port = free_port()
-    seeds = [
-        flaky_site.url(0),
-        flaky_site.base_url + "/missing/1.html",  # 404
-        f"http://127.0.0.1:{closed_port}/",  # connection refused: fails after retries
-        "ftp://127.0.0.1/nope",  # rejected by `crawler seed`
-    ]
-    with running_nodes(3, workdir=tmp_path / "nodes", env=env, settings=settings) as nodes:
-        assert wait_until(lambda: redis_client.zcard(KEYS.nodes) == 3, 60), logs(tmp_path / "nodes")
-        seeded = crawler_cli(redis_url, "seed", "pages", *seeds)
-        assert seeded.returncode == 1, seeded.stderr
-        assert "rejected (scheme): 'ftp://127.0.0.1/nope'" in seeded.stdout
-        redis_client.lpush("pages:start_urls", '{"url": ')  # a bad seed straight to Redis
-        assert wait_until(lambda: redis_client.hlen(LedgerKeys.for_crawl("pages", "ops").total), 20)
-
-        status = crawler_cli(redis_url, "status", "--json", "--crawl", "ops")
-        assert status.returncode == 0, status.stderr
-        (row,) = orjson.loads(status.stdout)
-        assert len([node for node in row["snapshot"]["nodes"] if node["live"]]) == 3
-        assert row["ledger"]["totals"]["seeded"] >= 1
-        top = crawler_cli(redis_url, "top", "--once", "--crawl", "ops")
-        assert top.returncode == 0, top.stderr
-        assert "pages  [" in top.stdout
-        assert all(f"node-{n}" in top.stdout for n in range(3))
-        assert "\x1b[" not in top.stdout
-        codes = wait_for_exit(nodes, timeout=180)
-    assert codes == [0, 0, 0], logs(tmp_path / "nodes")
-    errors = [line for line in logs(tmp_path / "nodes").splitlines() if "] ERROR:" in line]
-    expected = (f"127.0.0.1:{closed_port}/", "Invalid seed")  # the dead port and the bad seed
-    assert [line for line in errors if not any(text in line for text in expected)] == []
-
-    totals = FrontierAdmin(redis_client, "pages").ledger("ops")["totals"]
-    assert (redis_client.zcard(KEYS.queue), redis_client.zcard(KEYS.leases)) == (0, 0)
-    assert totals["seeded"] == 4  # 3 valid from `crawler seed`, 1 bad pushed by hand
-    assert totals["invalid_seeds"] == 1
-    assert totals["done"] + totals["failed"] == (
-        totals["leased"]
-        - totals.get("requeued", 0)
-        - totals.get("reclaimed", 0)
-        - totals.get("released", 0)
-    )
-    assert totals["enqueued"] == totals["done"] + totals["failed"]
-    # Every page, the 404 and the dead port, plus the retries (new requests of their own):
-    # one per 500 answer and two for the dead port (RETRY_TIMES = 2).
-    assert totals["enqueued"] == flaky_site.pages + 2 + len(FLAKY) + 2
-    reasons = {field: n for field, n in totals.items() if field.startswith("failed/")}
-    assert (
-        reasons
-        == {"failed/download/DownloadConnectionRefusedError": 1}
-        == {
-            f"failed/{reason}": n
-            for reason, n in FrontierAdmin(redis_client, "pages")
-            .snapshot()["failed_by_reason"]
-            .items()
-        }
-    )
-    assert totals["failed"] == 1
-    assert redis_client.hlen(KEYS.failed) == 1
-    assert totals["pages"] == sum(flaky_site.hits.values())
-    assert totals["items/scraped"] == len((tmp_path / "items.jsonl").read_text().splitlines())
-
-    text = crawler_cli(redis_url, "status", "pages", "--crawl", "ops")
-    assert text.returncode == 0, text.stderr
-    assert "finished" in text.stdout
-    assert "download/" in text.stdout
-    assert "invalid seeds  1: json 1" in text.stdout

@@ -1,59 +1,119 @@
-"""``crawler dead-letters list|replay <topic>``: the dead-letter topic of a topic."""
+"""``crawler dead-letters list|replay|drop <topic>``: the dead letters of a topic.
+
+Which dead letters are handled is kept by a Kafka consumer group
+(``crawler.kafka.dead_letters``): ``replay`` and ``drop`` commit it, ``list``
+shows what they have not handled yet (``--all``: everything the topic keeps).
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
-from crawler.cli.config import add_kafka_option, kafka_bootstrap
+import orjson
+
+from crawler.cli.config import add_kafka_option, kafka_bootstrap, project_settings
 from crawler.cli.consume import render
+from crawler.kafka.dead_letters import (
+    DLQ_HEADERS,
+    DeadLetterError,
+    DeadLetterQueues,
+    DeadLetterSettings,
+    Span,
+)
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
-from crawler.kafka.reader import ReceivedMessage, iter_topic
 
-DLQ_HEADERS = ("dlq_original_topic", "dlq_reason", "dlq_error")
+Action = Callable[[argparse.Namespace, DeadLetterQueues, str], int]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("dead-letters", help="list or replay a topic's dead letters")
+    parser = commands.add_parser(
+        "dead-letters", help="list, replay or drop a topic's unhandled dead letters"
+    )
     actions = parser.add_subparsers(dest="action", required=True)
-    for name, run, text in (
-        ("list", run_list, "print the dead letters of <topic>"),
+    for name, action, text in (
+        ("list", run_list, "print the unhandled dead letters of <topic>"),
         ("replay", run_replay, "send them to their original topic again (after a fix)"),
+        ("drop", run_drop, "mark them handled without sending them"),
     ):
-        action = actions.add_parser(name, help=text)
-        action.add_argument("topic", help="the topic whose dead letters (<topic>.dlq) to use")
-        action.add_argument("--dlq-template", default="{topic}.dlq")
-        action.add_argument("--idle-exit", type=float, default=3.0)
-        add_kafka_option(action)
-        action.set_defaults(run=run)
-    actions.choices["list"].add_argument("--json", action="store_true")
+        sub = actions.add_parser(name, help=text)
+        sub.add_argument("topic", help="the topic whose dead letters (<topic>.dlq) to use")
+        add_dead_letter_options(sub)
+        sub.add_argument(
+            "--timeout", type=float, default=30.0, help="seconds Kafka may take to answer"
+        )
+        sub.add_argument("--json", action="store_true", help="JSON for scripts")
+        add_kafka_option(sub)
+        sub.set_defaults(run=_command(action))
+    actions.choices["list"].add_argument(
+        "--all", action="store_true", help="also the handled ones the topic still keeps"
+    )
+    actions.choices["drop"].add_argument(
+        "--yes", action="store_true", help="really drop them (else only say how many)"
+    )
 
 
-def read_all(args: argparse.Namespace) -> list[ReceivedMessage]:
-    dlq = args.dlq_template.format(topic=args.topic)
-    found: list[ReceivedMessage] = []
-    quiet_since = time.monotonic()
-    for message in iter_topic(kafka_bootstrap(args), [dlq]):
-        if message is not None:
-            found.append(message)
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= args.idle_exit:
-            break
-    return found
+def add_dead_letter_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dlq-template", default=None, help="dead-letter topic (default: KAFKA_DLQ_TOPIC_TEMPLATE)"
+    )
+    parser.add_argument(
+        "--group", default=None, help="group that marks them handled (default: KAFKA_DLQ_GROUP)"
+    )
 
 
-def run_list(args: argparse.Namespace) -> int:
-    for message in read_all(args):
-        print(render(message, args.json))
+def dead_letter_settings(args: argparse.Namespace) -> DeadLetterSettings:
+    settings = project_settings()
+    try:
+        return DeadLetterSettings(
+            group=args.group or str(settings["KAFKA_DLQ_GROUP"]),
+            dlq_template=args.dlq_template or str(settings["KAFKA_DLQ_TOPIC_TEMPLATE"]),
+        )
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+
+
+def _command(action: Action) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        settings = dead_letter_settings(args)
+        bootstrap = kafka_bootstrap(args)
+        try:
+            with DeadLetterQueues(bootstrap, settings.group, args.timeout) as queues:
+                return action(args, queues, settings.dlq(args.topic))
+        except DeadLetterError as exc:
+            raise SystemExit(f"crawler dead-letters {args.action}: {exc}") from exc
+
+    return run
+
+
+def run_list(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> int:
+    spans = queues.spans(dlq, everything=args.all)
+    shown = 0
+    for message in queues.read(dlq, spans, args.timeout):
+        print(render(message, args.json), flush=True)
+        shown += 1
+    if not args.json:
+        unhandled = queues.unhandled(dlq) if args.all else shown
+        print(f"{shown} dead letters of {dlq} listed, {unhandled} unhandled (group {queues.group})")
     return 0
 
 
-def run_replay(args: argparse.Namespace) -> int:
-    producer = ItemProducer(producer_config(kafka_bootstrap(args), {}))
-    failures: list[str] = []
+def _commit_offsets(spans: list[Span], failed: dict[int, int]) -> dict[int, int]:
+    """Per partition: past every dead letter, or up to the first one that failed."""
+    return {span.partition: failed.get(span.partition, span.end) for span in spans}
+
+
+def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> int:
+    spans = queues.spans(dlq)
+    if not any(span.count for span in spans):
+        return _report(args, queues, dlq, {"replayed": 0, "failed": 0})
+    producer = ItemProducer(producer_config(queues.bootstrap_servers, {}))
+    outstanding: set[tuple[int, int]] = set()  # (partition, offset) sent, not yet reported
+    failed: list[tuple[int, int]] = []
     sent = 0
-    for message in read_all(args):
+    for message in queues.read(dlq, spans, args.timeout):
         original = message.headers.get("dlq_original_topic", args.topic.encode()).decode()
         outgoing = OutgoingMessage(
             topic=original,
@@ -62,18 +122,46 @@ def run_replay(args: argparse.Namespace) -> int:
             headers=[(n, v) for n, v in message.headers.items() if n not in DLQ_HEADERS],
             timestamp_ms=message.timestamp_ms,
         )
+        where = (message.partition, message.offset)
 
-        def report(error: object, _: object) -> None:
+        def report(error: object, _: object, where: tuple[int, int] = where) -> None:
+            outstanding.discard(where)
             if error is not None:
-                failures.append(str(error))
+                failed.append(where)
 
+        outstanding.add(where)
         while not producer.send(outgoing, report):
             producer.poll()
             time.sleep(0.05)
         sent += 1
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + args.timeout
     while producer.pending() and time.monotonic() < deadline:
         producer.poll()
         time.sleep(0.05)
-    print(f"replayed={sent - len(failures)} failed={len(failures) + producer.pending()}")
-    return 0 if not failures and not producer.pending() else 1
+    failed += outstanding  # not acknowledged in time: not handled either
+    first_failed: dict[int, int] = {}
+    for partition, offset in failed:
+        first_failed[partition] = min(offset, first_failed.get(partition, offset))
+    queues.commit(dlq, _commit_offsets(spans, first_failed))
+    return _report(args, queues, dlq, {"replayed": sent - len(failed), "failed": len(failed)})
+
+
+def run_drop(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> int:
+    spans = queues.spans(dlq)
+    count = sum(span.count for span in spans)
+    if count and not args.yes:
+        print(f"{count} unhandled dead letters in {dlq} (group {queues.group}): drop with --yes")
+        return 1
+    queues.commit(dlq, _commit_offsets(spans, {}))
+    return _report(args, queues, dlq, {"dropped": count})
+
+
+def _report(
+    args: argparse.Namespace, queues: DeadLetterQueues, dlq: str, counts: dict[str, int]
+) -> int:
+    if args.json:
+        print(orjson.dumps({"dlq": dlq, "group": queues.group, **counts}).decode())
+    else:
+        numbers = " ".join(f"{name}={value}" for name, value in counts.items())
+        print(f"{numbers} ({dlq}, group {queues.group})")
+    return 1 if counts.get("failed") else 0

@@ -7,7 +7,6 @@ import argparse
 import orjson
 
 from crawler.cli.config import add_redis_option, redis_client
-from crawler.commands.purge import spider_keys
 from crawler.extensions.ledger_layout import pattern_for_spider
 
 
@@ -22,6 +21,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
+    from crawler.commands.purge import spider_keys  # noqa: PLC0415 - the Scrapy command: loads Scrapy
+
     spider = args.spider
     client = redis_client(args)
     try:

@@ -1,21 +1,44 @@
-"""``crawler status [spider ...]``: queue, leases, nodes, rates, failures, progress per spider."""
+"""``crawler status [spider ...]``: progress, queue, nodes, rates, failures, sessions and
+dead letters per spider.
+
+Redis must answer; Kafka need not: its dead letters are then ``unknown``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import orjson
 
-from crawler.cli.config import add_redis_option, frontier_admin, project_settings, redis_client
+from crawler.cli.config import (
+    add_kafka_option,
+    add_redis_option,
+    frontier_admin,
+    project_settings,
+    redis_client,
+)
+from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
+from crawler.cli.spiders import spider_facts
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
+from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.redis_connection import SyncRedis
+from crawler.sessions.census import SessionCensus, count_sessions
+from crawler.sessions.keys import SessionKeys
 
 RATE_MINUTES = 5  # rates are averaged over this many of the last minutes
 
 
-class SpiderStatus(TypedDict):
+class DeadLetterStatus(TypedDict):
+    state: Literal["known", "unknown", "off"]  # unknown: Kafka did not answer; off: no Kafka
+    group: str
+    unhandled: int | None  # over every dead-letter topic of the spider
+    topics: dict[str, int]  # dead-letter topic -> unhandled
+    error: str | None
+
+
+class FrontierStatus(TypedDict):
     snapshot: Snapshot
     ledger: LedgerView
     finished: int  # done + failed in this crawl (ledger)
@@ -26,11 +49,17 @@ class SpiderStatus(TypedDict):
     eta_seconds: float | None
 
 
+class SpiderStatus(FrontierStatus):
+    sessions: SessionCensus | None  # None: the spider uses no shared sessions
+    dead_letters: DeadLetterStatus
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("status", help="state of the spiders' shared frontier")
+    parser = commands.add_parser("status", help="state of the spiders' crawl")
     parser.add_argument("spiders", nargs="*", help="spiders to show (default: all found)")
     add_crawl_options(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object for scripts")
+    add_dead_letter_status_options(parser)
+    parser.add_argument("--json", action="store_true", help="a JSON list for scripts")
     parser.set_defaults(run=run)
 
 
@@ -41,11 +70,25 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_dead_letter_status_options(parser: argparse.ArgumentParser) -> None:
+    add_kafka_option(parser)
+    add_dead_letter_options(parser)
+    parser.add_argument(
+        "--topic-template",
+        default=None,
+        help="the nodes' KAFKA_TOPIC_TEMPLATE (default: the spider's, else the project's)",
+    )
+    parser.add_argument(
+        "--kafka-timeout", type=float, default=5.0, help="seconds Kafka may take to answer"
+    )
+
+
 def per_minute(count: int, seconds: float) -> float:
     return round(count * 60 / seconds, 1) if seconds > 0 else 0.0
 
 
-def collect(client: SyncRedis, spider: str, crawl_id: str) -> SpiderStatus:
+def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierStatus:
+    """The frontier and ledger part of a spider's status."""
     admin = frontier_admin(client, spider)
     snapshot = admin.snapshot()
     ledger = admin.ledger(crawl_id, RATE_MINUTES)
@@ -54,11 +97,11 @@ def collect(client: SyncRedis, spider: str, crawl_id: str) -> SpiderStatus:
     remaining = snapshot["queued"] + snapshot["leased"]
     finished_per_minute = per_minute(recent.get("done", 0) + recent.get("failed", 0), window)
     eta = None
-    if remaining == 0:
+    if remaining == 0 and snapshot["seeds_waiting"] == 0:
         eta = 0.0
     elif finished_per_minute > 0:
         eta = round(remaining * 60 / finished_per_minute, 1)
-    return SpiderStatus(
+    return FrontierStatus(
         snapshot=snapshot,
         ledger=ledger,
         finished=finished,
@@ -70,10 +113,91 @@ def collect(client: SyncRedis, spider: str, crawl_id: str) -> SpiderStatus:
     )
 
 
-def collect_all(client: SyncRedis, spiders: list[str], crawl: str | None) -> list[SpiderStatus]:
-    """Status of ``spiders`` (default: every spider found) in crawl ``crawl`` (or the default)."""
-    crawl_id = crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
-    return [collect(client, spider, crawl_id) for spider in spiders or discover_spiders(client)]
+class StatusReader:
+    """Reads spiders' statuses from Redis and, when configured, Kafka (kept open for ``top``)."""
+
+    def __init__(self, client: SyncRedis, args: argparse.Namespace) -> None:
+        self.redis = client
+        self.settings = project_settings()
+        self.crawl_id = args.crawl or str(self.settings["CRAWLER_CRAWL_ID"])
+        self.topic_template: str | None = args.topic_template
+        if self.topic_template is not None:
+            try:
+                self.topic_template.format(spider="s", item_type="t")
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                raise SystemExit(
+                    f"--topic-template {self.topic_template!r} is invalid: only {{spider}} and"
+                    f" {{item_type}} may be used ({exc!r})"
+                ) from exc
+        self.dlq_template: str | None = args.dlq_template
+        self.group = dead_letter_settings(args).group  # also checks --dlq-template
+        self.bootstrap = str(args.bootstrap or self.settings["KAFKA_BOOTSTRAP_SERVERS"] or "")
+        self.kafka = (
+            DeadLetterQueues(self.bootstrap, self.group, args.kafka_timeout)
+            if self.bootstrap
+            else None
+        )
+        self.session_prefix = str(self.settings["SESSIONS_KEY_PREFIX"])
+
+    def close(self) -> None:
+        if self.kafka is not None:
+            self.kafka.close()
+
+    def collect_all(self, spiders: list[str]) -> list[SpiderStatus]:
+        """Status of ``spiders`` (default: every spider found)."""
+        names = spiders or discover_spiders(self.redis)
+        partitions: dict[str, list[int]] | DeadLetterError | None = None
+        if self.kafka is not None and names:
+            try:
+                partitions = self.kafka.partitions()
+            except DeadLetterError as exc:
+                partitions = exc
+        return [self.collect(name, partitions) for name in names]
+
+    def collect(
+        self, spider: str, partitions: dict[str, list[int]] | DeadLetterError | None
+    ) -> SpiderStatus:
+        facts = spider_facts(spider, self.settings)
+        sessions = (
+            count_sessions(self.redis, SessionKeys(facts.session_platform, self.session_prefix))
+            if facts.session_platform
+            else None
+        )
+        topic_template = self.topic_template or facts.topic_template
+        dlq_template = self.dlq_template or facts.dlq_template
+        return SpiderStatus(
+            **frontier_status(self.redis, spider, self.crawl_id),
+            sessions=sessions,
+            dead_letters=self._dead_letters(spider, topic_template, dlq_template, partitions),
+        )
+
+    def _dead_letters(
+        self,
+        spider: str,
+        topic_template: str,
+        dlq_template: str,
+        partitions: dict[str, list[int]] | DeadLetterError | None,
+    ) -> DeadLetterStatus:
+        if self.kafka is None or partitions is None:
+            return DeadLetterStatus(
+                state="off", group=self.group, unhandled=None, topics={}, error=None
+            )
+        try:
+            if isinstance(partitions, DeadLetterError):
+                raise partitions
+            topics = dead_letter_topics(topic_template, dlq_template, spider, list(partitions))
+            counts = {dlq: self.kafka.unhandled(dlq, partitions[dlq]) for dlq in topics}
+        except DeadLetterError as exc:
+            return DeadLetterStatus(
+                state="unknown", group=self.group, unhandled=None, topics={}, error=str(exc)
+            )
+        return DeadLetterStatus(
+            state="known",
+            group=self.group,
+            unhandled=sum(counts.values()),
+            topics=counts,
+            error=None,
+        )
 
 
 def progress_bar(fraction: float | None, width: int = 30) -> str:
@@ -94,6 +218,25 @@ def format_eta(seconds: float | None) -> str:
 
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason} {count}" for reason, count in counts.items()) or "none"
+
+
+def sessions_text(sessions: SessionCensus | None) -> str:
+    if sessions is None:
+        return "none (the spider has no session_platform)"
+    resting = f" ({sessions['resting']} resting)" if sessions["resting"] else ""
+    accounts = f"{sessions['accounts']} account{'' if sessions['accounts'] == 1 else 's'}"
+    return f"{sessions['platform']}: {accounts}: {_counts(sessions['by_health'])}{resting}"
+
+
+def dead_letters_text(dead_letters: DeadLetterStatus) -> str:
+    if dead_letters["state"] == "off":
+        return "- (no Kafka: give --bootstrap or set KAFKA_BOOTSTRAP_SERVERS)"
+    if dead_letters["state"] == "unknown":
+        return f"unknown ({dead_letters['error']})"
+    return (
+        f"{dead_letters['unhandled']} unhandled: {_counts(dead_letters['topics'])}"
+        f" (group {dead_letters['group']})"
+    )
 
 
 def render(status: SpiderStatus) -> str:
@@ -123,6 +266,8 @@ def render(status: SpiderStatus) -> str:
     lines += [
         f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}",
         f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}",
+        f"  dead letters   {dead_letters_text(status['dead_letters'])}",
+        f"  sessions       {sessions_text(status['sessions'])}",
         f"  politeness     {len(snap['politeness'])} site(s)",
     ]
     lines += [
@@ -136,7 +281,11 @@ def render(status: SpiderStatus) -> str:
 def run(args: argparse.Namespace) -> int:
     client = redis_client(args)
     try:
-        statuses = collect_all(client, args.spiders, args.crawl)
+        reader = StatusReader(client, args)
+        try:
+            statuses = reader.collect_all(args.spiders)
+        finally:
+            reader.close()
     finally:
         client.close()
     if args.json:

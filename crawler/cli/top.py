@@ -9,12 +9,12 @@ import time
 from crawler.cli.config import redis_client
 from crawler.cli.status import (
     SpiderStatus,
+    StatusReader,
     add_crawl_options,
-    collect_all,
+    add_dead_letter_status_options,
     format_eta,
     progress_bar,
 )
-from crawler.redis_connection import SyncRedis
 
 CLEAR = "\x1b[H\x1b[2J"
 ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
@@ -25,6 +25,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser("top", help="live view of the crawl, redrawn every interval")
     parser.add_argument("spider", nargs="?", help="spider to show (default: all found)")
     add_crawl_options(parser)
+    add_dead_letter_status_options(parser)
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
     parser.add_argument("--once", action="store_true", help="print the view once, plain text")
     parser.add_argument("--color", action="store_true", help="ANSI colours also with --once")
@@ -55,6 +56,18 @@ def render_spider(status: SpiderStatus, color: bool) -> list[str]:
             f"  {node['node']:<{width}}  {state}  {node['leases']:>6}"
             f"  {node['heartbeat_ago']:>6.1f}s ago"
         )
+    dead = status["dead_letters"]
+    if dead["state"] == "known":
+        letters = paint(f"{dead['unhandled']} unhandled", RED, color and bool(dead["unhandled"]))
+    else:
+        letters = paint("unknown", YELLOW, color) if dead["state"] == "unknown" else "-"
+    sessions = status["sessions"]
+    accounts = (
+        ", ".join(f"{health} {n}" for health, n in sessions["by_health"].items()) or "none"
+        if sessions is not None
+        else "-"
+    )
+    lines.append(f"  dead letters {letters}  sessions {accounts}")
     cooling = [site for site in snap["politeness"] if site["cooldown_left"] > 0]
     lines += [
         paint(f"  cooling down: {site['site']} {site['cooldown_left']:.0f}s", YELLOW, color)
@@ -73,27 +86,27 @@ def render_screen(statuses: list[SpiderStatus], color: bool) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _screen(client: SyncRedis, args: argparse.Namespace, color: bool) -> str:
-    spiders = [args.spider] if args.spider else []
-    return render_screen(collect_all(client, spiders, args.crawl), color)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise SystemExit(f"--interval {args.interval} must be > 0")
+    spiders = [args.spider] if args.spider else []
     client = redis_client(args)
     try:
-        if args.once:
-            sys.stdout.write(_screen(client, args, args.color))
-            return 0
-        sys.stdout.write(ALT_SCREEN_ON)
+        reader = StatusReader(client, args)
         try:
-            while True:
-                sys.stdout.write(CLEAR + _screen(client, args, True))
+            if args.once:
+                sys.stdout.write(render_screen(reader.collect_all(spiders), args.color))
+                return 0
+            sys.stdout.write(ALT_SCREEN_ON)
+            try:
+                while True:
+                    sys.stdout.write(CLEAR + render_screen(reader.collect_all(spiders), True))
+                    sys.stdout.flush()
+                    time.sleep(args.interval)
+            finally:
+                sys.stdout.write(ALT_SCREEN_OFF)
                 sys.stdout.flush()
-                time.sleep(args.interval)
         finally:
-            sys.stdout.write(ALT_SCREEN_OFF)
-            sys.stdout.flush()
+            reader.close()
     finally:
         client.close()

@@ -21,12 +21,10 @@ import orjson
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import SyncRedis
+from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
 REQUEUE_BATCH = 1000  # leases returned per script call
-# TIME of the server that holds KEYS[1] (a cluster pipeline cannot send TIME: no key, no node)
-SERVER_TIME_SCRIPT = "return redis.call('TIME')"
 
 
 class NodeInfo(TypedDict):
@@ -113,11 +111,10 @@ class FrontierAdmin:
         self.node_ttl = node_ttl
         text = resources.files("crawler.frontier").joinpath("lua/requeue.lua").read_text()
         self._requeue = client.register_script(text)
-        self._time = client.register_script(SERVER_TIME_SCRIPT)
 
     def snapshot(self) -> Snapshot:
         k = self.keys
-        seconds, micros = self._time(keys=[k.queue])
+        now_ms = server_time_ms(self.redis, k.queue)
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.zcard(k.queue)
             pipe.zrange(k.leases, 0, -1, withscores=True)
@@ -128,7 +125,6 @@ class FrontierAdmin:
             pipe.llen(self.seeds_key)
             pipe.zrange(k.nodes, 0, -1, withscores=True)
             queued, leases, inflight, dedup, failed, invalid, seeds, nodes = pipe.execute()
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
         per_node = Counter(_text(record).split("\t", 1)[0] for record in inflight)
         return Snapshot(
             spider=self.spider,
@@ -200,8 +196,7 @@ class FrontierAdmin:
     def ledger(self, crawl_id: str, minutes: int = 5) -> LedgerView:
         """The crawl's totals and the sums of its last ``minutes`` per-minute buckets."""
         keys = LedgerKeys.for_crawl(self.spider, crawl_id)
-        seconds, micros = self._time(keys=[keys.total])
-        now = int(seconds) + int(micros) / 1e6
+        now = server_time_ms(self.redis, keys.total) / 1000
         current = int(now // 60)
         window = range(current - minutes + 1, current + 1)
         with self.redis.pipeline(transaction=False) as pipe:

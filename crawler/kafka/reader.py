@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,19 @@ def _headers(raw: RawHeaders) -> dict[str, bytes]:
     return {
         name: value.encode() if isinstance(value, str) else value or b"" for name, value in pairs
     }
+
+
+def received(message: Message) -> ReceivedMessage:
+    """A consumed message (without an error) as a ``ReceivedMessage``."""
+    return ReceivedMessage(
+        topic=message.topic() or "",
+        partition=message.partition() or 0,
+        offset=message.offset() or 0,
+        key=message.key(),
+        value=message.value() or b"",
+        headers=_headers(message.headers()),
+        timestamp_ms=message.timestamp()[1],
+    )
 
 
 def iter_topic(
@@ -60,15 +73,7 @@ def iter_topic(
                 if error.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                     continue
                 raise RuntimeError(f"reading {topics}: {error.str()}")
-            yield ReceivedMessage(
-                topic=message.topic() or "",
-                partition=message.partition() or 0,
-                offset=message.offset() or 0,
-                key=message.key(),
-                value=message.value() or b"",
-                headers=_headers(message.headers()),
-                timestamp_ms=message.timestamp()[1],
-            )
+            yield received(message)
     finally:
         consumer.close()
 

@@ -1,0 +1,47 @@
+"""What the commands need to know of a spider's class: its topics and its session platform.
+
+Spiders are looked up with Scrapy's spider loader in the project's ``SPIDER_MODULES``;
+a spider's ``custom_settings`` override the project's topic templates, as they do
+on the nodes. A spider the project does not have gets the project's templates and
+no session platform.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.spiderloader import SpiderLoaderProtocol
+
+
+@dataclass(frozen=True, slots=True)
+class SpiderFacts:
+    topic_template: str  # KAFKA_TOPIC_TEMPLATE
+    dlq_template: str  # KAFKA_DLQ_TOPIC_TEMPLATE
+    session_platform: str | None  # the class's session_platform
+
+
+@functools.cache
+def _loader(modules: tuple[str, ...]) -> SpiderLoaderProtocol:
+    # Scrapy and the spider modules load only here: the other commands start without them.
+    from scrapy.settings import Settings  # noqa: PLC0415
+    from scrapy.spiderloader import get_spider_loader  # noqa: PLC0415
+
+    return get_spider_loader(Settings({"SPIDER_MODULES": list(modules)}))
+
+
+def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
+    try:
+        spider_class = _loader(tuple(settings["SPIDER_MODULES"])).load(name)
+    except KeyError:
+        spider_class = None
+    custom = {**settings, **(getattr(spider_class, "custom_settings", None) or {})}
+    platform = getattr(spider_class, "session_platform", None)
+    return SpiderFacts(
+        topic_template=str(custom["KAFKA_TOPIC_TEMPLATE"]),
+        dlq_template=str(custom["KAFKA_DLQ_TOPIC_TEMPLATE"]),
+        session_platform=str(platform) if platform else None,
+    )
