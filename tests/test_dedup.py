@@ -20,6 +20,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.commands.purge import spider_keys
 from crawler.demo.site import Site
+from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
 from crawler.frontier.dedup_bloom import (
@@ -376,6 +377,14 @@ def test_bloom_crawl_gets_every_page_exactly_once(
     (summary,) = dedup_summary(redis_client, keys)
     assert (summary.mode, summary.entries) == ("bloom", site.pages)
     assert not redis_client.exists(keys.dupefilter)
+    assert discover_spiders(redis_client) == ["pages"]  # found by its Bloom keys alone
+    snapshot = FrontierAdmin(redis_client, "pages").snapshot()
+    (shown,) = snapshot["dedup_modes"]
+    assert snapshot["dedup"] == site.pages
+    assert shown["mode"] == "bloom"
+    assert shown["fill"] is not None
+    assert 0 < shown["fp_rate"] < 0.000001
+    assert shown["bytes"] == summary.bytes
     node_logs = "".join(path.read_text() for path in tmp_path.glob("node-*.log"))
     assert "'dupefilter/bloom_maybe_seen'" in node_logs
     # Certain duplicates are only those a node drops from its own cache of what it sent.

@@ -18,7 +18,6 @@ STARTED_FIELD = "started_ms"  # first push of the crawl (node clock, ms); not a 
 DIRECT_FIELDS = {
     "seeded": "seeds/received",
     "enqueued": "frontier/added",
-    "dropped/dup": "dupefilter/filtered",
     "leased": "frontier/leased",
     "done": "frontier/done",
     "reclaimed": "frontier/reclaimed",
@@ -31,6 +30,8 @@ DIRECT_FIELDS = {
 }
 # ledger field -> stat prefixes whose stats it sums
 SUMMED_FIELDS = {
+    # certain duplicates, and those a Bloom filter takes for seen (FRONTIER_DUPEFILTER=bloom)
+    "dropped/dup": ("dupefilter/filtered", "dupefilter/bloom_maybe_seen"),
     "invalid_seeds": ("seeds/invalid/",),
     "failed": ("frontier/failed/",),
     "requeued": ("frontier/requeued/",),

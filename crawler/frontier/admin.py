@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 import orjson
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
+from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import SyncRedis, server_time_ms
 
@@ -41,13 +42,22 @@ class SiteInfo(TypedDict):
     cooldown_left: float  # seconds
 
 
+class DedupInfo(TypedDict):
+    mode: str  # exact | exact+ttl | compact | bloom
+    entries: int
+    bytes: int  # Redis MEMORY USAGE of the mode's keys
+    fill: float | None  # bloom: share of the newest slice used
+    fp_rate: float  # bloom: estimated false-positive rate (0 for exact modes)
+
+
 class Snapshot(TypedDict):
     spider: str
     server_time: float  # Redis TIME, epoch seconds
     queued: int
     leased: int
     expired: int
-    dedup: int
+    dedup: int  # URLs recorded by the dupefilter (every mode whose keys exist)
+    dedup_modes: list[DedupInfo]
     failed: int
     failed_by_reason: dict[str, int]
     invalid_seeds: int
@@ -83,9 +93,9 @@ def _reason(record: bytes | str) -> str:
 def discover_spiders(client: SyncRedis) -> list[str]:
     """Spiders with a queue, nodes, dedup set or seed list in this Redis database."""
     found: set[str] = set()
-    for suffix in ("queue", "nodes", "dupefilter"):
+    for suffix in ("queue", "nodes", "dupefilter*"):
         for key in client.scan_iter(match=f"{{*}}:{suffix}", count=SCAN_COUNT):
-            found.add(_text(key)[1 : -len(suffix) - 2])
+            found.add(_text(key)[1:].split("}:", 1)[0])
     for key in client.scan_iter(match="*:start_urls", count=SCAN_COUNT):
         found.add(_text(key)[: -len(":start_urls")])
     return sorted(found)
@@ -119,12 +129,15 @@ class FrontierAdmin:
             pipe.zcard(k.queue)
             pipe.zrange(k.leases, 0, -1, withscores=True)
             pipe.hvals(k.inflight)
-            pipe.scard(k.dupefilter)
             pipe.hlen(k.failed)
             pipe.llen(self.invalid_key)
             pipe.llen(self.seeds_key)
             pipe.zrange(k.nodes, 0, -1, withscores=True)
-            queued, leases, inflight, dedup, failed, invalid, seeds, nodes = pipe.execute()
+            queued, leases, inflight, failed, invalid, seeds, nodes = pipe.execute()
+        dedup = [
+            DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
+            for d in dedup_summary(self.redis, k)
+        ]
         per_node = Counter(_text(record).split("\t", 1)[0] for record in inflight)
         return Snapshot(
             spider=self.spider,
@@ -132,7 +145,8 @@ class FrontierAdmin:
             queued=int(queued),
             leased=len(leases),
             expired=sum(1 for _, deadline in leases if deadline <= now_ms),
-            dedup=int(dedup),
+            dedup=sum(mode["entries"] for mode in dedup),
+            dedup_modes=dedup,
             failed=int(failed),
             failed_by_reason=self._failed_reasons(),
             invalid_seeds=int(invalid),

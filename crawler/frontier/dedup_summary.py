@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
-
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import SyncRedis
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +22,7 @@ class DedupSummary:
     fp_rate: float  # estimated chance that a new URL is taken for a seen one (0: exact modes)
 
 
-def dedup_summary(client: redis.Redis, keys: FrontierKeys) -> list[DedupSummary]:
+def dedup_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
     """One summary per dedup mode with keys in Redis (a few commands, none scans)."""
     with client.pipeline(transaction=False) as pipe:
         pipe.scard(keys.dupefilter)
