@@ -158,7 +158,7 @@ ZHIHU_ZHUANLAN_URL = "https://zhuanlan.zhihu.com"  # str: base of articles (/p/{
 ZHIHU_API_URL = "https://www.zhihu.com/api/v4"  # str: base of API v4; requests under it are signed
 ZHIHU_SEED_HOSTS = ["www.zhihu.com", "zhihu.com", "zhuanlan.zhihu.com"]  # list: seed URL hosts
 ZHIHU_ENDPOINTS: dict[str, str] = {}  # dict: endpoint name -> URL template, over the defaults
-ZHIHU_SIGNER = "crawler.zhihu.signer.StandInSigner"  # str: module.Class of the x-zse-96 signer
+ZHIHU_SIGNER = "crawler.zhihu.signer.Zse96Signer"  # str: module.Class of the x-zse-96 signer
 ZHIHU_API_VERSION = "3.0.91"  # str: x-api-version header
 ZHIHU_USER_AGENT = ""  # str: desktop browser user agent; "" = a recent desktop Chrome
 ZHIHU_COMMENTS = True  # bool: crawl root and child comments of every content
