@@ -38,6 +38,7 @@ bench: setup
 	$(PY) -m bench.frontier
 	$(PY) -m bench.kafka
 	$(PY) -m bench.politeness
+	$(PY) -m bench.dedup
 
 format: setup
 	.venv/bin/ruff format .

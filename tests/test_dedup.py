@@ -389,6 +389,7 @@ def test_bloom_crawl_gets_every_page_exactly_once(
     assert "'dupefilter/bloom_maybe_seen'" in node_logs
     # Certain duplicates are only those a node drops from its own cache of what it sent.
     filtered = re.findall(r"'dupefilter/filtered': (\d+)", node_logs)
+    assert filtered  # every page links back to "/": a node knows it sent that one already
     assert filtered == re.findall(r"'frontier/seen_cache_hit': (\d+)", node_logs)
     assert "dupefilter bloom" in node_logs
     assert int(redis_client.hget(keys.bloom_meta, "slices") or 0) >= 3  # 50, 100, 200 + ...

@@ -201,12 +201,15 @@ class StatusReader:
 
 
 def dedup_detail(snap: Snapshot) -> str:
-    """`` (bloom, 1.9 MB, 45% of its slice, est. FP 0.061%)``, per dedup mode in use."""
+    """`` (bloom, 1.9 MB, 45% of its slice, est. FP 0.0061%)``, per dedup mode in use."""
     parts = []
     for mode in snap["dedup_modes"]:
-        text = f"{mode['mode']}, {mode['bytes'] / 1e6:.1f} MB"
+        size = mode["bytes"]
+        text = f"{mode['mode']}, " + (
+            f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+        )
         if mode["fill"] is not None:
-            text += f", {mode['fill']:.0%} of its slice, est. FP {mode['fp_rate']:.3%}"
+            text += f", {mode['fill']:.0%} of its slice, est. FP {mode['fp_rate'] * 100:.2g}%"
         parts.append(text)
     return f" ({'; '.join(parts)})" if parts else ""
 
