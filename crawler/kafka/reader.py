@@ -7,7 +7,17 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+PARTITION_CHECK = 1.0  # seconds between looks for topics and partitions not read yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,19 +61,30 @@ def iter_topic(
     from_beginning: bool = True,
     poll_timeout: float = 0.2,
 ) -> Iterator[ReceivedMessage | None]:
-    """Yield messages of ``topics`` with a fresh consumer group; ``None`` after each quiet poll."""
+    """Yield messages of ``topics``; ``None`` after each quiet poll.
+
+    Partitions are assigned directly (no consumer group to join, no rebalance that could
+    pause or restart the read) as soon as the topic's metadata shows them; topics and
+    partitions that appear later are picked up within ``PARTITION_CHECK`` seconds.
+    """
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
-            "group.id": f"reader-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest" if from_beginning else "latest",
+            "group.id": f"reader-{uuid.uuid4().hex}",  # required; never joined nor committed
             "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 1000,
         }
     )
+    start = OFFSET_BEGINNING if from_beginning else OFFSET_END
+    assigned: set[tuple[str, int]] = set()
+    next_check = 0.0
     try:
-        consumer.subscribe(topics)
         while True:
+            if time.monotonic() >= next_check:
+                new = _new_partitions(consumer, topics, assigned)
+                if new:
+                    consumer.incremental_assign([TopicPartition(t, p, start) for t, p in new])
+                    assigned.update(new)
+                next_check = time.monotonic() + PARTITION_CHECK
             message = consumer.poll(poll_timeout)
             if message is None:
                 yield None
@@ -76,6 +97,23 @@ def iter_topic(
             yield received(message)
     finally:
         consumer.close()
+
+
+def _new_partitions(
+    consumer: Consumer, topics: list[str], assigned: set[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """Partitions of ``topics`` the broker knows and ``assigned`` lacks (none if unreachable)."""
+    try:
+        metadata = consumer.list_topics(timeout=PARTITION_CHECK)
+    except KafkaException:
+        return []
+    return [
+        (topic, partition)
+        for topic in topics
+        if topic in metadata.topics and metadata.topics[topic].error is None
+        for partition in metadata.topics[topic].partitions
+        if (topic, partition) not in assigned
+    ]
 
 
 def read_topic(
