@@ -235,8 +235,9 @@ def test_two_nodes_crawl_the_cluster(
         "LEDGER_INTERVAL": "1",
         "CRAWLER_CRAWL_ID": "cl",
         "CONCURRENT_REQUESTS": "4",  # small nodes: neither crawls the site alone
+        "FRONTIER_PREFETCH": "2",
     }
-    with Site(60, delay=0.02, robots="User-agent: *\nAllow: /\n") as site:
+    with Site(60, delay=0.1, robots="User-agent: *\nAllow: /\n") as site:
         messages = crawl_into_kafka(
             2,
             redis_url=redis_cluster_url,

@@ -94,3 +94,33 @@ class LocalProcess(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address!r}, pid={self.pid})"
+
+
+class ProcessGroup(ABC):
+    """A service made of several local processes (a Redis Cluster, a Sentinel setup):
+    ``start()`` and ``stop()``, and a context manager that runs them."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str: ...
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"

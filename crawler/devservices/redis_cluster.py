@@ -13,11 +13,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import redis
 
+from crawler.devservices.process import ProcessGroup
 from crawler.devservices.redis_server import RedisServer, RedisServerConfig
 
 logger = logging.getLogger(__name__)
@@ -63,7 +62,7 @@ def _cluster_info(client: redis.Redis) -> dict[str, str]:
     return {str(name): str(value) for name, value in dict(info).items()}
 
 
-class LocalRedisCluster:
+class LocalRedisCluster(ProcessGroup):
     """Start/stop the masters of one cluster; :attr:`url` is a ``redis+cluster://`` URL."""
 
     label = "redis-cluster"
@@ -145,18 +144,3 @@ class LocalRedisCluster:
                 }
                 raise RuntimeError(f"Redis Cluster at {self.url} not ready in time: {states}")
             time.sleep(0.05)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"

@@ -11,11 +11,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import redis
 
+from crawler.devservices.process import ProcessGroup
 from crawler.devservices.redis_server import RedisServer, RedisServerConfig
 
 logger = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ class RedisSentinelConfig:
     service: str = SERVICE
 
 
-class LocalSentinel:
+class LocalSentinel(ProcessGroup):
     """A master and its sentinel; :attr:`url` is a ``redis+sentinel://`` URL (db 0)."""
 
     start_timeout = 30.0
@@ -127,18 +126,3 @@ class LocalSentinel:
                 time.sleep(0.05)
         finally:
             client.close()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
