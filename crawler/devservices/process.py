@@ -15,7 +15,22 @@ from crawler.devservices import _proc
 logger = logging.getLogger(__name__)
 
 
-class LocalProcess(ABC):
+class Stoppable(ABC):
+    """A local service that stops when the ``with`` block that started it ends."""
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class LocalProcess(Stoppable):
     """A server process started by :meth:`start`; it runs in its own session."""
 
     label: ClassVar[str]  # for messages, e.g. "redis-server"
@@ -84,19 +99,11 @@ class LocalProcess(ABC):
             self.start(self.start_timeout)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address!r}, pid={self.pid})"
 
 
-class ProcessGroup(ABC):
+class ProcessGroup(Stoppable):
     """A service made of several local processes (a Redis Cluster, a Sentinel setup):
     ``start()`` and ``stop()``, and a context manager that runs them."""
 
@@ -107,20 +114,9 @@ class ProcessGroup(ABC):
     @abstractmethod
     def start(self) -> None: ...
 
-    @abstractmethod
-    def stop(self) -> None: ...
-
     def __enter__(self) -> Self:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
