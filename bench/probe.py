@@ -31,36 +31,33 @@ TICK = 0.005
 
 
 class _RoundTrips:
+    """Counts the sends of every redis-py connection (sync and asyncio) in this process."""
+
     count = 0
+    installed = False
 
     @classmethod
     def install(cls) -> None:
-        for connection in (
-            redis.connection.AbstractConnection,
-            redis.asyncio.connection.AbstractConnection,
-        ):
-            send = connection.send_packed_command
-            if getattr(send, "_bench_counted", False):
-                continue
+        if cls.installed:
+            return
+        cls.installed = True
+        sync_send: Callable[..., Any] = redis.connection.AbstractConnection.send_packed_command
+        async_send: Callable[..., Any] = (
+            redis.asyncio.connection.AbstractConnection.send_packed_command
+        )
 
-            if asyncio.iscoroutinefunction(send):
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.count += 1
+            return sync_send(self, *args, **kwargs)
 
-                @functools.wraps(send)
-                async def counted_async(self: Any, *args: Any, _send: Any = send, **kw: Any) -> Any:
-                    cls.count += 1
-                    return await _send(self, *args, **kw)
+        async def counted_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.count += 1
+            return await async_send(self, *args, **kwargs)
 
-                counted_async._bench_counted = True  # type: ignore[attr-defined]
-                connection.send_packed_command = counted_async  # type: ignore[method-assign]
-            else:
-
-                @functools.wraps(send)
-                def counted(self: Any, *args: Any, _send: Any = send, **kw: Any) -> Any:
-                    cls.count += 1
-                    return _send(self, *args, **kw)
-
-                counted._bench_counted = True  # type: ignore[attr-defined]
-                connection.send_packed_command = counted  # type: ignore[method-assign]
+        sync_class = redis.connection.AbstractConnection
+        async_class = redis.asyncio.connection.AbstractConnection
+        sync_class.send_packed_command = counted  # type: ignore[method-assign]
+        async_class.send_packed_command = counted_async  # type: ignore[method-assign]
 
 
 class BenchProbe:
