@@ -41,16 +41,27 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield bootstrap
 
 
-@pytest.fixture
-def redis_url(redis_base_url: str) -> Iterator[str]:
-    """A Redis URL on a database of its own, empty at the start of the test."""
+def _empty_database(redis_base_url: str) -> str:
+    """The URL of the next database in turn, flushed."""
     url = redis_base_url.rsplit("/", 1)[0] + f"/{next(_databases)}"
     client = redis.Redis.from_url(url)
-    client.flushdb()
     try:
-        yield url
+        client.flushdb()
     finally:
         client.close()
+    return url
+
+
+@pytest.fixture
+def redis_url(redis_base_url: str) -> str:
+    """A Redis URL on a database of its own, empty at the start of the test."""
+    return _empty_database(redis_base_url)
+
+
+@pytest.fixture(scope="module")
+def module_redis_url(redis_base_url: str) -> str:
+    """Like ``redis_url``, for state a whole module shares (one crawl, many tests)."""
+    return _empty_database(redis_base_url)
 
 
 @pytest.fixture

@@ -49,7 +49,6 @@ LIMITED = "/p/40.html"  # answers 429 once: every node waits out its Retry-After
 RETRY_AFTER = 10  # seconds: the window in which the status is taken mid-crawl
 REJECTED = range(20, 30)  # pages whose titles the crawl's schema refuses
 GROUP = "crawler-dead-letters"
-DATABASE = 15  # this module's Redis database, flushed first (like the conftest's 1..15)
 STOPPED_ITEMS = 5  # items the node with Kafka unreachable scrapes before it is stopped
 
 
@@ -141,13 +140,9 @@ class Crawl:
 
 @pytest.fixture(scope="module")
 def cluster(
-    redis_base_url: str, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+    module_redis_url: str, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Cluster:
-    url = redis_base_url.rsplit("/", 1)[0] + f"/{DATABASE}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    client.close()
-    return Cluster(url, kafka_bootstrap, tmp_path_factory.mktemp("operations"))
+    return Cluster(module_redis_url, kafka_bootstrap, tmp_path_factory.mktemp("operations"))
 
 
 @pytest.fixture
