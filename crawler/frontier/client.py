@@ -114,9 +114,7 @@ class FrontierClient:
 
     async def bloom_state(self) -> BloomState:
         """The Bloom filter's layout and fill (mode bloom; empty before the first request)."""
-        layout, slices, count = await self.redis.hmget(
-            self.keys.bloom_meta, ["layout", "slices", "count"]
-        )
+        layout, slices, count = await self.redis.hmget(self.keys.bloom_meta, BloomState.META_FIELDS)
         return BloomState.from_meta(layout, slices, count)
 
     async def other_dedup_keys(self) -> list[str]:

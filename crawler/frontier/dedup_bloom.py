@@ -135,6 +135,8 @@ class BloomState:
     slices: int
     count: int
 
+    META_FIELDS = ("layout", "slices", "count")  # read with HMGET, in from_meta's order
+
     @classmethod
     def from_meta(
         cls, layout: bytes | str | None, slices: bytes | str | None, count: bytes | str | None

@@ -28,7 +28,7 @@ def dedup_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
         pipe.scard(keys.dupefilter)
         pipe.zcard(keys.dupefilter_ttl)
         pipe.hget(keys.dupefilter_compact, "entries")
-        pipe.hmget(keys.bloom_meta, ["layout", "slices", "count"])
+        pipe.hmget(keys.bloom_meta, BloomState.META_FIELDS)
         for key in keys.dedup_keys():
             pipe.memory_usage(key)
         exact, timed, compact, (layout, slices, count), *usage = pipe.execute()
