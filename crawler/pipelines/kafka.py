@@ -16,6 +16,7 @@ A broker unreachable for longer than ``KAFKA_MAX_OUTAGE`` pauses the crawl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from functools import partial
@@ -127,7 +128,8 @@ class KafkaPipeline:
         self.schemas = SchemaRegistry(self.settings.schema_dirs)
         self._sender: ItemSender | None = None
         self._poller: LoopingCall | None = None
-        self._topics: set[str] = set()
+        # topic -> its check/creation; every item of the topic waits for it before producing
+        self._topics: dict[str, asyncio.Future[None]] = {}
         self._paused = False
 
     @classmethod
@@ -239,9 +241,13 @@ class KafkaPipeline:
         tracker.release(lease_id)
 
     async def _ensure_topic(self, topic: str) -> None:
-        if topic in self._topics:
-            return
-        self._topics.add(topic)
+        """Wait until ``topic`` exists as configured: items produced while another item's
+        creation is still on its way would make the broker auto-create it (defaults)."""
+        if topic not in self._topics:
+            self._topics[topic] = asyncio.ensure_future(self._create_topic(topic))
+        await asyncio.shield(self._topics[topic])
+
+    async def _create_topic(self, topic: str) -> None:
         if not self.settings.create_topics:
             return
         try:
@@ -253,7 +259,7 @@ class KafkaPipeline:
                 timeout=TOPIC_CREATE_TIMEOUT,
             )
         except KafkaException as exc:
-            self._topics.discard(topic)  # try again with a later item
+            del self._topics[topic]  # try again with a later item
             self.stats.inc_value("kafka/topic_create_failed")
             logger.warning("Could not check or create Kafka topic %s: %s", topic, exc)
             return
