@@ -370,7 +370,14 @@ def test_two_nodes_serve_metrics_during_a_crawl(
     assert 0 < pages[-1] <= site.pages + 5  # every page once (robots.txt is off in dev)
     assert total(history[-1], "crawler_kafka_delivered_total") > 0
 
-    for index, node_samples in enumerate(history[-1]):
+    def up(scraped: list[list[Sample]]) -> list[float | None]:
+        return [value(node, "crawler_up") for node in scraped]
+
+    # The last scrape may come after a node closed its spider (crawler_up 0, metrics still
+    # served): check the last one taken while both nodes were crawling.
+    crawling = [scraped for scraped in history if up(scraped) == [1, 1]]
+    assert crawling, [up(scraped) for scraped in history]
+    for index, node_samples in enumerate(crawling[-1]):
         node_labels = {"spider": "pages", "node": f"node-{index}", "crawl": "default"}
         assert value(node_samples, "crawler_up", **node_labels) == 1
         assert value(node_samples, "crawler_kafka_delivered_total", **node_labels) is not None
