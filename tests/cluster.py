@@ -6,7 +6,7 @@ import contextlib
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import orjson
@@ -73,6 +73,18 @@ def logs(workdir: Path) -> str:
         f"==== {path.name}\n{path.read_text(errors='replace')[-4000:]}"
         for path in sorted(workdir.glob("node-*.log"))
     )
+
+
+def log_lines(workdir: Path, needles: Iterable[str], limit: int = 200) -> str:
+    """Lines of the nodes' logs holding any of ``needles`` (a failure's evidence)."""
+    wanted = tuple(needles)
+    found = [
+        f"{path.name}: {line[:400]}"
+        for path in sorted(workdir.glob("node-*.log"))
+        for line in path.read_text(errors="replace").splitlines()
+        if any(needle in line for needle in wanted)
+    ]
+    return "\n".join(found[:limit])
 
 
 def tracebacks(workdir: Path) -> list[str]:

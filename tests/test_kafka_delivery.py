@@ -20,7 +20,7 @@ from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import read_topic
 from crawler.kafka.spool import decode_record
-from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
+from tests.cluster import log_lines, logs, running_nodes, wait_for_exit, wait_for_log
 from tests.services import unavailable
 from tests.test_frontier_reliability import FAST_LEASES, wait_for_hits
 
@@ -98,7 +98,14 @@ def test_broker_down_30s_mid_crawl_loses_nothing(
     redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": own_kafka.bootstrap_servers}
-    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
+    # DEBUG logs and librdkafka's idempotence log ("eos": producer ids, duplicate sequences)
+    # are the evidence if a page goes missing.
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "LOG_LEVEL": "DEBUG",
+        "KAFKA_PRODUCER_CONFIG": '{"debug": "eos"}',
+    }
     with (
         Site(1000, delay=0.1) as site,
         running_nodes(3, workdir=tmp_path, env=env, settings=settings) as nodes,
@@ -121,7 +128,9 @@ def test_broker_down_30s_mid_crawl_loses_nothing(
     )
     urls = Counter(orjson.loads(m.value)["url"] for m in messages)
     print(f"pages=1000 received={len(urls)} duplicates={len(messages) - len(urls)}")
-    assert set(urls) == site.all_urls()
+    missing = sorted(site.all_urls() - set(urls))
+    evidence = [f"<GET {url}>" for url in missing] + ["PID{", "DUPSEQ", "kafka/", "Kafka"]
+    assert not missing, f"missing {missing}\n{log_lines(tmp_path, evidence)}"
 
 
 def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(
