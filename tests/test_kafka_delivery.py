@@ -18,7 +18,7 @@ from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
-from crawler.kafka.reader import read_topic
+from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import log_lines, logs, running_nodes, wait_for_exit, wait_for_log
 from tests.services import unavailable
@@ -127,10 +127,14 @@ def test_broker_down_30s_mid_crawl_loses_nothing(
         own_kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=1000
     )
     urls = Counter(orjson.loads(m.value)["url"] for m in messages)
-    print(f"pages=1000 received={len(urls)} duplicates={len(messages) - len(urls)}")
+    ends = end_offsets(own_kafka.bootstrap_servers, topic_template.format(spider="pages"))
+    print(
+        f"pages=1000 received={len(urls)} duplicates={len(messages) - len(urls)} "
+        f"records on the broker={sum(high - low for low, high in ends.values())}"
+    )
     missing = sorted(site.all_urls() - set(urls))
     evidence = [f"<GET {url}>" for url in missing] + ["PID{", "DUPSEQ", "kafka/", "Kafka"]
-    assert not missing, f"missing {missing}\n{log_lines(tmp_path, evidence)}"
+    assert not missing, f"missing {missing}, broker {ends}\n{log_lines(tmp_path, evidence)}"
 
 
 def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(

@@ -116,6 +116,27 @@ def _new_partitions(
     ]
 
 
+def end_offsets(
+    bootstrap_servers: str, topic: str, timeout: float = 10.0
+) -> dict[int, tuple[int, int]]:
+    """Each partition of ``topic`` with its (low, high) watermarks; empty if unknown."""
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "end-offsets"})
+    try:
+        found = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if found is None or found.error is not None:
+            return {}
+        return {
+            partition: consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout
+            )
+            for partition in found.partitions
+        }
+    except KafkaException:
+        return {}
+    finally:
+        consumer.close()
+
+
 def read_topic(
     bootstrap_servers: str,
     topic: str,
@@ -126,10 +147,11 @@ def read_topic(
 ) -> list[ReceivedMessage]:
     """Read ``topic`` from its start.
 
-    Stops ``settle`` seconds after ``expected`` messages arrived (so extra
-    duplicates are seen too), after ``settle`` quiet seconds when ``expected``
-    is None, or at ``timeout``.
+    Stops ``settle`` quiet seconds after every partition was read up to the end it had
+    when reading began and ``expected`` messages (if given) arrived, or at ``timeout``.
     """
+    ends = end_offsets(bootstrap_servers, topic)
+    positions: dict[int, int] = {}
     received: list[ReceivedMessage] = []
     deadline = time.monotonic() + timeout
     quiet_since = time.monotonic()
@@ -139,9 +161,11 @@ def read_topic(
             break
         if message is not None:
             received.append(message)
+            positions[message.partition] = message.offset + 1
             quiet_since = now
             continue
-        enough = expected is None or len(received) >= expected
+        at_end = all(positions.get(p, low) >= high for p, (low, high) in ends.items())
+        enough = at_end and (expected is None or len(received) >= expected)
         if enough and received and now - quiet_since >= settle:
             break
     return received
