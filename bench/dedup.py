@@ -99,8 +99,9 @@ async def probe(redis: AsyncRedis, config: DedupConfig, size: int, batch: int) -
     found = 0
     for start in range(0, size // 10, batch):
         if bloom and start % refresh == 0:
-            await redis.copy(KEYS.bloom, PROBE_KEYS.bloom, replace=True)
-            await redis.copy(KEYS.bloom_meta, PROBE_KEYS.bloom_meta, replace=True)
+            pairs = zip(KEYS.bloom_chunks, PROBE_KEYS.bloom_chunks, strict=True)
+            for key, copy in [(KEYS.bloom_meta, PROBE_KEYS.bloom_meta), *pairs]:
+                await redis.copy(key, copy, replace=True)
         children = fingerprints(b"new", start, min(batch, size // 10 - start))
         found += (await prober.complete(None, "done", children)).duplicates
         await drop_queue(redis, prober.keys)

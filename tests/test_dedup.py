@@ -24,15 +24,19 @@ from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
 from crawler.frontier.dedup_bloom import (
+    BLOCK_BYTES,
+    CHUNKS_PER_SLICE,
     GROWTH,
-    MAX_BITS,
+    MAX_CHUNKS,
     TIGHTENING,
     BloomSlice,
     BloomState,
     bloom_layout,
+    chunk_lengths,
     decode_layout,
     encode_layout,
     slice_for,
+    split_in_chunks,
 )
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
@@ -159,25 +163,41 @@ def test_bloom_layout_grows_and_tightens_within_the_error_rate() -> None:
     miss = math.prod(1 - s.false_positive_rate(s.capacity) for s in layout)
     assert 1 - miss <= 0.001
     assert layout[0].false_positive_rate(10_000) <= 0.001 * (1 - TIGHTENING)
-    assert (
-        sum(s.bits for s in layout)
-        <= MAX_BITS
-        < sum(s.bits for s in layout) + 2 * (layout[-1].bits)
-    )
+    # As many slices as the chunk keys take, or until one needs more than 3 x 512 MB.
+    assert len(layout) == 14 and 2 * layout[-1].size > CHUNKS_PER_SLICE * 2**29
+    assert sum(len(s.chunks) for s in layout) <= MAX_CHUNKS
+    assert all(len(s.chunks) <= CHUNKS_PER_SLICE for s in layout)
     assert decode_layout(encode_layout(layout)) == layout
-    # About 2 bytes per URL at 0.1% (a classic filter needs 1.8).
-    assert 1.8 < layout[0].size / 10_000 < 2.15
-    assert all(s.size % 64 == 0 for s in layout)
+    # Under 2 bytes per URL at 0.1% (a classic filter needs 1.8), at any capacity.
+    for capacity in (10_000, 1_000_000, 3_000_000, 10_000_000, 17_000_000):
+        assert 1.8 < bloom_layout(capacity, 0.001)[0].size / capacity < 1.95
 
 
-def test_bloom_first_slice_uses_the_whole_allocation(redis_client: redis.Redis) -> None:
-    """The first slice is as large as the allocation Redis makes for it anyway."""
-    needed = slice_for(1_000_000, 0.001 * (1 - TIGHTENING)).size
-    filled = bloom_layout(1_000_000, 0.001)[0].size
-    assert filled > needed
-    redis_client.setrange("needed", needed - 1, b"\0")
-    redis_client.setrange("filled", filled - 1, b"\0")
-    assert redis_client.memory_usage("needed") == redis_client.memory_usage("filled")
+def test_bloom_chunks_fill_their_allocation_and_hold_whole_blocks(
+    redis_client: redis.Redis,
+) -> None:
+    """A chunk is as long as the allocation Redis makes for it anyway: one block longer
+    would take the next size class; blocks never straddle chunks."""
+    lengths = chunk_lengths()
+    assert all(length % BLOCK_BYTES == 0 for length in lengths)
+    for length in (256, 1792, 65280, 261888, 2096896, 16776960, 20971264):
+        assert length in lengths
+        redis_client.setrange("chunk", length - 1, b"\0")
+        redis_client.setrange("longer", length + BLOCK_BYTES - 1, b"\0")
+        used, more = redis_client.memory_usage("chunk"), redis_client.memory_usage("longer")
+        assert used is not None and more is not None
+        assert more - used > BLOCK_BYTES  # the next size class
+        redis_client.delete("chunk", "longer")
+
+
+def test_bloom_slices_waste_little_of_their_chunks() -> None:
+    for size in range(BLOCK_BYTES, 40_000_000, 99_991 * BLOCK_BYTES):
+        chunks = split_in_chunks(size)
+        assert chunks is not None and len(chunks) <= CHUNKS_PER_SLICE
+        assert size <= sum(chunks) < 1.02 * size + 2 * BLOCK_BYTES
+    assert split_in_chunks(2**31) is None  # more than three strings of 512 MB
+    needed = slice_for(1_000_000, 0.0008)
+    assert needed is not None and needed.chunks == split_in_chunks(needed.size)
 
 
 def test_bloom_sizing_is_validated() -> None:
@@ -227,7 +247,12 @@ def test_bloom_grows_slices_and_keeps_its_false_positive_rate(
         for entries in range(0, inserted, 100)
     )
     assert 0.75 * expected <= false_positives <= 1.25 * expected <= 0.0125 * inserted
-    assert redis_client.strlen(KEYS.bloom) == sum(s.size for s in state.layout[:6])
+    # Each slice in use is allocated whole, in its chunks; no other chunk exists.
+    chunks = [c for s in state.layout[:6] for c in s.chunks]
+    assert [redis_client.strlen(key) for key in KEYS.bloom_chunks[: len(chunks) + 1]] == [
+        *chunks,
+        0,
+    ]
     (summary,) = dedup_summary(redis_client, KEYS)
     assert (summary.mode, summary.entries) == ("bloom", state.entries)
     assert summary.fill == pytest.approx(state.count / 32_000)
@@ -293,8 +318,9 @@ def test_purge_removes_every_dedup_key(redis_url: str, redis_client: redis.Redis
     run(scenario())
     found = redis_client.keys("{unit}:dupefilter*")
     present = {key.decode() if isinstance(key, bytes) else key for key in found}
-    assert present == set(KEYS.dedup_keys())
-    assert present <= set(spider_keys("unit", keep_seeds=True))
+    chunks = len(bloom_layout(1000, 0.001)[0].chunks)
+    assert present == set(KEYS.dedup_keys()) - set(KEYS.bloom_chunks[chunks:])
+    assert set(KEYS.dedup_keys()) <= set(spider_keys("unit", keep_seeds=True))
 
 
 def test_other_modes_keys_are_reported(redis_url: str) -> None:
