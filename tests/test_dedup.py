@@ -27,6 +27,7 @@ from crawler.frontier.dedup_bloom import (
     BLOCK_BYTES,
     CHUNKS_PER_SLICE,
     GROWTH,
+    MAX_BYTES,
     MAX_CHUNKS,
     TIGHTENING,
     BloomSlice,
@@ -163,9 +164,11 @@ def test_bloom_layout_grows_and_tightens_within_the_error_rate() -> None:
     miss = math.prod(1 - s.false_positive_rate(s.capacity) for s in layout)
     assert 1 - miss <= 0.001
     assert layout[0].false_positive_rate(10_000) <= 0.001 * (1 - TIGHTENING)
-    # As many slices as the chunk keys take, or until one needs more than 3 x 512 MB.
-    assert len(layout) == 14 and 2 * layout[-1].size > CHUNKS_PER_SLICE * 2**29
+    # As many slices as fit in 512 MB and in the chunk keys.
+    total = sum(s.size for s in layout)
+    assert len(layout) == 12 and total <= MAX_BYTES < total + GROWTH * layout[-1].size
     assert sum(len(s.chunks) for s in layout) <= MAX_CHUNKS
+    assert sum(len(s.chunks) for s in bloom_layout(1, 0.001)) <= MAX_CHUNKS
     assert all(len(s.chunks) <= CHUNKS_PER_SLICE for s in layout)
     assert decode_layout(encode_layout(layout)) == layout
     # Under 2 bytes per URL at 0.1% (a classic filter needs 1.8), at any capacity.
@@ -193,9 +196,9 @@ def test_bloom_chunks_fill_their_allocation_and_hold_whole_blocks(
 def test_bloom_slices_waste_little_of_their_chunks() -> None:
     for size in range(BLOCK_BYTES, 40_000_000, 99_991 * BLOCK_BYTES):
         chunks = split_in_chunks(size)
-        assert chunks is not None and len(chunks) <= CHUNKS_PER_SLICE
+        assert len(chunks) <= CHUNKS_PER_SLICE
         assert size <= sum(chunks) < 1.02 * size + 2 * BLOCK_BYTES
-    assert split_in_chunks(2**31) is None  # more than three strings of 512 MB
+    assert split_in_chunks(MAX_BYTES - 1) == (MAX_BYTES - BLOCK_BYTES, BLOCK_BYTES)
     needed = slice_for(1_000_000, 0.0008)
     assert needed is not None and needed.chunks == split_in_chunks(needed.size)
 

@@ -16,8 +16,8 @@ blocks each), each as long as fits exactly in one of the allocation sizes of Red
 jemalloc (four per power of two): one string would be rounded up by as much as 25%,
 a few chunks sized one after the other waste under 2%. The chunks of all slices are
 numbered in order, ``MAX_CHUNKS`` at most (the keys ``lua/dedup_bloom.lua`` is
-given), so the layout lists every slice that fits in them; it is stored with the
-filter when the filter is created.
+given); the layout lists every slice that fits in them and in ``MAX_BYTES``, and is
+stored with the filter when the filter is created.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ TIGHTENING = 0.2  # ... at this share of its rate: the first slice gets 4/5 of t
 BLOCK_BITS = 2048  # bits of a block (256 bytes); lua/dedup_bloom.lua uses the same
 BLOCK_BYTES = BLOCK_BITS // 8
 CHUNKS_PER_SLICE = 3
-MAX_CHUNKS = 48  # chunk keys of a filter (crawler.frontier.keys): 16 slices or more
-MAX_STRING = 2**29  # bytes a Redis string holds (512 MB)
+MAX_CHUNKS = 48  # chunk keys of a filter (crawler.frontier.keys)
+MAX_BYTES = 2**29  # all slices together: 512 MB, what a Redis string holds (so a chunk too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +81,18 @@ def chunk_lengths() -> tuple[int, ...]:
     once (``SETRANGE`` on a new key) gets exactly its length plus ``_sds_overhead``.
     """
     lengths = set()
-    for power in range(6, MAX_STRING.bit_length()):
+    for power in range(6, MAX_BYTES.bit_length()):
         for quarter in range(1, 5):
             allocation = 2**power + quarter * 2 ** (power - 2)
             length = (allocation - _sds_overhead(allocation)) // BLOCK_BYTES * BLOCK_BYTES
-            if 0 < length <= MAX_STRING:
+            if 0 < length <= MAX_BYTES:
                 lengths.add(length)
     return tuple(sorted(lengths))
 
 
-def split_in_chunks(size: int) -> tuple[int, ...] | None:
-    """Chunks holding at least ``size`` bytes: each the longest that fits in what is left,
-    the last one the shortest that holds the rest (None: more than the chunks hold)."""
+def split_in_chunks(size: int) -> tuple[int, ...]:
+    """Chunks holding at least ``size`` bytes (at most ``MAX_BYTES``): each the longest that
+    fits in what is left, the last one the shortest that holds the rest."""
     lengths = chunk_lengths()
     chunks: list[int] = []
     left = size
@@ -100,17 +100,15 @@ def split_in_chunks(size: int) -> tuple[int, ...] | None:
         below = bisect.bisect_right(lengths, left) - 1
         if below >= 0 and len(chunks) < CHUNKS_PER_SLICE - 1:
             chunks.append(lengths[below])
-        elif (above := bisect.bisect_left(lengths, left)) < len(lengths):
-            chunks.append(lengths[above])
         else:
-            return None
+            chunks.append(lengths[bisect.bisect_left(lengths, left)])
         left -= chunks[-1]
     return tuple(chunks)
 
 
 def slice_for(capacity: int, error_rate: float) -> BloomSlice | None:
     """The smallest slice that holds ``capacity`` fingerprints at ``error_rate``, in
-    whole chunks (None: larger than ``CHUNKS_PER_SLICE`` strings hold)."""
+    whole chunks (None: larger than ``MAX_BYTES``)."""
     best: tuple[int, int] | None = None  # blocks, hashes
     classic = math.ceil(-math.log2(error_rate))  # hashes of a classic filter
     for hashes in range(max(1, classic - 3), classic + 1):
@@ -127,8 +125,10 @@ def slice_for(capacity: int, error_rate: float) -> BloomSlice | None:
         if best is None or low < best[0]:
             best = (low, hashes)
     assert best is not None
-    chunks = split_in_chunks(best[0] * BLOCK_BYTES)
-    return None if chunks is None else BloomSlice(chunks, best[1], capacity)
+    blocks, hashes = best
+    if blocks * BLOCK_BYTES > MAX_BYTES:
+        return None
+    return BloomSlice(split_in_chunks(blocks * BLOCK_BYTES), hashes, capacity)
 
 
 @functools.cache
@@ -137,19 +137,18 @@ def bloom_layout(capacity: int, error_rate: float) -> tuple[BloomSlice, ...]:
     rate = error_rate * (1 - TIGHTENING)
     first = slice_for(capacity, rate)
     if first is None:
-        raise ValueError(
-            f"a Bloom filter for {capacity} URLs needs more than {CHUNKS_PER_SLICE} Redis "
-            "strings of 512 MB"
-        )
+        raise ValueError(f"a Bloom filter for {capacity} URLs needs more than 512 MB")
     slices = [first]
-    chunks = len(first.chunks)
     while True:
         capacity, rate = capacity * GROWTH, rate * TIGHTENING
         following = slice_for(capacity, rate)
-        if following is None or chunks + len(following.chunks) > MAX_CHUNKS:
+        if (
+            following is None
+            or sum(s.size for s in slices) + following.size > MAX_BYTES
+            or sum(len(s.chunks) for s in slices) + len(following.chunks) > MAX_CHUNKS
+        ):
             return tuple(slices)
         slices.append(following)
-        chunks += len(following.chunks)
 
 
 def encode_layout(layout: tuple[BloomSlice, ...]) -> str:
