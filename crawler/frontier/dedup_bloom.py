@@ -9,7 +9,8 @@ filter for the same rate, which the sizing below accounts for.
 Slice ``i`` holds ``capacity * GROWTH**i`` fingerprints at the false-positive rate
 ``error_rate * (1 - TIGHTENING) * TIGHTENING**i``: however many slices are in use,
 the filter's rate stays below ``error_rate`` (a geometric series; Almeida et al.,
-"Scalable Bloom Filters", 2007).
+"Scalable Bloom Filters", 2007). Each slice is sized for ``MARGIN`` of its rate, so
+that measured rates, which scatter around the estimate, stay below it too.
 
 A slice is stored in at most ``CHUNKS_PER_SLICE`` Redis strings ("chunks", whole
 blocks each), each as long as fits exactly in one of the allocation sizes of Redis's
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 
 GROWTH = 2  # each slice holds this many times the fingerprints of the one before
 TIGHTENING = 0.2  # ... at this share of its rate: the first slice gets 4/5 of the budget
+MARGIN = 0.9  # share of its rate a slice is sized for
 BLOCK_BITS = 2048  # bits of a block (256 bytes); lua/dedup_bloom.lua uses the same
 BLOCK_BYTES = BLOCK_BITS // 8
 CHUNKS_PER_SLICE = 3
@@ -135,13 +137,13 @@ def slice_for(capacity: int, error_rate: float) -> BloomSlice | None:
 def bloom_layout(capacity: int, error_rate: float) -> tuple[BloomSlice, ...]:
     """Every slice of a filter for ``capacity`` fingerprints first, at most ``error_rate``."""
     rate = error_rate * (1 - TIGHTENING)
-    first = slice_for(capacity, rate)
+    first = slice_for(capacity, rate * MARGIN)
     if first is None:
         raise ValueError(f"a Bloom filter for {capacity} URLs needs more than 512 MB")
     slices = [first]
     while True:
         capacity, rate = capacity * GROWTH, rate * TIGHTENING
-        following = slice_for(capacity, rate)
+        following = slice_for(capacity, rate * MARGIN)
         if (
             following is None
             or sum(s.size for s in slices) + following.size > MAX_BYTES
