@@ -74,30 +74,18 @@ local function bloom_all_set(block, hashes, seed)
   return true
 end
 
--- The block with the fingerprint's bits set: only the bytes that change are rebuilt.
 local function bloom_with_bits(block, hashes, seed)
-  if #block < BLOCK then
-    block = string.rep('\0', BLOCK)
+  local bytes = {sbyte(block, 1, BLOCK)}
+  for at = #bytes + 1, BLOCK do
+    bytes[at] = 0
   end
-  local bytes, changed = {}, {}
   for _ = 1, hashes do
     seed = seed * 16807 % 2147483647
     local x = seed % BLOCK_BITS
     local at = floor(x / 8) + 1
-    if not bytes[at] then
-      bytes[at], changed[#changed + 1] = sbyte(block, at), at
-    end
     bytes[at] = bor(bytes[at], lshift(1, x % 8))
   end
-  table.sort(changed)
-  local parts, from = {}, 1
-  for _, at in ipairs(changed) do
-    parts[#parts + 1] = string.sub(block, from, at - 1)
-    parts[#parts + 1] = schar(bytes[at])
-    from = at + 1
-  end
-  parts[#parts + 1] = string.sub(block, from)
-  return table.concat(parts)
+  return schar(unpack(bytes))
 end
 
 local function dedup_add(fingerprint)
