@@ -280,6 +280,28 @@ def test_a_filter_keeps_the_layout_it_was_created_with(
     assert state.layout == bloom_layout(1000, 0.001)
 
 
+def test_a_filter_of_the_single_string_layout_does_not_break_anything(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A meta hash written before the chunks (``bytes:hashes:capacity``, 64-byte blocks)."""
+    redis_client.hset(KEYS.bloom_meta, mapping={"layout": "64:7:20,4096:9:40", "slices": 1})
+    redis_client.set("{unit}:dupefilter:bloom", bytes(4160))
+
+    async def scenario() -> tuple[int, int, BloomState]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
+        added = (await complete(client, requests("s", 60))).added
+        again = (await complete(client, requests("s", 60))).added
+        state = await client.bloom_state()
+        await client.aclose()
+        return added, again, state
+
+    added, again, state = run(scenario())
+    assert (added, again, state.slices) == (60, 0, 2)
+    assert 0 < state.false_positive_rate < 1
+    (summary,) = dedup_summary(redis_client, KEYS)
+    assert summary.entries == 60
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [

@@ -54,7 +54,8 @@ class BloomSlice:
 
     def false_positive_rate(self, entries: int) -> float:
         """Expected rate with ``entries`` fingerprints in the slice."""
-        return blocked_false_positive_rate(entries, self.size // BLOCK_BYTES, self.hashes)
+        blocks = max(1, self.size // BLOCK_BYTES)  # as the script counts a too short chunk
+        return blocked_false_positive_rate(entries, blocks, self.hashes)
 
 
 def blocked_false_positive_rate(entries: int, blocks: int, hashes: int) -> float:
