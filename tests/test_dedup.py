@@ -334,18 +334,25 @@ def test_default_settings_are_exact_forever() -> None:
 
 
 def test_purge_removes_every_dedup_key(redis_url: str, redis_client: redis.Redis) -> None:
-    async def scenario() -> None:
-        for name, config in CONFIGS.items():
-            client = FrontierClient(Redis.from_url(redis_url), KEYS, name, config)
-            await client.complete(None, "done", requests("p", 3))
-            await client.aclose()
+    grown = DedupConfig(DedupMode.BLOOM, capacity=1)  # 1 + 2 + 4 + 8 + ...: many chunks
 
-    run(scenario())
+    async def scenario() -> BloomState:
+        for name, config in {**CONFIGS, "bloom": grown}.items():
+            client = FrontierClient(Redis.from_url(redis_url), KEYS, name, config)
+            await client.complete(None, "done", requests("p", 20))
+            state = await client.bloom_state()
+            await client.aclose()
+        return state
+
+    state = run(scenario())
     found = redis_client.keys("{unit}:dupefilter*")
     present = {key.decode() if isinstance(key, bytes) else key for key in found}
-    chunks = len(bloom_layout(1000, 0.001)[0].chunks)
+    chunks = sum(len(s.chunks) for s in state.layout[: state.slices])
+    assert state.slices == 5 and chunks >= 5
     assert present == set(KEYS.dedup_keys()) - set(KEYS.bloom_chunks[chunks:])
-    assert set(KEYS.dedup_keys()) <= set(spider_keys("unit", keep_seeds=True))
+    assert sorted(discover_spiders(redis_client)) == ["unit"]
+    redis_client.delete(*spider_keys("unit", keep_seeds=True))
+    assert redis_client.keys("{unit}:*") == []
 
 
 def test_other_modes_keys_are_reported(redis_url: str) -> None:
