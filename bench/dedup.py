@@ -7,7 +7,10 @@ synthetic fingerprints through the real path: ``FrontierClient.complete`` with
 ``--batch`` children per call (the queue and request bodies it also writes are
 deleted after every call, outside the timing). Bytes per URL: the ``used_memory``
 delta of the whole server and the ``MEMORY USAGE ... SAMPLES 0`` of the dedup keys,
-divided by N. False positives: N/10 fresh fingerprints sent the same way, counted
+divided by N. Before each reading the slow log is emptied (its entries keep copies of slow
+calls' arguments); before the first one, a call of ``--batch`` children is made on other
+keys (Redis keeps about 300 KB after its first large script call, in no key). False
+positives: N/10 fresh fingerprints sent the same way, counted
 when reported as seen; a Bloom filter is probed on a copy, refreshed every
 N/1000 probes, so probing does not fill it. The Bloom filter is sized for N
 (``FRONTIER_DEDUP_CAPACITY = N``); ``bloom/8`` is sized for N/8, so it grows
@@ -33,6 +36,7 @@ from crawler.redis_connection import AsyncRedis, async_client
 
 KEYS = FrontierKeys.for_spider("bench")
 PROBE_KEYS = FrontierKeys.for_spider("probe")
+WARMUP_KEYS = FrontierKeys.for_spider("warmup")
 MODES = {
     "exact": (DedupMode.EXACT, 1),
     "compact": (DedupMode.COMPACT, 1),
@@ -70,6 +74,7 @@ def fingerprints(prefix: bytes, start: int, count: int) -> list[NewRequest]:
 
 async def used_memory(redis: AsyncRedis) -> int:
     await asyncio.sleep(3)  # let the server trim idle client buffers
+    await redis.slowlog_reset()
     return int((await redis.info("memory"))["used_memory"])
 
 
@@ -99,8 +104,9 @@ async def probe(redis: AsyncRedis, config: DedupConfig, size: int, batch: int) -
     found = 0
     for start in range(0, size // 10, batch):
         if bloom and start % refresh == 0:
-            await redis.copy(KEYS.bloom, PROBE_KEYS.bloom, replace=True)
-            await redis.copy(KEYS.bloom_meta, PROBE_KEYS.bloom_meta, replace=True)
+            pairs = zip(KEYS.bloom_chunks, PROBE_KEYS.bloom_chunks, strict=True)
+            for key, copy in [(KEYS.bloom_meta, PROBE_KEYS.bloom_meta), *pairs]:
+                await redis.copy(key, copy, replace=True)
         children = fingerprints(b"new", start, min(batch, size // 10 - start))
         found += (await prober.complete(None, "done", children)).duplicates
         await drop_queue(redis, prober.keys)
@@ -112,8 +118,10 @@ async def measure(url: str, name: str, size: int, batch: int) -> Row:
     config = DedupConfig(mode, capacity=max(1, size // shrink))
     redis = async_client(url, socket_timeout=600)  # emptying 10M entries takes seconds
     await redis.flushall()
+    warmup = FrontierClient(redis, WARMUP_KEYS, "warmup", config)
+    await warmup.complete(None, "done", fingerprints(b"warmup", 0, batch))  # loads the script
+    await redis.delete(*WARMUP_KEYS.all())
     client = FrontierClient(redis, KEYS, "bench", config)
-    await client.complete(None, "done", [])  # load the script before measuring
     before = await used_memory(redis)
     spent = await insert(client, size, batch)
     after = await used_memory(redis)

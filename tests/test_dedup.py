@@ -24,15 +24,20 @@ from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
 from crawler.frontier.dedup_bloom import (
+    BLOCK_BYTES,
+    CHUNKS_PER_SLICE,
     GROWTH,
-    MAX_BITS,
+    MAX_BYTES,
+    MAX_CHUNKS,
     TIGHTENING,
     BloomSlice,
     BloomState,
     bloom_layout,
+    chunk_lengths,
     decode_layout,
     encode_layout,
     slice_for,
+    split_in_chunks,
 )
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
@@ -159,25 +164,43 @@ def test_bloom_layout_grows_and_tightens_within_the_error_rate() -> None:
     miss = math.prod(1 - s.false_positive_rate(s.capacity) for s in layout)
     assert 1 - miss <= 0.001
     assert layout[0].false_positive_rate(10_000) <= 0.001 * (1 - TIGHTENING)
-    assert (
-        sum(s.bits for s in layout)
-        <= MAX_BITS
-        < sum(s.bits for s in layout) + 2 * (layout[-1].bits)
-    )
+    # As many slices as fit in 512 MB and in the chunk keys.
+    total = sum(s.size for s in layout)
+    assert len(layout) == 12 and total <= MAX_BYTES < total + GROWTH * layout[-1].size
+    assert sum(len(s.chunks) for s in layout) <= MAX_CHUNKS
+    assert sum(len(s.chunks) for s in bloom_layout(1, 0.001)) <= MAX_CHUNKS
+    assert all(len(s.chunks) <= CHUNKS_PER_SLICE for s in layout)
     assert decode_layout(encode_layout(layout)) == layout
-    # About 2 bytes per URL at 0.1% (a classic filter needs 1.8).
-    assert 1.8 < layout[0].size / 10_000 < 2.15
-    assert all(s.size % 64 == 0 for s in layout)
+    # Under 2 bytes per URL at 0.1% (a classic filter needs 1.8), at any capacity.
+    for capacity in (10_000, 1_000_000, 3_000_000, 10_000_000, 17_000_000):
+        assert 1.8 < bloom_layout(capacity, 0.001)[0].size / capacity < 1.95
 
 
-def test_bloom_first_slice_uses_the_whole_allocation(redis_client: redis.Redis) -> None:
-    """The first slice is as large as the allocation Redis makes for it anyway."""
-    needed = slice_for(1_000_000, 0.001 * (1 - TIGHTENING)).size
-    filled = bloom_layout(1_000_000, 0.001)[0].size
-    assert filled > needed
-    redis_client.setrange("needed", needed - 1, b"\0")
-    redis_client.setrange("filled", filled - 1, b"\0")
-    assert redis_client.memory_usage("needed") == redis_client.memory_usage("filled")
+def test_bloom_chunks_fill_their_allocation_and_hold_whole_blocks(
+    redis_client: redis.Redis,
+) -> None:
+    """A chunk is as long as the allocation Redis makes for it anyway: one block longer
+    would take the next size class; blocks never straddle chunks."""
+    lengths = chunk_lengths()
+    assert all(length % BLOCK_BYTES == 0 for length in lengths)
+    for length in (256, 1792, 65280, 261888, 2096896, 16776960, 20971264):
+        assert length in lengths
+        redis_client.setrange("chunk", length - 1, b"\0")
+        redis_client.setrange("longer", length + BLOCK_BYTES - 1, b"\0")
+        used, more = redis_client.memory_usage("chunk"), redis_client.memory_usage("longer")
+        assert used is not None and more is not None
+        assert more - used > BLOCK_BYTES  # the next size class
+        redis_client.delete("chunk", "longer")
+
+
+def test_bloom_slices_waste_little_of_their_chunks() -> None:
+    for size in range(BLOCK_BYTES, 40_000_000, 99_991 * BLOCK_BYTES):
+        chunks = split_in_chunks(size)
+        assert len(chunks) <= CHUNKS_PER_SLICE
+        assert size <= sum(chunks) < 1.02 * size + 2 * BLOCK_BYTES
+    assert split_in_chunks(MAX_BYTES - 1) == (MAX_BYTES - BLOCK_BYTES, BLOCK_BYTES)
+    needed = slice_for(1_000_000, 0.0008)
+    assert needed is not None and needed.chunks == split_in_chunks(needed.size)
 
 
 def test_bloom_sizing_is_validated() -> None:
@@ -227,7 +250,12 @@ def test_bloom_grows_slices_and_keeps_its_false_positive_rate(
         for entries in range(0, inserted, 100)
     )
     assert 0.75 * expected <= false_positives <= 1.25 * expected <= 0.0125 * inserted
-    assert redis_client.strlen(KEYS.bloom) == sum(s.size for s in state.layout[:6])
+    # Each slice in use is allocated whole, in its chunks; no other chunk exists.
+    chunks = [c for s in state.layout[:6] for c in s.chunks]
+    assert [redis_client.strlen(key) for key in KEYS.bloom_chunks[: len(chunks) + 1]] == [
+        *chunks,
+        0,
+    ]
     (summary,) = dedup_summary(redis_client, KEYS)
     assert (summary.mode, summary.entries) == ("bloom", state.entries)
     assert summary.fill == pytest.approx(state.count / 32_000)
@@ -250,6 +278,28 @@ def test_a_filter_keeps_the_layout_it_was_created_with(
     added, state = run(scenario())
     assert added == 0
     assert state.layout == bloom_layout(1000, 0.001)
+
+
+def test_a_filter_of_the_single_string_layout_does_not_break_anything(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A meta hash written before the chunks (``bytes:hashes:capacity``, 64-byte blocks)."""
+    redis_client.hset(KEYS.bloom_meta, mapping={"layout": "64:7:20,4096:9:40", "slices": 1})
+    redis_client.set("{unit}:dupefilter:bloom", bytes(4160))
+
+    async def scenario() -> tuple[int, int, BloomState]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
+        added = (await complete(client, requests("s", 60))).added
+        again = (await complete(client, requests("s", 60))).added
+        state = await client.bloom_state()
+        await client.aclose()
+        return added, again, state
+
+    added, again, state = run(scenario())
+    assert (added, again, state.slices) == (60, 0, 2)
+    assert 0 < state.false_positive_rate < 1
+    (summary,) = dedup_summary(redis_client, KEYS)
+    assert summary.entries == 60
 
 
 @pytest.mark.parametrize(
@@ -284,17 +334,25 @@ def test_default_settings_are_exact_forever() -> None:
 
 
 def test_purge_removes_every_dedup_key(redis_url: str, redis_client: redis.Redis) -> None:
-    async def scenario() -> None:
-        for name, config in CONFIGS.items():
-            client = FrontierClient(Redis.from_url(redis_url), KEYS, name, config)
-            await client.complete(None, "done", requests("p", 3))
-            await client.aclose()
+    grown = DedupConfig(DedupMode.BLOOM, capacity=1)  # 1 + 2 + 4 + 8 + ...: many chunks
 
-    run(scenario())
+    async def scenario() -> BloomState:
+        for name, config in {**CONFIGS, "bloom": grown}.items():
+            client = FrontierClient(Redis.from_url(redis_url), KEYS, name, config)
+            await client.complete(None, "done", requests("p", 20))
+            state = await client.bloom_state()
+            await client.aclose()
+        return state
+
+    state = run(scenario())
     found = redis_client.keys("{unit}:dupefilter*")
     present = {key.decode() if isinstance(key, bytes) else key for key in found}
-    assert present == set(KEYS.dedup_keys())
-    assert present <= set(spider_keys("unit", keep_seeds=True))
+    chunks = sum(len(s.chunks) for s in state.layout[: state.slices])
+    assert state.slices == 5 and chunks >= 5
+    assert present == set(KEYS.dedup_keys()) - set(KEYS.bloom_chunks[chunks:])
+    assert sorted(discover_spiders(redis_client)) == ["unit"]
+    redis_client.delete(*spider_keys("unit", keep_seeds=True))
+    assert redis_client.keys("{unit}:*") == []
 
 
 def test_other_modes_keys_are_reported(redis_url: str) -> None:

@@ -5,6 +5,7 @@ frontier, politeness, sessions, privacy key, and two nodes crawling into Kafka w
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from crawler.demo.site import Site
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.admin import discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
 from crawler.politeness.limiter import Penalty, Rate, RedisLimiter
 from crawler.redis_connection import RedisConfig, async_client, sync_client
@@ -120,6 +122,34 @@ def test_frontier_of_spiders_on_three_masters(
         assert {keys.queue, keys.data, keys.dupefilter, keys.seq} <= on_master
         assert not any(key.startswith("{") and key[1:2] != spider for key in on_master)
     assert discover_spiders(cluster) == list(SPIDERS)  # SCAN went to every master
+
+
+def test_bloom_filter_on_the_cluster(redis_cluster_url: str, cluster: redis.RedisCluster) -> None:
+    """The Bloom script declares its chunk keys: it runs on each spider's master, grown."""
+    config = DedupConfig(DedupMode.BLOOM, capacity=10)  # 60 URLs: 3 slices, several chunks
+    children = [
+        NewRequest(hashlib.sha1(f"u{i}".encode()).hexdigest(), 0.0, b"{}") for i in range(60)
+    ]
+
+    async def scenario() -> list[tuple[int, int, int]]:
+        shared = async_client(redis_cluster_url, max_connections=4)
+        found = []
+        try:
+            for spider in SPIDERS:
+                client = FrontierClient(shared, FrontierKeys.for_spider(spider), "n", config)
+                first = await client.complete(None, "done", children)
+                again = await client.complete(None, "done", children)
+                found.append((first.added, again.added, (await client.bloom_state()).slices))
+        finally:
+            await shared.aclose()
+        return found
+
+    results = asyncio.run(scenario())
+    assert all(added > 55 and again == 0 and slices == 3 for added, again, slices in results)
+    for spider in SPIDERS:
+        keys = FrontierKeys.for_spider(spider)
+        on_master = keys_on(cluster, master_of(cluster, keys.queue))
+        assert {keys.bloom_meta, *keys.bloom_chunks[:3]} <= on_master
 
 
 def test_politeness_on_the_cluster(redis_cluster_url: str, cluster: redis.RedisCluster) -> None:

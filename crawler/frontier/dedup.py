@@ -8,7 +8,7 @@ that enqueues it: ``lua/complete.lua``, preceded by the mode's snippet
   fingerprint -> second recorded (``dedup_zset.lua``).
 - ``compact``: exact in about 14 bytes per URL: a hash of buckets of fixed-width binary
   entries (``dedup_compact.lua``); takes a TTL.
-- ``bloom``: a scalable Bloom filter in one bitmap, about 2 bytes per URL at 0.1% false
+- ``bloom``: a scalable Bloom filter in a few bitmaps, about 1.9 bytes per URL at 0.1% false
   positives (``dedup_bloom.lua``, ``crawler.frontier.dedup_bloom``); cannot forget, so no TTL.
 
 No Scrapy imports: the scheduler, the bench and the operator tools share this.
@@ -97,7 +97,7 @@ class DedupStep:
     """What ``complete.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
 
     snippet: str  # lua/<snippet>.lua
-    key_fields: tuple[str, ...]  # FrontierKeys fields of its keys, in KEYS order
+    key_fields: tuple[str, ...]  # FrontierKeys fields of its keys (or key tuples), in KEYS order
     args: tuple[str | int, ...]
     binary: bool  # fingerprints go to the script as DIGEST_BYTES bytes, not hex
 
@@ -105,7 +105,7 @@ class DedupStep:
     def for_config(cls, config: DedupConfig) -> DedupStep:
         if config.mode is DedupMode.BLOOM:
             layout = encode_layout(bloom_layout(config.capacity, config.error_rate))
-            return cls("dedup_bloom", ("bloom", "bloom_meta"), (layout,), binary=True)
+            return cls("dedup_bloom", ("bloom_meta", "bloom_chunks"), (layout,), binary=True)
         if config.mode is DedupMode.COMPACT:
             buckets = math.ceil(config.capacity / BUCKET_ENTRIES)
             return cls("dedup_compact", ("dupefilter_compact",), (config.ttl, buckets), binary=True)
@@ -114,7 +114,11 @@ class DedupStep:
         return cls("dedup_set", ("dupefilter",), (), binary=False)
 
     def keys(self, keys: FrontierKeys) -> list[str]:
-        return [getattr(keys, name) for name in self.key_fields]
+        found: list[str] = []
+        for name in self.key_fields:
+            value: str | tuple[str, ...] = getattr(keys, name)
+            found.extend((value,) if isinstance(value, str) else value)
+        return found
 
     def other_keys(self, keys: FrontierKeys) -> list[str]:
         """Dedup keys of the other modes (a crawl that changed mode does not read them)."""

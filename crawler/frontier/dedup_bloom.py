@@ -2,35 +2,51 @@
 
 A *blocked* Bloom filter (Putze, Sanders, Singler, "Cache-, Hash- and
 Space-Efficient Bloom Filters", 2007): a fingerprint's bits all lie in one
-512-bit block, so the script reads and writes 64 bytes (``GETRANGE``/``SETRANGE``)
+2048-bit block, so the script reads and writes 256 bytes (``GETRANGE``/``SETRANGE``)
 instead of one bit per hash; it needs a few percent more bits than a classic
 filter for the same rate, which the sizing below accounts for.
 
 Slice ``i`` holds ``capacity * GROWTH**i`` fingerprints at the false-positive rate
 ``error_rate * (1 - TIGHTENING) * TIGHTENING**i``: however many slices are in use,
 the filter's rate stays below ``error_rate`` (a geometric series; Almeida et al.,
-"Scalable Bloom Filters", 2007). All slices live one after the other in one Redis
-string (``lua/dedup_bloom.lua``), so the layout lists every slice that fits in
-the 512 MB a string may hold; it is stored with the filter when the filter is created.
+"Scalable Bloom Filters", 2007). Each slice is sized for ``MARGIN`` of its rate, so
+that measured rates, which scatter around the estimate, stay below it too.
+
+A slice is stored in at most ``CHUNKS_PER_SLICE`` Redis strings ("chunks", whole
+blocks each), each as long as fits exactly in one of the allocation sizes of Redis's
+jemalloc (four per power of two): one string would be rounded up by as much as 25%,
+a few chunks sized one after the other waste under 2%. The chunks of all slices are
+numbered in order, ``MAX_CHUNKS`` at most (the keys ``lua/dedup_bloom.lua`` is
+given); the layout lists every slice that fits in them and in ``MAX_BYTES``, and is
+stored with the filter when the filter is created.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from dataclasses import dataclass
 
 GROWTH = 2  # each slice holds this many times the fingerprints of the one before
-TIGHTENING = 0.25  # ... at this share of its rate: the first slice gets 3/4 of the budget
-MAX_BITS = 2**32  # a Redis string holds at most 512 MB
-BLOCK_BITS = 512  # bits of a block (64 bytes); lua/dedup_bloom.lua uses the same
+TIGHTENING = 0.2  # ... at this share of its rate: the first slice gets 4/5 of the budget
+MARGIN = 0.9  # share of its rate a slice is sized for
+BLOCK_BITS = 2048  # bits of a block (256 bytes); lua/dedup_bloom.lua uses the same
+BLOCK_BYTES = BLOCK_BITS // 8
+CHUNKS_PER_SLICE = 3
+MAX_CHUNKS = 48  # chunk keys of a filter (crawler.frontier.keys)
+MAX_BYTES = 2**29  # all slices together: 512 MB, what a Redis string holds (so a chunk too)
 
 
 @dataclass(frozen=True, slots=True)
 class BloomSlice:
-    size: int  # bytes
+    chunks: tuple[int, ...]  # bytes of each of its strings, whole blocks
     hashes: int  # bits set per fingerprint
     capacity: int  # fingerprints it takes before the next slice is used
+
+    @property
+    def size(self) -> int:
+        return sum(self.chunks)
 
     @property
     def bits(self) -> int:
@@ -38,7 +54,8 @@ class BloomSlice:
 
     def false_positive_rate(self, entries: int) -> float:
         """Expected rate with ``entries`` fingerprints in the slice."""
-        return blocked_false_positive_rate(entries, self.bits // BLOCK_BITS, self.hashes)
+        blocks = max(1, self.size // BLOCK_BYTES)  # as the script counts a too short chunk
+        return blocked_false_positive_rate(entries, blocks, self.hashes)
 
 
 def blocked_false_positive_rate(entries: int, blocks: int, hashes: int) -> float:
@@ -59,23 +76,43 @@ def _sds_overhead(size: int) -> int:
     return 1 + (3 if size < 2**8 else 5 if size < 2**16 else 9)
 
 
-def fill_allocation(size: int) -> int:
-    """The longest string that fits the allocation a string of ``size`` bytes gets.
+@functools.cache
+def chunk_lengths() -> tuple[int, ...]:
+    """Every chunk length, ascending: the most whole blocks a jemalloc size class holds.
 
-    Redis's jemalloc rounds an allocation up to one of four size classes per power of two;
-    a bitmap created at once (``SETRANGE`` on a new key) may as well use those bytes.
+    Above 64 bytes the classes are 2**k * (1 + j/4) for j = 1..4; a string created at
+    once (``SETRANGE`` on a new key) gets exactly its length plus ``_sds_overhead``.
     """
-    total = size + _sds_overhead(size)
-    if total <= 64:
-        return size
-    spacing = 2 ** ((total - 1).bit_length() - 3)
-    filled = -(-total // spacing) * spacing - _sds_overhead(size)
-    return filled if _sds_overhead(filled) == _sds_overhead(size) else size
+    lengths = set()
+    for power in range(6, MAX_BYTES.bit_length()):
+        for quarter in range(1, 5):
+            allocation = 2**power + quarter * 2 ** (power - 2)
+            length = (allocation - _sds_overhead(allocation)) // BLOCK_BYTES * BLOCK_BYTES
+            if 0 < length <= MAX_BYTES:
+                lengths.add(length)
+    return tuple(sorted(lengths))
 
 
-def slice_for(capacity: int, error_rate: float) -> BloomSlice:
-    """The smallest slice that holds ``capacity`` fingerprints at ``error_rate``."""
-    best: BloomSlice | None = None
+def split_in_chunks(size: int) -> tuple[int, ...]:
+    """Chunks holding at least ``size`` bytes (at most ``MAX_BYTES``): each the longest that
+    fits in what is left, the last one the shortest that holds the rest."""
+    lengths = chunk_lengths()
+    chunks: list[int] = []
+    left = size
+    while left > 0:
+        below = bisect.bisect_right(lengths, left) - 1
+        if below >= 0 and len(chunks) < CHUNKS_PER_SLICE - 1:
+            chunks.append(lengths[below])
+        else:
+            chunks.append(lengths[bisect.bisect_left(lengths, left)])
+        left -= chunks[-1]
+    return tuple(chunks)
+
+
+def slice_for(capacity: int, error_rate: float) -> BloomSlice | None:
+    """The smallest slice that holds ``capacity`` fingerprints at ``error_rate``, in
+    whole chunks (None: larger than ``MAX_BYTES``)."""
+    best: tuple[int, int] | None = None  # blocks, hashes
     classic = math.ceil(-math.log2(error_rate))  # hashes of a classic filter
     for hashes in range(max(1, classic - 3), classic + 1):
         # A classic filter's size is a lower bound; twice that is always enough.
@@ -88,43 +125,48 @@ def slice_for(capacity: int, error_rate: float) -> BloomSlice:
                 high = middle
             else:
                 low = middle + 1
-        if best is None or low * BLOCK_BITS // 8 < best.size:
-            best = BloomSlice(size=low * BLOCK_BITS // 8, hashes=hashes, capacity=capacity)
+        if best is None or low < best[0]:
+            best = (low, hashes)
     assert best is not None
-    return best
+    blocks, hashes = best
+    if blocks * BLOCK_BYTES > MAX_BYTES:
+        return None
+    return BloomSlice(split_in_chunks(blocks * BLOCK_BYTES), hashes, capacity)
 
 
 @functools.cache
 def bloom_layout(capacity: int, error_rate: float) -> tuple[BloomSlice, ...]:
     """Every slice of a filter for ``capacity`` fingerprints first, at most ``error_rate``."""
     rate = error_rate * (1 - TIGHTENING)
-    first = slice_for(capacity, rate)
-    if first.bits > MAX_BITS:
-        raise ValueError(
-            f"a Bloom filter for {capacity} URLs needs {first.size} bytes, more than a Redis "
-            "string holds (512 MB)"
-        )
-    block = BLOCK_BITS // 8
-    size = min(fill_allocation(first.size), MAX_BITS // 8) // block * block
-    slices = [BloomSlice(size, first.hashes, capacity)]
-    total = slices[0].bits
+    first = slice_for(capacity, rate * MARGIN)
+    if first is None:
+        raise ValueError(f"a Bloom filter for {capacity} URLs needs more than 512 MB")
+    slices = [first]
     while True:
         capacity, rate = capacity * GROWTH, rate * TIGHTENING
-        following = slice_for(capacity, rate)
-        total += following.bits
-        if total > MAX_BITS:
+        following = slice_for(capacity, rate * MARGIN)
+        if (
+            following is None
+            or sum(s.size for s in slices) + following.size > MAX_BYTES
+            or sum(len(s.chunks) for s in slices) + len(following.chunks) > MAX_CHUNKS
+        ):
             return tuple(slices)
         slices.append(following)
 
 
 def encode_layout(layout: tuple[BloomSlice, ...]) -> str:
-    return ",".join(f"{s.size}:{s.hashes}:{s.capacity}" for s in layout)
+    """``bytes+bytes+...:hashes:capacity`` of each slice, comma-separated."""
+    return ",".join(f"{'+'.join(map(str, s.chunks))}:{s.hashes}:{s.capacity}" for s in layout)
 
 
 def decode_layout(text: str) -> tuple[BloomSlice, ...]:
-    return tuple(
-        BloomSlice(*(int(number) for number in part.split(":"))) for part in text.split(",")
-    )
+    slices = []
+    for part in text.split(","):
+        chunks, hashes, capacity = part.split(":")
+        slices.append(
+            BloomSlice(tuple(int(c) for c in chunks.split("+")), int(hashes), int(capacity))
+        )
+    return tuple(slices)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ def dedup_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
             DedupSummary(
                 "bloom",
                 state.entries,
-                size[keys.bloom] + size[keys.bloom_meta],
+                size[keys.bloom_meta] + sum(size[key] for key in keys.bloom_chunks),
                 state.fill,
                 state.false_positive_rate,
             )

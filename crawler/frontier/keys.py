@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crawler.frontier.dedup_bloom import MAX_CHUNKS
+
 
 @dataclass(frozen=True, slots=True)
 class FrontierKeys:
@@ -17,8 +19,8 @@ class FrontierKeys:
     dupefilter: str
     dupefilter_ttl: str
     dupefilter_compact: str
-    bloom: str
     bloom_meta: str
+    bloom_chunks: tuple[str, ...]
     seq: str
     leases: str
     inflight: str
@@ -34,8 +36,8 @@ class FrontierKeys:
             dupefilter=f"{tag}:dupefilter",
             dupefilter_ttl=f"{tag}:dupefilter:ttl",
             dupefilter_compact=f"{tag}:dupefilter:compact",
-            bloom=f"{tag}:dupefilter:bloom",
             bloom_meta=f"{tag}:dupefilter:bloom:meta",
+            bloom_chunks=tuple(f"{tag}:dupefilter:bloom:{i}" for i in range(MAX_CHUNKS)),
             seq=f"{tag}:seq",
             leases=f"{tag}:leases",
             inflight=f"{tag}:inflight",
@@ -49,8 +51,8 @@ class FrontierKeys:
             self.dupefilter,
             self.dupefilter_ttl,
             self.dupefilter_compact,
-            self.bloom,
             self.bloom_meta,
+            *self.bloom_chunks,
         )
 
     def all(self) -> tuple[str, ...]:

@@ -1,50 +1,72 @@
--- Dedup snippet, mode bloom: a scalable, blocked Bloom filter in one string
+-- Dedup snippet, mode bloom: a scalable, blocked Bloom filter in chunk strings
 -- (crawler.frontier.dedup_bloom).
--- KEYS[7]: the filter; slice i occupies the bytes after slice i - 1, in blocks of 64 bytes.
--- KEYS[8]: meta hash: 'layout' -> 'bytes:hashes:capacity' of every slice the filter may have,
---   comma-separated (fixed when the filter is created); 'slices' -> slices in use;
---   'count' -> fingerprints added to the newest slice.
+-- KEYS[7]: meta hash: 'layout' -> 'bytes+bytes+...:hashes:capacity' of every slice the filter
+--   may have (its chunks' lengths), comma-separated (fixed when the filter is created);
+--   'slices' -> slices in use; 'count' -> fingerprints added to the newest slice.
+-- KEYS[8..]: the chunks, in the layout's order (slice 1's, then slice 2's, ...); each is
+--   allocated whole when its slice comes into use and holds blocks of 256 bytes.
 -- ARGV[5]: the layout of a new filter.
 -- Fingerprints arrive as bytes (at least 12). Bytes 1..6 (h1) choose the block of each slice:
--- h1 mod blocks; bytes 7..12 (h2) choose the bits in it: `hashes` draws of the Park-Miller
--- generator (s = s * 16807 mod 2^31 - 1, bit s mod 512) seeded with h2 mod (2^31 - 2) + 1.
+-- h1 mod the slice's blocks, counted through its chunks; bytes 7..12 (h2) choose the bits in
+-- it: `hashes` draws of the Park-Miller generator (s = s * 16807 mod 2^31 - 1, bit s mod 2048)
+-- seeded with h2 mod (2^31 - 2) + 1.
 -- A fingerprint is seen when all its bits are set in some slice; new ones go to the newest
 -- slice. A full slice is followed by the next one of the layout; the last one takes more than
 -- its capacity (its false-positive rate rises, as the reported estimate shows).
 local DEDUP_ARGC = 1
-local BLOCK = 64
+local BLOCK, BLOCK_BITS = 256, 2048
 local sbyte, schar, floor = string.byte, string.char, math.floor
 local band, bor, lshift = bit.band, bit.bor, bit.lshift
-local bloom_offset, bloom_size, bloom_hashes, bloom_capacity = {}, {}, {}, {}
+-- Per slice: its blocks, hashes, capacity, and per chunk {key, blocks}.
+local bloom_blocks, bloom_hashes, bloom_capacity, bloom_chunks = {}, {}, {}, {}
 local bloom_slices, bloom_count
 local bloom_changed = false
 
 local function bloom_allocate(slice)
-  redis.call('SETRANGE', KEYS[7], bloom_offset[slice] + bloom_size[slice] - 1, '\0')
+  for _, chunk in ipairs(bloom_chunks[slice]) do
+    redis.call('SETRANGE', chunk[1], chunk[2] * BLOCK - 1, '\0')
+  end
 end
 
 local function dedup_open()
-  local meta = redis.call('HMGET', KEYS[8], 'layout', 'slices', 'count')
+  local meta = redis.call('HMGET', KEYS[7], 'layout', 'slices', 'count')
   local layout = meta[1] or ARGV[5]
   bloom_slices, bloom_count = tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
-  local start = 0
-  for size, hashes, capacity in string.gmatch(layout, '(%d+):(%d+):(%d+)') do
-    local i = #bloom_size + 1
-    bloom_offset[i], bloom_size[i] = start, tonumber(size)
+  local key = 8
+  for sizes, hashes, capacity in string.gmatch(layout, '([%d+]+):(%d+):(%d+)') do
+    local chunks, blocks = {}, 0
+    for size in string.gmatch(sizes, '%d+') do
+      chunks[#chunks + 1] = {KEYS[key], math.max(1, floor(tonumber(size) / BLOCK))}
+      blocks, key = blocks + chunks[#chunks][2], key + 1
+    end
+    local i = #bloom_blocks + 1
+    bloom_blocks[i], bloom_chunks[i] = blocks, chunks
     bloom_hashes[i], bloom_capacity[i] = tonumber(hashes), tonumber(capacity)
-    start = start + bloom_size[i]
   end
   if not meta[1] then
-    redis.call('HSET', KEYS[8], 'layout', layout)
+    redis.call('HSET', KEYS[7], 'layout', layout)
     bloom_slices, bloom_count, bloom_changed = 1, 0, true
     bloom_allocate(1)
   end
 end
 
+-- The chunk key and byte offset of block `index` (0-based) of a slice.
+local function bloom_locate(slice, index)
+  for _, chunk in ipairs(bloom_chunks[slice]) do
+    if index < chunk[2] then
+      return chunk[1], index * BLOCK
+    end
+    index = index - chunk[2]
+  end
+end
+
 local function bloom_all_set(block, hashes, seed)
+  if #block < BLOCK then
+    return false  -- a chunk that is missing (deleted by hand): nothing set
+  end
   for _ = 1, hashes do
     seed = seed * 16807 % 2147483647
-    local x = seed % 512
+    local x = seed % BLOCK_BITS
     if band(sbyte(block, floor(x / 8) + 1), lshift(1, x % 8)) == 0 then
       return false
     end
@@ -54,9 +76,12 @@ end
 
 local function bloom_with_bits(block, hashes, seed)
   local bytes = {sbyte(block, 1, BLOCK)}
+  for at = #bytes + 1, BLOCK do
+    bytes[at] = 0
+  end
   for _ = 1, hashes do
     seed = seed * 16807 % 2147483647
-    local x = seed % 512
+    local x = seed % BLOCK_BITS
     local at = floor(x / 8) + 1
     bytes[at] = bor(bytes[at], lshift(1, x % 8))
   end
@@ -68,25 +93,25 @@ local function dedup_add(fingerprint)
   local h1 = ((((a1 * 256 + a2) * 256 + a3) * 256 + a4) * 256 + a5) * 256 + a6
   local h2 = ((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6
   local seed = h2 % 2147483646 + 1
-  if bloom_count >= bloom_capacity[bloom_slices] and bloom_slices < #bloom_size then
+  if bloom_count >= bloom_capacity[bloom_slices] and bloom_slices < #bloom_blocks then
     bloom_slices, bloom_count, bloom_changed = bloom_slices + 1, 0, true
     bloom_allocate(bloom_slices)
   end
-  local at, block
+  local key, at, block
   for slice = 1, bloom_slices do
-    at = bloom_offset[slice] + (h1 % (bloom_size[slice] / BLOCK)) * BLOCK
-    block = redis.call('GETRANGE', KEYS[7], at, at + BLOCK - 1)
+    key, at = bloom_locate(slice, h1 % bloom_blocks[slice])
+    block = redis.call('GETRANGE', key, at, at + BLOCK - 1)
     if bloom_all_set(block, bloom_hashes[slice], seed) then
       return false
     end
   end
-  redis.call('SETRANGE', KEYS[7], at, bloom_with_bits(block, bloom_hashes[bloom_slices], seed))
+  redis.call('SETRANGE', key, at, bloom_with_bits(block, bloom_hashes[bloom_slices], seed))
   bloom_count, bloom_changed = bloom_count + 1, true
   return true
 end
 
 local function dedup_close()
   if bloom_changed then
-    redis.call('HSET', KEYS[8], 'slices', bloom_slices, 'count', bloom_count)
+    redis.call('HSET', KEYS[7], 'slices', bloom_slices, 'count', bloom_count)
   end
 end
