@@ -164,19 +164,25 @@ def test_politeness_on_the_cluster(redis_cluster_url: str, cluster: redis.RedisC
             await client.aclose()
 
     async def slots(limiter: RedisLimiter, site: str) -> list[float]:
-        """When each of 4 requests may go (call time + wait): 10/s, a burst of 2."""
+        """When each of 4 requests may go (call time + wait): 2/s, a burst of 2.
+
+        A slot read this way is early by the call's trip to Redis, so the site's master is
+        reached once before (the first connection to it took 0.1 s on a busy machine) and
+        the slots are 0.5 s apart, far more than a trip's jitter.
+        """
+        assert await limiter.cooling(site) == 0.0
         times = []
         for _ in range(4):
             called = time.monotonic()
-            times.append(called + await limiter.reserve(site, Rate(10.0, burst=2), PENALTY))
+            times.append(called + await limiter.reserve(site, Rate(2.0, burst=2), PENALTY))
         return times
 
     async def limit(limiter: RedisLimiter) -> None:
         for site in SITES:  # each site its own limit, whichever master holds it
             first, second, third, fourth = await slots(limiter, site)
-            assert second - first < 0.05  # the burst goes at once
-            assert third - first == pytest.approx(0.1, abs=0.05)
-            assert fourth - third == pytest.approx(0.1, abs=0.05)
+            assert second - first < 0.2  # the burst goes at once
+            assert third - first == pytest.approx(0.5, abs=0.2)
+            assert fourth - third == pytest.approx(0.5, abs=0.2)
         assert await limiter.penalize(SITES[0], 3.0, PENALTY) >= 3.0
         assert await limiter.cooling(SITES[0]) > 2.5
         assert await limiter.cooling(SITES[1]) == 0.0
