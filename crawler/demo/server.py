@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self
+
+from crawler.devservices.process import Stoppable
 
 
 class QuietHTTPServer(ThreadingHTTPServer):
@@ -25,7 +26,7 @@ class QuietHandler(BaseHTTPRequestHandler):
         return
 
 
-class BackgroundHTTPServer:
+class BackgroundHTTPServer(Stoppable):
     """Serves ``handler`` on ``host:port`` (0 = a free port) while used as a context manager."""
 
     def __init__(
@@ -45,12 +46,7 @@ class BackgroundHTTPServer:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
