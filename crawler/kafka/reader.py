@@ -80,7 +80,8 @@ def iter_topic(
     try:
         while True:
             if time.monotonic() >= next_check:
-                new = _new_partitions(consumer, topics, assigned)
+                known = _known_partitions(consumer, topics, PARTITION_CHECK)
+                new = [found for found in known if found not in assigned]
                 if new:
                     consumer.incremental_assign([TopicPartition(t, p, start) for t, p in new])
                     assigned.update(new)
@@ -99,12 +100,12 @@ def iter_topic(
         consumer.close()
 
 
-def _new_partitions(
-    consumer: Consumer, topics: list[str], assigned: set[tuple[str, int]]
+def _known_partitions(
+    consumer: Consumer, topics: list[str], timeout: float
 ) -> list[tuple[str, int]]:
-    """Partitions of ``topics`` the broker knows and ``assigned`` lacks (none if unreachable)."""
+    """Partitions of ``topics`` the broker knows (none if unreachable)."""
     try:
-        metadata = consumer.list_topics(timeout=PARTITION_CHECK)
+        metadata = consumer.list_topics(timeout=timeout)
     except KafkaException:
         return []
     return [
@@ -112,7 +113,6 @@ def _new_partitions(
         for topic in topics
         if topic in metadata.topics and metadata.topics[topic].error is None
         for partition in metadata.topics[topic].partitions
-        if (topic, partition) not in assigned
     ]
 
 
@@ -122,14 +122,11 @@ def end_offsets(
     """Each partition of ``topic`` with its (low, high) watermarks; empty if unknown."""
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "end-offsets"})
     try:
-        found = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-        if found is None or found.error is not None:
-            return {}
         return {
             partition: consumer.get_watermark_offsets(
                 TopicPartition(topic, partition), timeout=timeout
             )
-            for partition in found.partitions
+            for _, partition in _known_partitions(consumer, [topic], timeout)
         }
     except KafkaException:
         return {}
