@@ -24,6 +24,7 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
+from crawler.frontier.admin import leases_per_node
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.reader import read_topic
 from crawler.sessions import Cookie, RedisSessionStore, Session, SessionSettings
@@ -237,10 +238,8 @@ def check_items(expected: Expected, items: dict[str, list[JSON]], base: str) -> 
 
 
 def leases_by_node(client: redis.Redis) -> Counter[str]:
-    """Leases each zhihu node holds now (``inflight`` records are ``<node>\\t<score>``)."""
-    records = client.hvals(FrontierKeys.for_spider("zhihu").inflight)
-    texts = (r.decode() if isinstance(r, bytes) else r for r in records)
-    return Counter(text.split("\t", 1)[0] for text in texts)
+    """Leases each zhihu node holds now."""
+    return leases_per_node(client.hvals(FrontierKeys.for_spider("zhihu").inflight))
 
 
 # --- the 3-node crawl ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ crawl ledger the nodes write (``crawler.extensions.ledger_layout``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any, TypedDict
 
@@ -101,6 +101,11 @@ def discover_spiders(client: SyncRedis) -> list[str]:
     return sorted(found)
 
 
+def leases_per_node(inflight: Iterable[bytes | str]) -> Counter[str]:
+    """Leases each node holds, from the values of the ``inflight`` hash (``<node>\\t<score>``)."""
+    return Counter(_text(record).split("\t", 1)[0] for record in inflight)
+
+
 class FrontierAdmin:
     def __init__(
         self,
@@ -138,7 +143,7 @@ class FrontierAdmin:
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
             for d in dedup_summary(self.redis, k)
         ]
-        per_node = Counter(_text(record).split("\t", 1)[0] for record in inflight)
+        per_node = leases_per_node(inflight)
         return Snapshot(
             spider=self.spider,
             server_time=now_ms / 1000,
