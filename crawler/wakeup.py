@@ -1,8 +1,10 @@
-"""Wake Scrapy's engine so it asks the scheduler for requests now.
+"""Wake Scrapy's engine so it asks the scheduler for requests now; ask if it is closing.
 
-Scrapy 2.19 has no public call for this: the engine pulls from the scheduler
+Scrapy 2.19 has no public call for either: the engine pulls from the scheduler
 after its own activity or on a 5 s heartbeat, which leaves a node idle while
-the shared frontier has work. This is the one place that reaches inside.
+the shared frontier has work, and it tells no one when a spider starts
+closing (``spider_closed`` comes after the scraper has drained). This is the
+one place that reaches inside.
 """
 
 from __future__ import annotations
@@ -17,3 +19,12 @@ def wake_engine(crawler: Crawler) -> None:
     slot = getattr(engine, "_slot", None)
     if slot is not None and slot.closing is None and not engine.needs_backout():
         slot.nextcall.schedule()
+
+
+def engine_closing(crawler: Crawler) -> bool:
+    """True once the engine stops or starts closing its spider (any reason)."""
+    engine = crawler.engine
+    if engine is None or not engine.running:
+        return True
+    slot = getattr(engine, "_slot", None)
+    return slot is not None and slot.closing is not None

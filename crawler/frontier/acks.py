@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from crawler.frontier.client import NewRequest
 
@@ -34,6 +33,7 @@ class LeaseState:
     callback_done: bool = False
     children: list[NewRequest] = field(default_factory=list)
     failure: str | None = None
+    error: str | None = None  # the failure's detail, for its record
     requeue_reason: str | None = None
 
     @property
@@ -52,7 +52,6 @@ class AckTracker:
         self._on_complete = on_complete
         self._on_progress = on_progress
         self._leases: dict[str, LeaseState] = {}
-        self._items: dict[int, tuple[Any, str]] = {}  # id(item) -> (item, lease id)
 
     def __len__(self) -> int:
         return len(self._leases)
@@ -85,11 +84,12 @@ class AckTracker:
         self._leases[lease_id].children.append(request)
         self.callback_done(lease_id)
 
-    def fail(self, lease_id: str, reason: str) -> None:
+    def fail(self, lease_id: str, reason: str, error: str | None = None) -> None:
         """Record why the request failed; the first reason wins."""
         state = self._leases.get(lease_id)
         if state is not None and state.failure is None:
             state.failure = reason
+            state.error = error
 
     def requeue(self, lease_id: str, reason: str) -> None:
         state = self._leases.get(lease_id)
@@ -104,22 +104,10 @@ class AckTracker:
         state.callback_done = True
         self._release(state)
 
-    def hold_item(self, lease_id: str, item: Any) -> None:
-        """An item of this lease enters the pipelines."""
-        self._leases[lease_id].holds += 1
-        self._items[id(item)] = (item, lease_id)
-
-    def item_settled(self, item: Any) -> None:
-        """The pipelines finished with an item (scraped, dropped or failed)."""
-        entry = self._items.pop(id(item), None)
-        if entry is not None:
-            self.release(entry[1])
-
-    def lease_of(self, item: Any) -> str | None:
-        entry = self._items.get(id(item))
-        return entry[1] if entry is not None else None
-
     def hold(self, lease_id: str) -> None:
+        """One more piece of work of this lease is open (an item entering the pipelines:
+        released by the item's ``item_scraped``/``item_dropped``/``item_error`` signal,
+        which names the response, so pipelines may return any object)."""
         self._leases[lease_id].holds += 1
 
     def release(self, lease_id: str) -> None:
@@ -154,5 +142,4 @@ class AckTracker:
         """Forget every lease (node stopping); the caller returns them to the queue."""
         states = list(self._leases.values())
         self._leases.clear()
-        self._items.clear()
         return states

@@ -4,10 +4,16 @@ Spider middleware, closest to the engine. It tags the requests a callback
 yields with their parent lease and holds the lease until the scheduler has
 them (Scrapy hands callback output to its workers through a queue, so the
 output ends before its requests are scheduled); it holds the lease for every
-item until the pipelines
-settle it (``item_scraped``, ``item_dropped``, ``item_error``), and releases
-the callback's own hold when the output ends. Callback errors mark the lease
-failed with ``spider_exception/<ExceptionClass>``.
+item until the pipelines settle it, and releases the callback's own hold when
+the output ends. Callback errors mark the lease failed with
+``spider_exception/<ExceptionClass>``.
+
+Items are matched to their lease through the response that Scrapy's
+``item_scraped`` / ``item_dropped`` / ``item_error`` signals carry (its
+``request`` holds the lease id), never through the item object: a pipeline
+may return a new dict, another item class or anything else. An item dropped
+with ``ItemRequeued`` (its delivery failed even to the spool) sends the
+request back to the queue.
 
 Enabled with ``LeasingScheduler`` only.
 """
@@ -24,6 +30,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
 
+from crawler.exceptions import ItemRequeued
 from crawler.frontier.acks import AckTracker
 from crawler.frontier.scheduler import LEASE_META, PARENT_META, LeasingScheduler, tracker_for
 
@@ -40,6 +47,32 @@ def tracked_lease(crawler: Crawler, request: Request | None) -> tuple[AckTracker
     if tracker is None or not isinstance(lease_id, str) or not tracker.tracks(lease_id):
         return None
     return tracker, lease_id
+
+
+def source_request(source: Response | Failure | None) -> Request | None:
+    """The request behind an item signal's ``response``: a response, or the failure an
+    errback received (Scrapy sets its ``request``)."""
+    request = getattr(source, "request", None)
+    return request if isinstance(request, Request) else None
+
+
+async def track_output(
+    tracker: AckTracker, lease_id: str, result: AsyncIterator[Any]
+) -> AsyncIterator[Any]:
+    """Pass a callback's (or errback's) output through, holding the lease for each piece."""
+    try:
+        async for output in result:
+            if isinstance(output, Request):
+                output.meta[PARENT_META] = lease_id
+                tracker.hold_request(lease_id)
+            elif output is not None:
+                tracker.hold(lease_id)  # released by the item's signal
+            yield output
+    except Exception as exc:
+        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
+        raise
+    finally:
+        tracker.callback_done(lease_id)
 
 
 class LeaseOutputMiddleware:
@@ -62,32 +95,26 @@ class LeaseOutputMiddleware:
             async for output in result:
                 yield output
             return
-        tracker, lease_id = found
-        try:
-            async for output in result:
-                if isinstance(output, Request):
-                    output.meta[PARENT_META] = lease_id
-                    tracker.hold_request(lease_id)
-                elif output is not None:
-                    tracker.hold_item(lease_id, output)
-                yield output
-        except Exception as exc:
-            tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
-            raise
-        finally:
-            tracker.callback_done(lease_id)
+        async for output in track_output(*found, result):
+            yield output
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
         if (found := tracked_lease(self.crawler, response.request)) is not None:
             tracker, lease_id = found
             tracker.fail(lease_id, f"spider_exception/{type(exception).__name__}")
 
-    def _item_settled(self, item: Any, **kwargs: Any) -> None:
-        if (tracker := tracker_for(self.crawler)) is not None:
-            tracker.item_settled(item)
+    def _item_settled(self, response: Response | Failure | None = None, **kwargs: Any) -> None:
+        found = tracked_lease(self.crawler, source_request(response))
+        if found is None:
+            return
+        tracker, lease_id = found
+        exception = kwargs.get("exception")
+        if isinstance(exception, ItemRequeued):
+            tracker.requeue(lease_id, exception.reason)
+        tracker.release(lease_id)
 
     def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
-        if (found := tracked_lease(self.crawler, getattr(response, "request", None))) is not None:
+        if (found := tracked_lease(self.crawler, source_request(response))) is not None:
             tracker, lease_id = found
             tracker.fail(lease_id, f"spider_exception/{type(failure.value).__name__}")
             tracker.callback_done(lease_id)

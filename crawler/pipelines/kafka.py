@@ -6,9 +6,13 @@ against its JSON Schema, enqueue (waiting without blocking the reactor while
 librdkafka's local queue is full). Items that cannot be encoded or fail their
 schema are dead-lettered and dropped with a log line and a stat.
 
-With the leasing frontier, an item's request stays leased until the item is
-settled: delivered, spooled durably, or dead-lettered. Only when even the
-spool fails is the request returned to the queue to be crawled again.
+``process_item`` returns only once the item is settled: delivered, spooled
+durably, or dead-lettered, so Scrapy's ``item_scraped`` signal means "safe"
+and the leasing frontier completes the item's request only then, whatever
+the pipelines before this one returned. Only when even the spool fails is
+the item dropped with ``ItemRequeued``: its request goes back to the queue.
+When the engine starts closing, messages still unacknowledged after
+``KAFKA_FLUSH_TIMEOUT`` are spooled so that closing never waits on the broker.
 
 A broker unreachable for longer than ``KAFKA_MAX_OUTAGE`` pauses the crawl
 (the engine takes no new requests) until a delivery succeeds again.
@@ -31,12 +35,14 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.statscollectors import StatsCollector
 from twisted.internet.task import LoopingCall
 
-from crawler.frontier.scheduler import tracker_for
+from crawler.exceptions import ItemRequeued
 from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
 from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.node import resolve_node_id
+from crawler.settings_values import get_typed_list, text
+from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +93,7 @@ class KafkaPipelineSettings:
             spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
             replay_interval=settings.getfloat("KAFKA_SPOOL_REPLAY_INTERVAL"),
             max_outage=settings.getfloat("KAFKA_MAX_OUTAGE"),
-            schema_dirs=tuple(settings.getlist("ITEM_SCHEMA_DIRS")),
+            schema_dirs=tuple(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text, "folders")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
             crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",
         )
@@ -117,6 +123,12 @@ class KafkaPipelineSettings:
         ):
             if value < minimum:
                 raise ValueError(f"{name}={value} must be >= {minimum}")
+        missing = [d for d in self.schema_dirs if d != "builtin" and not Path(d).is_dir()]
+        if missing:
+            raise ValueError(
+                f"ITEM_SCHEMA_DIRS={list(self.schema_dirs)!r}: {', '.join(missing)} is not a "
+                'folder (give a list of folders, or "builtin")'
+            )
 
 
 class KafkaPipeline:
@@ -131,6 +143,7 @@ class KafkaPipeline:
         # topic -> its check/creation; every item of the topic waits for it before producing
         self._topics: dict[str, asyncio.Future[None]] = {}
         self._paused = False
+        self._draining: asyncio.Future[None] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipeline:
@@ -179,7 +192,6 @@ class KafkaPipeline:
         item_type = str(getattr(item, "item_type", type(item).__name__.lower()))
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
         await self._ensure_topic(topic)
-        settle = self._lease_settler(item)
         fields = ItemAdapter(item).asdict()
         try:
             message = self._encode(
@@ -188,12 +200,24 @@ class KafkaPipeline:
         except UnencodableItem as exc:
             placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
             message = self._message(placeholder, topic, item_type, 1)
-            self._reject(message, settle, "unencodable", str(exc), item_type)
+            await self._reject(message, "unencodable", str(exc), item_type)
         error = self.schemas.error(item_type, orjson.loads(message.value))
         if error is not None:
-            self._reject(message, settle, "schema", error, item_type)
-        await self.sender.send(message, settle)
+            await self._reject(message, "schema", error, item_type)
+        settled = self._settlement()
+        await self.sender.send(message, partial(_resolve, settled))
+        if await settled == "requeue":
+            raise ItemRequeued(
+                f"item of type {item_type} could be neither sent nor spooled: "
+                "its request goes back to the queue",
+                "kafka/spool_error",
+            )
         return item
+
+    @staticmethod
+    def _settlement() -> asyncio.Future[str]:
+        """Resolved with the message's outcome (delivery reports run on the reactor thread)."""
+        return asyncio.get_running_loop().create_future()
 
     def _encode(
         self, fields: dict[str, Any], topic: str, item_type: str, schema_version: int
@@ -216,29 +240,15 @@ class KafkaPipeline:
         template = self._encode({}, topic, item_type, schema_version)
         return OutgoingMessage(topic, None, value, template.headers, template.timestamp_ms)
 
-    def _reject(
-        self, message: OutgoingMessage, settle: Any, reason: str, error: str, item_type: str
+    async def _reject(
+        self, message: OutgoingMessage, reason: str, error: str, item_type: str
     ) -> None:
         self.stats.inc_value(f"kafka/rejected/{reason}")
         logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
-        self.sender.dead_letter(message, reason, error, settle)
+        settled = self._settlement()
+        self.sender.dead_letter(message, reason, error, partial(_resolve, settled))
+        await settled
         raise DropItem(f"dead-lettered ({reason}): {error}")
-
-    def _lease_settler(self, item: Any) -> Any:
-        tracker = tracker_for(self.crawler)
-        lease_id = tracker.lease_of(item) if tracker is not None else None
-        if tracker is None or lease_id is None:
-            return None
-        tracker.hold(lease_id)
-        return partial(self._settle_lease, lease_id)
-
-    def _settle_lease(self, lease_id: str, outcome: str) -> None:
-        tracker = tracker_for(self.crawler)
-        if tracker is None:
-            return
-        if outcome == "requeue":
-            tracker.requeue(lease_id, "kafka/spool_error")
-        tracker.release(lease_id)
 
     async def _ensure_topic(self, topic: str) -> None:
         """Wait until ``topic`` exists as configured: items produced while another item's
@@ -272,6 +282,9 @@ class KafkaPipeline:
         engine = self.crawler.engine
         if engine is None:
             return
+        draining = self._draining is not None and not self._draining.done()
+        if not draining and engine_closing(self.crawler) and self.sender.producer.pending():
+            self._draining = asyncio.ensure_future(self._drain())
         if not self._paused and outage > self.settings.max_outage:
             self._paused = True
             engine.pause()
@@ -285,6 +298,13 @@ class KafkaPipeline:
             self._paused = False
             engine.unpause()
             logger.warning("Kafka is back: crawl resumed")
+
+    async def _drain(self) -> None:
+        """The engine is closing: settle every item still waiting on the broker."""
+        left = await self.sender.producer.drain(self.settings.flush_timeout)
+        if left:
+            self.sender.producer.purge()  # each reports _PURGE_QUEUE: spooled, then settled
+            self.sender.poll()
 
     async def close_spider(self) -> None:
         if self._poller is not None and self._poller.running:
@@ -301,3 +321,8 @@ class KafkaPipeline:
                 self.settings.flush_timeout,
                 self._sender.spool.directory,
             )
+
+
+def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
+    if not settled.done():
+        settled.set_result(outcome)

@@ -10,6 +10,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.limiter import Penalty, Rate
+from crawler.settings_values import get_typed_list, status_code
 
 
 def _rate(name: str, value: Any, default_burst: int) -> Rate:
@@ -54,7 +55,11 @@ class PolitenessSettings:
                 recovery=settings.getfloat("POLITENESS_RECOVERY"),
                 strike_window=settings.getfloat("POLITENESS_STRIKE_WINDOW"),
             ),
-            penalty_statuses=frozenset(settings.getlist("POLITENESS_PENALTY_STATUSES")),
+            penalty_statuses=frozenset(
+                get_typed_list(
+                    settings, "POLITENESS_PENALTY_STATUSES", status_code, "HTTP statuses"
+                )
+            ),
             key_template=settings.get("POLITENESS_KEY"),
             redis_url=settings.get("REDIS_URL") or "",
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from crawler.settings_values import ListSettings, get_typed_list, text
 from crawler.zhihu.urls import DEFAULT_ENDPOINTS, Endpoints
 
 SORTS = frozenset({"default", "created", "updated"})
@@ -17,14 +18,13 @@ DEFAULT_USER_AGENT = (
 )
 
 
-class SettingsLike(Protocol):
+class SettingsLike(ListSettings, Protocol):
     """The part of Scrapy's ``BaseSettings`` read here."""
 
     def get(self, name: str, default: Any = None) -> Any: ...
     def getbool(self, name: str, default: bool = False) -> bool: ...
     def getint(self, name: str, default: int = 0) -> int: ...
     def getfloat(self, name: str, default: float = 0.0) -> float: ...
-    def getlist(self, name: str, default: list[Any] | None = None) -> list[Any]: ...
     def getdict(self, name: str, default: dict[Any, Any] | None = None) -> dict[Any, Any]: ...
 
 
@@ -77,7 +77,7 @@ class ZhihuSettings:
         zhuanlan = _base_url("ZHIHU_ZHUANLAN_URL", str(settings.get("ZHIHU_ZHUANLAN_URL") or ""))
         api = _base_url("ZHIHU_API_URL", str(settings.get("ZHIHU_API_URL") or ""))
         overrides: Mapping[str, Any] = _read(settings, "getdict", "ZHIHU_ENDPOINTS", {})
-        hosts = {str(h).lower() for h in _read(settings, "getlist", "ZHIHU_SEED_HOSTS", [])}
+        hosts = {h.lower() for h in get_typed_list(settings, "ZHIHU_SEED_HOSTS", text, "hosts")}
         hosts |= {urlsplit(url).netloc.lower() for url in (www, zhuanlan, api)}
         values = cls(
             www_url=www,
@@ -99,9 +99,7 @@ class ZhihuSettings:
             comment_order=str(settings.get("ZHIHU_COMMENT_ORDER") or "score"),
             max_retries=_read(settings, "getint", "ZHIHU_MAX_RETRIES", 5),
             sessions=_read(settings, "getbool", "ZHIHU_SESSIONS", True),
-            accounts=tuple(
-                str(a).strip() for a in _read(settings, "getlist", "ZHIHU_ACCOUNTS", []) if a
-            ),
+            accounts=tuple(get_typed_list(settings, "ZHIHU_ACCOUNTS", text, "account names")),
             password_env=str(settings.get("ZHIHU_PASSWORD_ENV") or ""),
             privacy=_read(settings, "getbool", "ZHIHU_PRIVACY", True),
             privacy_key=str(settings.get("ZHIHU_PRIVACY_KEY") or ""),

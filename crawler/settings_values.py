@@ -1,0 +1,64 @@
+"""Typed reads of list settings, as Scrapy reads them, with each element checked.
+
+``-s NAME=VALUE`` and the environment give strings. Scrapy's ``getlist`` splits
+a string on commas (``429,503``); a string that is a JSON array
+(``'["builtin","/x"]'``) is read as that array here, which Scrapy's ``getlist``
+would split into broken pieces. Every element is then converted, and a bad
+one raises ``ValueError`` naming the setting and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+class ListSettings(Protocol):
+    """The part of Scrapy's ``BaseSettings`` read here."""
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+    def getlist(self, name: str, default: list[Any] | None = None) -> list[Any]: ...
+
+
+def get_list(settings: ListSettings, name: str) -> list[Any]:
+    value = settings.get(name)
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"{name}={value!r} is not a JSON array: {exc}") from exc
+        if not isinstance(parsed, list):
+            raise ValueError(f"{name}={value!r} must be a list")
+        return parsed
+    return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
+
+
+def get_typed_list(
+    settings: ListSettings, name: str, convert: Callable[[Any], T], expected: str
+) -> list[T]:
+    """``get_list`` with every element converted by ``convert`` (``expected`` names the
+    element type in the error)."""
+    values = get_list(settings, name)
+    try:
+        return [convert(item) for item in values if not (isinstance(item, str) and not item)]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}={settings.get(name)!r} must be a list of {expected}") from exc
+
+
+def status_code(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a status code")
+    code = int(value)
+    if not 100 <= code <= 599:
+        raise ValueError(f"{code} is not an HTTP status")
+    return code
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a string")
+    return value.strip()
