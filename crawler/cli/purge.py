@@ -7,7 +7,6 @@ import argparse
 import orjson
 
 from crawler.cli.config import add_redis_option, redis_client
-from crawler.extensions.ledger_layout import pattern_for_spider
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,14 +20,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from crawler.commands.purge import spider_keys  # noqa: PLC0415 - the Scrapy command: loads Scrapy
+    from crawler.commands.purge import present_keys  # noqa: PLC0415 - the Scrapy command: loads Scrapy
 
     spider = args.spider
     client = redis_client(args)
     try:
-        keys = spider_keys(spider, keep_seeds=args.keep_seeds)
-        present = [key for key in keys if client.exists(key)]
-        present += sorted(k.decode() for k in client.scan_iter(match=pattern_for_spider(spider)))
+        present = present_keys(client, spider, keep_seeds=args.keep_seeds)
         if present and not args.yes:
             answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
             if answer.strip() != spider:

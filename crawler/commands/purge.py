@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import RedisConfig, sync_client
+from crawler.extensions.ledger_layout import pattern_for_spider
+from crawler.frontier.keys import FrontierKeys, start_pattern
+from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 
 
 def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
@@ -22,6 +23,19 @@ def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
     if not keep_seeds:
         keys.append(f"{spider}:start_urls")
     return keys
+
+
+def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[str]:
+    """The spider's keys that exist: the frontier's, its seeds, the start-request claims
+    of every crawl and the crawl ledgers."""
+    present = [key for key in spider_keys(spider, keep_seeds=keep_seeds) if client.exists(key)]
+    for pattern in (start_pattern(spider), pattern_for_spider(spider)):
+        present += sorted(_text(key) for key in client.scan_iter(match=pattern))
+    return present
+
+
+def _text(key: bytes | str) -> str:
+    return key.decode() if isinstance(key, bytes) else key
 
 
 class Command(ScrapyCommand):
@@ -46,11 +60,10 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("REDIS_URL is empty: there is no shared state to purge")
-        keys = spider_keys(args[0], keep_seeds=opts.keep_seeds)
         redis = RedisConfig.from_url(url)
         client = sync_client(redis)
         try:
-            present = [key for key in keys if client.exists(key)]
+            present = present_keys(client, args[0], keep_seeds=opts.keep_seeds)
             if not present:
                 print(f"Nothing to purge for {args[0]!r} on {redis.display}")
                 return

@@ -33,20 +33,37 @@ def _url(body: bytes) -> str:
 
 
 class DedupReport:
-    def __init__(self, stats: StatsCollector, config: DedupConfig) -> None:
+    def __init__(self, stats: StatsCollector, config: DedupConfig, debug: bool = False) -> None:
         self.stats = stats
         self.config = config
+        self.debug = debug  # DUPEFILTER_DEBUG: log every filtered request, not only the first
+        self._logged_one = False
         self.bloom = config.mode is DedupMode.BLOOM
         self._state: BloomState | None = None
         self._maybe_seen = 0  # Bloom drops since the last summary
         self._inserted = 0  # fingerprints the Bloom filter took since the last summary
         self._last_summary = time.monotonic()
 
+    def filtered(self, url: str) -> None:
+        """Log a duplicate as Scrapy's RFPDupeFilter does: the first, or all with
+        DUPEFILTER_DEBUG."""
+        if self.debug:
+            logger.debug("Filtered duplicate request: %s", url)
+        elif not self._logged_one:
+            self._logged_one = True
+            logger.debug(
+                "Filtered duplicate request: %s - no more duplicates will be shown "
+                "(see DUPEFILTER_DEBUG to show all duplicates)",
+                url,
+            )
+
     def completed(self, result: Completion, children: list[NewRequest]) -> None:
         """Count what one ``complete`` call dropped as already seen."""
         if not self.bloom:
             if result.duplicates:
                 self.stats.inc_value("dupefilter/filtered", result.duplicates)
+                for index in result.dropped:
+                    self.filtered(_url(children[index].body))
             return
         self._inserted += result.added - sum(1 for child in children if not child.fingerprint)
         if not result.duplicates:

@@ -26,6 +26,7 @@ class FrontierKeys:
     inflight: str
     nodes: str
     failed: str
+    start_prefix: str  # + crawl id: which node writes a plain spider's start requests
 
     @classmethod
     def for_spider(cls, spider: str) -> FrontierKeys:
@@ -43,6 +44,7 @@ class FrontierKeys:
             inflight=f"{tag}:inflight",
             nodes=f"{tag}:nodes",
             failed=f"{tag}:failed",
+            start_prefix=f"{tag}:start:",
         )
 
     def dedup_keys(self) -> tuple[str, ...]:
@@ -66,3 +68,9 @@ class FrontierKeys:
             self.nodes,
             self.failed,
         )
+
+
+def start_pattern(spider: str) -> str:
+    """SCAN pattern of the start-request claims of every crawl of a spider."""
+    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in spider)
+    return f"{{{escaped}}}:start:*"

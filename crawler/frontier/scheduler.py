@@ -43,6 +43,7 @@ from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
 from crawler.node import resolve_node_id
 from crawler.redis_connection import RedisConfig, async_client
+from crawler.signals import frontier_flush
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,9 @@ class LeasingScheduler:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.tracker = AckTracker(self._on_complete, self._on_progress)
-        self.dedup_report = DedupReport(self.stats, self.settings.dedup)
+        self.dedup_report = DedupReport(
+            self.stats, self.settings.dedup, crawler.settings.getbool("DUPEFILTER_DEBUG")
+        )
         assert crawler.request_fingerprinter is not None
         sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
         check_fingerprints(self.settings.dedup, sample)
@@ -86,6 +89,8 @@ class LeasingScheduler:
         self._client: FrontierClient | None = None
         self._spider: Spider | None = None
         self._heartbeat: asyncio.Future[None] | None = None
+        self._flushes: set[asyncio.Future[Any]] = set()  # writes of fresh batches
+        crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LeasingScheduler:
@@ -118,6 +123,9 @@ class LeasingScheduler:
             self.settings.dedup.mode.value,
         )
 
+    def _on_flush_signal(self) -> Deferred[None]:
+        return deferred_from_coro(self.flushed())
+
     def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close(reason))
 
@@ -137,8 +145,16 @@ class LeasingScheduler:
                 self.tracker.add_child(parent_id, None)
             self.stats.inc_value("dupefilter/filtered")
             self.stats.inc_value("frontier/seen_cache_hit")
+            self.dedup_report.filtered(request.url)
             return False
-        new = self._encode(request, fingerprint)
+        try:
+            new: NewRequest | None = self._encode(request, fingerprint)
+        except codec.UnserializableRequestError as exc:
+            new = None
+            self.stats.inc_value("frontier/unserializable")
+            logger.error("Request not enqueued: %s", exc)
+            if self.tracker.tracks(parent_id):  # its parent is recorded as failed, with why
+                self.tracker.fail(parent_id, "frontier/unserializable", str(exc))
         if new is not None and fingerprint:
             self._seen.add(fingerprint)
         if self.tracker.tracks(parent_id):
@@ -157,7 +173,9 @@ class LeasingScheduler:
     def _enqueue_fresh(self, requests: list[NewRequest], waiter: str | None = None) -> None:
         """Write requests at the end of this reactor turn; then release ``waiter``'s hold."""
         if not self._fresh and not self._fresh_waiters:
-            self._spawn(self._flush_fresh())
+            flush = self._spawn(self._flush_fresh())
+            self._flushes.add(flush)
+            flush.add_done_callback(self._flushes.discard)
         self._fresh.extend(requests)
         if waiter is not None:
             self._fresh_waiters.append(waiter)
@@ -184,13 +202,9 @@ class LeasingScheduler:
         assert self.crawler.request_fingerprinter is not None
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
-    def _encode(self, request: Request, fingerprint: str) -> NewRequest | None:
-        try:
-            body = codec.dumps(request.to_dict(spider=self._spider))
-        except codec.UnserializableRequestError as exc:
-            self.stats.inc_value("frontier/unserializable")
-            logger.error("Request not enqueued: %s", exc)
-            return None
+    def _encode(self, request: Request, fingerprint: str) -> NewRequest:
+        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
+        body = codec.dumps(request.to_dict(spider=self._spider))
         return NewRequest(fingerprint=fingerprint, score=-float(request.priority), body=body)
 
     def _decode(self, lease: Lease) -> Request | None:
@@ -207,10 +221,16 @@ class LeasingScheduler:
 
     # -- Redis work (all asynchronous, retried through outages) -------------------------------
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
+
+    async def flushed(self) -> None:
+        """Return once every request handed to ``enqueue_request`` so far is in Redis."""
+        while self._flushes:
+            await asyncio.wait(list(self._flushes))
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -264,14 +284,15 @@ class LeasingScheduler:
     async def _complete(self, state: LeaseState) -> None:
         failure = b""
         if state.failure is not None:
-            failure = orjson.dumps(
-                {
-                    "reason": state.failure,
-                    "node": self.node_id,
-                    "at": time.time(),
-                    "request": orjson.Fragment(state.body),
-                }
-            )
+            record: dict[str, Any] = {
+                "reason": state.failure,
+                "node": self.node_id,
+                "at": time.time(),
+                "request": orjson.Fragment(state.body),
+            }
+            if state.error is not None:
+                record["error"] = state.error
+            failure = orjson.dumps(record)
         outcome = state.outcome
         result = await self._guarded(
             lambda: self.client.complete(state.lease_id, outcome, state.children, failure)

@@ -1,0 +1,59 @@
+"""Which node writes a plain spider's start requests, once per crawl (no Scrapy imports).
+
+A spider that is not fed from ``<spider>:start_urls`` (``start_urls`` or its
+own ``start()``) has start requests every node would produce. The first node
+claims ``{<spider>}:start:<crawl id>`` and writes them into the frontier;
+nodes that start later see ``done`` and only lease. The claim lives as long
+as a lease and is refreshed while writing, so if its node dies another node
+takes over and writes them again (at-least-once: the frontier's dedup drops
+those already queued unless they are ``dont_filter``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from importlib import resources
+
+from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import AsyncRedis
+
+
+class ClaimOutcome(StrEnum):
+    WON = "won"  # this node writes the start requests
+    HELD = "held"  # another live node is writing them
+    DONE = "done"  # they are in the frontier already
+
+
+def _script(name: str) -> str:
+    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
+
+
+def start_key(keys: FrontierKeys, crawl_id: str) -> str:
+    return f"{keys.start_prefix}{crawl_id}"
+
+
+class StartClaim:
+    def __init__(self, client: AsyncRedis, key: str, node_id: str, lifetime_ms: int) -> None:
+        self.key = key
+        self._client = client
+        self._node_id = node_id
+        self._lifetime_ms = lifetime_ms
+        self._claim = client.register_script(_script("start_claim"))
+        self._refresh = client.register_script(_script("start_refresh"))
+        self._finish = client.register_script(_script("start_finish"))
+
+    async def claim(self) -> ClaimOutcome:
+        outcome = await self._claim(keys=[self.key], args=[self._node_id, self._lifetime_ms])
+        return ClaimOutcome(outcome.decode() if isinstance(outcome, bytes) else str(outcome))
+
+    async def written(self) -> bool:
+        """True once some node has marked the start requests written (read only)."""
+        return await self._client.hget(self.key, "state") in (b"done", "done")
+
+    async def refresh(self) -> bool:
+        """Extend the claim; False when it is no longer this node's."""
+        return bool(await self._refresh(keys=[self.key], args=[self._node_id, self._lifetime_ms]))
+
+    async def finish(self) -> bool:
+        """Mark the start requests written; False when the claim had passed to another node."""
+        return bool(await self._finish(keys=[self.key], args=[self._node_id]))

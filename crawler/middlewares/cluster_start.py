@@ -1,0 +1,142 @@
+"""``ClusterStartMiddleware``: any Scrapy spider in cluster mode, not only ``RedisSpider``.
+
+A plain ``scrapy.Spider`` (``start_urls`` or its own ``start()``),
+``CrawlSpider``, ``SitemapSpider`` or feed spider yields the same start
+requests on every node. With ``LeasingScheduler``:
+
+- **once per crawl**: the first node to start claims
+  ``{<spider>}:start:<CRAWLER_CRAWL_ID>`` (``crawler.frontier.start_claim``),
+  passes the spider's start output on (its requests go into the shared
+  frontier) and marks them written once they are stored in Redis; nodes that
+  start later, or while it is writing, produce none and only lease;
+- **open while the cluster has work**: on ``spider_idle`` the node stays open
+  while any node has requests queued or leased, or the start requests are not
+  yet written, and closes when the cluster is idle (after
+  ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds of it, when that is set).
+
+Spiders fed from Redis (``crawler.spiders.RedisSpider``) keep their own
+``start()``, which reads seeds for as long as the node runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from redis.exceptions import RedisError
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+
+from crawler.frontier.client import pending_requests
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.outage import OutageGuard
+from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
+from crawler.middlewares.lease_output import require_leasing_scheduler
+from crawler.node import resolve_node_id
+from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.signals import frontier_flush
+from crawler.spiders.base import RedisSpider
+from crawler.wakeup import wake_engine
+
+logger = logging.getLogger(__name__)
+
+CLAIM_POLL = 1.0  # seconds between looks at another node's claim
+
+
+class ClusterStartMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        require_leasing_scheduler(crawler)
+        if issubclass(crawler.spidercls, RedisSpider):
+            raise NotConfigured("RedisSpider reads its seeds itself")
+        self.crawler = crawler
+        settings = crawler.settings
+        self.node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
+        self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")
+        self.lease_ms = int(settings.getfloat("FRONTIER_LEASE_TIMEOUT") * 1000)
+        self.max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
+        self.idle_poll = settings.getfloat("FRONTIER_IDLE_POLL")
+        self._redis: AsyncRedis = async_client(RedisConfig.from_url(settings.get("REDIS_URL")))
+        assert crawler.stats is not None
+        stats = crawler.stats
+        self.guard = OutageGuard("start requests", lambda: stats.inc_value("frontier/redis_error"))
+        self._written = False  # the crawl's start requests are in the frontier
+        self._idle_since: float | None = None  # the cluster idle since (checked while idle)
+        self._checked_at = 0.0
+        self._checking: asyncio.Task[None] | None = None
+        crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ClusterStartMiddleware:
+        return cls(crawler)
+
+    def _claim(self, spider: Spider) -> StartClaim:
+        key = start_key(FrontierKeys.for_spider(spider.name), self.crawl_id)
+        return StartClaim(self._redis, key, self.node_id, self.lease_ms)
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        spider = self.crawler.spider
+        assert spider is not None
+        claim = self._claim(spider)
+        while (outcome := await self.guard.run(claim.claim)) is ClaimOutcome.HELD:
+            await asyncio.sleep(CLAIM_POLL)
+        if outcome is ClaimOutcome.DONE:
+            logger.info("Start requests of crawl %r are in the frontier: leasing", self.crawl_id)
+            self._written = True
+            return
+        logger.info("Writing the start requests of crawl %r into the frontier", self.crawl_id)
+        refresher = asyncio.ensure_future(self._refresh(claim))
+        count = 0
+        try:
+            async for output in start:
+                count += 1
+                yield output
+            await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
+        finally:
+            refresher.cancel()
+        if await self.guard.run(claim.finish):
+            self._written = True
+            logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)
+        else:
+            logger.warning("The start-request claim expired while writing: another node redoes it")
+
+    async def _refresh(self, claim: StartClaim) -> None:
+        while True:
+            await asyncio.sleep(self.lease_ms / 3000)
+            try:
+                await claim.refresh()
+            except RedisError as exc:  # Redis away: the next refresh tries again
+                logger.warning("Could not refresh the start-request claim: %s", exc)
+
+    # -- closing only when the cluster is idle ------------------------------------------------
+
+    def _spider_idle(self, spider: Spider) -> None:
+        now = time.monotonic()
+        fresh = now - self._checked_at <= 2 * self.idle_poll + 1
+        if fresh and self._idle_since is not None and now - self._idle_since >= self.max_idle:
+            return  # the cluster was idle at the last look, just now: let the spider close
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check_cluster(spider))
+        raise DontCloseSpider
+
+    async def _check_cluster(self, spider: Spider) -> None:
+        keys = FrontierKeys.for_spider(spider.name)
+        pending = await self.guard.run(lambda: pending_requests(self._redis, keys))
+        if not self._written:
+            self._written = await self.guard.run(self._claim(spider).written)
+        if pending or not self._written:
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = time.monotonic()
+        self._checked_at = time.monotonic()
+        await asyncio.sleep(self.idle_poll)
+        wake_engine(self.crawler)  # lease the work now, or look at idleness again
+
+    async def _spider_closed(self) -> None:
+        if self._checking is not None:
+            self._checking.cancel()
+        await self._redis.aclose()
