@@ -12,8 +12,10 @@ and command-line settings still win.
 
 from __future__ import annotations
 
-from scrapy.settings import BaseSettings
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings, default_settings
 
+from crawler import scrapy_redis_compat
 from crawler.redis_connection import RedisConfig
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
@@ -21,10 +23,20 @@ PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
 class ClusterAddon:
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.spidercls = crawler.spidercls if crawler is not None else None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ClusterAddon:
+        return cls(crawler)
+
     def update_settings(self, settings: BaseSettings) -> None:
+        scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
+        if self.spidercls is not None:
+            scrapy_redis_compat.check_spider_class(self.spidercls)
         if settings.get("REDIS_URL"):
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
-            settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
+            self._cluster(settings)
         if settings.getbool("BROWSER_ENABLED"):
             self._browser(settings)
         if not settings.get("KAFKA_BOOTSTRAP_SERVERS") and not settings.getdict("FEEDS"):
@@ -35,6 +47,26 @@ class ClusterAddon:
                     {feed: {"format": "jsonlines", "encoding": "utf-8"}},
                     priority="addon",
                 )
+
+    @staticmethod
+    def _cluster(settings: BaseSettings) -> None:
+        """LeasingScheduler; a scheduler or dupefilter chosen elsewhere would lose its
+        guarantees (or be ignored), so it stops the start."""
+        scheduler = settings.get("SCHEDULER")
+        if (settings.getpriority("SCHEDULER") or 0) > 0 and scheduler != LEASING_SCHEDULER:
+            raise ValueError(
+                f"SCHEDULER={scheduler!r} with REDIS_URL set: cluster mode needs "
+                f"{LEASING_SCHEDULER} (leases, shared dedup); remove the setting, or unset "
+                "REDIS_URL to crawl standalone with it"
+            )
+        dupefilter = settings.get("DUPEFILTER_CLASS")
+        if dupefilter != default_settings.DUPEFILTER_CLASS:
+            raise ValueError(
+                f"DUPEFILTER_CLASS={dupefilter!r} with REDIS_URL set: LeasingScheduler "
+                "deduplicates in Redis and would ignore it; choose FRONTIER_DUPEFILTER "
+                "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
+            )
+        settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
     @staticmethod
     def _browser(settings: BaseSettings) -> None:

@@ -39,7 +39,10 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
-SPIDER_MIDDLEWARES = {"crawler.middlewares.lease_output.LeaseOutputMiddleware": 10}
+SPIDER_MIDDLEWARES = {
+    "crawler.middlewares.lease_output.LeaseOutputMiddleware": 10,
+    "crawler.middlewares.cluster_start.ClusterStartMiddleware": 20,
+}
 DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
     "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
     "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
@@ -60,9 +63,14 @@ POLITENESS_RECOVERY = 0.05  # float: share of the rate regained per second after
 POLITENESS_KEY = "politeness:{%(site)s}"  # str: Redis hash per site
 
 # --- Seeds -------------------------------------------------------------------
-SEEDS_KEY = "%(name)s:start_urls"  # str: list users LPUSH seeds into (plain URL or JSON)
+SEEDS_KEY = "%(name)s:start_urls"  # str: key users push seeds into (plain URL or JSON)
+SEEDS_TYPE = (
+    "list"  # str: list (LPUSH, taken in order) | set (SADD, SPOP) | zset (ZADD, highest first)
+)
 SEEDS_INVALID_KEY = "%(name)s:start_urls:invalid"  # str: list of rejected seeds with reasons
 SEEDS_BATCH_SIZE = 16  # int >= 1: seeds taken per Redis round trip
+SEEDS_DONT_FILTER = True  # bool: seeds bypass dedup (pushing one again crawls it again)
+REDIS_ENCODING = "utf-8"  # str: encoding of the seeds' bytes (a spider's redis_encoding wins)
 SEEDS_MAX_BYTES = 65536  # int >= 1: larger seed payloads are rejected as too_large
 SEEDS_WAIT_TIMEOUT = 0.5  # float > 0, seconds: how long one blocking pop waits for a seed
 MAX_IDLE_TIME_BEFORE_CLOSE = 0  # float >= 0, seconds idle before the node closes; 0 = never

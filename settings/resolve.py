@@ -1,4 +1,9 @@
-"""Resolve the settings module's values: base, then profile, then environment."""
+"""Resolve the settings module's values: base, then profile, then environment.
+
+Besides the variables of ``ENV_OVERRIDES``, any setting can be given in the
+environment as ``CRAWLER_SETTING_<NAME>=<value>`` (a string, read by each
+component through Scrapy's typed getters exactly like ``-s NAME=<value>``).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ ENV_OVERRIDES = {
     "CRAWLER_NODE_ID": "CRAWLER_NODE_ID",
     "CRAWLER_LOG_LEVEL": "LOG_LEVEL",
 }
+SETTING_PREFIX = "CRAWLER_SETTING_"  # CRAWLER_SETTING_<NAME>=<value> sets NAME
 
 
 def _uppercase_names(module: ModuleType) -> dict[str, Any]:
@@ -37,4 +43,10 @@ def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for variable, setting in ENV_OVERRIDES.items():
         if variable in environ:
             values[setting] = environ[variable]
+    for variable, value in environ.items():
+        name = variable.removeprefix(SETTING_PREFIX)
+        if variable.startswith(SETTING_PREFIX) and name:
+            if name != name.upper() or not name.replace("_", "").isalnum():
+                raise ValueError(f"{variable}: {name!r} is not a setting name")
+            values[name] = value
     return values

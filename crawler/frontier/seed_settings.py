@@ -1,12 +1,38 @@
-"""Seed-reading settings, read once and validated."""
+"""Seed-reading settings, read once and validated.
+
+A spider's scrapy-redis attributes (or ``-a`` arguments) win over the
+settings: ``redis_key`` over ``SEEDS_KEY``, ``redis_batch_size`` over
+``SEEDS_BATCH_SIZE``, ``redis_encoding`` over ``REDIS_ENCODING`` and
+``max_idle_time`` over ``MAX_IDLE_TIME_BEFORE_CLOSE``.
+"""
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.keys import FrontierKeys
+
+
+class SeedSource(StrEnum):
+    """The Redis type of the seed key, and how seeds leave it."""
+
+    LIST = "list"  # BLMPOP from the right: LPUSH order
+    SET = "set"  # SPOP: any order (REDIS_START_URLS_AS_SET)
+    ZSET = "zset"  # BZMPOP MAX: highest score first (REDIS_START_URLS_AS_ZSET)
+
+
+def _number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name}={value!r} must be {'an integer' if kind is int else 'a number'}"
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,34 +41,87 @@ class SeedSettings:
     seeds_key: str
     invalid_key: str
     frontier: FrontierKeys
+    source: SeedSource
     batch_size: int
+    encoding: str
     max_bytes: int
     wait_timeout: float
     max_idle_time: float
+    dont_filter: bool
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, spider_name: str) -> SeedSettings:
+    def from_settings(cls, settings: BaseSettings, spider: Any) -> SeedSettings:
+        """``spider``: the spider (its scrapy-redis attributes) or just its name."""
+        name = spider if isinstance(spider, str) else spider.name
+
+        def attribute(attr: str) -> Any:
+            return None if isinstance(spider, str) else getattr(spider, attr, None)
+
+        key = attribute("redis_key")
+        key_setting = "redis_key" if key is not None else "SEEDS_KEY"
+        key_template = str(key if key is not None else settings.get("SEEDS_KEY"))
+        batch = attribute("redis_batch_size")
+        idle = attribute("max_idle_time")
         values = cls(
             redis_url=settings.get("REDIS_URL") or "",
-            seeds_key=settings.get("SEEDS_KEY") % {"name": spider_name},
-            invalid_key=settings.get("SEEDS_INVALID_KEY") % {"name": spider_name},
-            frontier=FrontierKeys.for_spider(spider_name),
-            batch_size=settings.getint("SEEDS_BATCH_SIZE"),
+            seeds_key=_format_key(key_setting, key_template, name),
+            invalid_key=_format_key("SEEDS_INVALID_KEY", settings.get("SEEDS_INVALID_KEY"), name),
+            frontier=FrontierKeys.for_spider(name),
+            source=_source(settings.get("SEEDS_TYPE")),
+            batch_size=(
+                _number("redis_batch_size", batch, int)
+                if batch is not None
+                else settings.getint("SEEDS_BATCH_SIZE")
+            ),
+            encoding=str(attribute("redis_encoding") or settings.get("REDIS_ENCODING") or ""),
             max_bytes=settings.getint("SEEDS_MAX_BYTES"),
             wait_timeout=settings.getfloat("SEEDS_WAIT_TIMEOUT"),
-            max_idle_time=settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE"),
+            max_idle_time=(
+                _number("max_idle_time", idle, float)
+                if idle is not None
+                else settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
+            ),
+            dont_filter=settings.getbool("SEEDS_DONT_FILTER"),
         )
         values.validate()
         return values
 
     def validate(self) -> None:
+        if not self.seeds_key.strip():
+            raise ValueError("the seed key (SEEDS_KEY or the spider's redis_key) must not be empty")
         if self.batch_size < 1:
-            raise ValueError(f"SEEDS_BATCH_SIZE={self.batch_size} must be >= 1")
+            raise ValueError(
+                f"SEEDS_BATCH_SIZE (or redis_batch_size)={self.batch_size} must be >= 1"
+            )
         if self.max_bytes < 1:
             raise ValueError(f"SEEDS_MAX_BYTES={self.max_bytes} must be >= 1")
         if self.wait_timeout <= 0:
             raise ValueError(f"SEEDS_WAIT_TIMEOUT={self.wait_timeout} must be > 0")
         if self.max_idle_time < 0:
             raise ValueError(
-                f"MAX_IDLE_TIME_BEFORE_CLOSE={self.max_idle_time} must be >= 0 (0 = never)"
+                f"MAX_IDLE_TIME_BEFORE_CLOSE (or max_idle_time)={self.max_idle_time} "
+                "must be >= 0 (0 = never)"
             )
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError as exc:
+            raise ValueError(
+                f"REDIS_ENCODING (or redis_encoding)={self.encoding!r} is not a known encoding"
+            ) from exc
+
+
+def _format_key(setting: str, template: str, name: str) -> str:
+    try:
+        return template % {"name": name}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"{setting}={template!r} is invalid: only %(name)s may be used ({exc!r})"
+        ) from exc
+
+
+def _source(value: object) -> SeedSource:
+    try:
+        return SeedSource(str(value).strip().lower())
+    except ValueError:
+        choices = ", ".join(source.value for source in SeedSource)
+        raise ValueError(f"SEEDS_TYPE={value!r} must be one of {choices}") from None

@@ -4,10 +4,14 @@ A seed is a plain URL (``https://example.com/``) or a JSON object::
 
     {"url": "...", "meta": {...}, "priority": 0, "method": "GET",
      "headers": {"name": "value"}, "body": "...", "callback": "parse",
-     "dont_filter": false}
+     "dont_filter": true}
 
-``parse_seed`` raises ``InvalidSeed`` with a short ``reason`` (used in stats
-and in the invalid-seed record) for anything else.
+Any other key is form data, as in scrapy-redis: ``{"url": u, "method":
+"POST", "q": "x"}`` posts ``q=x`` (a GET puts it in the query string);
+values are strings, numbers or lists of them. ``dont_filter`` left out
+means the spider's default (``SEEDS_DONT_FILTER``). ``parse_seed`` raises
+``InvalidSeed`` with a short ``reason`` (used in stats and in the
+invalid-seed record) for anything else.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ class InvalidSeed(ValueError):
         self.reason = reason
 
 
+FormData = Mapping[str, str | list[str]]
+
+
 @dataclass(frozen=True, slots=True)
 class Seed:
     url: str
@@ -43,7 +50,8 @@ class Seed:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: str | None = None
     callback: str | None = None
-    dont_filter: bool = False
+    dont_filter: bool | None = None  # None: the spider's default (SEEDS_DONT_FILTER)
+    formdata: FormData = field(default_factory=dict)
 
 
 def _check_url(url: object) -> str:
@@ -62,10 +70,30 @@ def _check_url(url: object) -> str:
     return url
 
 
+def _form_value(name: str, value: object) -> str | list[str]:
+    def text(item: object) -> str:
+        if isinstance(item, str):
+            return item
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            return str(item)
+        raise InvalidSeed(
+            "field", f"seed form field {name!r} must be a string, a number or a list of them"
+        )
+
+    return [text(item) for item in value] if isinstance(value, list) else text(value)
+
+
+def _formdata(data: Mapping[str, Any]) -> dict[str, str | list[str]]:
+    """The keys that are not request fields: form data (scrapy-redis's JSON seeds)."""
+    form = {
+        name: _form_value(name, value) for name, value in data.items() if name not in KNOWN_FIELDS
+    }
+    if form and data.get("body") is not None:
+        raise InvalidSeed("field", f"seed has both a body and form fields {sorted(form)}")
+    return form
+
+
 def _check_fields(data: Mapping[str, Any]) -> None:
-    unknown = set(data) - KNOWN_FIELDS
-    if unknown:
-        raise InvalidSeed("field", f"seed has unknown fields {sorted(unknown)}")
     checks: list[tuple[str, type | tuple[type, ...]]] = [
         ("meta", dict),
         ("headers", dict),
@@ -88,21 +116,28 @@ def _check_fields(data: Mapping[str, Any]) -> None:
         raise InvalidSeed("field", f"seed method {method[:20]!r} is not supported")
 
 
-def parse_seed(raw: bytes | str, *, max_bytes: int) -> Seed:
-    """Turn one raw queue entry into a ``Seed`` or raise ``InvalidSeed``."""
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if len(data) > max_bytes:
-        raise InvalidSeed("too_large", f"seed of {len(data)} bytes exceeds {max_bytes}")
-    text = data.strip()
+def decode_seed(raw: bytes | str, *, max_bytes: int, encoding: str = "utf-8") -> str:
+    """The seed's text (``encoding``: ``REDIS_ENCODING`` / the spider's ``redis_encoding``)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if len(raw) > max_bytes:
+        raise InvalidSeed("too_large", f"seed of {len(raw)} bytes exceeds {max_bytes}")
+    try:
+        text = raw.decode(encoding).strip()
+    except UnicodeDecodeError as exc:
+        raise InvalidSeed("encoding", f"seed is not {encoding}") from exc
     if not text:
         raise InvalidSeed("empty", "seed is empty")
-    if not text.startswith((b"{", b"[")):
-        try:
-            return Seed(url=_check_url(text.decode("utf-8")))
-        except UnicodeDecodeError as exc:
-            raise InvalidSeed("encoding", "seed is not UTF-8") from exc
+    return text
+
+
+def parse_seed(raw: bytes | str, *, max_bytes: int, encoding: str = "utf-8") -> Seed:
+    """Turn one raw queue entry into a ``Seed`` or raise ``InvalidSeed``."""
+    text = decode_seed(raw, max_bytes=max_bytes, encoding=encoding)
+    if not text.startswith(("{", "[")):
+        return Seed(url=_check_url(text))
     try:
-        payload = orjson.loads(text)
+        payload = orjson.loads(text.encode("utf-8", "surrogatepass"))
     except orjson.JSONDecodeError as exc:
         raise InvalidSeed("json", f"seed is not valid JSON: {exc}") from exc
     if not isinstance(payload, dict):
@@ -117,5 +152,6 @@ def parse_seed(raw: bytes | str, *, max_bytes: int) -> Seed:
         headers=payload.get("headers") or {},
         body=payload.get("body"),
         callback=payload.get("callback"),
-        dont_filter=bool(payload.get("dont_filter", False)),
+        dont_filter=payload.get("dont_filter"),
+        formdata=_formdata(payload),
     )

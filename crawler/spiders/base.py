@@ -1,14 +1,19 @@
-"""``RedisSpider``: a spider that reads its seeds from Redis from the first moment.
+"""``RedisSpider`` and ``RedisCrawlSpider``: spiders fed from Redis, drop-ins for scrapy-redis's.
 
 scrapy-redis 0.9.1 only defines ``start_requests()``, which Scrapy 2.19 no
-longer calls, so its seeds arrive after an idle tick. This base class reads
-``<name>:start_urls`` in an async ``start()`` that keeps listening while the
-node is idle, and closes the node after ``MAX_IDLE_TIME_BEFORE_CLOSE`` idle
-seconds (0 = never). Without ``REDIS_URL`` it crawls the ``url`` argument
+longer calls, so its seeds arrive after an idle tick. These base classes read
+the seed key in an async ``start()`` that keeps listening while the node is
+idle, and close the node after ``max_idle_time`` idle seconds (0 = never).
+Without ``REDIS_URL`` they crawl the ``url`` argument
 (``scrapy crawl pages -a url=...``) on Scrapy's own scheduler.
 
-Subclasses override ``parse`` (or name other callbacks in JSON seeds) and may
-override ``request_from_seed``.
+scrapy-redis's spider attributes work as there, also as ``-a`` arguments:
+``redis_key`` (``%(name)s`` is the spider name), ``redis_batch_size``,
+``redis_encoding``, ``max_idle_time``. ``make_request_from_data(data)`` turns
+one raw seed (bytes) into a request, a list of them, or nothing; by default
+it parses the seed formats of ``crawler.frontier.seeds`` and calls
+``request_from_seed``. Seeds are ``dont_filter`` unless ``SEEDS_DONT_FILTER``
+is off or the seed says otherwise: pushing a seed again crawls it again.
 """
 
 from __future__ import annotations
@@ -16,15 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, Self
 
 import scrapy
 from redis.exceptions import RedisError
-from scrapy import Request
+from scrapy import FormRequest, Request
 from scrapy.crawler import Crawler
+from scrapy.spiders import CrawlSpider
 
-from crawler.frontier.seed_queue import SeedKeys, SeedQueue
+from crawler import scrapy_redis_compat
+from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
@@ -35,9 +42,37 @@ logger = logging.getLogger(__name__)
 
 REDIS_RETRY_MAX = 30.0  # seconds: longest pause between retries while Redis is away
 
+# scrapy-redis methods this class does not call: overriding one would be silently ignored.
+SCRAPY_REDIS_METHODS = {
+    "setup_redis": "nothing: the spider connects itself",
+    "next_requests": "make_request_from_data(data)",
+    "schedule_next_requests": "make_request_from_data(data)",
+    "fetch_data": "SEEDS_TYPE / REDIS_START_URLS_AS_SET / _AS_ZSET",
+    "pop_list_queue": "SEEDS_TYPE",
+    "pop_priority_queue": "SEEDS_TYPE",
+    "count_size": "nothing: the node counts the shared queue itself",
+    "spider_idle": "max_idle_time / MAX_IDLE_TIME_BEFORE_CLOSE",
+}
+
+
+def check_overrides(spidercls: type[scrapy.Spider]) -> None:
+    """Refuse a spider that overrides a scrapy-redis method this class never calls."""
+    for name, instead in SCRAPY_REDIS_METHODS.items():
+        if hasattr(spidercls, name):
+            raise ValueError(
+                f"spider {spidercls.__name__} defines {name}(), a scrapy-redis method that "
+                f"crawler.spiders.RedisSpider never calls: use {instead} instead "
+                "(docs/migrating-from-scrapy-redis.md)"
+            )
+
 
 class RedisSpider(scrapy.Spider):
-    """Base class for spiders fed from ``<name>:start_urls``."""
+    """Base class for spiders fed from ``<name>:start_urls`` (or ``redis_key``)."""
+
+    redis_key: str | None = None
+    redis_batch_size: int | str | None = None
+    redis_encoding: str | None = None
+    max_idle_time: float | str | None = None
 
     seed_settings: SeedSettings
     node_id: str
@@ -47,32 +82,60 @@ class RedisSpider(scrapy.Spider):
         self.argument_seeds: list[str] = [u for u in (url or "").split(",") if u.strip()]
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> RedisSpider:
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        check_overrides(cls)
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.seed_settings = SeedSettings.from_settings(crawler.settings, spider.name)
+        # Scrapy builds the spider before add-ons run: read the settings as ClusterAddon
+        # will leave them (scrapy-redis names mapped), from a copy.
+        settings = crawler.settings.copy()
+        scrapy_redis_compat.apply(settings)
+        spider.seed_settings = SeedSettings.from_settings(settings, spider)
         spider.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
+        if not spider.seed_settings.redis_url and not spider.argument_seeds:
+            logger.warning(
+                "REDIS_URL is empty (standalone mode): spider %r reads no seeds from Redis and "
+                "has no -a url=...; set REDIS_URL (or REDIS_HOST/REDIS_PORT) to join a cluster",
+                spider.name,
+            )
         return spider
 
+    def make_request_from_data(self, data: bytes) -> Request | Iterable[Request] | None:
+        """One raw seed from Redis -> requests (scrapy-redis's hook). Raise ``InvalidSeed``
+        (or any error) to move the seed to the invalid-seed list with its reason."""
+        config = self.seed_settings
+        seed = parse_seed(data, max_bytes=config.max_bytes, encoding=config.encoding)
+        return self.request_from_seed(seed)
+
     def request_from_seed(self, seed: Seed) -> Request:
-        """Build the request for one seed; the callback is named by the seed or ``parse``."""
-        callback = getattr(self, seed.callback or "parse", None)
-        if not callable(callback):
-            raise InvalidSeed("callback", f"spider {self.name!r} has no callback {seed.callback!r}")
-        return Request(
-            seed.url,
-            callback=callback,
-            method=seed.method,
-            headers=dict(seed.headers) or None,
-            body=seed.body,
-            meta=dict(seed.meta),
-            priority=seed.priority,
-            dont_filter=seed.dont_filter,
+        """Build the request for one parsed seed; the callback is named by the seed, or
+        Scrapy's default (``parse``; the rules of a ``CrawlSpider``)."""
+        callback = None
+        if seed.callback is not None:
+            callback = getattr(self, seed.callback, None)
+            if not callable(callback):
+                raise InvalidSeed(
+                    "callback", f"spider {self.name!r} has no callback {seed.callback!r}"
+                )
+        dont_filter = (
+            self.seed_settings.dont_filter if seed.dont_filter is None else seed.dont_filter
         )
+        common: dict[str, Any] = {
+            "callback": callback,
+            "method": seed.method,
+            "headers": dict(seed.headers) or None,
+            "meta": dict(seed.meta),
+            "priority": seed.priority,
+            "dont_filter": dont_filter,
+        }
+        if seed.formdata:
+            return FormRequest(seed.url, formdata=dict(seed.formdata), **common)
+        return Request(seed.url, body=seed.body, **common)
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.argument_seeds:
             try:
-                yield self._build(url.strip().encode())
+                for request in self._requests(url.strip().encode()):
+                    yield request
             except InvalidSeed as exc:
                 self._log_invalid(exc, "dropped")
         if not self.seed_settings.redis_url:
@@ -80,8 +143,16 @@ class RedisSpider(scrapy.Spider):
         async for request in self._redis_seeds():
             yield request
 
-    def _build(self, raw: bytes) -> Request:
-        return self.request_from_seed(parse_seed(raw, max_bytes=self.seed_settings.max_bytes))
+    def _requests(self, raw: bytes) -> list[Request]:
+        output = self.make_request_from_data(raw)
+        if output is None:
+            return []
+        requests = [output] if isinstance(output, Request) else list(output)
+        if not all(isinstance(request, Request) for request in requests):
+            raise InvalidSeed(
+                "make_request_from_data", "make_request_from_data returned a non-Request"
+            )
+        return requests
 
     def _log_invalid(self, exc: InvalidSeed, where: str) -> None:
         assert self.crawler.stats is not None
@@ -93,32 +164,42 @@ class RedisSpider(scrapy.Spider):
         queue = SeedQueue(
             async_client(config.redis_url),
             SeedKeys(config.seeds_key, config.invalid_key, config.frontier),
+            config.source,
         )
         stats = self.crawler.stats
         assert stats is not None
         idle_since: float | None = None
         backoff = 0.0
-        logger.info("Reading seeds from Redis list %s", config.seeds_key)
+        logger.info(
+            "Reading seeds from Redis %s %s (batch %d, encoding %s)",
+            config.source.value,
+            config.seeds_key,
+            config.batch_size,
+            config.encoding,
+        )
         try:
             while True:
                 try:
                     raws = await queue.pop(config.batch_size, config.wait_timeout)
                     idle = not raws and await self._poll_shared_queue(queue)
-                except RedisError as exc:
+                except (RedisError, WrongSeedKeyType) as exc:
                     backoff = min(REDIS_RETRY_MAX, backoff * 2 or 0.5)
-                    stats.inc_value("seeds/redis_error")
-                    logger.warning(
-                        "Redis unavailable for seeds (%s); retrying in %.1fs", exc, backoff
-                    )
+                    if isinstance(exc, WrongSeedKeyType):
+                        stats.inc_value("seeds/wrong_type")
+                        logger.error("%s; looking again in %.1fs", exc, backoff)
+                    else:
+                        stats.inc_value("seeds/redis_error")
+                        logger.warning(
+                            "Redis unavailable for seeds (%s); retrying in %.1fs", exc, backoff
+                        )
                     await asyncio.sleep(backoff)
                     continue
                 if backoff:
-                    logger.info("Redis is back; reading seeds again")
+                    logger.info("Reading seeds from %s again", config.seeds_key)
                     backoff = 0.0
                 for raw in raws:
                     stats.inc_value("seeds/received")
-                    request = await self._accept(queue, raw)
-                    if request is not None:
+                    for request in await self._accept(queue, raw):
                         yield request
                 if not idle:
                     idle_since = None
@@ -126,20 +207,23 @@ class RedisSpider(scrapy.Spider):
                 now = time.monotonic()
                 idle_since = idle_since or now
                 if config.max_idle_time and now - idle_since >= config.max_idle_time:
-                    logger.info(
-                        "Idle for %.1fs (MAX_IDLE_TIME_BEFORE_CLOSE): closing", now - idle_since
-                    )
+                    logger.info("Idle for %.1fs (max_idle_time): closing", now - idle_since)
                     return
         finally:
             await queue.close()
 
-    async def _accept(self, queue: SeedQueue, raw: bytes) -> Request | None:
+    async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
-            return self._build(raw)
-        except InvalidSeed as exc:
-            self._log_invalid(exc, f"moved to {queue.keys.invalid}")
-            await queue.reject(raw, exc.reason, str(exc), self.node_id)
-            return None
+            return self._requests(raw)
+        except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
+            invalid = (
+                exc
+                if isinstance(exc, InvalidSeed)
+                else InvalidSeed(f"error/{type(exc).__name__}", f"make_request_from_data: {exc}")
+            )
+            self._log_invalid(invalid, f"moved to {queue.keys.invalid}")
+            await queue.reject(raw, invalid.reason, str(invalid), self.node_id)
+            return []
 
     async def _poll_shared_queue(self, queue: SeedQueue) -> bool:
         """Wake the engine if the shared frontier holds work; True when the cluster is idle.
@@ -154,3 +238,8 @@ class RedisSpider(scrapy.Spider):
         scraper_slot = engine.scraper.slot
         busy = engine.downloader.active or (scraper_slot is not None and not scraper_slot.is_idle())
         return not busy
+
+
+class RedisCrawlSpider(RedisSpider, CrawlSpider):
+    """A ``CrawlSpider`` fed from Redis: its rules apply to the seeds' pages and those they
+    lead to, and ``parse_start_url`` sees every seed's response (scrapy-redis's class)."""

@@ -93,7 +93,7 @@ class ZhihuSpider(RedisSpider):
         spider.config = ZhihuSettings.from_settings(crawler.settings)
         key = spider.config.privacy_key.encode()
         if spider.config.privacy and not key:
-            key = shared_privacy_key(crawler.settings.get("REDIS_URL") or "")
+            key = shared_privacy_key(spider.seed_settings.redis_url)
         spider.privacy = Privacy(spider.config.privacy, key)
         spider.session_accounts = spider.config.accounts
         if not spider.config.sessions:
@@ -126,8 +126,9 @@ class ZhihuSpider(RedisSpider):
 
     # Seeds ---------------------------------------------------------------------------------
 
-    def _build(self, raw: bytes) -> Request:
-        seed = parse_zhihu_seed(raw, max_bytes=self.seed_settings.max_bytes)
+    def make_request_from_data(self, data: bytes) -> Request:
+        config = self.seed_settings
+        seed = parse_zhihu_seed(data, max_bytes=config.max_bytes, encoding=config.encoding)
         if isinstance(seed, SearchSeed):
             self._stat("seed/search")
             url = self.config.endpoints.url(
@@ -138,18 +139,24 @@ class ZhihuSpider(RedisSpider):
                 sort=seed.sort,
                 vertical=seed.vertical,
             )
-            return self._request(url, "search", {**seed.meta, SOURCE: seed.keyword}, seed=True)
+            meta = {**seed.meta, SOURCE: seed.keyword}
+            return self._request(url, "search", meta, dont_filter=config.dont_filter)
         return self.request_from_seed(seed)
 
     def request_from_seed(self, seed: Seed) -> Request:
-        if seed.method != "GET" or seed.body or seed.callback:
-            raise InvalidSeed("zhihu_seed", "zhihu seeds take no method, body or callback")
+        if seed.method != "GET" or seed.body or seed.callback or seed.formdata:
+            raise InvalidSeed(
+                "zhihu_seed", "zhihu seeds take no method, body, callback or form fields"
+            )
         target = recognize(seed.url, self.config.seed_hosts)
         self._stat(f"seed/{target.kind}")
         endpoint, fields = self._first_endpoint(target)
         meta = {**seed.meta, SOURCE: seed.url, PEOPLE_SEED: target.kind == "people"}
         url = self.config.endpoints.url(endpoint, **fields)
-        return self._request(url, endpoint, meta, priority=seed.priority, seed=True)
+        dont_filter = (
+            self.seed_settings.dont_filter if seed.dont_filter is None else seed.dont_filter
+        )
+        return self._request(url, endpoint, meta, priority=seed.priority, dont_filter=dont_filter)
 
     def _first_endpoint(self, target: Target) -> tuple[str, dict[str, str | int]]:
         if target.kind == "question":
@@ -171,15 +178,16 @@ class ZhihuSpider(RedisSpider):
         meta: Mapping[str, Any],
         *,
         priority: int = 0,
-        seed: bool = False,
+        dont_filter: bool = False,
     ) -> Request:
-        """Seed requests are never filtered: pushing a seed again crawls it again."""
+        """Seeds follow SEEDS_DONT_FILTER (pushing a seed again crawls it again); retries
+        are never filtered."""
         return Request(
             url,
             callback=self.parse,
             meta={**meta, ENDPOINT: endpoint, "handle_httpstatus_all": True},
             priority=priority,
-            dont_filter=seed,
+            dont_filter=dont_filter,
         )
 
     def _follow(self, response: Response, url: str, endpoint: str, **meta: Any) -> Request:
@@ -241,7 +249,7 @@ class ZhihuSpider(RedisSpider):
             return
         self._stat(f"retry/{error.problem.value}")
         meta = {key: response.meta[key] for key in CARRIED if key in response.meta}
-        retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, seed=True)
+        retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, dont_filter=True)
         retry.priority = response.request.priority - 1 if response.request else -1
         yield retry
 

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
+from crawler.frontier.seeds import InvalidSeed, Seed, decode_seed, parse_seed
 
 TargetKind = Literal["question", "answer", "article", "people", "zvideo"]
 
@@ -189,14 +189,15 @@ def parse_search_seed(payload: Mapping[str, Any]) -> SearchSeed:
     )
 
 
-def parse_zhihu_seed(raw: bytes | str, *, max_bytes: int) -> Seed | SearchSeed:
+def parse_zhihu_seed(
+    raw: bytes | str, *, max_bytes: int, encoding: str = "utf-8"
+) -> Seed | SearchSeed:
     """A JSON object without ``url`` but with ``keyword`` or ``type`` is a search seed;
     anything else is a common seed (``crawler.frontier.seeds.parse_seed``)."""
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    text = data.strip()
-    if text.startswith(b"{") and len(data) <= max_bytes:
+    text = decode_seed(raw, max_bytes=max_bytes, encoding=encoding)
+    if text.startswith("{"):
         try:
-            payload = orjson.loads(text)
+            payload = orjson.loads(text.encode("utf-8", "surrogatepass"))
         except orjson.JSONDecodeError:
             payload = None  # parse_seed names the JSON error
         if (
@@ -205,4 +206,4 @@ def parse_zhihu_seed(raw: bytes | str, *, max_bytes: int) -> Seed | SearchSeed:
             and ("keyword" in payload or "type" in payload)
         ):
             return parse_search_seed(payload)
-    return parse_seed(data, max_bytes=max_bytes)
+    return parse_seed(text, max_bytes=max_bytes)

@@ -1,0 +1,246 @@
+"""scrapy-redis's settings and spider classes: honoured, mapped to ours, or refused at start.
+
+``ClusterAddon`` calls :func:`apply` before any component reads a setting.
+A scrapy-redis name either keeps its meaning here (mapped onto the setting
+that does it, at the priority it was given), or stops the start with a
+message that names what to use instead. Nothing is silently ignored. The
+table of every name is in docs/migrating-from-scrapy-redis.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from scrapy.settings import BaseSettings
+
+# scrapy-redis name -> our setting with the same meaning
+ALIASES = {
+    "REDIS_START_URLS_KEY": "SEEDS_KEY",
+    "REDIS_START_URLS_BATCH_SIZE": "SEEDS_BATCH_SIZE",
+}
+
+# scrapy-redis settings whose meaning cannot hold here -> what to do instead
+REFUSED = {
+    "SCHEDULER_FLUSH_ON_START": "nodes never wipe shared state: run `crawler purge <spider>` "
+    "with the nodes stopped before starting",
+    "SCHEDULER_QUEUE_KEY": "the frontier's keys are fixed ({<spider>}:queue ...; "
+    "docs/redis-keys.md)",
+    "SCHEDULER_DUPEFILTER_KEY": "the frontier's keys are fixed ({<spider>}:dupefilter ...; "
+    "docs/redis-keys.md)",
+    "DUPEFILTER_KEY": "the frontier's keys are fixed ({<spider>}:dupefilter ...; "
+    "docs/redis-keys.md)",
+    "SCHEDULER_SERIALIZER": "requests are stored as JSON, never pickled: remove it",
+    "SCHEDULER_DUPEFILTER_CLASS": "choose the dedup with FRONTIER_DUPEFILTER "
+    "(exact, compact, bloom)",
+    "REDIS_CLS": "the node builds its own Redis clients from REDIS_URL: remove it",
+    "REDIS_DECODE_RESPONSES": "the node builds its own Redis clients from REDIS_URL: remove it",
+}
+
+PRIORITY_QUEUES = {
+    "scrapy_redis.queue.PriorityQueue",
+    "scrapy_redis.queue.SpiderPriorityQueue",
+}
+SCRAPY_REDIS_SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+REDIS_PIPELINE = "scrapy_redis.pipelines.RedisPipeline"
+# REDIS_PARAMS keys we can express in REDIS_URL (path or query); the rest are refused
+URL_PARAMS = {"db", "username", "password", "socket_timeout", "socket_connect_timeout", "url"}
+IGNORABLE_PARAMS = {"retry_on_timeout", "encoding"}  # scrapy-redis's defaults, no meaning here
+
+
+def _given(settings: BaseSettings, name: str) -> bool:
+    """Set by the project, a spider, the command line or the environment, to another value
+    than this project's default (``settings.base`` sets its defaults at project priority)."""
+    if name not in settings or (settings.getpriority(name) or 0) <= 0:
+        return False
+    default = getattr(importlib.import_module("settings.base"), name, _MISSING)
+    return default is _MISSING or settings.get(name) != default
+
+
+_MISSING = object()
+
+
+def _priority(settings: BaseSettings, name: str) -> int:
+    return settings.getpriority(name) or 0
+
+
+def refuse(name: str, value: Any, instead: str) -> ValueError:
+    return ValueError(f"{name}={value!r} is scrapy-redis's and cannot work here: {instead}")
+
+
+def apply(settings: BaseSettings) -> None:
+    """Map or refuse every scrapy-redis setting in ``settings`` (changes it in place)."""
+    for name, instead in REFUSED.items():
+        if _given(settings, name):
+            raise refuse(name, settings.get(name), instead)
+    _scheduler(settings)
+    _aliases(settings)
+    _seed_type(settings)
+    _redis_url(settings)
+    _items_key(settings)
+    idle = (
+        settings.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE")
+        if _given(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
+        else 0.0
+    )
+    if idle < 0:
+        raise ValueError(f"SCHEDULER_IDLE_BEFORE_CLOSE={idle} must be >= 0")
+    if idle > 0:  # scrapy-redis: how long an empty queue pop waits
+        settings.set(
+            "FRONTIER_IDLE_POLL", idle, priority=_priority(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
+        )
+
+
+def _scheduler(settings: BaseSettings) -> None:
+    if settings.get("SCHEDULER") == SCRAPY_REDIS_SCHEDULER:
+        raise refuse(
+            "SCHEDULER",
+            SCRAPY_REDIS_SCHEDULER,
+            "remove it: with REDIS_URL set, LeasingScheduler shares the frontier and loses "
+            "nothing when a node dies",
+        )
+    if _given(settings, "SCHEDULER_PERSIST") and not settings.getbool("SCHEDULER_PERSIST"):
+        raise refuse(
+            "SCHEDULER_PERSIST",
+            settings.get("SCHEDULER_PERSIST"),
+            "the frontier always persists (nodes never delete it): run `crawler purge <spider>` "
+            "when a crawl is over",
+        )
+    queue = settings.get("SCHEDULER_QUEUE_CLASS")
+    if _given(settings, "SCHEDULER_QUEUE_CLASS") and queue not in PRIORITY_QUEUES:
+        raise refuse(
+            "SCHEDULER_QUEUE_CLASS",
+            queue,
+            "the frontier is a priority queue (higher priority first, then first in first "
+            "out): order requests with their priority (e.g. DEPTH_PRIORITY)",
+        )
+    dupefilter = str(settings.get("DUPEFILTER_CLASS") or "")
+    if dupefilter.startswith("scrapy_redis."):
+        raise refuse(
+            "DUPEFILTER_CLASS",
+            dupefilter,
+            "remove it: the frontier deduplicates in Redis (FRONTIER_DUPEFILTER)",
+        )
+
+
+def _aliases(settings: BaseSettings) -> None:
+    for theirs, ours in ALIASES.items():
+        if not _given(settings, theirs):
+            continue
+        if _given(settings, ours) and str(settings.get(ours)) != str(settings.get(theirs)):
+            raise ValueError(
+                f"{theirs}={settings.get(theirs)!r} and {ours}={settings.get(ours)!r} disagree: "
+                f"they are the same setting, give one"
+            )
+        settings.set(ours, settings.get(theirs), priority=_priority(settings, theirs))
+
+
+def _seed_type(settings: BaseSettings) -> None:
+    flags = {"REDIS_START_URLS_AS_SET": "set", "REDIS_START_URLS_AS_ZSET": "zset"}
+    chosen = [flag for flag in flags if _given(settings, flag) and settings.getbool(flag)]
+    if len(chosen) > 1:
+        raise ValueError(
+            "REDIS_START_URLS_AS_SET and REDIS_START_URLS_AS_ZSET are both true: choose one "
+            "(or SEEDS_TYPE=set|zset)"
+        )
+    for flag in chosen:
+        settings.set("SEEDS_TYPE", flags[flag], priority=_priority(settings, flag))
+
+
+def _redis_url(settings: BaseSettings) -> None:
+    """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL (REDIS_URL wins, as in
+    scrapy-redis)."""
+    params = settings.getdict("REDIS_PARAMS") if _given(settings, "REDIS_PARAMS") else {}
+    unknown = set(params) - URL_PARAMS - IGNORABLE_PARAMS
+    if unknown:
+        raise refuse(
+            "REDIS_PARAMS",
+            {key: "***" if "pass" in key else value for key, value in params.items()},
+            f"{', '.join(sorted(unknown))} cannot be expressed here; give REDIS_URL with the "
+            "options of docs/deployment.md (REDIS_PARAMS may hold "
+            f"{', '.join(sorted(URL_PARAMS))})",
+        )
+    parts = [name for name in ("REDIS_HOST", "REDIS_PORT", "REDIS_DB") if _given(settings, name)]
+    if settings.get("REDIS_URL") or params.get("url"):
+        if parts:
+            raise ValueError(
+                f"REDIS_URL and {', '.join(parts)} are both given: put host, port and database "
+                "in REDIS_URL only"
+            )
+        if params.get("url") and not settings.get("REDIS_URL"):
+            settings.set("REDIS_URL", params["url"], priority=_priority(settings, "REDIS_PARAMS"))
+        if params:
+            _url_options(settings, params)
+        return
+    if not parts and not params:
+        return
+    host = str(settings.get("REDIS_HOST") or "localhost")
+    port = settings.getint("REDIS_PORT", 6379) if _given(settings, "REDIS_PORT") else 6379
+    db = settings.getint("REDIS_DB") if _given(settings, "REDIS_DB") else int(params.get("db", 0))
+    priority = max(settings.getpriority(name) or 0 for name in [*parts, "REDIS_PARAMS"])
+    settings.set("REDIS_URL", f"redis://{host}:{port}/{db}", priority=priority)
+    _url_options(settings, params)
+
+
+def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
+    """Fold REDIS_PARAMS' credentials, database and timeouts into REDIS_URL."""
+    url = str(settings.get("REDIS_URL"))
+    scheme, rest = url.split("://", 1)
+    netloc, _, path = rest.partition("/")
+    path, _, query = path.partition("?")
+    if ("username" in params or "password" in params) and "@" not in netloc:
+        user = quote(str(params.get("username") or ""), safe="")
+        password = quote(str(params.get("password") or ""), safe="")
+        netloc = f"{user}:{password}@{netloc}" if password else f"{user}@{netloc}"
+    if "db" in params and scheme in ("redis", "rediss"):
+        path = str(int(params["db"]))
+    timeouts = ("socket_timeout", "socket_connect_timeout")
+    options = [(name, str(params[name])) for name in timeouts if name in params]
+    if options:
+        query = "&".join(filter(None, [query, urlencode(options)]))
+    rebuilt = f"{scheme}://{netloc}/{path}" + (f"?{query}" if query else "")
+    settings.set("REDIS_URL", rebuilt, priority=_priority(settings, "REDIS_URL"))
+
+
+def _items_key(settings: BaseSettings) -> None:
+    pipelines = settings.getdict("ITEM_PIPELINES")
+    if REDIS_PIPELINE in pipelines and pipelines[REDIS_PIPELINE] is not None:
+        return
+    for name in ("REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER"):
+        if _given(settings, name):
+            raise refuse(
+                name,
+                settings.get(name),
+                f"it only applies to {REDIS_PIPELINE}, which is not in ITEM_PIPELINES "
+                "(items go to Kafka: KAFKA_TOPIC_TEMPLATE)",
+            )
+
+
+def check_spider_class(spidercls: type) -> None:
+    """Refuse spiders built on scrapy-redis's own classes (they pop seeds and never see our
+    frontier's guarantees; ours take the same attributes), and spiders whose only start is
+    ``start_requests()``, which Scrapy 2.19 never calls."""
+    own_start = next((c for c in spidercls.__mro__ if "start" in vars(c)), None)
+    own_requests = next((c for c in spidercls.__mro__ if "start_requests" in vars(c)), None)
+    if (
+        own_requests is not None
+        and (
+            own_start is None
+            or spidercls.__mro__.index(own_start) > spidercls.__mro__.index(own_requests)
+        )
+        and not own_requests.__module__.startswith("scrapy_redis")
+    ):
+        raise ValueError(
+            f"spider {spidercls.__name__} defines start_requests(), which Scrapy 2.19 never "
+            "calls (it would crawl nothing): rename it to `async def start(self)` and yield "
+            "the same requests (a RedisSpider: also `async for r in super().start(): yield r`)"
+        )
+    for base in spidercls.__mro__:
+        if base.__module__.startswith("scrapy_redis"):
+            ours = "RedisCrawlSpider" if "Crawl" in base.__name__ else "RedisSpider"
+            raise ValueError(
+                f"spider {spidercls.__name__} is built on {base.__module__}.{base.__name__}: "
+                f"change the import to `from crawler.spiders.base import {ours}` (same "
+                "attributes and make_request_from_data; docs/migrating-from-scrapy-redis.md)"
+            )
