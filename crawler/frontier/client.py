@@ -26,6 +26,7 @@ class NewRequest:
     fingerprint: str  # "" = never deduplicated (dont_filter)
     score: float  # queue order: lower first (the negated priority)
     body: bytes
+    force: bool = False  # enqueue even if seen, but record the fingerprint (seeds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +109,8 @@ class FrontierClient:
         encode = self.dedup.encode
         args: list[Any] = [lease_id or "", self.node_id, outcome, failure, *self.dedup.args]
         for child in children:
-            args += [encode(child.fingerprint), repr(child.score), child.body]
+            score = f"F{child.score!r}" if child.force else repr(child.score)
+            args += [encode(child.fingerprint), score, child.body]
         status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
         return Completion(_text(status), int(added), tuple(int(i) for i in dropped))
 

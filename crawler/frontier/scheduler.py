@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
+SEED_META = "_frontier_seed"  # set by RedisSpider on dont_filter seeds: fetched, and recorded
 REDIS_CONNECTIONS = 8  # concurrent frontier commands; more wait for a free connection
 
 _trackers: weakref.WeakKeyDictionary[Crawler, AckTracker] = weakref.WeakKeyDictionary()
@@ -138,8 +139,9 @@ class LeasingScheduler:
     def enqueue_request(self, request: Request) -> bool:
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
-        fingerprint = self._fingerprint(request)
-        if fingerprint in self._seen and not self.tracker.tracks(lease_id):
+        seed = bool(request.meta.pop(SEED_META, False)) and request.dont_filter
+        fingerprint = self._fingerprint(request, seed)
+        if fingerprint in self._seen and not seed and not self.tracker.tracks(lease_id):
             # A certain duplicate: this node already handed it to the shared dupefilter.
             if self.tracker.tracks(parent_id):
                 self.tracker.add_child(parent_id, None)
@@ -148,7 +150,7 @@ class LeasingScheduler:
             self.dedup_report.filtered(request.url)
             return False
         try:
-            new: NewRequest | None = self._encode(request, fingerprint)
+            new: NewRequest | None = self._encode(request, fingerprint, seed)
         except codec.UnserializableRequestError as exc:
             new = None
             self.stats.inc_value("frontier/unserializable")
@@ -195,17 +197,20 @@ class LeasingScheduler:
 
     # -- encoding -----------------------------------------------------------------------------
 
-    def _fingerprint(self, request: Request) -> str:
-        """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
-        if request.dont_filter:
+    def _fingerprint(self, request: Request, seed: bool = False) -> str:
+        """The dedup fingerprint (hex), or "" for a request that is never deduplicated
+        (``dont_filter``, unless it is a seed: fetched anyway, but recorded as seen so that
+        the links back to it are not)."""
+        if request.dont_filter and not seed:
             return ""
         assert self.crawler.request_fingerprinter is not None
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
-    def _encode(self, request: Request, fingerprint: str) -> NewRequest:
+    def _encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
         """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
         body = codec.dumps(request.to_dict(spider=self._spider))
-        return NewRequest(fingerprint=fingerprint, score=-float(request.priority), body=body)
+        score = -float(request.priority)
+        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed)
 
     def _decode(self, lease: Lease) -> Request | None:
         try:

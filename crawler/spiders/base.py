@@ -31,6 +31,7 @@ from scrapy.crawler import Crawler
 from scrapy.spiders import CrawlSpider
 
 from crawler import scrapy_redis_compat
+from crawler.frontier.scheduler import SEED_META
 from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
@@ -106,6 +107,14 @@ class RedisSpider(scrapy.Spider):
         seed = parse_seed(data, max_bytes=config.max_bytes, encoding=config.encoding)
         return self.request_from_seed(seed)
 
+    def seed_dont_filter(self, given: bool | None) -> bool:
+        """Whether a seed bypasses the dedup: as the seed says, else ``SEEDS_DONT_FILTER`` in
+        cluster mode. Standalone (Scrapy's scheduler, which would not record it as seen) a seed
+        is filtered like any request, so the links back to it are not fetched again."""
+        if given is not None:
+            return given
+        return self.seed_settings.dont_filter and bool(self.seed_settings.redis_url)
+
     def request_from_seed(self, seed: Seed) -> Request:
         """Build the request for one parsed seed; the callback is named by the seed, or
         Scrapy's default (``parse``; the rules of a ``CrawlSpider``)."""
@@ -116,9 +125,7 @@ class RedisSpider(scrapy.Spider):
                 raise InvalidSeed(
                     "callback", f"spider {self.name!r} has no callback {seed.callback!r}"
                 )
-        dont_filter = (
-            self.seed_settings.dont_filter if seed.dont_filter is None else seed.dont_filter
-        )
+        dont_filter = self.seed_dont_filter(seed.dont_filter)
         common: dict[str, Any] = {
             "callback": callback,
             "method": seed.method,
@@ -152,6 +159,9 @@ class RedisSpider(scrapy.Spider):
             raise InvalidSeed(
                 "make_request_from_data", "make_request_from_data returned a non-Request"
             )
+        for request in requests:
+            if request.dont_filter:  # fetched again when pushed again; its links back are not
+                request.meta[SEED_META] = True
         return requests
 
     def _log_invalid(self, exc: InvalidSeed, where: str) -> None:

@@ -140,7 +140,7 @@ class ZhihuSpider(RedisSpider):
                 vertical=seed.vertical,
             )
             meta = {**seed.meta, SOURCE: seed.keyword}
-            return self._request(url, "search", meta, dont_filter=config.dont_filter)
+            return self._request(url, "search", meta, dont_filter=self.seed_dont_filter(None))
         return self.request_from_seed(seed)
 
     def request_from_seed(self, seed: Seed) -> Request:
@@ -153,9 +153,7 @@ class ZhihuSpider(RedisSpider):
         endpoint, fields = self._first_endpoint(target)
         meta = {**seed.meta, SOURCE: seed.url, PEOPLE_SEED: target.kind == "people"}
         url = self.config.endpoints.url(endpoint, **fields)
-        dont_filter = (
-            self.seed_settings.dont_filter if seed.dont_filter is None else seed.dont_filter
-        )
+        dont_filter = self.seed_dont_filter(seed.dont_filter)
         return self._request(url, endpoint, meta, priority=seed.priority, dont_filter=dont_filter)
 
     def _first_endpoint(self, target: Target) -> tuple[str, dict[str, str | int]]:

@@ -6,7 +6,8 @@
 --       JSON), 7.. the dedup snippet's keys
 -- ARGV: 1 lease id ('' = none), 2 node id, 3 outcome: done | failed | requeue,
 --       4 failure record JSON (outcome failed), 5..4+DEDUP_ARGC the dedup snippet's arguments,
---       then triples: fingerprint ('' = never deduplicated), score (-priority), request JSON.
+--       then triples: fingerprint ('' = never deduplicated), score (-priority; 'F' before it:
+--       enqueue even if seen, recording the fingerprint, as for a seed), request JSON.
 -- Returns {status, added, dropped}; status is the outcome, 'none' (no lease given), 'gone'
 -- (lease no longer exists) or 'stolen' (another node holds it now); dropped lists the 0-based
 -- positions of the requests found already seen.
@@ -40,11 +41,16 @@ local added, dropped = 0, {}
 if #ARGV >= first then
   dedup_open()
   for i = first, #ARGV, 3 do
-    local fingerprint = ARGV[i]
-    if fingerprint == '' or dedup_add(fingerprint) then
+    local fingerprint, score = ARGV[i], ARGV[i + 1]
+    local forced = string.byte(score, 1) == 70 -- 'F'
+    if forced then
+      score = string.sub(score, 2)
+    end
+    local new = fingerprint == '' or dedup_add(fingerprint)
+    if new or forced then
       local id = string.format('%012x', redis.call('INCR', KEYS[3]))
       redis.call('HSET', KEYS[2], id, ARGV[i + 2])
-      redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
+      redis.call('ZADD', KEYS[1], score, id)
       added = added + 1
     else
       dropped[#dropped + 1] = (i - first) / 3
