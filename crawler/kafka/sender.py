@@ -272,11 +272,17 @@ class ItemSender:
         self.spool.append(message, "replay_buffer_full")
         on_settled("spooled")
 
-    async def close(self, timeout: float) -> int:
-        """Drain for up to ``timeout``; spool what is left. Returns the number spooled."""
+    async def drain(self, timeout: float) -> int:
+        """Wait up to ``timeout`` for every message's report; spool what is left (each left
+        message reports ``_PURGE_QUEUE`` and settles as spooled). Returns the number spooled."""
         left = await self.producer.drain(timeout)
         if left:
-            self.producer.purge()  # each left message reports _PURGE_QUEUE: spooled
+            self.producer.purge()
+        return left
+
+    async def close(self, timeout: float) -> int:
+        """``drain``, then seal the spool. Returns the number spooled."""
+        left = await self.drain(timeout)
         self.spool.seal()
         self._dead_letters.close()
         return left

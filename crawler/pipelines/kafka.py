@@ -300,27 +300,28 @@ class KafkaPipeline:
             logger.warning("Kafka is back: crawl resumed")
 
     async def _drain(self) -> None:
-        """The engine is closing: settle every item still waiting on the broker."""
-        left = await self.sender.producer.drain(self.settings.flush_timeout)
-        if left:
-            self.sender.producer.purge()  # each reports _PURGE_QUEUE: spooled, then settled
-            self.sender.poll()
+        """The engine is closing: settle every item still waiting on the broker (what is
+        not acknowledged within KAFKA_FLUSH_TIMEOUT is spooled for the next start)."""
+        self._spooled_at_close(await self.sender.drain(self.settings.flush_timeout))
+
+    def _spooled_at_close(self, spooled: int) -> None:
+        if not spooled:
+            return
+        self.stats.inc_value("kafka/spooled_at_close", spooled)
+        logger.error(
+            "%d Kafka messages were not acknowledged within KAFKA_FLUSH_TIMEOUT=%ss: spooled "
+            "to %s for the next start",
+            spooled,
+            self.settings.flush_timeout,
+            self.sender.spool.directory,
+        )
 
     async def close_spider(self) -> None:
         if self._poller is not None and self._poller.running:
             self._poller.stop()
         if self._sender is None:
             return
-        spooled = await self._sender.close(self.settings.flush_timeout)
-        if spooled:
-            self.stats.set_value("kafka/spooled_at_close", spooled)
-            logger.error(
-                "%d Kafka messages were not acknowledged within KAFKA_FLUSH_TIMEOUT=%ss: spooled "
-                "to %s for the next start",
-                spooled,
-                self.settings.flush_timeout,
-                self._sender.spool.directory,
-            )
+        self._spooled_at_close(await self._sender.close(self.settings.flush_timeout))
 
 
 def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
