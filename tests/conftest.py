@@ -135,3 +135,17 @@ def redis_sentinel_url(redis_sentinel_base_url: str) -> str:
 def redis_tls_url(redis_tls_base_url: str) -> str:
     """``rediss://`` with CA and client certificate, database 0 empty."""
     return _flushed(redis_tls_base_url)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The conformance matrix (tests/test_user_code.py) as a table, when it ran."""
+    from tests.user_crawl import CONFORMANCE_ROWS
+
+    if CONFORMANCE_ROWS:
+        terminalreporter.section("conformance matrix: 2-node cluster vs standalone Scrapy")
+        terminalreporter.line(
+            "| cell | items (cluster / standalone) | requests left in Redis | seconds |"
+        )
+        terminalreporter.line("|---|---|---|---|")
+        for row in CONFORMANCE_ROWS:
+            terminalreporter.line(row)

@@ -49,7 +49,7 @@ LIMITED = "/p/40.html"  # answers 429 once: every node waits out its Retry-After
 RETRY_AFTER = 10  # seconds: the window in which the status is taken mid-crawl
 REJECTED = range(20, 30)  # pages whose titles the crawl's schema refuses
 GROUP = "crawler-dead-letters"
-STOPPED_ITEMS = 5  # items the node with Kafka unreachable scrapes before it is stopped
+STOPPED_ITEMS = 5  # pages the node with Kafka unreachable fetches before it is stopped
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -532,7 +532,9 @@ def spool_dir(outage: Outage, cluster: Cluster) -> Path:
     total = LedgerKeys.for_crawl(SPIDER, "ops2").total
 
     def scraped() -> int:
-        return int(client.hget(total, "items/scraped") or 0)
+        """Pages fetched: their items wait for Kafka in the pipeline (item_scraped, and so
+        ``items/scraped``, comes only once an item is delivered or spooled)."""
+        return int(client.hget(total, "pages") or 0)
 
     before = scraped()
     log = cluster.workdir / "outage" / "node-stopped.log"

@@ -1,0 +1,375 @@
+"""What scrapy-redis users rely on, in our words: its spider attributes, seeds and settings.
+
+The behaviours come from scrapy-redis's own tests (``tests/test_spiders.py``,
+``test_scrapy_redis.py``, ``test_connection.py``) and its README: key naming with
+``%(name)s``, spider arguments, batch sizes, set and sorted-set seeds,
+``make_request_from_data``, encodings, JSON seeds with form data, the REDIS_HOST /
+REDIS_PORT / REDIS_PARAMS connection settings. Where our semantics must differ
+the setting is refused with a message naming what to use instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+import scrapy
+from scrapy import FormRequest, Request
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from crawler import scrapy_redis_compat
+from crawler.addon import ClusterAddon
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_settings import SeedSource
+from crawler.spiders.base import RedisCrawlSpider, RedisSpider
+from settings.resolve import resolve_settings
+
+
+class MySpider(RedisSpider):
+    name = "myspider"
+
+
+def spider(
+    cls: type[RedisSpider] = MySpider, *, settings: dict[str, Any] | None = None, **kwargs: Any
+) -> RedisSpider:
+    # from_crawler does not connect; the node's extensions would (they need a reactor)
+    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": {}}
+    crawler = get_crawler(cls, {**resolve_settings({}), **cluster, **(settings or {})})
+    made = cls.from_crawler(crawler, **kwargs)
+    assert isinstance(made, RedisSpider)
+    return made
+
+
+def project(values: dict[str, Any]) -> Settings:
+    """Settings as a project or ``-s`` gives them, after the add-on's mapping."""
+    settings = Settings(resolve_settings({}))
+    settings.setdict(values, priority="project")
+    ClusterAddon().update_settings(settings)
+    return settings
+
+
+# -- spider attributes and arguments (scrapy-redis test_spiders.py) ----------------------------
+
+
+@pytest.mark.parametrize("cls", [RedisSpider, RedisCrawlSpider])
+def test_spider_arguments_like_scrapy_redis(cls: type[RedisSpider]) -> None:
+    named = type("Named", (cls,), {"name": "named"})
+    made = spider(
+        named, name="foo", redis_key="key:%(name)s", redis_batch_size="2000", max_idle_time="100"
+    )
+    assert made.name == "foo"
+    assert made.seed_settings.seeds_key == "key:foo"
+    assert made.seed_settings.batch_size == 2000
+    assert made.seed_settings.max_idle_time == 100
+
+
+def test_default_key_and_settings() -> None:
+    made = spider()
+    assert made.seed_settings.seeds_key == "myspider:start_urls"
+    assert made.seed_settings.source is SeedSource.LIST
+    assert made.seed_settings.dont_filter is True
+    moved = spider(settings={"SEEDS_KEY": "start:%(name)s", "SEEDS_BATCH_SIZE": 5})
+    assert (moved.seed_settings.seeds_key, moved.seed_settings.batch_size) == ("start:myspider", 5)
+
+
+def test_class_attributes_win_over_settings() -> None:
+    class Attributes(RedisSpider):
+        name = "attrs"
+        redis_key = "myspider:start_urls"  # scrapy-redis's example: not the spider's own name
+        redis_batch_size = 3
+        redis_encoding = "latin-1"
+        max_idle_time = 7
+
+    config = spider(Attributes, settings={"SEEDS_BATCH_SIZE": 50}).seed_settings
+    assert (config.seeds_key, config.batch_size, config.encoding, config.max_idle_time) == (
+        "myspider:start_urls",
+        3,
+        "latin-1",
+        7,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"redis_key": "  "}, "redis_key"),
+        ({"redis_batch_size": "x"}, "redis_batch_size"),
+        ({"max_idle_time": "x"}, "max_idle_time"),
+        ({"redis_batch_size": "0"}, "redis_batch_size"),
+        ({"redis_encoding": "no-such-codec"}, "redis_encoding"),
+        ({"redis_key": "%(spider)s:start_urls"}, "redis_key"),
+    ],
+)
+def test_bad_attributes_stop_the_start(kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        spider(**kwargs)  # type: ignore[arg-type]
+
+
+# -- make_request_from_data ------------------------------------------------------------------
+
+
+def test_plain_url_seed_is_a_dont_filter_get() -> None:
+    request = spider().make_request_from_data(b"http://example.com/a")
+    assert isinstance(request, Request)
+    assert (request.url, request.method, request.dont_filter) == (
+        "http://example.com/a",
+        "GET",
+        True,
+    )
+    assert request.callback is None  # Scrapy's default: parse (a CrawlSpider's rules)
+
+
+def test_json_seed_extra_keys_are_form_data() -> None:
+    made = spider()
+    get = made.make_request_from_data(
+        b'{"url": "http://e.com/x", "a": "1", "b": ["2", "3"], "n": 5}'
+    )
+    assert isinstance(get, FormRequest)
+    assert (get.method, get.url) == ("GET", "http://e.com/x?a=1&b=2&b=3&n=5")
+    post = made.make_request_from_data(
+        b'{"url": "http://e.com/x", "method": "post", "meta": {"k": 1}, "q": "x y"}'
+    )
+    assert isinstance(post, FormRequest)
+    assert (post.method, post.body, post.meta["k"]) == ("POST", b"q=x+y", 1)
+    assert post.headers[b"Content-Type"] == b"application/x-www-form-urlencoded"
+
+
+def test_seed_can_turn_dont_filter_off() -> None:
+    request = spider().make_request_from_data(b'{"url": "http://e.com/", "dont_filter": false}')
+    assert isinstance(request, Request) and not request.dont_filter
+    request = spider(settings={"SEEDS_DONT_FILTER": False}).make_request_from_data(b"http://e.com/")
+    assert isinstance(request, Request) and not request.dont_filter
+
+
+def test_standalone_seeds_are_filtered_like_any_request() -> None:
+    """Scrapy's own scheduler would not record a dont_filter seed: links back to it would
+    fetch it twice. There is no pushing again in standalone mode."""
+    request = spider(settings={"REDIS_URL": ""}).make_request_from_data(b"http://e.com/")
+    assert isinstance(request, Request) and not request.dont_filter
+
+
+def test_seeds_in_another_encoding() -> None:
+    made = spider(redis_encoding="gbk")
+    request = made.make_request_from_data(
+        '{"url": "http://e.com/", "meta": {"t": "中文"}}'.encode("gbk")
+    )
+    assert isinstance(request, Request) and request.meta["t"] == "中文"
+
+
+def test_make_request_from_data_can_be_overridden() -> None:
+    class Ids(RedisSpider):
+        name = "ids"
+
+        def make_request_from_data(self, data: bytes) -> list[Request]:
+            return [
+                Request(f"http://e.com/item/{int(data)}"),
+                Request(f"http://e.com/meta/{int(data)}"),
+            ]
+
+    made = spider(Ids)
+    assert [r.url for r in made._requests(b"42")] == [
+        "http://e.com/item/42",
+        "http://e.com/meta/42",
+    ]
+
+
+# -- seed key types: list, set, zset (scrapy-redis test_consume_urls_from_redis) ------------
+
+
+@pytest.mark.parametrize("source", list(SeedSource))
+def test_seed_sources_pop_batches_atomically(redis_url: str, source: SeedSource) -> None:
+    key = "start:urls"
+    sync = redis.Redis.from_url(redis_url)
+    urls = [f"http://e.com/{i}" for i in range(10)]
+    if source is SeedSource.LIST:
+        sync.lpush(key, *urls)
+    elif source is SeedSource.SET:
+        sync.sadd(key, *urls)
+    else:
+        sync.zadd(key, {url: i for i, url in enumerate(urls)})
+
+    async def pop_all() -> list[list[bytes]]:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        queue = SeedQueue(client, SeedKeys(key, "invalid", FrontierKeys.for_spider("s")), source)
+        try:
+            return [await queue.pop(5, 0.1) for _ in range(3)]
+        finally:
+            await client.aclose()
+
+    first, second, third = asyncio.run(pop_all())
+    assert (len(first), len(second), third) == (5, 5, [])
+    got = [b.decode() for b in first + second]
+    assert sorted(got) == sorted(urls)
+    if source is SeedSource.LIST:
+        assert got == urls  # LPUSH order
+    if source is SeedSource.ZSET:
+        assert got == urls[::-1]  # highest score first
+    assert not sync.exists(key)
+    sync.close()
+
+
+def test_a_seed_key_of_the_wrong_type_is_named(redis_url: str) -> None:
+    sync = redis.Redis.from_url(redis_url)
+    sync.sadd("myspider:start_urls", "http://e.com/")
+
+    async def pop() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        keys = SeedKeys("myspider:start_urls", "invalid", FrontierKeys.for_spider("myspider"))
+        try:
+            await SeedQueue(client, keys).pop(1, 0.1)
+        finally:
+            await client.aclose()
+
+    with pytest.raises(
+        WrongSeedKeyType,
+        match=r"'myspider:start_urls' is a Redis set, but this spider reads a list"
+        r".*REDIS_START_URLS_AS_SET=True",
+    ):
+        asyncio.run(pop())
+    sync.close()
+
+
+# -- settings: mapped with scrapy-redis's meaning, or refused ---------------------------------
+
+
+def test_scrapy_redis_seed_settings_map_to_ours() -> None:
+    settings = project(
+        {
+            "REDIS_START_URLS_KEY": "start:urls",
+            "REDIS_START_URLS_BATCH_SIZE": 5,
+            "REDIS_START_URLS_AS_ZSET": True,
+        }
+    )
+    assert (settings.get("SEEDS_KEY"), settings.getint("SEEDS_BATCH_SIZE")) == ("start:urls", 5)
+    assert settings.get("SEEDS_TYPE") == "zset"
+    assert project({"REDIS_START_URLS_AS_SET": True}).get("SEEDS_TYPE") == "set"
+    assert project({"SCHEDULER_IDLE_BEFORE_CLOSE": 10}).getfloat("FRONTIER_IDLE_POLL") == 10
+    project(
+        {"SCHEDULER_PERSIST": True, "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "url"),
+    [
+        ({"REDIS_HOST": "redis.local", "REDIS_PORT": 6380}, "redis://redis.local:6380/0"),
+        ({"REDIS_PORT": "6390"}, "redis://localhost:6390/0"),
+        (
+            {"REDIS_HOST": "h", "REDIS_PARAMS": {"db": 3, "password": "p@ss"}},
+            "redis://:p%40ss@h:6379/3",
+        ),
+        (
+            {
+                "REDIS_URL": "redis://h:1/0",
+                "REDIS_PARAMS": {"socket_timeout": 30, "retry_on_timeout": True},
+            },
+            "redis://h:1/0?socket_timeout=30",
+        ),
+        ({"REDIS_PARAMS": {"url": "redis://h:2/1"}}, "redis://h:2/1"),
+    ],
+)
+def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) -> None:
+    assert project(values).get("REDIS_URL") == url
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"SCHEDULER_FLUSH_ON_START": True}, "nodes never wipe shared state: run `crawler purge"),
+        ({"SCHEDULER_PERSIST": False}, "the frontier always persists"),
+        ({"SCHEDULER_SERIALIZER": "json"}, "never pickled"),
+        ({"SCHEDULER_QUEUE_KEY": "%(spider)s:requests"}, "keys are fixed"),
+        ({"SCHEDULER_DUPEFILTER_KEY": "%(spider)s:dupefilter"}, "keys are fixed"),
+        ({"SCHEDULER_DUPEFILTER_CLASS": "x.Y"}, "FRONTIER_DUPEFILTER"),
+        ({"SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.FifoQueue"}, "priority queue"),
+        ({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, "LeasingScheduler"),
+        ({"DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter"}, "FRONTIER_DUPEFILTER"),
+        ({"REDIS_ITEMS_KEY": "%(spider)s:items"}, "RedisPipeline, which is not in ITEM_PIPELINES"),
+        ({"REDIS_CLS": "redis.Redis"}, "builds its own Redis clients"),
+        (
+            {"REDIS_PARAMS": {"health_check_interval": 5}},
+            "health_check_interval cannot be expressed",
+        ),
+        (
+            {"REDIS_URL": "redis://h:1/0", "REDIS_HOST": "other"},
+            "REDIS_URL and REDIS_HOST are both given",
+        ),
+        ({"REDIS_START_URLS_AS_SET": True, "REDIS_START_URLS_AS_ZSET": True}, "choose one"),
+        ({"REDIS_START_URLS_KEY": "a", "SEEDS_KEY": "b"}, "disagree"),
+        (
+            {"REDIS_URL": "redis://h:1/0", "SCHEDULER": "scrapy.core.scheduler.Scheduler"},
+            "cluster mode needs",
+        ),
+        ({"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": "my.Filter"}, "would ignore it"),
+    ],
+)
+def test_settings_that_cannot_hold_are_refused(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        project(values)
+
+
+def test_redis_pipeline_keeps_its_items_key() -> None:
+    values = {
+        "ITEM_PIPELINES": {"scrapy_redis.pipelines.RedisPipeline": 400},
+        "REDIS_ITEMS_KEY": "x",
+    }
+    assert project(values).get("REDIS_ITEMS_KEY") == "x"
+
+
+# -- spider classes ---------------------------------------------------------------------------
+
+
+def test_scrapy_redis_spider_classes_are_refused_with_the_import_to_use() -> None:
+    from scrapy_redis.spiders import RedisCrawlSpider as TheirCrawlSpider
+    from scrapy_redis.spiders import RedisSpider as TheirSpider
+
+    class Old(TheirSpider):  # type: ignore[misc]
+        name = "old"
+
+    class OldCrawl(TheirCrawlSpider):  # type: ignore[misc]
+        name = "old_crawl"
+
+    with pytest.raises(ValueError, match=r"from crawler\.spiders\.base import RedisSpider"):
+        scrapy_redis_compat.check_spider_class(Old)
+    with pytest.raises(ValueError, match=r"from crawler\.spiders\.base import RedisCrawlSpider"):
+        scrapy_redis_compat.check_spider_class(OldCrawl)
+
+
+def test_scrapy_redis_methods_that_would_be_ignored_are_refused() -> None:
+    class Polling(RedisSpider):
+        name = "polling"
+
+        def next_requests(self) -> list[Request]:
+            return []
+
+    with pytest.raises(
+        ValueError, match=r"next_requests\(\), a scrapy-redis method .* make_request_from_data"
+    ):
+        spider(Polling)
+
+
+def test_start_requests_only_spiders_are_refused() -> None:
+    class Old(scrapy.Spider):
+        name = "old"
+
+        def start_requests(self) -> list[Request]:
+            return [Request("http://e.com/")]
+
+    class Both(scrapy.Spider):
+        name = "both"
+
+        async def start(self) -> Any:
+            yield Request("http://e.com/")
+
+        def start_requests(self) -> list[Request]:
+            return [Request("http://e.com/")]
+
+    with pytest.raises(ValueError, match=r"Scrapy 2\.19 never calls"):
+        scrapy_redis_compat.check_spider_class(Old)
+    scrapy_redis_compat.check_spider_class(Both)
+    scrapy_redis_compat.check_spider_class(MySpider)

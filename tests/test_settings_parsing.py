@@ -1,0 +1,136 @@
+"""Settings given with ``-s`` or the environment parse as Scrapy's typed getters parse them.
+
+Both give strings. Every list, dict, int, float and bool setting of ``settings.base``
+is passed as a string (as ``-s`` passes it, through Scrapy's own argument parsing,
+and as ``CRAWLER_SETTING_<NAME>`` in the environment): every component must then
+build exactly the configuration it builds from the typed defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+from scrapy.settings import Settings
+from scrapy.utils.conf import arglist_to_dict
+
+from crawler.extensions.cluster_logstats import ClusterLogStatsSettings
+from crawler.extensions.ledger import LedgerSettings
+from crawler.extensions.metrics import MetricsSettings
+from crawler.frontier.seed_settings import SeedSettings
+from crawler.frontier.settings import FrontierSettings
+from crawler.middlewares.sessions import SessionMiddlewareSettings
+from crawler.pipelines.kafka import KafkaPipelineSettings
+from crawler.politeness.settings import PolitenessSettings
+from crawler.sessions.settings import SessionSettings
+from crawler.zhihu.settings import ZhihuSettings
+from settings import base
+from settings.resolve import SETTING_PREFIX, resolve_settings
+
+CLUSTER = {"REDIS_URL": "redis://127.0.0.1:1/0", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+# Components whose whole configuration is compared; each reads its settings once.
+BUILDERS: dict[str, Callable[[Settings], Any]] = {
+    "frontier": FrontierSettings.from_settings,
+    "seeds": lambda s: SeedSettings.from_settings(s, "spider"),
+    "politeness": PolitenessSettings.from_settings,
+    "kafka": lambda s: KafkaPipelineSettings.from_crawler(SimpleNamespace(settings=s)),  # type: ignore[arg-type]
+    "metrics": MetricsSettings.from_settings,
+    "ledger": LedgerSettings.from_settings,
+    "logstats": ClusterLogStatsSettings.from_settings,
+    "session middleware": SessionMiddlewareSettings.from_settings,
+    "session store": SessionSettings.from_mapping,
+    "zhihu": ZhihuSettings.from_settings,
+}
+TYPED = (bool, int, float, list, dict)
+# Component lists and dicts Scrapy merges itself (getwithbase), not read by our components.
+SCRAPY_COMPONENTS = {"ADDONS", "SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES", "EXTENSIONS"}
+SCRAPY_COMPONENTS |= {"ITEM_PIPELINES", "SPIDER_MODULES"}
+
+
+def typed_defaults() -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in vars(base).items()
+        if name.isupper() and isinstance(value, TYPED) and name not in SCRAPY_COMPONENTS
+    }
+
+
+def as_string(value: Any, *, json_lists: bool) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict) or (isinstance(value, list) and json_lists):
+        return orjson.dumps(value).decode()
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def from_command_line(values: Mapping[str, str]) -> Settings:
+    """Settings as ``scrapy crawl -s NAME=VALUE`` builds them (Scrapy's own parsing)."""
+    settings = Settings(resolve_settings({}))
+    settings.setdict(CLUSTER, priority="cmdline")
+    settings.setdict(arglist_to_dict([f"{k}={v}" for k, v in values.items()]), priority="cmdline")
+    return settings
+
+
+def from_environment(values: Mapping[str, str]) -> Settings:
+    environ = {f"{SETTING_PREFIX}{name}": value for name, value in values.items()}
+    settings = Settings(resolve_settings({**environ, **CLUSTER}))
+    return settings
+
+
+def build_all(settings: Settings) -> dict[str, Any]:
+    return {name: build(settings) for name, build in BUILDERS.items()}
+
+
+@pytest.mark.parametrize("json_lists", [False, True], ids=["comma-lists", "json-lists"])
+@pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
+def test_every_typed_setting_reads_the_same_from_strings(
+    source: Callable[[Mapping[str, str]], Settings], json_lists: bool
+) -> None:
+    defaults = typed_defaults()
+    assert {"POLITENESS_PENALTY_STATUSES", "ITEM_SCHEMA_DIRS", "SEEDS_DONT_FILTER"} <= set(defaults)
+    strings = {name: as_string(value, json_lists=json_lists) for name, value in defaults.items()}
+    native = Settings(resolve_settings(CLUSTER))
+    assert build_all(source(strings)) == build_all(native)
+
+
+@pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
+def test_penalty_statuses_are_status_codes(source: Callable[[Mapping[str, str]], Settings]) -> None:
+    for given in ("429,503", " 429 , 503 ", "[429, 503]", '["429","503"]'):
+        politeness = PolitenessSettings.from_settings(
+            source({"POLITENESS_PENALTY_STATUSES": given})
+        )
+        assert politeness.penalty_statuses == frozenset({429, 503}), given
+    with pytest.raises(ValueError, match=r"POLITENESS_PENALTY_STATUSES='429,abc' must be a list"):
+        PolitenessSettings.from_settings(source({"POLITENESS_PENALTY_STATUSES": "429,abc"}))
+    with pytest.raises(ValueError, match=r"POLITENESS_PENALTY_STATUSES='4290'"):
+        PolitenessSettings.from_settings(source({"POLITENESS_PENALTY_STATUSES": "4290"}))
+
+
+@pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
+def test_schema_dirs_take_a_json_list_and_refuse_missing_folders(
+    source: Callable[[Mapping[str, str]], Settings], tmp_path: Path
+) -> None:
+    def kafka(value: str) -> KafkaPipelineSettings:
+        settings = source({"ITEM_SCHEMA_DIRS": value})
+        return KafkaPipelineSettings.from_crawler(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
+
+    folder = str(tmp_path)
+    assert kafka(f'["builtin", "{folder}"]').schema_dirs == ("builtin", folder)
+    assert kafka(f"builtin,{folder}").schema_dirs == ("builtin", folder)
+    with pytest.raises(
+        ValueError, match=r"ITEM_SCHEMA_DIRS=\['builtin', '/x'\]: /x is not a folder"
+    ):
+        kafka('["builtin","/x"]')
+    with pytest.raises(ValueError, match=r"ITEM_SCHEMA_DIRS=.* is not a JSON array"):
+        kafka('["builtin"')
+
+
+def test_a_bad_environment_setting_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="CRAWLER_SETTING_lower: 'lower' is not a setting name"):
+        resolve_settings({f"{SETTING_PREFIX}lower": "1"})

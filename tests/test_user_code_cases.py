@@ -1,0 +1,111 @@
+"""The middleware and callback cases of the conformance suite, each against standalone Scrapy.
+
+Downloader middlewares that replace the request or the response, retries, redirect
+chains, ``dont_filter``, errbacks that yield items and requests, callbacks that yield
+nothing, raise mid-generator or yield a request whose meta JSON cannot hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.frontier.keys import FrontierKeys
+from tests.user_crawl import ClusterRun, compare_with_standalone, pipelines
+
+PAGES = 16
+MIDDLEWARES = "tests.userproject.middlewares."
+
+
+def compare(
+    tmp_path: Path,
+    redis_url: str,
+    kafka_bootstrap: str,
+    *,
+    spider: str = "u_start_urls",
+    arguments: dict[str, str] | None = None,
+    settings: dict[str, str] | None = None,
+    fail_once: bool = False,
+    same_hits: bool = True,
+    label: str = "",
+) -> tuple[ClusterRun, list[str], dict[str, int]]:
+    cases = " ".join(f"{k}={v}" for k, v in (arguments or {}).items())
+    result = compare_with_standalone(
+        f"{spider} {label or cases}",
+        spider,
+        tmp_path,
+        redis_url=redis_url,
+        kafka_bootstrap=kafka_bootstrap,
+        pages=PAGES,
+        settings={"ITEM_PIPELINES": pipelines("NewDictPipeline"), **(settings or {})},
+        arguments=arguments,
+        fail_once=fail_once,
+    )
+    if same_hits:  # every page as often as standalone Scrapy fetched it
+        assert result.hits == result.reference_hits
+    return result.run, result.reference, result.hits
+
+
+@pytest.mark.parametrize(
+    "middleware", ["ReplaceRequestMiddleware", "NewRequestMiddleware", "NewResponseMiddleware"]
+)
+def test_downloader_middlewares_that_replace(
+    middleware: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    settings = {"DOWNLOADER_MIDDLEWARES": orjson.dumps({MIDDLEWARES + middleware: 500}).decode()}
+    run, reference, hits = compare(
+        tmp_path, redis_url, kafka_bootstrap, settings=settings, label=middleware
+    )
+    assert sorted(run.items) == sorted(reference)
+    assert set(hits) == {f"/p/{i}.html" for i in range(PAGES)}
+
+
+def test_retries_and_redirect_chains(tmp_path: Path, redis_url: str, kafka_bootstrap: str) -> None:
+    run, reference, hits = compare(
+        tmp_path, redis_url, kafka_bootstrap, fail_once=True, label="500 once, then retried"
+    )
+    assert sorted(run.items) == sorted(reference)
+    assert set(hits.values()) == {2}  # a 500, then the retry
+
+
+@pytest.mark.parametrize("case", ["errback", "nothing", "dont_filter", "raise"])
+def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str) -> None:
+    run, reference, _ = compare(
+        tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": case}
+    )
+    assert sorted(run.items) == sorted(reference)
+    if case == "errback":
+        assert any('"error":"DownloadConnectionRefusedError"' in item for item in run.items)
+        assert any('"again":true' in item for item in run.items)  # the errback's request
+    if case == "raise":
+        client = redis.Redis.from_url(redis_url)
+        failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_cases").failed)]
+        client.close()
+        assert {record["reason"] for record in failed} == {"spider_exception/ValueError"}
+        assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
+
+
+def test_a_request_json_cannot_hold_fails_its_parent_and_the_node_goes_on(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    run, reference, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_cases",
+        arguments={"case": "bad_meta"},
+        same_hits=False,
+    )
+    # standalone Scrapy crawls the request from memory; the cluster cannot store it
+    assert sorted(run.items) == sorted(item for item in reference if "?x" not in item)
+    client = redis.Redis.from_url(redis_url)
+    failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_cases").failed)]
+    client.close()
+    assert [record["reason"] for record in failed] == ["frontier/unserializable"]
+    assert "meta key 'handle' is not JSON serializable" in failed[0]["error"]
+    assert failed[0]["request"]["url"].endswith("/p/0.html")
+    log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
+    assert "meta key 'handle' is not JSON serializable" in log

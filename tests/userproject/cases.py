@@ -1,0 +1,57 @@
+"""A spider whose callbacks do the things user callbacks do (``-a case=<name>``).
+
+- ``errback``: page 0 also asks for a page that cannot be downloaded (connection refused);
+  its errback yields an item and a request;
+- ``nothing``: odd pages' callbacks yield nothing at all;
+- ``raise``: every fifth page's callback raises after yielding its item and links;
+- ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
+- ``dont_filter``: every page is asked for once more with ``dont_filter``;
+- anything else: the plain crawl (for the middleware cases and retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from tests.userproject.spiders import page_item
+
+
+class CasesSpider(scrapy.Spider):
+    name = "u_cases"
+
+    def __init__(self, site: str = "", case: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.site, self.case = site, case
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse)
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        item = page_item(response)
+        page = item["page"]
+        if self.case == "nothing" and page % 2:
+            return
+        yield item
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, callback=self.parse)
+        if self.case == "errback" and page == 0:
+            yield scrapy.Request("http://127.0.0.1:1/missing", errback=self.missing)
+        if self.case == "bad_meta" and page == 0:
+            yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"handle": object()})
+        if self.case == "dont_filter":
+            yield response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
+        if self.case == "raise" and page % 5 == 4:
+            raise ValueError(f"the parser broke on page {page}")
+
+    def again(self, response: Response) -> dict[str, Any]:
+        return {**page_item(response), "again": True}
+
+    def missing(self, failure: Failure) -> Iterator[Any]:
+        url = failure.request.url  # type: ignore[attr-defined]  # Scrapy sets it
+        yield {"url": url, "page": -1, "error": type(failure.value).__name__}
+        yield scrapy.Request(f"{self.site}/p/1.html", callback=self.again, dont_filter=True)

@@ -1,0 +1,133 @@
+"""Ordinary spiders: plain Spider, CrawlSpider, SitemapSpider, feed spiders, Redis spiders."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.http import Response
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, CSVFeedSpider, Rule, SitemapSpider, XMLFeedSpider
+
+from crawler.spiders.base import RedisCrawlSpider, RedisSpider
+
+
+def page_item(response: Response) -> dict[str, Any]:
+    match = re.search(r"/p/(\d+)\.html$", response.url)
+    return {
+        "url": response.url,
+        "page": int(match.group(1)) if match else -1,
+        "title": response.css("title::text").get(),
+    }
+
+
+def follow_all(response: Response) -> Iterator[scrapy.Request]:
+    for href in response.css("a::attr(href)").getall():
+        yield response.follow(href)
+
+
+class StartUrlsSpider(scrapy.Spider):
+    name = "u_start_urls"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [f"{site}/p/0.html"]
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        yield page_item(response)
+        yield from follow_all(response)
+
+
+class StartSpider(scrapy.Spider):
+    name = "u_start"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.site = site
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse_page)
+
+    def parse_page(self, response: Response) -> Iterator[Any]:
+        yield page_item(response)
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, callback=self.parse_page)
+
+
+class RulesSpider(CrawlSpider):
+    name = "u_crawl"
+    rules = (Rule(LinkExtractor(), callback="parse_page", follow=True),)
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        self.start_urls = [f"{site}/p/0.html"]
+        super().__init__(**kwargs)
+
+    def parse_start_url(self, response: Response, **kwargs: Any) -> Any:
+        return [{**page_item(response), "start": True}]
+
+    def parse_page(self, response: Response) -> dict[str, Any]:
+        return page_item(response)
+
+
+class MapSpider(SitemapSpider):
+    name = "u_sitemap"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        self.sitemap_urls = [f"{site}/sitemap.xml"]
+        super().__init__(**kwargs)
+
+    def parse(self, response: Response, **kwargs: Any) -> dict[str, Any]:
+        return page_item(response)
+
+
+class XmlFeed(XMLFeedSpider):
+    name = "u_xmlfeed"
+    iterator = "iternodes"
+    itertag = "item"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [f"{site}/feed.xml"]
+
+    def parse_node(self, response: Response, selector: Any) -> dict[str, Any]:
+        return {
+            "page": int(selector.xpath("n/text()").get()),
+            "url": selector.xpath("link/text()").get(),
+        }
+
+
+class CsvFeed(CSVFeedSpider):
+    name = "u_csvfeed"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [f"{site}/feed.csv"]
+        self.headers = ["n", "link"]
+
+    def parse_row(self, response: Response, row: dict[str, str]) -> dict[str, Any] | None:
+        if row["n"] == "n":  # the header line
+            return None
+        return {"page": int(row["n"]), "url": row["link"]}
+
+
+class SeededSpider(RedisSpider):
+    """scrapy-redis's example spider, moved over: only the import changed."""
+
+    name = "u_redis"
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        yield page_item(response)
+        yield from follow_all(response)
+
+
+class SeededCrawlSpider(RedisCrawlSpider):
+    name = "u_redis_crawl"
+    rules = (Rule(LinkExtractor(), callback="parse_page", follow=True),)
+
+    def parse_start_url(self, response: Response, **kwargs: Any) -> Any:
+        return [{**page_item(response), "start": True}]
+
+    def parse_page(self, response: Response) -> dict[str, Any]:
+        return page_item(response)
