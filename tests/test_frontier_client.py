@@ -6,10 +6,12 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
+import pytest
 import redis
 from redis.asyncio import Redis
 
 from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
 
 T = TypeVar("T")
@@ -128,3 +130,26 @@ def test_release_returns_leases_with_their_priority(
         await a.aclose()
 
     run(scenario())
+
+
+@pytest.mark.parametrize("mode", list(DedupMode))
+def test_a_forced_request_is_enqueued_even_if_seen_and_recorded(
+    redis_url: str, mode: DedupMode
+) -> None:
+    """Seeds: fetched when pushed again, and the links back to them are dropped."""
+    fingerprint = "ab" * 20  # compact and bloom take Scrapy's 20-byte fingerprints
+
+    def seed(force: bool) -> NewRequest:
+        return NewRequest(fingerprint=fingerprint, score=0.0, body=b'{"url":"seed"}', force=force)
+
+    async def scenario() -> tuple[int, ...]:
+        a = FrontierClient(
+            Redis.from_url(redis_url), KEYS, "a", DedupConfig.parse(mode.value, 0, 1000, 0.001)
+        )
+        first = await a.complete(None, "done", [seed(True)])
+        again = await a.complete(None, "done", [seed(True)])
+        link = await a.complete(None, "done", [seed(False)])
+        await a.aclose()
+        return first.added, again.added, link.added, len(link.dropped)
+
+    assert run(scenario()) == (1, 1, 0, 1)
