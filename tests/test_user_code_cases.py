@@ -71,7 +71,7 @@ def test_retries_and_redirect_chains(tmp_path: Path, redis_url: str, kafka_boots
     assert set(hits.values()) == {2}  # a 500, then the retry
 
 
-@pytest.mark.parametrize("case", ["errback", "nothing", "dont_filter", "raise"])
+@pytest.mark.parametrize("case", ["errback", "nothing", "dont_filter", "raise", "other_host"])
 def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str) -> None:
     run, reference, _ = compare(
         tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": case}
@@ -80,6 +80,8 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
     if case == "errback":
         assert any('"error":"DownloadConnectionRefusedError"' in item for item in run.items)
         assert any('"again":true' in item for item in run.items)  # the errback's request
+    if case == "other_host":
+        assert any("//localhost:" in item for item in run.items)
     if case == "raise":
         client = redis.Redis.from_url(redis_url)
         failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_cases").failed)]

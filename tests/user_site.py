@@ -6,6 +6,7 @@ redirect (``/r/<i>`` answers 302 to ``/p/<i>.html``; on even pages through a
 chain of two, ``/c/<i>`` -> ``/r/<i>``) so that redirects to pages already
 seen are part of every crawl. Nothing links to page 0: the
 start page (``dont_filter``, as Scrapy requests it) is fetched once.
+``/x/<i>`` answers 301 to the same page on the host name ``localhost``.
 ``/sitemap.xml`` lists every page, ``/feed.xml`` and ``/feed.csv`` hold one
 row per page. Requests are
 counted per path, so tests can check that every page was fetched once.
@@ -82,6 +83,13 @@ class UserSite(BackgroundHTTPServer):
                 path = self.path
                 with site._lock:
                     site.hits[path] += 1
+                if path.startswith("/x/") and path[3:].isdigit():  # to another host name
+                    self.send_response(301)
+                    port = site.base_url.rsplit(":", 1)[1]
+                    self.send_header("Location", f"http://localhost:{port}/p/{path[3:]}.html")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if path[:3] in ("/r/", "/c/") and path[3:].isdigit():
                     target = page_path(int(path[3:])) if path[1] == "r" else "/r/" + path[3:]
                     self.send_response(302)

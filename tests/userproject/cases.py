@@ -6,6 +6,7 @@
 - ``raise``: every fifth page's callback raises after yielding its item and links;
 - ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
+- ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
 - anything else: the plain crawl (for the middleware cases and retries).
 """
 
@@ -41,6 +42,8 @@ class CasesSpider(scrapy.Spider):
             yield response.follow(href, callback=self.parse)
         if self.case == "errback" and page == 0:
             yield scrapy.Request("http://127.0.0.1:1/missing", errback=self.missing)
+        if self.case == "other_host" and page == 0:
+            yield scrapy.Request(f"{self.site}/x/1", callback=self.again)
         if self.case == "bad_meta" and page == 0:
             yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"handle": object()})
         if self.case == "dont_filter":
