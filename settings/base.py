@@ -70,6 +70,9 @@ SEEDS_TYPE = (
 SEEDS_INVALID_KEY = "%(name)s:start_urls:invalid"  # str: list of rejected seeds with reasons
 SEEDS_BATCH_SIZE = 16  # int >= 1: seeds taken per Redis round trip
 SEEDS_DONT_FILTER = True  # bool: seeds bypass dedup (pushing one again crawls it again)
+# list: meta keys that change how a request is made (proxy, download_timeout, dont_*, browser,
+# session_*...) which seeds may set anyway; "_" keys are never allowed (crawler.spiders.seed_rules)
+SEEDS_ALLOWED_META: list[str] = []
 REDIS_ENCODING = "utf-8"  # str: encoding of the seeds' bytes (a spider's redis_encoding wins)
 SEEDS_MAX_BYTES = 65536  # int >= 1: larger seed payloads are rejected as too_large
 SEEDS_WAIT_TIMEOUT = 0.5  # float > 0, seconds: how long one blocking pop waits for a seed

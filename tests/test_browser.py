@@ -81,7 +81,11 @@ def test_a_seed_marked_for_the_browser_is_rendered_by_a_node(
         unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
     feed = tmp_path / "items.jsonl"
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {"CRAWLER_STANDALONE_FEED": str(feed), "MAX_IDLE_TIME_BEFORE_CLOSE": "2"}
+    settings = {
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        "SEEDS_ALLOWED_META": "browser",
+    }
     with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
         redis_client.lpush(
             "pages:start_urls", orjson.dumps({"url": js_site, "meta": {"browser": True}})

@@ -16,6 +16,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.keys import FrontierKeys
+from crawler.settings_values import get_typed_list, text
 
 
 class SeedSource(StrEnum):
@@ -48,6 +49,7 @@ class SeedSettings:
     wait_timeout: float
     max_idle_time: float
     dont_filter: bool
+    allowed_meta: frozenset[str]  # SEEDS_ALLOWED_META: privileged meta keys seeds may set
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider: Any) -> SeedSettings:
@@ -82,6 +84,7 @@ class SeedSettings:
                 else settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
             ),
             dont_filter=settings.getbool("SEEDS_DONT_FILTER"),
+            allowed_meta=frozenset(get_typed_list(settings, "SEEDS_ALLOWED_META", text, "keys")),
         )
         values.validate()
         return values

@@ -37,6 +37,7 @@ from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
 from crawler.redis_connection import async_client
+from crawler.spiders.seed_rules import check_seed_meta, seed_callback
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -117,14 +118,10 @@ class RedisSpider(scrapy.Spider):
 
     def request_from_seed(self, seed: Seed) -> Request:
         """Build the request for one parsed seed; the callback is named by the seed, or
-        Scrapy's default (``parse``; the rules of a ``CrawlSpider``)."""
-        callback = None
-        if seed.callback is not None:
-            callback = getattr(self, seed.callback, None)
-            if not callable(callback):
-                raise InvalidSeed(
-                    "callback", f"spider {self.name!r} has no callback {seed.callback!r}"
-                )
+        Scrapy's default (``parse``; the rules of a ``CrawlSpider``). Callback and meta obey
+        ``crawler.spiders.seed_rules``."""
+        check_seed_meta(seed.meta, self.seed_settings.allowed_meta)
+        callback = None if seed.callback is None else seed_callback(self, seed.callback)
         dont_filter = self.seed_dont_filter(seed.dont_filter)
         common: dict[str, Any] = {
             "callback": callback,

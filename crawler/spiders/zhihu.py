@@ -24,6 +24,7 @@ from scrapy.settings import BaseSettings
 from crawler.frontier.seeds import InvalidSeed, Seed
 from crawler.sessions import Health
 from crawler.spiders.base import RedisSpider
+from crawler.spiders.seed_rules import check_seed_meta
 from crawler.zhihu.errors import ApiError, Problem, classify
 from crawler.zhihu.items import ZhihuCommentItem, ZhihuContentItem, ZhihuCreatorItem
 from crawler.zhihu.login import PasswordLogin
@@ -139,6 +140,7 @@ class ZhihuSpider(RedisSpider):
                 sort=seed.sort,
                 vertical=seed.vertical,
             )
+            check_seed_meta(seed.meta, config.allowed_meta)
             meta = {**seed.meta, SOURCE: seed.keyword}
             return self._request(url, "search", meta, dont_filter=self.seed_dont_filter(None))
         return self.request_from_seed(seed)
@@ -148,6 +150,7 @@ class ZhihuSpider(RedisSpider):
             raise InvalidSeed(
                 "zhihu_seed", "zhihu seeds take no method, body, callback or form fields"
             )
+        check_seed_meta(seed.meta, self.seed_settings.allowed_meta)
         target = recognize(seed.url, self.config.seed_hosts)
         self._stat(f"seed/{target.kind}")
         endpoint, fields = self._first_endpoint(target)
