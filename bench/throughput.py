@@ -31,7 +31,6 @@ from functools import partial
 from pathlib import Path
 
 import orjson
-from scrapy.utils.project import get_project_settings
 
 from bench.docs_site import DocsSite
 from bench.frontier import FAST_LEASES, SCRAPY_REDIS, Target, Variant, crawl
@@ -59,11 +58,10 @@ class Row:
 
 
 def probe_settings(directory: Path) -> dict[str, str]:
-    extensions = get_project_settings().getdict("EXTENSIONS")
-    extensions["bench.probe.BenchProbe"] = 0
+    # ClusterAddon adds the project's own extensions to this dict
     return {
         "BENCH_PROBE_DIR": str(directory),
-        "EXTENSIONS": orjson.dumps(extensions).decode(),
+        "EXTENSIONS": orjson.dumps({"bench.probe.BenchProbe": 0}).decode(),
     }
 
 

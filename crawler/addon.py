@@ -7,19 +7,49 @@ Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
 With ``BROWSER_ENABLED``, scrapy-playwright's download handler serves
 requests marked for the browser (see ``BrowserRenderingMiddleware``) on
 Debian's Chromium. Values are set at ``addon`` priority, so project, spider
-and command-line settings still win.
+and command-line settings still win. The project's middlewares, pipeline and
+extensions (``COMPONENTS``) are added to the component dicts whatever dicts
+a project or ``-s`` gives, so a user's own ``DOWNLOADER_MIDDLEWARES`` or
+``ITEM_PIPELINES`` never silently drops the frontier's lease tracking,
+politeness or Kafka.
 """
 
 from __future__ import annotations
 
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, default_settings
+from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat
 from crawler.redis_connection import RedisConfig
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+
+# The project's components and their orders. They are added to these settings unless already
+# there (a project, spider or -s dict of its own keeps them; listing one with None turns it
+# off). Each raises NotConfigured where it does not apply (standalone, no Kafka, ...).
+COMPONENTS: dict[str, dict[str, int | None]] = {
+    "SPIDER_MIDDLEWARES": {
+        "crawler.middlewares.lease_output.LeaseOutputMiddleware": 10,
+        "crawler.middlewares.cluster_start.ClusterStartMiddleware": 20,
+    },
+    "DOWNLOADER_MIDDLEWARES": {
+        "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
+        "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
+        "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
+        "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
+    },
+    "ITEM_PIPELINES": {"crawler.pipelines.kafka.KafkaPipeline": 900},
+    "EXTENSIONS": {
+        "crawler.extensions.ledger.LedgerExtension": 500,
+        "crawler.extensions.metrics.PrometheusMetrics": 510,
+        "crawler.extensions.startup_log.StartupLog": 520,
+        "crawler.extensions.cluster_logstats.ClusterLogStats": 530,
+    },
+}
 
 
 class ClusterAddon:
@@ -32,6 +62,9 @@ class ClusterAddon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
+        for setting, components in COMPONENTS.items():
+            for path, order in components.items():
+                settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
         if self.spidercls is not None:
             scrapy_redis_compat.check_spider_class(self.spidercls)
         if settings.get("REDIS_URL"):

@@ -39,14 +39,9 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
-SPIDER_MIDDLEWARES = {
-    "crawler.middlewares.lease_output.LeaseOutputMiddleware": 10,
-    "crawler.middlewares.cluster_start.ClusterStartMiddleware": 20,
-}
-DOWNLOADER_MIDDLEWARES: dict[str, int | None] = {
-    "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
-    "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
-}
+# The project's middlewares, pipeline and extensions are added by ClusterAddon
+# (crawler.addon.COMPONENTS) to whatever SPIDER_MIDDLEWARES, DOWNLOADER_MIDDLEWARES,
+# ITEM_PIPELINES and EXTENSIONS a project or -s gives; list one with None to turn it off.
 COMMANDS_MODULE = "crawler.commands"
 
 # --- Politeness: one rate limit per site for the whole cluster ----------------
@@ -103,16 +98,10 @@ CRAWLER_CRAWL_ID = "default"  # str: crawl id in Kafka headers (and the ledger)
 # str: JSON Lines feed used when Kafka is off and no FEEDS are set
 CRAWLER_STANDALONE_FEED = "output/%(name)s-%(time)s.jsonl"
 
-ITEM_PIPELINES = {"crawler.pipelines.kafka.KafkaPipeline": 900}
 
 # --- robots.txt, shared by the cluster ------------------------------------------------
 ROBOTSTXT_CACHE_TTL = 86400  # int s >= 1: how long a site's robots.txt is reused by every node
 ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the robots.txt body)
-DOWNLOADER_MIDDLEWARES = {
-    **DOWNLOADER_MIDDLEWARES,
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
-}
 
 # --- Observability: Prometheus metrics, startup line, cluster summary -----------------
 METRICS_ENABLED = True  # bool: serve this node's stats as Prometheus metrics (PrometheusMetrics)
@@ -121,27 +110,16 @@ METRICS_PORTS = "9410-9450"  # str: first free port of this range; "0" = any fre
 STARTUP_LOG_ENABLED = True  # bool: one INFO line at start: node, profile, Redis, Kafka, metrics
 CLUSTER_LOGSTATS_ENABLED = True  # bool: periodic node + cluster summary (cluster mode only)
 CLUSTER_LOGSTATS_INTERVAL = 60.0  # float s > 0: how often the summary is logged
-EXTENSIONS = {
-    **globals().get("EXTENSIONS", {}),
-    "crawler.extensions.metrics.PrometheusMetrics": 510,
-    "crawler.extensions.startup_log.StartupLog": 520,
-    "crawler.extensions.cluster_logstats.ClusterLogStats": 530,
-}
 
 # --- Browser rendering (scrapy-playwright on Debian's Chromium) -------------------------
 BROWSER_ENABLED = True  # bool: requests with meta browser=True are rendered in Chromium
 BROWSER_EXECUTABLE = "/usr/bin/chromium"  # str: Chromium binary (Debian package chromium)
 BROWSER_MAX_CONTEXTS = 1  # int >= 1: browser contexts per node
 BROWSER_MAX_PAGES = 2  # int >= 1: pages per context (a page costs about 300 MB)
-DOWNLOADER_MIDDLEWARES = {
-    **DOWNLOADER_MIDDLEWARES,
-    "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
-}
 
 # --- Crawl ledger: every node adds its stats' deltas to one hash per crawl -----
 LEDGER_ENABLED = True  # bool: push to {<spider>}:ledger:<CRAWLER_CRAWL_ID> (needs REDIS_URL)
 LEDGER_INTERVAL = 5.0  # float s > 0: how often a node pushes its deltas (and at close)
-EXTENSIONS = {**globals().get("EXTENSIONS", {}), "crawler.extensions.ledger.LedgerExtension": 500}
 
 # --- Shared sessions (crawler.sessions) ---------------------------------------
 SESSIONS_TTL = 86400.0  # float > 0, seconds a stored session (login or import) lives
@@ -156,10 +134,6 @@ SESSIONS_KEY_PREFIX = "sessions"  # str: first part of every session key (no bra
 SESSIONS_ENABLED = True  # bool: SharedSessionMiddleware for spiders with session_platform
 SESSIONS_MAX_TRIES = 3  # int >= 0: retries of a request with another account after a bad session
 SESSIONS_WAIT = 60.0  # float s > 0: how long a request waits for a usable session
-DOWNLOADER_MIDDLEWARES = {
-    **DOWNLOADER_MIDDLEWARES,
-    "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
-}
 
 # --- zhihu spider (crawler/spiders/zhihu.py, docs/zhihu.md) -----------------------------
 # Its topics: the spider's custom_settings set KAFKA_TOPIC_TEMPLATE = "spider-{spider}-{item_type}"

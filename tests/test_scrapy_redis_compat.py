@@ -22,7 +22,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawler import scrapy_redis_compat
-from crawler.addon import ClusterAddon
+from crawler.addon import COMPONENTS, ClusterAddon
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSource
@@ -38,7 +38,8 @@ def spider(
     cls: type[RedisSpider] = MySpider, *, settings: dict[str, Any] | None = None, **kwargs: Any
 ) -> RedisSpider:
     # from_crawler does not connect; the node's extensions would (they need a reactor)
-    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": {}}
+    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])
+    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
     crawler = get_crawler(cls, {**resolve_settings({}), **cluster, **(settings or {})})
     made = cls.from_crawler(crawler, **kwargs)
     assert isinstance(made, RedisSpider)

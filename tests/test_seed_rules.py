@@ -11,6 +11,7 @@ import redis
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from crawler.addon import COMPONENTS
 from crawler.frontier.seeds import InvalidSeed
 from crawler.spiders.base import RedisSpider
 from settings.resolve import resolve_settings
@@ -34,7 +35,8 @@ class Seeded(RedisSpider):
 
 
 def spider(settings: dict[str, Any] | None = None) -> RedisSpider:
-    values = {**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": {}}
+    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])  # they would need a reactor
+    values = {**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
     return Seeded.from_crawler(get_crawler(Seeded, {**values, **(settings or {})}))
 
 

@@ -18,6 +18,7 @@ import pytest
 from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict
 
+from crawler.addon import COMPONENTS, ClusterAddon
 from crawler.extensions.cluster_logstats import ClusterLogStatsSettings
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.metrics import MetricsSettings
@@ -134,3 +135,29 @@ def test_schema_dirs_take_a_json_list_and_refuse_missing_folders(
 def test_a_bad_environment_setting_name_is_refused() -> None:
     with pytest.raises(ValueError, match="CRAWLER_SETTING_lower: 'lower' is not a setting name"):
         resolve_settings({f"{SETTING_PREFIX}lower": "1"})
+
+
+MINE = "tests.userproject.middlewares.ReplaceRequestMiddleware"
+
+
+def test_a_projects_own_component_dicts_keep_the_projects_components() -> None:
+    """A user's DOWNLOADER_MIDDLEWARES (or -s ITEM_PIPELINES...) replaces the whole dict in
+    Scrapy: the lease, politeness and Kafka components must still be there."""
+    settings = from_command_line(
+        {
+            "DOWNLOADER_MIDDLEWARES": f'{{"{MINE}": 500}}',
+            "ITEM_PIPELINES": '{"tests.userproject.pipelines.IdentityPipeline": 300}',
+            "SPIDER_MIDDLEWARES": '{"scrapy.spidermiddlewares.depth.DepthMiddleware": 50}',
+            "EXTENSIONS": '{"crawler.extensions.metrics.PrometheusMetrics": null}',
+        }
+    )
+    ClusterAddon().update_settings(settings)
+    for name, components in COMPONENTS.items():
+        given = {
+            (path if isinstance(path, str) else f"{path.__module__}.{path.__qualname__}"): order
+            for path, order in settings.getdict(name).items()
+        }
+        for path, order in components.items():
+            expected = None if path.endswith("PrometheusMetrics") else order
+            assert given[path] == expected, (name, path)
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES")[MINE] == 500

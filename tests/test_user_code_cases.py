@@ -31,6 +31,7 @@ def compare(
     fail_once: bool = False,
     same_hits: bool = True,
     label: str = "",
+    stragglers: bool = False,
 ) -> tuple[ClusterRun, list[str], dict[str, int]]:
     cases = " ".join(f"{k}={v}" for k, v in (arguments or {}).items())
     result = compare_with_standalone(
@@ -43,6 +44,7 @@ def compare(
         settings={"ITEM_PIPELINES": pipelines("NewDictPipeline"), **(settings or {})},
         arguments=arguments,
         fail_once=fail_once,
+        stragglers=stragglers,
     )
     if same_hits:  # every page as often as standalone Scrapy fetched it
         assert result.hits == result.reference_hits
@@ -57,7 +59,12 @@ def test_downloader_middlewares_that_replace(
 ) -> None:
     settings = {"DOWNLOADER_MIDDLEWARES": orjson.dumps({MIDDLEWARES + middleware: 500}).decode()}
     run, reference, hits = compare(
-        tmp_path, redis_url, kafka_bootstrap, settings=settings, label=middleware
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        settings=settings,
+        label=middleware,
+        stragglers=middleware == "NewRequestMiddleware",
     )
     assert sorted(run.items) == sorted(reference)
     assert set(hits) == {f"/p/{i}.html" for i in range(PAGES)}
