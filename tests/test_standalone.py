@@ -30,5 +30,8 @@ def test_standalone_crawl_writes_every_page_to_jsonl(site_500: Site, tmp_path: P
     assert titles[site_500.url(42)] == page_title(42)
     assert orjson.dumps(page_title(42)) in feed.read_bytes()  # non-ASCII kept as UTF-8
     log = (tmp_path / "node-0.log").read_text()
-    assert "Disabled crawler.pipelines.kafka.KafkaPipeline" in log
+    assert (
+        "Disabled <class 'crawler.pipelines.kafka.KafkaPipeline'>: KAFKA_BOOTSTRAP_SERVERS is empty"
+        in log
+    )
     assert "scrapy_redis" not in log
