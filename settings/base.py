@@ -26,7 +26,8 @@ ADDONS = {"crawler.addon.ClusterAddon": 0}  # chooses cluster or standalone mode
 
 # --- Node identity -----------------------------------------------------------
 CRAWLER_PROFILE = "dev"  # str: profile that produced these settings (set by the resolver)
-CRAWLER_NODE_ID = ""  # str: node id in logs, Redis and Kafka headers; "" = <hostname>-<pid>; [A-Za-z0-9._:@-]{1,128}
+# str: node id in logs, Redis and Kafka headers; "" = <hostname>-<pid>; [A-Za-z0-9._:@-]{1,128}
+CRAWLER_NODE_ID = ""
 
 # --- Redis frontier (cluster mode) ------------------------------------------
 # str: redis://host:port/db, rediss://, redis+sentinel://h:p/<service>/db, redis+cluster://h:p,h:p
