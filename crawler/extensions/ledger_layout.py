@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from crawler.frontier.keys import glob_escape
+
 BUCKET_TTL = 2 * 3600  # seconds a per-minute bucket is kept
 STARTED_FIELD = "started_ms"  # first push of the crawl (node clock, ms); not a counter
 
@@ -57,8 +59,7 @@ class LedgerKeys:
 
 def pattern_for_spider(spider: str) -> str:
     """SCAN pattern of every ledger key of a spider (all crawls, totals and minutes)."""
-    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in spider)
-    return f"{{{escaped}}}:ledger:*"
+    return f"{{{glob_escape(spider)}}}:ledger:*"
 
 
 def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from importlib import resources
 from typing import Any, TypedDict
 
 import orjson
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, glob_escape
+from crawler.frontier.scripts import script_text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
@@ -78,10 +78,6 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _glob_escape(text: str) -> str:
-    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
-
-
 def _reason(record: bytes | str) -> str:
     try:
         data = orjson.loads(record)
@@ -124,7 +120,7 @@ class FrontierAdmin:
         self.invalid_key = invalid_key % {"name": spider}
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
-        text = resources.files("crawler.frontier").joinpath("lua/requeue.lua").read_text()
+        text = script_text("requeue")
         self._requeue = client.register_script(text)
 
     def snapshot(self) -> Snapshot:
@@ -195,7 +191,7 @@ class FrontierAdmin:
 
     def _politeness(self, now_ms: int) -> list[SiteInfo]:
         prefix, suffix = self.politeness_affixes
-        pattern = f"{_glob_escape(prefix)}*{_glob_escape(suffix)}"
+        pattern = f"{glob_escape(prefix)}*{glob_escape(suffix)}"
         keys = sorted(_text(key) for key in self.redis.scan_iter(match=pattern, count=SCAN_COUNT))
         if not keys:
             return []

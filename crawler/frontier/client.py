@@ -8,17 +8,13 @@ hash, or done (gone). Times are Redis server time, never the client's clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from crawler.frontier.dedup import DedupConfig, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.scripts import script_text
 from crawler.redis_connection import AsyncRedis
-
-
-def _script_text(name: str) -> str:
-    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +74,7 @@ class FrontierClient:
         self.keys = keys
         self.node_id = node_id
         self.dedup = DedupStep.for_config(dedup)
-        self._lease = client.register_script(_script_text("lease"))
+        self._lease = client.register_script(script_text("lease"))
         self._complete = client.register_script(self.dedup.script())
         self._complete_keys = [
             keys.queue,
@@ -89,8 +85,8 @@ class FrontierClient:
             keys.failed,
             *self.dedup.keys(keys),
         ]
-        self._heartbeat = client.register_script(_script_text("heartbeat"))
-        self._release = client.register_script(_script_text("release"))
+        self._heartbeat = client.register_script(script_text("heartbeat"))
+        self._release = client.register_script(script_text("release"))
 
     async def lease(self, count: int, lease_ms: int) -> list[Lease]:
         k = self.keys

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib import resources
 
 from crawler.frontier.dedup_bloom import bloom_layout, encode_layout
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.scripts import script_text
 
 BUCKET_ENTRIES = 64  # compact: entries per bucket at FRONTIER_DEDUP_CAPACITY
 DIGEST_BYTES = 12  # compact, bloom: fingerprint bytes the scripts use (Scrapy's have 20)
@@ -88,10 +88,6 @@ def check_fingerprints(config: DedupConfig, sample: bytes) -> None:
         )
 
 
-def _lua(name: str) -> str:
-    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
-
-
 @dataclass(frozen=True, slots=True)
 class DedupStep:
     """What ``complete.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
@@ -127,7 +123,7 @@ class DedupStep:
 
     def script(self) -> str:
         """The complete script of this mode: the snippet, then the shared body."""
-        return f"{_lua(self.snippet)}\n{_lua('complete')}"
+        return f"{script_text(self.snippet)}\n{script_text('complete')}"
 
     def encode(self, fingerprint: str) -> str | bytes:
         """The fingerprint as the script takes it ('' stays '': never deduplicated)."""

@@ -70,7 +70,11 @@ class FrontierKeys:
         )
 
 
+def glob_escape(text: str) -> str:
+    """``text`` matched literally in a SCAN/KEYS pattern."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
 def start_pattern(spider: str) -> str:
     """SCAN pattern of the start-request claims of every crawl of a spider."""
-    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in spider)
-    return f"{{{escaped}}}:start:*"
+    return f"{{{glob_escape(spider)}}}:start:*"

@@ -12,9 +12,9 @@ those already queued unless they are ``dont_filter``).
 from __future__ import annotations
 
 from enum import StrEnum
-from importlib import resources
 
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.scripts import script_text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -22,10 +22,6 @@ class ClaimOutcome(StrEnum):
     WON = "won"  # this node writes the start requests
     HELD = "held"  # another live node is writing them
     DONE = "done"  # they are in the frontier already
-
-
-def _script(name: str) -> str:
-    return resources.files("crawler.frontier").joinpath(f"lua/{name}.lua").read_text()
 
 
 def start_key(keys: FrontierKeys, crawl_id: str) -> str:
@@ -38,9 +34,9 @@ class StartClaim:
         self._client = client
         self._node_id = node_id
         self._lifetime_ms = lifetime_ms
-        self._claim = client.register_script(_script("start_claim"))
-        self._refresh = client.register_script(_script("start_refresh"))
-        self._finish = client.register_script(_script("start_finish"))
+        self._claim = client.register_script(script_text("start_claim"))
+        self._refresh = client.register_script(script_text("start_refresh"))
+        self._finish = client.register_script(script_text("start_finish"))
 
     async def claim(self) -> ClaimOutcome:
         outcome = await self._claim(keys=[self.key], args=[self._node_id, self._lifetime_ms])

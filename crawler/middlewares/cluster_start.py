@@ -67,6 +67,7 @@ class ClusterStartMiddleware:
         self._idle_since: float | None = None  # the cluster idle since (checked while idle)
         self._checked_at = 0.0
         self._checking: asyncio.Task[None] | None = None
+        self._start_claim: StartClaim | None = None
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -75,8 +76,10 @@ class ClusterStartMiddleware:
         return cls(crawler)
 
     def _claim(self, spider: Spider) -> StartClaim:
-        key = start_key(FrontierKeys.for_spider(spider.name), self.crawl_id)
-        return StartClaim(self._redis, key, self.node_id, self.lease_ms)
+        if self._start_claim is None:
+            key = start_key(FrontierKeys.for_spider(spider.name), self.crawl_id)
+            self._start_claim = StartClaim(self._redis, key, self.node_id, self.lease_ms)
+        return self._start_claim
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         spider = self.crawler.spider
