@@ -7,6 +7,8 @@ What is masked:
 - the password of the user information: ``http://user:pw@host/`` becomes
   ``http://user:***@host/``; user information without a password (often a
   token: ``https://ghp_x@host/``) becomes ``***@``;
+- a bare ``user:pw@host`` outside a URL (Twisted's ``invalid hostname: user:pw@host``)
+  becomes ``user:***@host``;
 - the values of query parameters that usually hold secrets (``SECRET_QUERY_PARAMS``,
   case-insensitive): ``?token=abc&page=2`` becomes ``?token=***&page=2``.
 
@@ -41,6 +43,8 @@ SECRET_QUERY_PARAMS = frozenset(
 # scheme "://" authority: the authority ends at the first "/", "?", "#", white space or a
 # character that closes a URL quoted in text (<GET http://...>, 'http://...').
 _AUTHORITY = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#\s<>\"'`]*)")
+# user:password@ where it starts a word (after white space, a quote, a bracket or "=").
+_BARE_USERINFO = re.compile(r"(?<![^\s'\"(<\[=,])(?P<user>[^\s:/@<>\"'`]+):[^\s@/<>\"'`]*@")
 _SECRET_PARAM = re.compile(
     r"(?P<lead>[?&;](?:" + "|".join(sorted(SECRET_QUERY_PARAMS)) + r")=)(?P<value>[^&#;\s<>\"'`]+)",
     re.IGNORECASE,
@@ -63,6 +67,7 @@ def mask_secrets(text: str) -> str:
     """``text`` (a URL or any text holding URLs) with the credentials of its URLs masked."""
     if "@" in text:
         text = _AUTHORITY.sub(_mask_match, text)
+        text = _BARE_USERINFO.sub(lambda match: f"{match['user']}:{MASK}@", text)
     if "=" in text:
         text = _SECRET_PARAM.sub(lambda match: match["lead"] + MASK, text)
     return text

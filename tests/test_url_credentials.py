@@ -22,6 +22,8 @@ from crawler.url_credentials import mask_secrets
         ("http://host/a@b?x=1", "http://host/a@b?x=1"),  # "@" in the path is no user
         ("http://example.com/", "http://example.com/"),
         ("no url here: a@b.c", "no url here: a@b.c"),
+        ("invalid hostname: bob:pw@127.0.0.1", "invalid hostname: bob:***@127.0.0.1"),
+        ("at 14:21:35 mail me@x.org", "at 14:21:35 mail me@x.org"),
     ],
 )
 def test_masks_one_url(text: str, masked: str) -> None:
