@@ -39,6 +39,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
+        "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+        "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
         "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
         "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
     },

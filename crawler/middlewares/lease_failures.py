@@ -1,16 +1,25 @@
 """``LeaseFailureMiddleware``: keep a leased request's lease attached to its outcome.
 
-Downloader middleware closest to the engine, so it sees the final word of
-every other middleware:
+Downloader middleware closest to the engine. A download can end in failure in
+three places: the download itself or a middleware's ``process_request`` (these
+pass through ``process_exception``), or a middleware's ``process_response``
+(``HttpCompressionMiddleware``'s size cap, any ``IgnoreRequest`` there: Scrapy
+hands these straight to the request's errback, past every ``process_exception``).
+So while a leased request is downloaded its errback is a ``LeaseErrback``: the
+one place every download failure reaches. It marks the lease failed with the
+exception's reason (``RefusedRequest.reason``, else ``download/<ExceptionClass>``,
+``IgnoreRequest`` included) and its message, URL credentials masked, as the
+record's ``error``. Without an errback of its own the request's lease then
+completes; with one, that errback's output (items and requests) is held by the
+lease like a callback's, and the lease completes when that output ends.
 
-- an exception only after ``RetryMiddleware`` gave up (a retry or redirect is a
-  new request that replaces the lease instead): the lease is marked failed
-  with ``download/<ExceptionClass>`` (``IgnoreRequest`` included, e.g.
-  robots.txt). Without an errback it completes at once; with one, the
-  errback's output (items and requests) is held by the lease like a
-  callback's, and the lease completes when that output ends;
-- a response a middleware built anew, whose ``request`` is not the leased one:
-  the lease id is copied to that request, so its callback's output is tracked.
+The request's own errback comes back when a response passes (a spider
+middleware's ``process_spider_input`` may still call it, as Scrapy does) and on
+every request scheduled again (a redirect, a retry, a ``replace()``: it is
+stored by name). A retry or redirect is a new request that replaces the lease.
+
+A response a middleware built anew, whose ``request`` is not the leased one,
+gets the lease id copied to that request, so its callback's output is tracked.
 
 Enabled with ``LeasingScheduler`` only.
 """
@@ -21,7 +30,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from scrapy import Request
+from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.asyncgen import as_async_generator
@@ -31,26 +40,41 @@ from twisted.python.failure import Failure
 from crawler.frontier.acks import AckTracker
 from crawler.frontier.scheduler import LEASE_META
 from crawler.middlewares.lease_output import require_leasing_scheduler, track_output, tracked_lease
+from crawler.middlewares.refused import failure_reason
+from crawler.url_credentials import mask_secrets
 
 
-def tracked_errback(
-    errback: Callable[..., Any], tracker: AckTracker, lease_id: str
-) -> Callable[[Failure], Any]:
-    """``errback`` whose output is held by the lease (Scrapy passes errback output to the
-    scraper without spider middlewares, so ``LeaseOutputMiddleware`` never sees it)."""
+class LeaseErrback:
+    """The errback of a leased request while it is downloaded (see the module)."""
 
-    def call(failure: Failure) -> Any:
+    def __init__(
+        self, original: Callable[[Failure], Any] | None, tracker: AckTracker, lease_id: str
+    ) -> None:
+        self.original = original
+        self.tracker = tracker
+        self.lease_id = lease_id
+
+    def __call__(self, failure: Failure) -> Any:
+        error = mask_secrets(str(failure.value))
+        self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
+        if self.original is None:
+            self.tracker.callback_done(self.lease_id)
+            return failure
         try:
-            output = errback(failure)
+            output = self.original(failure)
         except BaseException:
-            tracker.callback_done(lease_id)
+            self.tracker.callback_done(self.lease_id)
             raise
         if isinstance(output, Failure):
-            tracker.callback_done(lease_id)
+            self.tracker.callback_done(self.lease_id)
             return output
-        return track_output(tracker, lease_id, _as_async_iterator(output))
+        return track_output(self.tracker, self.lease_id, _as_async_iterator(output))
 
-    return call
+
+def own_errback(request: Request) -> None:
+    """Give ``request`` its own errback back, if a ``LeaseErrback`` stands in for it."""
+    if isinstance(request.errback, LeaseErrback):
+        request.errback = request.errback.original
 
 
 async def _as_async_iterator(output: Any) -> AsyncIterator[Any]:
@@ -66,12 +90,20 @@ class LeaseFailureMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         require_leasing_scheduler(crawler)
         self.crawler = crawler
+        crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LeaseFailureMiddleware:
         return cls(crawler)
 
+    def request_scheduled(self, request: Request, spider: Spider) -> None:
+        own_errback(request)  # a copy of a request being downloaded: stored, by name
+
+    def process_request(self, request: Request) -> None:
+        self._watch(request)
+
     def process_response(self, request: Request, response: Response) -> Response:
+        own_errback(request)
         replaced = response.request
         lease_id = request.meta.get(LEASE_META)
         if replaced is not None and replaced is not request and lease_id is not None:
@@ -79,11 +111,10 @@ class LeaseFailureMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if (found := tracked_lease(self.crawler, request)) is None:
+        self._watch(request)  # raised before process_request reached this middleware
+
+    def _watch(self, request: Request) -> None:
+        if isinstance(request.errback, LeaseErrback):
             return
-        tracker, lease_id = found
-        tracker.fail(lease_id, f"download/{type(exception).__name__}")
-        if request.errback is None:
-            tracker.callback_done(lease_id)
-        else:
-            request.errback = tracked_errback(request.errback, tracker, lease_id)
+        if (found := tracked_lease(self.crawler, request)) is not None:
+            request.errback = LeaseErrback(request.errback, *found)
