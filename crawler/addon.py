@@ -37,8 +37,11 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "DOWNLOADER_MIDDLEWARES": {
         "crawler.middlewares.browser.BrowserRenderingMiddleware": 5,
         "crawler.middlewares.lease_failures.LeaseFailureMiddleware": 10,
+        "crawler.middlewares.redirect_scope.RedirectScopeMiddleware": 51,
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
+        "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+        "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
         "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
         "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
         "crawler.middlewares.sessions.SharedSessionMiddleware": 720,

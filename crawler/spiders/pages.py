@@ -1,7 +1,8 @@
 """``pages``: a generic spider that crawls every page of its seeds' sites.
 
 It follows links within the seed's host and port (the scope travels in the
-request meta key ``crawler_scope``) and yields one ``PageItem`` per response.
+request meta key ``crawler_scope``; ``RedirectScopeMiddleware`` holds redirects to
+it too) and yields one ``PageItem`` per response.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.http import Response, TextResponse
@@ -17,9 +17,8 @@ from scrapy.linkextractors import LinkExtractor
 
 from crawler.frontier.seeds import Seed
 from crawler.items import PageItem
+from crawler.scope import SCOPE_META_KEY, site_of
 from crawler.spiders.base import RedisSpider
-
-SCOPE_META_KEY = "crawler_scope"
 
 
 class PagesSpider(RedisSpider):
@@ -28,7 +27,7 @@ class PagesSpider(RedisSpider):
 
     def request_from_seed(self, seed: Seed) -> Request:
         request = super().request_from_seed(seed)
-        request.meta.setdefault(SCOPE_META_KEY, urlsplit(seed.url).netloc)
+        request.meta.setdefault(SCOPE_META_KEY, site_of(seed.url))
         return request
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
@@ -45,7 +44,7 @@ class PagesSpider(RedisSpider):
         )
         if not isinstance(response, TextResponse):
             return
-        scope = response.meta.get(SCOPE_META_KEY) or urlsplit(response.url).netloc
+        scope = response.meta.get(SCOPE_META_KEY) or site_of(response.url)
         for link in self.link_extractor.extract_links(response):
-            if urlsplit(link.url).netloc == scope:
+            if site_of(link.url) == scope:
                 yield response.follow(link.url, meta={SCOPE_META_KEY: scope})
