@@ -42,8 +42,6 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
         "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
         "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
-        "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
-        "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
         "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
         "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
     },
