@@ -217,17 +217,17 @@ def test_kafka_down_past_max_outage_pauses_then_resumes_the_crawl(
         client.close()
         wait_for_hits(site, 50)
         own_kafka.stop()
-        assert wait_for_log(log, "crawl paused until it is back", timeout=60), logs(tmp_path)
+        assert wait_for_log(log, "crawl paused until Kafka answers", timeout=60), logs(tmp_path)
         time.sleep(1)  # requests already in flight finish
         paused_hits = sum(site.hits.values())
         time.sleep(3)
         assert sum(site.hits.values()) == paused_hits  # nothing new is crawled
         assert paused_hits < site.pages
         own_kafka.start()
-        assert wait_for_log(log, "Kafka is back: crawl resumed", timeout=120), logs(tmp_path)
+        assert wait_for_log(log, "Kafka answers again: crawl resumed", timeout=120), logs(tmp_path)
         assert wait_for_exit(nodes, timeout=180) == [0], logs(tmp_path)
     messages = read_topic(
         own_kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=site.pages
     )
     assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
-    assert "'kafka/crawl_paused': 1" in log.read_text()
+    assert "'kafka/crawl_paused/max_outage': 1" in log.read_text()

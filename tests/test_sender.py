@@ -1,18 +1,23 @@
-"""ItemSender outcomes with a stand-in producer: fatal errors and permanent failures."""
+"""ItemSender outcomes with a stand-in producer: fatal errors, permanent failures, unknown
+topics, and a disk that fills up under the spool (an injected ``ENOSPC`` after a partial
+write on the real file)."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import decode_record
+from crawler.kafka.spool import JsonLinesLog, decode_record
 
 Report = Callable[[KafkaError | None, Any], None]
 
@@ -37,6 +42,9 @@ class FakeProducer:
     def pending(self) -> int:
         return len(self.queued)
 
+    async def drain(self, timeout: float) -> int:
+        return len(self.queued)
+
     def purge(self) -> None:
         queued, self.queued = self.queued, []
         for _message, report in queued:
@@ -48,19 +56,33 @@ class FakeProducer:
             report(error, None)
 
 
+SENDERS: list[ItemSender] = []
+
+
+@pytest.fixture(autouse=True)
+def close_senders() -> Iterator[None]:
+    """Close every sender a test made (its spool and dead-letter files)."""
+    yield
+    while SENDERS:
+        asyncio.run(SENDERS.pop().close(0))
+
+
 def sender(tmp_path: Path, counts: Counter[str]) -> ItemSender:
     FakeProducer.made = []
-    return ItemSender(
-        SenderConfig(
-            producer_config={"bootstrap.servers": "unused:1"},
-            dlq_topic_template="{topic}.dlq",
-            spool_dir=tmp_path / "spool",
-            dead_letter_file=tmp_path / "spool" / "dead-letters.jsonl",
-            node_id="n1",
-        ),
-        count=lambda stat, n: counts.update({stat: n}),
-        producer_factory=FakeProducer,  # type: ignore[arg-type]
+    SENDERS.append(
+        made := ItemSender(
+            SenderConfig(
+                producer_config={"bootstrap.servers": "unused:1"},
+                dlq_topic_template="{topic}.dlq",
+                spool_dir=tmp_path / "spool",
+                dead_letter_file=tmp_path / "spool" / "dead-letters.jsonl",
+                node_id="n1",
+            ),
+            count=lambda stat, n: counts.update({stat: n}),
+            producer_factory=FakeProducer,  # type: ignore[arg-type]
+        )
     )
+    return made
 
 
 def message(n: int) -> OutgoingMessage:
@@ -113,3 +135,67 @@ def test_too_large_goes_to_the_dlq_then_the_local_file(tmp_path: Path) -> None:
     assert outcomes == ["dead_lettered"]
     (line,) = (tmp_path / "spool" / "dead-letters.jsonl").read_bytes().splitlines()
     assert decode_record(line).reason == "msg_size_too_large; dlq: msg_size_too_large"
+
+
+def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(tmp_path: Path) -> None:
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+
+    def unknown(message: OutgoingMessage, on_delivery: Report) -> bool:
+        raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
+
+    FakeProducer.made[0].send = unknown  # type: ignore[method-assign]
+    send_all(item_sender, [message(1)], outcomes)
+    assert outcomes == ["spooled"]
+    assert counts["kafka/dead_lettered"] == 0
+    assert item_sender.outage_seconds() > 0  # an outage, not a permanent failure
+
+
+def enospc_after_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.write`` writes half of what it is given to the real file, then fails: full disk."""
+    real_write = os.write
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", half_then_full)
+
+
+def test_a_write_that_fills_the_disk_leaves_no_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonLinesLog(tmp_path / "segment.jsonl")
+    log.append(b'{"n":1}\n')
+    with monkeypatch.context() as patch:
+        enospc_after_half(patch)
+        with pytest.raises(OSError, match="No space left"):
+            log.append(b'{"n":2}\n')
+    log.close()  # nothing buffered: closing cannot fail on the full disk
+    assert (tmp_path / "segment.jsonl").read_bytes() == b'{"n":1}\n'
+
+
+def test_a_replayed_message_that_cannot_be_spooled_again_keeps_its_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(1), message(2)], outcomes)
+    producer = FakeProducer.made[0]
+    producer.report_all(KafkaError(KafkaError._MSG_TIMED_OUT))
+    assert outcomes == ["spooled", "spooled"]
+    item_sender.replay()
+    (_, delivered), (_, failed) = producer.queued
+    delivered(None, None)
+    with monkeypatch.context() as patch:
+        enospc_after_half(patch)
+        failed(KafkaError(KafkaError._MSG_TIMED_OUT), None)
+    assert counts["kafka/replayed"] == 1
+    assert counts["kafka/spool_error"] == 1
+    assert item_sender.health.spool_failing
+    item_sender.spool.seal()
+    (segment,) = [p for p in item_sender.spool.directory.glob("*.jsonl") if p.stat().st_size]
+    records = [decode_record(line) for line in segment.read_bytes().splitlines()]
+    assert [r.message.value for r in records] == [message(1).value, message(2).value]

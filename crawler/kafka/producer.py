@@ -22,6 +22,8 @@ logger = logging.getLogger(__name__)
 
 DeliveryReport = Callable[[KafkaError | None, Message], None]
 
+LEADER_POLL = 0.2  # seconds between metadata checks while a new topic gets its leaders
+
 # Safe defaults; any librdkafka option given by the user overrides them.
 DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "enable.idempotence": True,
@@ -82,6 +84,24 @@ class ItemProducer:
             self._producer.poll(0)
         return len(self._producer)
 
+    def _metadata(self, timeout: float) -> Any:
+        return self._producer.list_topics(timeout=timeout)
+
+    async def probe(
+        self, topics: Iterable[str], timeout: float, *, must_exist: bool = False
+    ) -> str | None:
+        """Ask the broker for metadata: None when it answers and every partition of
+        ``topics`` has a leader (``must_exist``: and every one exists), else what is wrong."""
+        wanted = list(topics)
+        try:
+            metadata = await asyncio.to_thread(self._metadata, timeout)
+        except KafkaException as exc:
+            return str(exc.args[0].str())
+        missing = [name for name in wanted if name not in metadata.topics]
+        if must_exist and missing:
+            return f"no metadata for {', '.join(missing)} yet"
+        return _leaderless(metadata, [name for name in wanted if name not in missing])
+
     async def ensure_topics(
         self,
         names: Iterable[str],
@@ -90,31 +110,65 @@ class ItemProducer:
         topic_config: Mapping[str, str] | None = None,
         timeout: float = 30.0,
     ) -> list[str]:
-        """Create the topics that don't exist yet; return the names created."""
+        """Create the topics that don't exist yet and wait until every partition of every
+        one has a leader (producing earlier can race the new leader); return those created.
+        Raises ``KafkaException`` when the broker does not answer within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        names = list(dict.fromkeys(names))
+        existing = set((await asyncio.to_thread(self._metadata, timeout)).topics)
+        wanted = [name for name in names if name not in existing]
+        if wanted:
+            await self._create(wanted, partitions, replication, topic_config, timeout)
+        while problem := await self.probe(
+            names, max(0.1, deadline - time.monotonic()), must_exist=True
+        ):
+            if time.monotonic() >= deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, problem))
+            await asyncio.sleep(LEADER_POLL)
+        return wanted
+
+    async def _create(
+        self,
+        names: list[str],
+        partitions: int,
+        replication: int,
+        topic_config: Mapping[str, str] | None,
+        timeout: float,
+    ) -> None:
         admin = AdminClient(
             {
                 key: value
                 for key, value in self._config.items()
-                if key == "bootstrap.servers" or key.startswith(("security.", "sasl.", "ssl."))
+                if key in {"bootstrap.servers", "logger"}
+                or key.startswith(("security.", "sasl.", "ssl."))
             }
         )
-        existing = set((await asyncio.to_thread(admin.list_topics, timeout=timeout)).topics)
-        wanted = [name for name in dict.fromkeys(names) if name not in existing]
-        if not wanted:
-            return []
         futures = admin.create_topics(
             [
-                NewTopic(name, num_partitions=partitions, replication_factor=replication)
-                for name in wanted
+                NewTopic(
+                    name,
+                    num_partitions=partitions,
+                    replication_factor=replication,
+                    config=dict(topic_config or {}),
+                )
+                for name in names
             ],
             request_timeout=timeout,
         )
-        created = []
-        for name, future in futures.items():
+        for future in futures.values():
             try:
                 await asyncio.wrap_future(future)
-                created.append(name)
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
-        return created
+
+
+def _leaderless(metadata: Any, topics: list[str]) -> str | None:
+    for name in topics:
+        topic = metadata.topics[name]
+        if topic.error is not None:
+            return f"{name}: {topic.error.str()}"
+        for number, partition in topic.partitions.items():
+            if partition.leader < 0 or partition.error is not None:
+                return f"{name}[{number}] has no leader"
+    return None

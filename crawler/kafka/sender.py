@@ -13,6 +13,12 @@ Every message ends in exactly one settled outcome, reported to its
 
 A fatal producer error recreates the producer; its queued messages are purged
 into the spool and replayed through the new one.
+
+Outages (``BrokerHealth``): while Kafka is recorded as away, or messages wait with no
+delivery report for ``STALL_AFTER`` seconds, the broker is probed (metadata) every
+``PROBE_INTERVAL``; the outage ends when a probe finds it answering or a message is
+delivered, and the spool is replayed then. A topic ``produce()`` does not know yet (metadata
+lagging behind a new topic or a late broker) is a transient failure, never a dead letter.
 """
 
 from __future__ import annotations
@@ -21,20 +27,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
+from crawler.kafka.dead_letter_writer import DeadLetterWriter, error_reason, settle
+from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
-from crawler.kafka.spool import JsonLinesLog, Spool, claim, encode_record, read_segment
+from crawler.kafka.replay import Settled, SpoolReplay
+from crawler.kafka.spool import Spool
 
 logger = logging.getLogger(__name__)
-
-Settled = Callable[[str], None]
-Count = Callable[[str, int], None]
 
 PERMANENT_ERRORS = frozenset(
     {
@@ -48,7 +54,21 @@ PERMANENT_ERRORS = frozenset(
     }
 )
 BROKER_DOWN_ERRORS = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})
+# produce() refusals that pass: metadata lags behind a new topic or a late broker; fatal
+# errors recreate the producer
+TRANSIENT_PRODUCE_ERRORS = frozenset(
+    {
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._FATAL,
+    }
+)
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 POLL_EVERY = 32  # serve delivery reports every N sends (and on every periodic poll)
+PROBE_INTERVAL = 2.0  # seconds between metadata probes while Kafka is away or stalled
+PROBE_TIMEOUT = 5.0  # seconds one probe waits for the broker
+STALL_AFTER = 10.0  # messages pending with no delivery report this long: probe the broker
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +82,6 @@ class SenderConfig:
     replay_interval: float = 30.0
 
 
-def error_reason(error: KafkaError) -> str:
-    return str(error.name()).lower()
-
-
 class ItemSender:
     def __init__(
         self,
@@ -77,16 +93,26 @@ class ItemSender:
         self._count = count
         self._factory = producer_factory
         self._fatal: KafkaError | None = None
+        self.health = BrokerHealth(str(config.producer_config.get("bootstrap.servers")), count)
         self.producer = self._new_producer()
         self.spool = Spool(config.spool_dir, config.node_id)
-        self._dead_letters = JsonLinesLog(config.dead_letter_file)
-        self._down_since: float | None = None
+        self._replay = SpoolReplay(self.spool, count)
+        self._dead_letters = DeadLetterWriter(
+            config.dlq_topic_template, config.dead_letter_file, lambda: self.producer, count
+        )
+        self._topics: set[str] = set()  # topics sent to: a probe checks their leaders
         self._last_replay = 0.0
-        self._replaying = 0  # segments being replayed
+        self._last_report = time.monotonic()  # a delivery report came, or nothing was pending
+        self._last_probe = 0.0
+        self._probe: asyncio.Future[None] | None = None
         self._unpolled = 0  # sends since the last poll
 
     def _new_producer(self) -> ItemProducer:
-        config = {**self.config.producer_config, "error_cb": self._on_error}
+        config = {
+            **self.config.producer_config,
+            "error_cb": self._on_error,
+            "logger": self.health,
+        }
         return self._factory(config)
 
     # -- sending ------------------------------------------------------------------------------
@@ -94,11 +120,12 @@ class ItemSender:
     async def send(self, message: OutgoingMessage, on_settled: Settled | None = None) -> None:
         """Enqueue ``message``; waits (without blocking) while the local queue is full."""
         callback = self._delivery_callback(message, on_settled)
+        self._topics.add(message.topic)
         while True:
             try:
                 accepted = self.producer.send(message, callback)
             except KafkaException as exc:
-                self._permanent(message, exc.args[0], on_settled)
+                self._refused(message, exc.args[0], on_settled)
                 return
             if accepted:
                 self._count("kafka/produced", 1)
@@ -115,10 +142,11 @@ class ItemSender:
         self, message: OutgoingMessage, on_settled: Settled | None
     ) -> Callable[[KafkaError | None, Message], None]:
         def report(error: KafkaError | None, _: Message) -> None:
+            self._last_report = time.monotonic()
             if error is None:
-                self._down_since = None
+                self.health.answered()
                 self._count("kafka/delivered", 1)
-                _settle(on_settled, "delivered")
+                settle(on_settled, "delivered")
             elif error.code() in PERMANENT_ERRORS:
                 self._permanent(message, error, on_settled)
             else:
@@ -126,21 +154,40 @@ class ItemSender:
 
         return report
 
+    def _refused(
+        self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
+    ) -> None:
+        """``produce()`` raised: transient or permanent by its error."""
+        if error.code() in TRANSIENT_PRODUCE_ERRORS:
+            self._transient(message, error, on_settled)
+        else:
+            self._permanent(message, error, on_settled)
+
     def _transient(
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
-        self._down_since = self._down_since or time.monotonic()
+        if error.code() not in PURGED:  # purged by us (closing, a new producer): no outage
+            self.health.failed(reason)
+        self._spool(message, reason, on_settled)
+
+    def _spool(self, message: OutgoingMessage, reason: str, on_settled: Settled | None) -> None:
         try:
             self.spool.append(message, reason)
         except OSError as exc:
-            logger.error("Cannot spool a message for %s (%s): %s", message.topic, reason, exc)
             self._count("kafka/spool_error", 1)
-            _settle(on_settled, "requeue")
+            if self.health.spool_failed():
+                logger.error(
+                    "Cannot spool messages (%s): %s; their requests go back to the queue "
+                    "(kafka/spool_error counts them)",
+                    reason,
+                    exc,
+                )
+            settle(on_settled, "requeue")
             return
         self._count("kafka/spooled", 1)
-        _settle(on_settled, "spooled")
+        settle(on_settled, "spooled")
 
     def _permanent(
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
@@ -150,50 +197,11 @@ class ItemSender:
         logger.error("Kafka refused a message for %s (%s): %s", message.topic, reason, error.str())
         self.dead_letter(message, reason, error.str(), on_settled)
 
-    # -- dead letters -------------------------------------------------------------------------
-
     def dead_letter(
         self, message: OutgoingMessage, reason: str, error: str, on_settled: Settled | None
     ) -> None:
         """Send to the dead-letter topic; to the local file if that fails too."""
-        dlq = replace(
-            message,
-            topic=self.config.dlq_topic_template.format(topic=message.topic),
-            headers=[
-                *message.headers,
-                ("dlq_original_topic", message.topic.encode()),
-                ("dlq_reason", reason.encode()),
-                ("dlq_error", error.encode("utf-8", "replace")[:1000]),
-            ],
-        )
-
-        def report(failure: KafkaError | None, _: Message) -> None:
-            if failure is None:
-                self._count("kafka/dead_lettered", 1)
-            else:
-                self._dead_letter_file(dlq, f"{reason}; dlq: {error_reason(failure)}")
-            _settle(on_settled, "dead_lettered")
-
-        try:
-            if self.producer.send(dlq, report):
-                return
-            failure = "local queue full"
-        except KafkaException as exc:
-            failure = error_reason(exc.args[0])
-        self._dead_letter_file(dlq, f"{reason}; dlq: {failure}")
-        _settle(on_settled, "dead_lettered")
-
-    def _dead_letter_file(self, message: OutgoingMessage, reason: str) -> None:
-        try:
-            self._dead_letters.append(encode_record(message, reason))
-        except OSError as exc:
-            logger.error("Cannot write dead letter for %s: %s", message.topic, exc)
-            self._count("kafka/dead_letter_error", 1)
-            return
-        logger.error(
-            "Message for %s written to %s (%s)", message.topic, self._dead_letters.path, reason
-        )
-        self._count("kafka/dead_lettered_file", 1)
+        self._dead_letters.send(message, reason, error, on_settled)
 
     # -- periodic work ------------------------------------------------------------------------
 
@@ -201,22 +209,47 @@ class ItemSender:
         if error.fatal():
             self._fatal = error
         elif error.code() in BROKER_DOWN_ERRORS:
-            self._down_since = self._down_since or time.monotonic()
+            self.health.connection_error(str(error.str()))
 
     def outage_seconds(self) -> float:
-        """How long Kafka has been failing with no delivery since (0 when fine)."""
-        return 0.0 if self._down_since is None else time.monotonic() - self._down_since
+        """How long Kafka has not answered (0 when it does)."""
+        return self.health.outage_seconds()
 
     def poll(self) -> None:
-        """Serve delivery reports; recover from fatal errors; replay the spool when due."""
+        """Serve delivery reports; recover from fatal errors; probe the broker while it is
+        away or stalled; replay the spool when due and Kafka answers."""
         self.producer.poll()
         if self._fatal is not None:
             self._recreate()
         now = time.monotonic()
+        if not self.producer.pending():
+            self._last_report = now
+        self._maybe_probe(now)
         due = now - self._last_replay >= self.config.replay_interval
-        if due and not self._replaying and self._down_since is None and self.spool.segments():
+        if due and not self._replay.running and self.health.down_since is None:
             self._last_replay = now
-            self.replay()
+            if self.spool.has_records():
+                self.replay()
+
+    def _maybe_probe(self, now: float) -> None:
+        stalled = now - self._last_report >= STALL_AFTER
+        if self.health.down_since is None and not stalled:
+            return
+        if (self._probe is not None and not self._probe.done()) or (
+            now - self._last_probe < PROBE_INTERVAL
+        ):
+            return
+        self._last_probe = now
+        self._probe = asyncio.ensure_future(self._run_probe(self._last_report))
+
+    async def _run_probe(self, last_report: float) -> None:
+        problem = await self.producer.probe(sorted(self._topics), PROBE_TIMEOUT)
+        if problem is not None:
+            self.health.failed(problem, since=last_report)
+        elif self.health.down_since is not None:
+            self.health.answered()
+            self._last_replay = 0.0  # replay now
+        self._last_report = time.monotonic()
 
     def _recreate(self) -> None:
         error, self._fatal = self._fatal, None
@@ -230,47 +263,17 @@ class ItemSender:
     def replay(self) -> None:
         """Send every sealed spool segment again; a segment is deleted once all its
         messages are settled (failures go to the current segment)."""
-        self.spool.seal()
-        for segment in self.spool.segments():
-            handle = claim(segment)
-            if handle is None:
-                continue
-            records, broken = read_segment(handle)
-            if broken:
-                self._count("kafka/spool_unreadable", broken)
-                logger.error("%d unreadable lines in spool segment %s", broken, segment)
-            if records:
-                logger.info("Replaying %d spooled messages from %s", len(records), segment)
-            self._replaying += 1
-            settled = self._segment_settler(segment, handle, len(records))
-            for record in records:
-                callback = self._delivery_callback(record.message, settled)
-                if not self.producer.send(record.message, callback):
-                    self._transient_local(record.message, settled)
+        self._replay.replay(self._resend)
 
-    def _segment_settler(self, segment: Path, handle: Any, total: int) -> Settled:
-        left = [total]
-
-        def finish() -> None:
-            segment.unlink(missing_ok=True)
-            handle.close()
-            self._replaying -= 1
-
-        def settled(outcome: str) -> None:
-            left[0] -= 1
-            if outcome == "delivered":
-                self._count("kafka/replayed", 1)
-            if left[0] == 0:
-                finish()
-
-        if total == 0:
-            finish()
-        return settled
-
-    def _transient_local(self, message: OutgoingMessage, on_settled: Settled) -> None:
-        """The local queue is full during a replay: keep the message spooled."""
-        self.spool.append(message, "replay_buffer_full")
-        on_settled("spooled")
+    def _resend(self, message: OutgoingMessage, settled: Settled) -> None:
+        self._topics.add(message.topic)
+        try:
+            accepted = self.producer.send(message, self._delivery_callback(message, settled))
+        except KafkaException as exc:
+            self._refused(message, exc.args[0], settled)
+            return
+        if not accepted:  # the local queue is full: keep it spooled
+            self._spool(message, "replay_buffer_full", settled)
 
     async def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` for every message's report; spool what is left (each left
@@ -281,13 +284,13 @@ class ItemSender:
         return left
 
     async def close(self, timeout: float) -> int:
-        """``drain``, then seal the spool. Returns the number spooled."""
+        """Replay the spool if Kafka answers, ``drain``, then seal the spool. Returns the
+        number spooled."""
+        if self.health.down_since is None and not self._replay.running and self.spool.has_records():
+            self.replay()
         left = await self.drain(timeout)
+        if self._probe is not None:
+            self._probe.cancel()
         self.spool.seal()
         self._dead_letters.close()
         return left
-
-
-def _settle(on_settled: Settled | None, outcome: str) -> None:
-    if on_settled is not None:
-        on_settled(outcome)

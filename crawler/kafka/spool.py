@@ -1,9 +1,10 @@
 """A durable local spool of messages Kafka could not take for now (no Scrapy imports).
 
-Append-only JSON Lines segments, each line flushed and fsynced before the
-append returns. A segment is locked (``flock``) by its writer, so replays on
-the same machine never take a segment another process still writes; a
-segment left by a dead process is free and is replayed by the next start.
+Append-only JSON Lines segments, each line written whole (or truncated back
+when the disk is full) and fsynced before the append returns. A segment is
+locked (``flock``) by its writer, so replays on the same machine never take a
+segment another process still writes; a segment left by a dead process is free
+and is replayed by the next start.
 """
 
 from __future__ import annotations
@@ -76,7 +77,12 @@ def decode_record(line: bytes) -> SpooledMessage:
 
 
 class JsonLinesLog:
-    """An append-only, fsynced JSON Lines file held under an exclusive ``flock``."""
+    """An append-only, fsynced JSON Lines file held under an exclusive ``flock``.
+
+    Lines are written whole or not at all: a write or fsync that fails (``ENOSPC``,
+    ``EIO``) truncates the file back to where the line began, then raises. Writes are
+    unbuffered, so closing never flushes (nor fails on a full disk).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -85,11 +91,18 @@ class JsonLinesLog:
     def append(self, line: bytes) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("ab")
+            self._file = self.path.open("ab", buffering=0)
             fcntl.flock(self._file, fcntl.LOCK_EX)
-        self._file.write(line)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        fd = self._file.fileno()
+        start = os.fstat(fd).st_size  # we hold the lock: nobody else appends
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
 
     def close(self) -> None:
         if self._file is not None:
@@ -116,6 +129,10 @@ class Spool:
         if self._segment is not None:
             self._segment.close()
             self._segment = None
+
+    def has_records(self) -> bool:
+        """Whether a segment exists: sealed, or being written by this spool."""
+        return self._segment is not None or bool(self.segments())
 
     def writing(self) -> Path | None:
         return self._segment.path if self._segment is not None else None

@@ -14,21 +14,22 @@ the item dropped with ``ItemRequeued``: its request goes back to the queue.
 When the engine starts closing, messages still unacknowledged after
 ``KAFKA_FLUSH_TIMEOUT`` are spooled so that closing never waits on the broker.
 
-A broker unreachable for longer than ``KAFKA_MAX_OUTAGE`` pauses the crawl
-(the engine takes no new requests) until a delivery succeeds again.
+Each topic is checked (created if missing, every partition led) before its first
+message, retried while Kafka does not answer. A broker that has not answered for longer
+than ``KAFKA_MAX_OUTAGE``, or a spool that cannot be written while it is away, pauses the
+crawl (the engine takes no new requests) until the broker answers again: a delivery, or a
+metadata probe, however long the outage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import KafkaException
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
@@ -36,10 +37,12 @@ from scrapy.statscollectors import StatsCollector
 from twisted.internet.task import LoopingCall
 
 from crawler.exceptions import ItemRequeued
+from crawler.kafka.config import KafkaSettings
 from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
 from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
+from crawler.kafka.topics import TopicChecker, TopicSpec
 from crawler.node import resolve_node_id
 from crawler.settings_values import get_typed_list, text
 from crawler.wakeup import engine_closing
@@ -47,28 +50,12 @@ from crawler.wakeup import engine_closing
 logger = logging.getLogger(__name__)
 
 MAX_DEAD_LETTER_REPR = 100_000
-TOPIC_CREATE_TIMEOUT = 10.0  # seconds; on failure the item is sent anyway and creation retried
 
 
-@dataclass(frozen=True, slots=True)
-class KafkaPipelineSettings:
-    bootstrap_servers: str
-    topic_template: str
-    dlq_topic_template: str
-    producer_config: dict[str, Any]
-    poll_interval: float
-    flush_timeout: float
-    backpressure_wait: float
-    create_topics: bool
-    topic_partitions: int
-    topic_replication: int
-    topic_config: dict[str, str]
-    spool_dir: Path
-    replay_interval: float
-    max_outage: float
-    schema_dirs: tuple[str, ...]
-    node_id: str
-    crawl_id: str
+class KafkaPipelineSettings(KafkaSettings):
+    """``KafkaSettings`` read once from Scrapy's settings through the typed getters."""
+
+    __slots__ = ()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipelineSettings:
@@ -100,36 +87,6 @@ class KafkaPipelineSettings:
         values.validate()
         return values
 
-    def validate(self) -> None:
-        for name, template, fields in (
-            ("KAFKA_TOPIC_TEMPLATE", self.topic_template, {"spider": "s", "item_type": "t"}),
-            ("KAFKA_DLQ_TOPIC_TEMPLATE", self.dlq_topic_template, {"topic": "t"}),
-        ):
-            try:
-                template.format(**fields)
-            except (KeyError, IndexError, ValueError, AttributeError) as exc:
-                raise ValueError(
-                    f"{name}={template!r} is invalid: only {{{'}, {'.join(fields)}}} "
-                    f"may be used ({exc!r})"
-                ) from exc
-        for name, value, minimum in (
-            ("KAFKA_POLL_INTERVAL", self.poll_interval, 0.001),
-            ("KAFKA_BACKPRESSURE_WAIT", self.backpressure_wait, 0.001),
-            ("KAFKA_FLUSH_TIMEOUT", self.flush_timeout, 0.0),
-            ("KAFKA_TOPIC_PARTITIONS", self.topic_partitions, 1),
-            ("KAFKA_TOPIC_REPLICATION", self.topic_replication, 1),
-            ("KAFKA_SPOOL_REPLAY_INTERVAL", self.replay_interval, 0.1),
-            ("KAFKA_MAX_OUTAGE", self.max_outage, 0.0),
-        ):
-            if value < minimum:
-                raise ValueError(f"{name}={value} must be >= {minimum}")
-        missing = [d for d in self.schema_dirs if d != "builtin" and not Path(d).is_dir()]
-        if missing:
-            raise ValueError(
-                f"ITEM_SCHEMA_DIRS={list(self.schema_dirs)!r}: {', '.join(missing)} is not a "
-                'folder (give a list of folders, or "builtin")'
-            )
-
 
 class KafkaPipeline:
     def __init__(self, crawler: Crawler) -> None:
@@ -140,8 +97,7 @@ class KafkaPipeline:
         self.schemas = SchemaRegistry(self.settings.schema_dirs)
         self._sender: ItemSender | None = None
         self._poller: LoopingCall | None = None
-        # topic -> its check/creation; every item of the topic waits for it before producing
-        self._topics: dict[str, asyncio.Future[None]] = {}
+        self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
         self._paused = False
         self._draining: asyncio.Future[None] | None = None
 
@@ -174,6 +130,16 @@ class KafkaPipeline:
             ),
             count=self._count,
         )
+        if self.settings.create_topics:
+            spec = TopicSpec(
+                dlq_template=self.settings.dlq_topic_template,
+                partitions=self.settings.topic_partitions,
+                replication=self.settings.topic_replication,
+                config=self.settings.topic_config,
+            )
+            self._topics = TopicChecker(
+                lambda: self.sender.producer, spec, self.sender.health, self._count
+            )
         self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
         if segments := self.sender.spool.segments():
@@ -191,7 +157,8 @@ class KafkaPipeline:
         assert spider is not None
         item_type = str(getattr(item, "item_type", type(item).__name__.lower()))
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
-        await self._ensure_topic(topic)
+        if self._topics is not None:
+            await self._topics.ready(topic)
         fields = ItemAdapter(item).asdict()
         try:
             message = self._encode(
@@ -250,54 +217,46 @@ class KafkaPipeline:
         await settled
         raise DropItem(f"dead-lettered ({reason}): {error}")
 
-    async def _ensure_topic(self, topic: str) -> None:
-        """Wait until ``topic`` exists as configured: items produced while another item's
-        creation is still on its way would make the broker auto-create it (defaults)."""
-        if topic not in self._topics:
-            self._topics[topic] = asyncio.ensure_future(self._create_topic(topic))
-        await asyncio.shield(self._topics[topic])
-
-    async def _create_topic(self, topic: str) -> None:
-        if not self.settings.create_topics:
-            return
-        try:
-            created = await self.sender.producer.ensure_topics(
-                [topic, self.settings.dlq_topic_template.format(topic=topic)],
-                self.settings.topic_partitions,
-                self.settings.topic_replication,
-                self.settings.topic_config,
-                timeout=TOPIC_CREATE_TIMEOUT,
-            )
-        except KafkaException as exc:
-            del self._topics[topic]  # try again with a later item
-            self.stats.inc_value("kafka/topic_create_failed")
-            logger.warning("Could not check or create Kafka topic %s: %s", topic, exc)
-            return
-        if created:
-            logger.info("Created Kafka topics %s", ", ".join(created))
-
     def _poll(self) -> None:
         self.sender.poll()
-        outage = self.sender.outage_seconds()
         engine = self.crawler.engine
         if engine is None:
             return
         draining = self._draining is not None and not self._draining.done()
-        if not draining and engine_closing(self.crawler) and self.sender.producer.pending():
-            self._draining = asyncio.ensure_future(self._drain())
-        if not self._paused and outage > self.settings.max_outage:
+        if engine_closing(self.crawler):
+            if self._topics is not None:
+                self._topics.release()
+            if not draining and self.sender.producer.pending():
+                self._draining = asyncio.ensure_future(self._drain())
+        pause = self._pause_reason()
+        if pause is not None and not self._paused:
             self._paused = True
             engine.pause()
-            self.stats.inc_value("kafka/crawl_paused")
-            logger.error(
-                "Kafka unreachable for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until it is back",
-                outage,
-                self.settings.max_outage,
-            )
-        elif self._paused and outage == 0:
+            self.stats.inc_value(f"kafka/crawl_paused/{pause}")
+            if pause == "max_outage":
+                logger.error(
+                    "Kafka unreachable for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until "
+                    "Kafka answers",
+                    self.sender.outage_seconds(),
+                    self.settings.max_outage,
+                )
+            else:
+                logger.error(
+                    "Kafka unreachable and the spool cannot be written: crawl paused until "
+                    "Kafka answers"
+                )
+        elif pause is None and self._paused:
             self._paused = False
             engine.unpause()
-            logger.warning("Kafka is back: crawl resumed")
+            logger.warning("Kafka answers again: crawl resumed")
+
+    def _pause_reason(self) -> str | None:
+        outage = self.sender.outage_seconds()
+        if outage > self.settings.max_outage:
+            return "max_outage"
+        if outage and self.sender.health.spool_failing:
+            return "spool_error"
+        return None
 
     async def _drain(self) -> None:
         """The engine is closing: settle every item still waiting on the broker (what is

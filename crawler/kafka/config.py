@@ -1,0 +1,59 @@
+"""The Kafka pipeline's settings, validated (no Scrapy imports; read in
+``crawler.pipelines.kafka``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSettings:
+    bootstrap_servers: str
+    topic_template: str
+    dlq_topic_template: str
+    producer_config: dict[str, Any]
+    poll_interval: float
+    flush_timeout: float
+    backpressure_wait: float
+    create_topics: bool
+    topic_partitions: int
+    topic_replication: int
+    topic_config: dict[str, str]
+    spool_dir: Path
+    replay_interval: float
+    max_outage: float
+    schema_dirs: tuple[str, ...]
+    node_id: str
+    crawl_id: str
+
+    def validate(self) -> None:
+        for name, template, fields in (
+            ("KAFKA_TOPIC_TEMPLATE", self.topic_template, {"spider": "s", "item_type": "t"}),
+            ("KAFKA_DLQ_TOPIC_TEMPLATE", self.dlq_topic_template, {"topic": "t"}),
+        ):
+            try:
+                template.format(**fields)
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                raise ValueError(
+                    f"{name}={template!r} is invalid: only {{{'}, {'.join(fields)}}} "
+                    f"may be used ({exc!r})"
+                ) from exc
+        for name, value, minimum in (
+            ("KAFKA_POLL_INTERVAL", self.poll_interval, 0.001),
+            ("KAFKA_BACKPRESSURE_WAIT", self.backpressure_wait, 0.001),
+            ("KAFKA_FLUSH_TIMEOUT", self.flush_timeout, 0.0),
+            ("KAFKA_TOPIC_PARTITIONS", self.topic_partitions, 1),
+            ("KAFKA_TOPIC_REPLICATION", self.topic_replication, 1),
+            ("KAFKA_SPOOL_REPLAY_INTERVAL", self.replay_interval, 0.1),
+            ("KAFKA_MAX_OUTAGE", self.max_outage, 0.0),
+        ):
+            if value < minimum:
+                raise ValueError(f"{name}={value} must be >= {minimum}")
+        missing = [d for d in self.schema_dirs if d != "builtin" and not Path(d).is_dir()]
+        if missing:
+            raise ValueError(
+                f"ITEM_SCHEMA_DIRS={list(self.schema_dirs)!r}: {', '.join(missing)} is not a "
+                'folder (give a list of folders, or "builtin")'
+            )

@@ -1,0 +1,229 @@
+"""Kafka outages of any length: the crawl pauses and resumes by itself, the spool replays, a
+full spool disk pauses the crawl without tearing lines, a broker late at start dead-letters
+nothing and its connection errors are summarised.
+
+One broker for the module (started here: the tests SIGSTOP and stop it); every test leaves it
+running and answering, and uses a topic template of its own.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.demo.site import Site
+from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
+from crawler.kafka.reader import end_offsets, read_topic
+from crawler.kafka.spool import decode_record
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
+from tests.services import unavailable
+
+# Leases and idle close fast enough for short crawls (as the frontier fault tests use them).
+FAST_LEASES = {
+    "FRONTIER_LEASE_TIMEOUT": "4",
+    "FRONTIER_HEARTBEAT_INTERVAL": "1",
+    "FRONTIER_PREFETCH": "4",
+    "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+}
+PAUSED = "crawl paused until Kafka answers"
+RESUMED = "Kafka answers again: crawl resumed"
+
+
+@pytest.fixture(scope="module")
+def module_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    config = KafkaBrokerConfig(
+        port=free_port(), controller_port=free_port(), data_dir=tmp_path_factory.mktemp("kafka")
+    )
+    broker = KafkaBroker(config)
+    try:
+        broker.start()
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local Kafka broker could not be started: {exc}")
+    try:
+        yield broker
+    finally:
+        if broker.pid is not None:
+            broker.resume()
+        broker.stop()
+
+
+@pytest.fixture
+def kafka(module_kafka: KafkaBroker) -> Iterator[KafkaBroker]:
+    """The module's broker; running and answering again after the test."""
+    yield module_kafka
+    if module_kafka.pid is None:
+        module_kafka.start()
+    else:
+        module_kafka.resume()
+
+
+def wait_for_hits(site: Site, hits: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while sum(site.hits.values()) < hits:
+        assert time.monotonic() < deadline, f"site saw {sum(site.hits.values())} of {hits} hits"
+        time.sleep(0.05)
+
+
+def seed(redis_url: str, url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    client.lpush("pages:start_urls", url)
+    client.close()
+
+
+def spool_lines(spool: Path) -> list[bytes]:
+    return [line for seg in sorted(spool.glob("*.jsonl")) for line in seg.read_bytes().splitlines()]
+
+
+def assert_every_line_whole(spool: Path) -> int:
+    """Every spool line decodes (none torn); returns how many there are."""
+    lines = spool_lines(spool)
+    for line in lines:
+        decode_record(line)
+    return len(lines)
+
+
+def assert_all_pages_delivered(kafka: KafkaBroker, topic: str, site: Site) -> None:
+    messages = read_topic(kafka.bootstrap_servers, topic, expected=site.pages, timeout=90)
+    missing = site.all_urls() - {orjson.loads(m.value)["url"] for m in messages}
+    assert not missing, f"{len(missing)} pages missing, e.g. {sorted(missing)[:3]}"
+
+
+def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    """A 30 s outage with KAFKA_MAX_OUTAGE=2 and messages timing out after 3 s: everything in
+    flight ends in the spool, no delivery can lift the pause; the broker answering does."""
+    spool = tmp_path / "spool"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_MAX_OUTAGE": "2",
+        "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 3000}',
+        "KAFKA_SPOOL_DIR": str(spool),
+        "KAFKA_SPOOL_REPLAY_INTERVAL": "2",
+        "CONCURRENT_REQUESTS": "2",
+    }
+    with (
+        Site(800, delay=0.1) as site,
+        running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        seed(redis_url, site.url(0))
+        wait_for_hits(site, 60)
+        kafka.pause()
+        stopped = time.monotonic()
+        for index in range(2):
+            assert wait_for_log(tmp_path / f"node-{index}.log", PAUSED, timeout=40), logs(tmp_path)
+        time.sleep(1)  # requests already in flight finish
+        paused_hits = sum(site.hits.values())
+        time.sleep(max(0.0, 30 - (time.monotonic() - stopped)))
+        assert sum(site.hits.values()) == paused_hits  # nothing is crawled while paused
+        assert paused_hits < site.pages
+        assert assert_every_line_whole(spool / "pages") > 0  # in-flight messages timed out
+        kafka.resume()
+        for index in range(2):
+            assert wait_for_log(tmp_path / f"node-{index}.log", RESUMED, timeout=40), logs(tmp_path)
+        assert wait_for_exit(nodes, timeout=180) == [0, 0], logs(tmp_path)
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+    assert_all_pages_delivered(kafka, topic_template.format(spider="pages"), site)
+    assert spool_lines(spool / "pages") == []
+    text = "".join(p.read_text() for p in tmp_path.glob("node-*.log"))
+    assert "'kafka/replayed':" in text
+    assert "'kafka/crawl_paused/max_outage':" in text
+
+
+def test_broker_down_at_start_dead_letters_nothing_and_summarises_connection_errors(
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
+    topic = topic_template.format(spider="pages")
+    kafka.stop()
+    with (
+        Site(200, delay=0.05) as site,
+        running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        seed(redis_url, site.url(0))
+        wait_for_hits(site, 20)
+        time.sleep(20)  # the nodes keep trying to reach the broker
+        kafka.start()
+        assert wait_for_exit(nodes, timeout=180) == [0, 0], logs(tmp_path)
+    dead = end_offsets(kafka.bootstrap_servers, f"{topic}.dlq")
+    dead_letters = sum(high - low for low, high in dead.values())
+    refused = [p.read_text().count("Connection refused") for p in sorted(tmp_path.glob("node-*"))]
+    print(f"dead letters={dead_letters} 'Connection refused' lines per node={refused}")
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+    assert_all_pages_delivered(kafka, topic, site)
+    assert dead_letters == 0, dead
+    for index in range(2):
+        text = (tmp_path / f"node-{index}.log").read_text()
+        assert "_unknown_topic" not in text
+        assert "kafka/dead_lettered" not in text
+        assert text.count("Connection refused") <= 3, text.count("Connection refused")
+        assert "Kafka unreachable" in text
+        assert "Kafka answers again after" in text
+        assert "'kafka/connection_errors':" in text
+
+
+@pytest.fixture
+def tiny_spool(tmp_path: Path) -> Iterator[Path]:
+    """A 48 KiB tmpfs: the spool's disk fills up for real (ENOSPC from the kernel)."""
+    mount_point = tmp_path / "spool"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        unavailable(f"cannot mount a tiny tmpfs for the spool: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_full_spool_disk_pauses_the_crawl_tears_no_line_and_closes_cleanly(
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path, tiny_spool: Path
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_MAX_OUTAGE": "600",  # the pause must come from the full disk
+        "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 3000}',
+        "KAFKA_SPOOL_DIR": str(tiny_spool),
+        "KAFKA_FLUSH_TIMEOUT": "2",
+        "CONCURRENT_REQUESTS": "4",
+    }
+    first, second = tmp_path / "first", tmp_path / "second"
+    with Site(400, delay=0.05) as site:
+        with running_nodes(1, workdir=first, env=env, settings=settings) as nodes:
+            seed(redis_url, site.url(0))
+            wait_for_hits(site, 40)
+            kafka.pause()
+            assert wait_for_log(first / "node-0.log", PAUSED, timeout=60), logs(first)
+            assert "the spool cannot be written" in (first / "node-0.log").read_text()
+            assert assert_every_line_whole(tiny_spool / "pages") > 0
+            nodes[0].send_signal(signal.SIGTERM)
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(first)
+        assert tracebacks(first) == [], logs(first)
+        text = (first / "node-0.log").read_text()
+        assert "'kafka/spool_error':" in text
+        assert "'kafka/crawl_paused/spool_error': 1" in text
+        assert_every_line_whole(tiny_spool / "pages")
+        kafka.resume()
+        again = {**settings, "MAX_IDLE_TIME_BEFORE_CLOSE": "2"}
+        with running_nodes(1, workdir=second, env=env, settings=again) as nodes:
+            assert wait_for_exit(nodes, timeout=180) == [0], logs(second)
+    assert tracebacks(second) == [], logs(second)
+    assert_all_pages_delivered(kafka, topic_template.format(spider="pages"), site)
+    assert spool_lines(tiny_spool / "pages") == []
