@@ -48,6 +48,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "ITEM_PIPELINES": {"crawler.pipelines.kafka.KafkaPipeline": 900},
     "EXTENSIONS": {
         "crawler.log_masking.CredentialMaskingLog": 5,
+        "crawler.node_context.NodeContext": 0,
         "crawler.extensions.ledger.LedgerExtension": 500,
         "crawler.extensions.metrics.PrometheusMetrics": 510,
         "crawler.extensions.startup_log.StartupLog": 520,

@@ -33,6 +33,8 @@ CRAWLER_NODE_ID = ""
 # str: redis://host:port/db, rediss://, redis+sentinel://h:p/<service>/db, redis+cluster://h:p,h:p
 # (docs/deployment.md); "" = standalone mode (Scrapy's own scheduler)
 REDIS_URL = ""
+# int >= 1: Redis commands one node runs at once over its one connection pool; more wait
+REDIS_MAX_CONNECTIONS = 32
 FRONTIER_LEASE_TIMEOUT = 60.0  # float s: a node silent this long loses its leases to others
 FRONTIER_HEARTBEAT_INTERVAL = 5.0  # float s: lease extension + reclaim; <= 1/3 of the lease
 FRONTIER_PREFETCH = 8  # int >= 1: requests leased ahead of the downloader

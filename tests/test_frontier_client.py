@@ -103,7 +103,7 @@ def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
         lost = await dead.lease(1, 200)  # "dead" never extends it
         kept = await live.lease(1, 200)
         await asyncio.sleep(0.3)
-        beat = await live.heartbeat([kept[0].id, "nonexistent"], 5_000, 60_000, 100)
+        beat = await live.heartbeat([kept[0].id, "nonexistent"], 5_000, 60_000, 100, epoch="")
         # live's own lease was extended before the reclaim, so only dead's comes back.
         assert (beat.extended, beat.reclaimed, beat.lost) == (1, 1, 1)
         (back,) = await live.lease(5, 60_000)

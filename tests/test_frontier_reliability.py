@@ -6,77 +6,26 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 import redis
 
 from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
-from crawler.devservices import RedisServer, RedisServerConfig, free_port
-from crawler.kafka.reader import read_topic
+from crawler.devservices import RedisServer
 from tests.cluster import logs, running_nodes, wait_for_exit
-from tests.services import unavailable
+from tests.faults import (
+    FAST_LEASES,
+    VICTIM_WINDOW,
+    assert_nothing_lost,
+    crawl_with_interruptions,
+    own_redis,
+    slow_site,
+    wait_for_hits,
+)
 
-CONCURRENCY = 8
-PREFETCH = 4
-FAST_LEASES = {
-    "FRONTIER_LEASE_TIMEOUT": "4",
-    "FRONTIER_HEARTBEAT_INTERVAL": "1",
-    "FRONTIER_PREFETCH": str(PREFETCH),
-    "CONCURRENT_REQUESTS": str(CONCURRENCY),
-    "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
-}
-VICTIM_WINDOW = CONCURRENCY + PREFETCH  # requests a killed node can hold
-
-
-@pytest.fixture
-def slow_site() -> Iterator[Site]:
-    with Site(1000, delay=0.1) as site:
-        yield site
-
-
-def wait_for_hits(site: Site, hits: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while sum(site.hits.values()) < hits:
-        assert time.monotonic() < deadline, f"site saw {sum(site.hits.values())} of {hits} hits"
-        time.sleep(0.05)
-
-
-def crawl_with_interruptions(
-    site: Site,
-    *,
-    redis_url: str,
-    kafka_bootstrap: str,
-    topic_template: str,
-    workdir: Path,
-    interrupt: Callable[[list[subprocess.Popen[bytes]]], list[int]],
-) -> tuple[Counter[str], list[int | None], list[int]]:
-    """Run 3 nodes; ``interrupt`` acts mid-crawl and returns the nodes it killed."""
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
-    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
-    with running_nodes(3, workdir=workdir, env=env, settings=settings) as nodes:
-        client = redis.Redis.from_url(redis_url)
-        client.lpush("pages:start_urls", site.url(0))
-        client.close()
-        killed = interrupt(nodes)
-        codes = wait_for_exit(nodes, timeout=300)
-    topic = topic_template.format(spider="pages")
-    messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=90)
-    urls = Counter(orjson.loads(m.value)["url"] for m in messages)
-    print(f"pages={site.pages} received={len(urls)} messages={len(messages)}")
-    return urls, codes, killed
-
-
-def assert_nothing_lost(urls: Counter[str], site: Site, allowed_duplicates: int) -> None:
-    missing = site.all_urls() - set(urls)
-    assert missing == set(), f"{len(missing)} pages never reached Kafka"
-    duplicates = sum(urls.values()) - len(urls)
-    print(f"missing=0 duplicates={duplicates} allowed={allowed_duplicates}")
-    assert duplicates <= allowed_duplicates
+__all__ = ["own_redis", "slow_site"]  # fixtures
 
 
 def test_sigkill_one_node_loses_nothing(
@@ -125,22 +74,6 @@ def test_two_sigkills_at_different_times_lose_nothing(
     assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
 
 
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis server (AOF on) this test may restart."""
-    server = RedisServer(
-        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
-    )
-    try:
-        server.start()
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local redis-server could not be started: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_redis_restart_mid_crawl_loses_nothing(
     own_redis: RedisServer,
     kafka_bootstrap: str,
@@ -166,7 +99,7 @@ def test_redis_restart_mid_crawl_loses_nothing(
     assert codes == [0, 0, 0], logs(tmp_path / "nodes")
     assert_nothing_lost(urls, slow_site, allowed_duplicates=3 * VICTIM_WINDOW)
     node_log = (tmp_path / "nodes" / "node-0.log").read_text()
-    assert "Redis unreachable" in node_log
+    assert "Redis unavailable" in node_log
     assert "Redis is back" in node_log
 
 

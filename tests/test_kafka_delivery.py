@@ -21,8 +21,8 @@ from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import log_lines, logs, running_nodes, wait_for_exit, wait_for_log
+from tests.faults import FAST_LEASES, wait_for_hits
 from tests.services import unavailable
-from tests.test_frontier_reliability import FAST_LEASES, wait_for_hits
 
 
 @pytest.fixture

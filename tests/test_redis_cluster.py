@@ -89,7 +89,7 @@ def test_frontier_of_spiders_on_three_masters(
         lost = await client.lease(2, 200)  # never extended: "other" reclaims them
         assert [lease.body for lease in lost] == [b'{"u":"y"}', b'{"u":"x"}']
         await asyncio.sleep(0.3)
-        beat = await other.heartbeat([], 60_000, 60_000, 10)
+        beat = await other.heartbeat([], 60_000, 60_000, 10, epoch="")
         assert (beat.reclaimed, await other.pending()) == (2, 2)
         first, second = await other.lease(2, 60_000)
         done = await other.complete(first.id, "done", [request("z"), request("y")])

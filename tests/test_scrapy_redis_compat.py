@@ -183,7 +183,7 @@ def test_make_request_from_data_can_be_overridden() -> None:
 
 
 @pytest.mark.parametrize("source", list(SeedSource))
-def test_seed_sources_pop_batches_atomically(redis_url: str, source: SeedSource) -> None:
+def test_seed_sources_take_batches_atomically(redis_url: str, source: SeedSource) -> None:
     key = "start:urls"
     sync = redis.Redis.from_url(redis_url)
     urls = [f"http://e.com/{i}" for i in range(10)]
@@ -194,15 +194,24 @@ def test_seed_sources_pop_batches_atomically(redis_url: str, source: SeedSource)
     else:
         sync.zadd(key, {url: i for i, url in enumerate(urls)})
 
-    async def pop_all() -> list[list[bytes]]:
+    keys = SeedKeys(key, "invalid", FrontierKeys.for_spider("s"))
+
+    async def take_all() -> list[list[bytes]]:
         client = redis.asyncio.Redis.from_url(redis_url)
-        queue = SeedQueue(client, SeedKeys(key, "invalid", FrontierKeys.for_spider("s")), source)
+        queue = SeedQueue(client, keys, source, node_id="n1", hold_ms=60_000)
+        batches = []
         try:
-            return [await queue.pop(5, 0.1) for _ in range(3)]
+            for _ in range(3):
+                batch = await queue.take(5, 0.1)
+                assert await queue.take(5, 0.1) == batch  # held until done
+                assert sync.llen(keys.taken("n1")) == len(batch)
+                await queue.done(len(batch))
+                batches.append(batch)
+            return batches
         finally:
             await client.aclose()
 
-    first, second, third = asyncio.run(pop_all())
+    first, second, third = asyncio.run(take_all())
     assert (len(first), len(second), third) == (5, 5, [])
     got = [b.decode() for b in first + second]
     assert sorted(got) == sorted(urls)
@@ -222,7 +231,7 @@ def test_a_seed_key_of_the_wrong_type_is_named(redis_url: str) -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
         keys = SeedKeys("myspider:start_urls", "invalid", FrontierKeys.for_spider("myspider"))
         try:
-            await SeedQueue(client, keys).pop(1, 0.1)
+            await SeedQueue(client, keys, node_id="n1", hold_ms=1000).take(1, 0.1)
         finally:
             await client.aclose()
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Literal, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
 import orjson
 
@@ -253,13 +254,34 @@ def dead_letters_text(dead_letters: DeadLetterStatus) -> str:
     )
 
 
+def incident_text(incident: Mapping[str, Any]) -> str:
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(incident.get("at", 0))))
+    return (
+        f"{at} UTC: Redis lost the frontier's data (epoch {incident.get('epoch_before')} ->"
+        f" {incident.get('epoch_after')}); {incident.get('node')} re-enqueued the"
+        f" {incident.get('requeued')} requests it held; requests only queued then are lost,"
+        " and the counts before it are gone"
+    )
+
+
+def ledger_text(ledger: LedgerView) -> str:
+    short = ledger["short_runs"]
+    if not short:
+        return f"adds up ({ledger['runs']} node runs, each pushed to the end or is pushing)"
+    return (
+        f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
+        f" (their last interval is missing): {', '.join(short)}"
+    )
+
+
 def render(status: SpiderStatus) -> str:
     snap, totals = status["snapshot"], status["ledger"]["totals"]
     at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(snap["server_time"]))
     live = [node for node in snap["nodes"] if node["live"]]
     lines = [
         f"{snap['spider']}  (crawl {status['ledger']['crawl_id']}, {at} UTC)",
-        f"  progress       {progress_bar(status['progress'])}  {format_eta(status['eta_seconds'])}",
+        f"  progress       {progress_bar(status['progress'])}  {format_eta(status['eta_seconds'])}"
+        + ("  (INCOMPLETE: frontier data lost, see incidents)" if snap["incidents"] else ""),
         f"  done/failed    {totals.get('done', 0)} done, {totals.get('failed', 0)} failed,"
         f" {totals.get('enqueued', 0)} enqueued, {totals.get('pages', 0)} pages",
         f"  queue          {snap['queued']} queued, {snap['leased']} leased"
@@ -270,7 +292,9 @@ def render(status: SpiderStatus) -> str:
         f" {status['finished_per_minute']} finished/min"
         f" (last {status['ledger']['window_seconds']:.0f}s)",
         f"  nodes          {len(live)} live of {len(snap['nodes'])}",
+        f"  ledger         {ledger_text(status['ledger'])}",
     ]
+    lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     width = max((len(node["node"]) for node in snap["nodes"]), default=0)
     lines += [
         f"    {node['node']:<{width}}  {'live' if node['live'] else 'DEAD'}"

@@ -29,7 +29,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.frontier.keys import FrontierKeys
 from crawler.node import resolve_node_id
-from crawler.redis_connection import async_client
+from crawler.node_context import NodeContext
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +102,12 @@ def summary(
     )
 
 
-async def read_cluster(script: AsyncScript, spider: str) -> tuple[int, int] | None:
+async def read_cluster(script: AsyncScript, spider: str, timeout: float) -> tuple[int, int] | None:
     """(queue depth, live nodes) of ``spider``; None when Redis does not answer."""
     keys = FrontierKeys.for_spider(spider)
-    try:
-        depth, live = await script(keys=[keys.queue, keys.nodes])
-    except (RedisError, OSError) as exc:
+    try:  # one short command per interval: skipped, not queued, behind a dead Redis
+        depth, live = await asyncio.wait_for(script(keys=[keys.queue, keys.nodes]), timeout)
+    except (RedisError, OSError, TimeoutError) as exc:
         logger.debug("Cluster stats: Redis did not answer: %s", exc)
         return None
     return int(depth), int(live)
@@ -120,12 +120,7 @@ class ClusterLogStats:
             raise NotConfigured("ClusterLogStats needs TWISTED_REACTOR to be the asyncio reactor")
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
-        # One short command per interval: fail fast rather than pile up behind a dead Redis.
-        timeout = min(5.0, self.settings.interval)
-        self.redis = async_client(
-            self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
-        self.script = self.redis.register_script(CLUSTER_SCRIPT)
+        self.crawler = crawler
         self._task: asyncio.Task[None] | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -135,20 +130,21 @@ class ClusterLogStats:
         return cls(crawler)
 
     def spider_opened(self, spider: Spider) -> None:
-        self._task = asyncio.ensure_future(self._loop(spider.name))
+        context = NodeContext.required(self.crawler, "ClusterLogStats")
+        script = context.redis.register_script(CLUSTER_SCRIPT)
+        self._task = asyncio.ensure_future(self._loop(spider.name, script))
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.redis.aclose()
 
-    async def _loop(self, spider: str) -> None:
+    async def _loop(self, spider: str, script: AsyncScript) -> None:
         previous = (0, 0)
         while True:
             await asyncio.sleep(self.settings.interval)
-            cluster = await read_cluster(self.script, spider)
+            cluster = await read_cluster(script, spider, min(5.0, self.settings.interval))
             stats = dict(self.stats.get_stats())
             line = summary(self.settings.node_id, stats, previous, self.settings.interval, cluster)
             logger.info("%s", line)

@@ -1,10 +1,15 @@
 """``LedgerExtension``: every node adds what it did to a per-crawl ledger in Redis.
 
 Every ``LEDGER_INTERVAL`` seconds and at spider close the node pushes the deltas
-of its stats since its last push (``crawler.extensions.ledger_layout``) with
-``HINCRBY`` in one MULTI/EXEC pipeline: to the crawl's totals and to the bucket of
-the current minute. ``crawler status`` and ``crawler top`` read them. A push that
-fails (Redis away) is logged and its deltas go with the next one.
+of its stats since its last push (``crawler.extensions.ledger_layout``) in one Lua
+step (``ledger_push.lua``): to the crawl's totals and to the bucket of the current
+minute (Redis time). ``crawler status`` and ``crawler top`` read them.
+
+Pushes are numbered per node run (``<node id>:<random>``) and fenced in Redis: a
+push that failed or timed out is sent again unchanged, through Redis outages, and is
+added once even when the first attempt had landed. The runs hash keeps each run's
+last push, so ``crawler status`` names the runs that stopped without their final push
+(killed nodes): the ledger is short by at most their last interval, and says so.
 """
 
 from __future__ import annotations
@@ -12,17 +17,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 
-from redis.exceptions import RedisError
+from redis.commands.core import AsyncScript
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
-from crawler.extensions.ledger_layout import BUCKET_TTL, STARTED_FIELD, LedgerKeys, ledger_fields
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.extensions.ledger_layout import BUCKET_TTL, LedgerKeys, ledger_fields
+from crawler.frontier.scripts import script_text
+from crawler.node_context import NodeContext
+from crawler.redis_outage import GaveUp, OutageGuard
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +67,25 @@ class LedgerSettings:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class Push:
+    number: int
+    deltas: dict[str, int]
+    totals: dict[str, int]  # the node's counters this push brings the ledger to
+
+
 class LedgerExtension:
     def __init__(self, crawler: Crawler) -> None:
         self.settings = LedgerSettings.from_settings(crawler.settings)
+        self.crawler = crawler
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self._pushed: dict[str, int] = {}
-        self._client: AsyncRedis | None = None
+        self._pending: Push | None = None  # sent, not yet known to be added
+        self._number = 0
+        self._run = ""
+        self._script: AsyncScript | None = None
+        self._guard: OutageGuard | None = None
         self._keys: LedgerKeys | None = None
         self._stop = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -77,53 +97,78 @@ class LedgerExtension:
         return cls(crawler)
 
     def spider_opened(self, spider: Spider) -> None:
+        context = NodeContext.required(self.crawler, "LedgerExtension")
         self._keys = LedgerKeys.for_crawl(spider.name, self.settings.crawl_id)
-        self._client = async_client(self.settings.redis_url)
-        self._loop = asyncio.ensure_future(self._push_loop())
-        logger.info("Ledger %s, pushed every %ss", self._keys.total, self.settings.interval)
+        self._run = f"{context.node_id}:{uuid.uuid4().hex[:8]}"
+        self._script = context.redis.register_script(script_text("ledger_push"))
+        self._guard = context.guard("ledger")
+        self._loop = context.supervise("ledger", self._push_loop)
+        logger.info(
+            "Ledger %s, pushed every %ss as run %s",
+            self._keys.total,
+            self.settings.interval,
+            self._run,
+        )
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         self._stop.set()
         if self._loop is not None:
-            await self._loop  # never cancelled mid-push: a cancelled push may have landed
-        if self._client is None:
+            await self._loop  # never cancelled mid-push
+        if self._script is None:
             return
+        assert self._guard is not None
+        deadline = time.monotonic() + CLOSE_TIMEOUT
         try:
-            await asyncio.wait_for(self.push(), CLOSE_TIMEOUT)
-        except (RedisError, OSError, TimeoutError) as exc:
-            logger.error("Last ledger push failed, %s's totals are short: %r", spider.name, exc)
-        await self._client.aclose()
+            await self._guard.run(lambda: self.push(final=True), deadline=deadline)
+        except GaveUp:
+            logger.error(
+                "Last ledger push failed: %s's totals are short by this node's last %ss "
+                "(crawler status names run %s)",
+                spider.name,
+                self.settings.interval,
+                self._run,
+            )
 
     async def _push_loop(self) -> None:
+        assert self._guard is not None
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), self.settings.interval)
             except TimeoutError:
-                try:
-                    await self.push()
-                except (RedisError, OSError) as exc:
-                    logger.warning("Ledger push failed, retried with the next one: %r", exc)
+                await self._guard.run(self.push)
 
-    async def push(self) -> dict[str, int]:
-        """Add the deltas since the last push to the ledger; return them."""
-        assert self._client is not None
-        assert self._keys is not None
+    async def push(self, final: bool = False) -> dict[str, int]:
+        """Add this node's counters since its last push to the ledger; return the deltas.
+
+        A push that failed is sent again unchanged first (added once however often it is
+        sent), so one that timed out here but ran in Redis is never counted twice."""
+        assert self._script is not None
+        if self._pending is not None:
+            await self._send(self._pending, final=False)
         current = ledger_fields(self.stats.get_stats())
         deltas = {
             field: value - self._pushed.get(field, 0)
             for field, value in current.items()
             if value != self._pushed.get(field, 0)
         }
-        if not deltas:
-            return deltas
-        now_ms = int(time.time() * 1000)
-        minute_key = self._keys.minute(now_ms // 60_000)
-        async with self._client.pipeline(transaction=True) as pipe:
-            pipe.hsetnx(self._keys.total, STARTED_FIELD, now_ms)
-            for field, delta in deltas.items():
-                pipe.hincrby(self._keys.total, field, delta)
-                pipe.hincrby(minute_key, field, delta)
-            pipe.expire(minute_key, BUCKET_TTL)
-            await pipe.execute()
-        self._pushed = current
+        self._number += 1
+        self._pending = Push(self._number, deltas, current)
+        await self._send(self._pending, final=final)
         return deltas
+
+    async def _send(self, push: Push, *, final: bool) -> None:
+        assert self._script is not None
+        assert self._keys is not None
+        args: list[str | int] = [
+            self._run,
+            push.number,
+            self._keys.minute_prefix,
+            BUCKET_TTL,
+            "final" if final else "running",
+            int(self.settings.interval * 1000),
+        ]
+        for field, delta in push.deltas.items():
+            args += [field, delta]
+        await self._script(keys=[self._keys.total, self._keys.runs], args=args)
+        self._pushed = push.totals
+        self._pending = None

@@ -2,8 +2,9 @@
 
 Every node adds the deltas of its stats to ``{<spider>}:ledger:<crawl id>`` (totals
 of the crawl) and to ``{<spider>}:ledger:<crawl id>:m:<epoch minute>`` (the same
-fields per minute, for rates; they expire after ``BUCKET_TTL`` seconds). Both keys
-carry the spider's hash tag, like the frontier keys. See docs/redis-keys.md.
+fields per minute, for rates; they expire after ``BUCKET_TTL`` seconds), and records
+its run's last push in ``{<spider>}:ledger:<crawl id>:runs``. The keys carry the
+spider's hash tag, like the frontier keys. See docs/redis-keys.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from crawler.frontier.keys import glob_escape
 
 BUCKET_TTL = 2 * 3600  # seconds a per-minute bucket is kept
-STARTED_FIELD = "started_ms"  # first push of the crawl (node clock, ms); not a counter
+STARTED_FIELD = "started_ms"  # first push of the crawl (Redis time, ms); not a counter
 
 # ledger field -> the stat it adds up
 DIRECT_FIELDS = {
@@ -47,11 +48,12 @@ FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>
 class LedgerKeys:
     total: str
     minute_prefix: str
+    runs: str  # run -> its last push: <run>:push, <run>:at (Redis ms), <run>:state, <run>:every
 
     @classmethod
     def for_crawl(cls, spider: str, crawl_id: str) -> LedgerKeys:
         total = f"{{{spider}}}:ledger:{crawl_id}"
-        return cls(total=total, minute_prefix=f"{total}:m:")
+        return cls(total=total, minute_prefix=f"{total}:m:", runs=f"{total}:runs")
 
     def minute(self, epoch_minute: int) -> str:
         return f"{self.minute_prefix}{epoch_minute}"

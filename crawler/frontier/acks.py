@@ -62,6 +62,9 @@ class AckTracker:
     def held(self) -> list[str]:
         return list(self._leases)
 
+    def states(self) -> list[LeaseState]:
+        return list(self._leases.values())
+
     def start(self, lease_id: str, body: bytes) -> None:
         self._leases[lease_id] = LeaseState(lease_id, body)
 

@@ -25,6 +25,7 @@ from crawler.frontier.scripts import script_text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
+INCIDENTS_SHOWN = 20  # latest incident records in a snapshot
 REQUEUE_BATCH = 1000  # leases returned per script call
 
 
@@ -65,6 +66,7 @@ class Snapshot(TypedDict):
     seeds_waiting: int
     nodes: list[NodeInfo]
     politeness: list[SiteInfo]
+    incidents: list[dict[str, Any]]  # frontier state found lost (crawler.frontier.epoch), last 20
 
 
 class LedgerView(TypedDict):
@@ -72,10 +74,21 @@ class LedgerView(TypedDict):
     totals: dict[str, int]
     recent: dict[str, int]  # sums of the per-minute buckets of the window
     window_seconds: float  # time the recent sums cover (from the crawl's start at most)
+    runs: int  # node runs that pushed to this ledger
+    short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
 
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _runs(fields: dict[str, str]) -> dict[str, dict[str, str]]:
+    """``<run>:<name>`` fields of the ledger's runs hash, by run (a run id may hold ':')."""
+    runs: dict[str, dict[str, str]] = {}
+    for field, value in fields.items():
+        run, _, name = field.rpartition(":")
+        runs.setdefault(run, {})[name] = value
+    return runs
 
 
 def _reason(record: bytes | str) -> str:
@@ -134,7 +147,8 @@ class FrontierAdmin:
             pipe.llen(self.invalid_key)
             pipe.llen(self.seeds_key)
             pipe.zrange(k.nodes, 0, -1, withscores=True)
-            queued, leases, inflight, failed, invalid, seeds, nodes = pipe.execute()
+            pipe.lrange(k.incidents, -INCIDENTS_SHOWN, -1)
+            queued, leases, inflight, failed, invalid, seeds, nodes, incidents = pipe.execute()
         dedup = [
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
             for d in dedup_summary(self.redis, k)
@@ -161,6 +175,7 @@ class FrontierAdmin:
                 key=lambda info: info["node"],
             ),
             politeness=self._politeness(now_ms),
+            incidents=[orjson.loads(record) for record in incidents],
         )
 
     def _node(self, node: str, alive_until: float, now_ms: int, leases: Counter[str]) -> NodeInfo:
@@ -216,20 +231,30 @@ class FrontierAdmin:
         window = range(current - minutes + 1, current + 1)
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(keys.total)
+            pipe.hgetall(keys.runs)
             for minute in window:
                 pipe.hgetall(keys.minute(minute))
-            total_raw, *buckets = pipe.execute()
+            total_raw, runs_raw, *buckets = pipe.execute()
         totals = {_text(f): int(v) for f, v in total_raw.items()}
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()
         for bucket in buckets:
             recent.update({_text(f): int(v) for f, v in bucket.items()})
         window_start = max(window.start * 60, started)
+        runs = _runs({_text(f): _text(v) for f, v in runs_raw.items()})
+        short = [
+            run
+            for run, last in sorted(runs.items())
+            if last.get("state") != "final"
+            and now * 1000 - float(last.get("at", 0)) > 3 * float(last.get("every", 0))
+        ]
         return LedgerView(
             crawl_id=crawl_id,
             totals=totals,
             recent=dict(recent),
             window_seconds=round(max(0.0, now - window_start), 3),
+            runs=len(runs),
+            short_runs=short,
         )
 
     def requeue_expired(self, crawl_id: str | None = None) -> int:

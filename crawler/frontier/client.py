@@ -7,6 +7,7 @@ hash, or done (gone). Times are Redis server time, never the client's clock.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ class Heartbeat:
     extended: int
     reclaimed: int
     lost: int
+    epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
 
 
 def _text(value: Any) -> str:
@@ -124,15 +126,25 @@ class FrontierClient:
             found = await pipe.execute()
         return [key for key, present in zip(others, found, strict=True) if present]
 
+    async def open_epoch(self) -> str:
+        """The frontier's epoch, created (a random id) if it has none yet."""
+        await self.redis.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+        return _text(await self.redis.get(self.keys.epoch))
+
     async def heartbeat(
-        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int
+        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int, epoch: str
     ) -> Heartbeat:
+        """Extend ``held``, reclaim expired leases; nothing but the check when the frontier's
+        epoch is no longer ``epoch`` (see ``Heartbeat.epoch``)."""
         k = self.keys
-        extended, reclaimed, lost = await self._heartbeat(
-            keys=[k.nodes, k.leases, k.inflight, k.queue],
-            args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, *held],
+        extended, reclaimed, lost, current = await self._heartbeat(
+            keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch],
+            args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
-        return Heartbeat(int(extended), int(reclaimed), int(lost))
+        return Heartbeat(int(extended), int(reclaimed), int(lost), _text(current))
+
+    async def record_incident(self, record: bytes) -> None:
+        await self.redis.rpush(self.keys.incidents, record)
 
     async def release(self, lease_ids: list[str]) -> int:
         k = self.keys

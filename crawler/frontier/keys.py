@@ -26,6 +26,8 @@ class FrontierKeys:
     inflight: str
     nodes: str
     failed: str
+    epoch: str  # the frontier's identity: a wiped or replaced Redis has another or none
+    incidents: str  # list of JSON records: frontier state found lost, by whom, what was redone
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
 
     @classmethod
@@ -44,6 +46,8 @@ class FrontierKeys:
             inflight=f"{tag}:inflight",
             nodes=f"{tag}:nodes",
             failed=f"{tag}:failed",
+            epoch=f"{tag}:epoch",
+            incidents=f"{tag}:incidents",
             start_prefix=f"{tag}:start:",
         )
 
@@ -67,6 +71,8 @@ class FrontierKeys:
             self.inflight,
             self.nodes,
             self.failed,
+            self.epoch,
+            self.incidents,
         )
 
 

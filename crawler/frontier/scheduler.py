@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -37,12 +36,12 @@ from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
+from crawler.frontier.epoch import recover
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.outage import GaveUp, OutageGuard
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
-from crawler.node import resolve_node_id
-from crawler.redis_connection import RedisConfig, async_client
+from crawler.node_context import NodeContext
+from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
 from crawler.wakeup import wake_engine
 
@@ -51,14 +50,6 @@ logger = logging.getLogger(__name__)
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
 SEED_META = "_frontier_seed"  # set by RedisSpider on dont_filter seeds: fetched, and recorded
-REDIS_CONNECTIONS = 8  # concurrent frontier commands; more wait for a free connection
-
-_trackers: weakref.WeakKeyDictionary[Crawler, AckTracker] = weakref.WeakKeyDictionary()
-
-
-def tracker_for(crawler: Crawler) -> AckTracker | None:
-    """The lease tracker of this crawler's ``LeasingScheduler``, once it is open."""
-    return _trackers.get(crawler)
 
 
 class LeasingScheduler:
@@ -67,7 +58,8 @@ class LeasingScheduler:
             raise NotConfigured("LeasingScheduler needs TWISTED_REACTOR to be the asyncio reactor")
         self.crawler = crawler
         self.settings = FrontierSettings.from_settings(crawler.settings)
-        self.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
+        self.context = NodeContext.required(crawler, "LeasingScheduler")
+        self.node_id = self.context.node_id
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.tracker = AckTracker(self._on_complete, self._on_progress)
@@ -77,7 +69,7 @@ class LeasingScheduler:
         assert crawler.request_fingerprinter is not None
         sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
         check_fingerprints(self.settings.dedup, sample)
-        self.guard = OutageGuard("frontier", lambda: self.stats.inc_value("frontier/redis_error"))
+        self.guard = self.context.guard("frontier")
         self._buffer: deque[tuple[Lease, Request]] = deque()
         self._fresh: list[NewRequest] = []
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
@@ -90,6 +82,9 @@ class LeasingScheduler:
         self._client: FrontierClient | None = None
         self._spider: Spider | None = None
         self._heartbeat: asyncio.Future[None] | None = None
+        self._beat_at = time.monotonic()  # the last heartbeat Redis answered
+        self._leases_at_risk = False  # no heartbeat for a lease timeout: not leasing
+        self._epoch = ""  # the frontier's epoch (crawler.frontier.epoch), once known
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of fresh batches
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
@@ -108,16 +103,15 @@ class LeasingScheduler:
     def open(self, spider: Spider) -> None:
         self._spider = spider
         keys = FrontierKeys.for_spider(spider.name)
-        redis = RedisConfig.from_url(self.settings.redis_url)
-        client = async_client(redis, max_connections=REDIS_CONNECTIONS)
-        self._client = FrontierClient(client, keys, self.node_id, self.settings.dedup)
-        _trackers[self.crawler] = self.tracker
-        self._heartbeat = asyncio.ensure_future(self._heartbeat_loop())
+        self._client = FrontierClient(self.context.redis, keys, self.node_id, self.settings.dedup)
+        self.context.tracker = self.tracker
+        self._beat_at = time.monotonic()
+        self._heartbeat = self.context.supervise("heartbeat", self._heartbeat_loop)
         self._spawn(self._check_dedup_keys())
         logger.info(
             "Frontier %s on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
             keys.queue,
-            redis.display,
+            self.context.config.display,
             self.node_id,
             self.settings.lease_timeout,
             self.settings.heartbeat_interval,
@@ -250,6 +244,8 @@ class LeasingScheduler:
     def _maybe_refill(self) -> None:
         if self._refilling or self._closing or time.monotonic() < self._empty_until:
             return
+        if self._heartbeat_stale():
+            return
         self._refilling = True
         self._spawn(self._refill())
 
@@ -342,6 +338,8 @@ class LeasingScheduler:
 
     async def _heartbeat_loop(self) -> None:
         settings = self.settings
+        if not self._epoch:
+            self._epoch = await self.guard.run(self.client.open_epoch)
         while not self._closing:
             held = self.tracker.held() + [lease.id for lease, _ in self._buffer]
             try:
@@ -350,12 +348,21 @@ class LeasingScheduler:
                     node_ttl_ms=int(settings.lease_timeout * 1000),
                     lease_ms=int(settings.lease_timeout * 1000),
                     reclaim_limit=settings.reclaim_batch,
+                    epoch=self._epoch,
                 )
+                if beat.epoch != self._epoch:
+                    await self._frontier_lost(beat.epoch)
+                    continue  # beat again at once, in the new epoch
                 if self.dedup_report.bloom:
                     self.dedup_report.bloom_state(await self.client.bloom_state())
-            except RedisError:
-                self.stats.inc_value("frontier/redis_error")
+            except Exception as exc:
+                if self.guard.failed(exc) is None:
+                    raise  # not an outage: the supervisor logs it and restarts the loop
             else:
+                self.guard.succeeded()
+                self._beat_at = time.monotonic()
+                if self._leases_at_risk:
+                    wake_engine(self.crawler)
                 if beat.reclaimed:
                     self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
                     logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
@@ -365,6 +372,35 @@ class LeasingScheduler:
                     self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
             self._finish_stragglers()
             await asyncio.sleep(settings.heartbeat_interval)
+
+    async def _frontier_lost(self, found: str) -> None:
+        """Redis lost the frontier's data: re-enqueue what this node holds (see ``epoch``)."""
+        held = [state.body for state in self.tracker.states()]
+        held += [lease.body for lease, _ in self._buffer]
+        self._buffer.clear()  # not started: only their copies in the new queue are crawled
+        self._seen.clear()  # what this node sent to the dedup set is no longer there
+        recovery = await recover(self.client, self._epoch, found, held)
+        self._epoch = recovery.epoch
+        self.stats.inc_value("frontier/epoch_lost")
+        self.stats.inc_value("frontier/requeued_after_loss", recovery.requeued)
+        self._new_work()
+        wake_engine(self.crawler)
+
+    def _heartbeat_stale(self) -> bool:
+        """True while no heartbeat reached Redis for a lease timeout: leases held here may
+        already be reclaimed by other nodes, so this node leases nothing more until one does."""
+        stale = time.monotonic() - self._beat_at > self.settings.lease_timeout
+        if stale != self._leases_at_risk:
+            self._leases_at_risk = stale
+            if stale:
+                self.stats.inc_value("frontier/leasing_paused")
+                logger.warning(
+                    "No heartbeat reached Redis for %.0fs (the lease timeout): leasing paused",
+                    self.settings.lease_timeout,
+                )
+            else:
+                logger.warning("Heartbeats reach Redis again: leasing resumed")
+        return stale
 
     def _finish_stragglers(self) -> None:
         """Leases whose callback outcome no signal reported, once nothing is in flight."""
@@ -406,5 +442,4 @@ class LeasingScheduler:
         logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
         for task in list(self._tasks):
             task.cancel()
-        _trackers.pop(self.crawler, None)
-        await self.client.aclose()
+        self.context.tracker = None

@@ -1,13 +1,22 @@
 """Async access to a spider's seed key in Redis (no Scrapy imports).
 
-Seeds are pushed by users with ``LPUSH <spider>:start_urls``; nodes pop from
-the right, so seeds are taken in the order they were pushed. A pop blocks on
-the Redis connection (``BLMPOP``), never on the reactor, so an idle node sees
-a new seed as soon as it is pushed. With ``SEEDS_TYPE`` ``zset`` (scrapy-redis's
-``REDIS_START_URLS_AS_ZSET``) the highest scores leave first (``BZMPOP MAX``);
-with ``set`` (``REDIS_START_URLS_AS_SET``) any member (``SPOP``, which does not
-block: an empty set is asked again after the wait). Every pop is one atomic
-command. A key of another type raises ``WrongSeedKeyType`` naming it.
+Seeds are pushed by users with ``LPUSH <spider>:start_urls``; nodes take them from
+the right, so seeds are taken in the order they were pushed. With ``SEEDS_TYPE``
+``zset`` (scrapy-redis's ``REDIS_START_URLS_AS_ZSET``) the highest scores leave
+first; with ``set`` (``REDIS_START_URLS_AS_SET``) any member.
+
+Seeds are *taken*, not popped: one Lua step (``lua/seed_take.lua``) moves a batch
+from the seed key into this node's taken list ``{<seed key>}:taken:<node>`` and
+sets the node's hold deadline in ``{<seed key>}:takers`` (Redis time). The node
+trims the list once the batch's requests are in the frontier (:meth:`SeedQueue.done`)
+and refreshes its hold meanwhile (:meth:`SeedQueue.keep_alive`). Any node returns
+the seeds of a node whose hold expired (it died) to the seed key
+(``lua/seed_reclaim.lua``), and a node stopping gracefully returns its own
+(:meth:`SeedQueue.give_back`): no seed is lost at any instant. A list seed key
+empty at a look is waited on with ``BLMOVE`` into the taken list (atomic too), so
+an idle node sees a new seed as soon as it is pushed; sets and sorted sets are
+looked at again after the wait. A key of another type raises ``WrongSeedKeyType``
+naming it.
 """
 
 from __future__ import annotations
@@ -22,8 +31,17 @@ from redis.exceptions import ResponseError
 
 from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.scripts import script_text
 from crawler.frontier.seed_settings import SeedSource
 from crawler.redis_connection import AsyncRedis
+
+
+def slot_tag(key: str) -> str:
+    """``key`` with a Redis Cluster hash tag that puts keys built on it in ``key``'s slot."""
+    start = key.find("{")
+    if start != -1 and key.find("}", start + 2) != -1:
+        return key  # it has a tag already: keys that start with it share that tag
+    return f"{{{key}}}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +49,17 @@ class SeedKeys:
     seeds: str
     invalid: str
     frontier: FrontierKeys
+
+    @property
+    def takers(self) -> str:
+        return f"{slot_tag(self.seeds)}:takers"
+
+    @property
+    def taken_prefix(self) -> str:
+        return f"{slot_tag(self.seeds)}:taken:"
+
+    def taken(self, node_id: str) -> str:
+        return self.taken_prefix + node_id
 
 
 class WrongSeedKeyType(Exception):
@@ -52,38 +81,84 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
 class SeedQueue:
     def __init__(
-        self, client: AsyncRedis, keys: SeedKeys, source: SeedSource = SeedSource.LIST
+        self,
+        client: AsyncRedis,
+        keys: SeedKeys,
+        source: SeedSource = SeedSource.LIST,
+        *,
+        node_id: str,
+        hold_ms: int,
     ) -> None:
         self._client = client
         self.keys = keys
         self.source = source
+        self.node_id = node_id
+        self.hold_ms = hold_ms
+        self._take = client.register_script(script_text("seed_take"))
+        self._reclaim = client.register_script(script_text("seed_reclaim"))
 
-    async def pop(self, count: int, timeout: float) -> list[bytes]:
-        """Pop up to ``count`` seeds, waiting up to ``timeout`` seconds for the first."""
+    async def take(self, count: int, timeout: float, done: int = 0) -> list[bytes]:
+        """The batch this node holds, up to ``count`` seeds, waiting up to ``timeout``
+        seconds for the first. Seeds held from before (not yet done) come first; the first
+        ``done`` of the previous batch are let go first (see :meth:`done`)."""
         try:
-            values = await self._pop(count, timeout)
+            held = await self._take_now(count, done)
+            if held:
+                return held
+            if self.source is SeedSource.LIST:
+                moved = await self._client.blmove(  # Redis takes a fraction of a second
+                    self.keys.seeds,
+                    self.keys.taken(self.node_id),
+                    timeout,  # type: ignore[arg-type]
+                    "RIGHT",
+                    "RIGHT",
+                )
+                return await self._take_now(count) if moved is not None else []
         except ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
             found = _text(await self._client.type(self.keys.seeds))
             raise WrongSeedKeyType(self.keys.seeds, found, self.source) from exc
-        return [value if isinstance(value, bytes) else str(value).encode() for value in values]
+        await asyncio.sleep(timeout)
+        return []
 
-    async def _pop(self, count: int, timeout: float) -> list[Any]:
-        key = self.keys.seeds
-        if self.source is SeedSource.LIST:
-            result = await self._client.blmpop(timeout, 1, key, direction="RIGHT", count=count)
-            return list(result[1]) if result else []
-        if self.source is SeedSource.ZSET:
-            popped: Any = await self._client.bzmpop(timeout, 1, [key], max=True, count=count)
-            return [pair[0] for pair in popped[1]] if popped else []
-        members = await self._client.spop(key, count)
-        if not members:
-            await asyncio.sleep(timeout)
-            return []
-        return list(members)
+    async def _take_now(self, count: int, done: int = 0) -> list[bytes]:
+        keys = [self.keys.seeds, self.keys.taken(self.node_id), self.keys.takers]
+        args: list[str | int] = [count, self.node_id, self.hold_ms, self.source.value, done]
+        entries = await self._take(keys=keys, args=args)
+        seeds = [_bytes(entry) for entry in entries]
+        if self.source is SeedSource.ZSET:  # '<score> <member>'
+            return [seed.split(b" ", 1)[1] for seed in seeds]
+        return seeds
+
+    async def done(self, count: int) -> None:
+        """The first ``count`` seeds of the held batch are in the frontier: let them go."""
+        if count > 0:
+            await self._client.ltrim(self.keys.taken(self.node_id), count, -1)
+
+    async def keep_alive(self) -> int:
+        """Refresh this node's hold; return the seeds of expired holders to the seed key.
+        Returns how many seeds were returned."""
+        await self._take(
+            keys=[self.keys.seeds, self.keys.taken(self.node_id), self.keys.takers],
+            args=[0, self.node_id, self.hold_ms, self.source.value],
+        )
+        return await self._give_back("")
+
+    async def give_back(self) -> int:
+        """Return every seed this node holds to the seed key (at a graceful stop)."""
+        return await self._give_back(self.node_id)
+
+    async def _give_back(self, node_id: str) -> int:
+        keys = [self.keys.seeds, self.keys.takers]
+        args = [self.keys.taken_prefix, self.source.value, node_id]
+        return int(await self._reclaim(keys=keys, args=args))
 
     async def reject(self, raw: bytes, reason: str, error: str, node_id: str) -> None:
         """Record a seed that cannot be crawled in the invalid-seed list."""
@@ -99,6 +174,3 @@ class SeedQueue:
     async def pending_requests(self) -> int:
         """Requests queued or leased by any node in the shared frontier."""
         return await pending_requests(self._client, self.keys.frontier)
-
-    async def close(self) -> None:
-        await self._client.aclose()

@@ -48,6 +48,11 @@ class SeenCache:
             self._rotate()
         self._newer.add(fingerprint)
 
+    def clear(self) -> None:
+        """Forget everything (the cluster's dedup state was lost)."""
+        self._newer, self._older = set(), set()
+        self._newer_since = self._older_since = self._clock()
+
     def _rotate(self) -> None:
         self._older, self._older_since = self._newer, self._newer_since
         self._newer, self._newer_since = set(), self._clock()

@@ -33,11 +33,11 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.outage import OutageGuard
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
-from crawler.node import resolve_node_id
-from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.node_context import NodeContext
+from crawler.redis_connection import AsyncRedis
+from crawler.redis_outage import outage_reason
 from crawler.signals import frontier_flush
 from crawler.spiders.base import RedisSpider
 from crawler.wakeup import wake_engine
@@ -54,15 +54,15 @@ class ClusterStartMiddleware:
             raise NotConfigured("RedisSpider reads its seeds itself")
         self.crawler = crawler
         settings = crawler.settings
-        self.node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
+        context = NodeContext.required(crawler, "ClusterStartMiddleware")
+        self.node_id = context.node_id
         self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")
         self.lease_ms = int(settings.getfloat("FRONTIER_LEASE_TIMEOUT") * 1000)
         self.max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
         self.idle_poll = settings.getfloat("FRONTIER_IDLE_POLL")
-        self._redis: AsyncRedis = async_client(RedisConfig.from_url(settings.get("REDIS_URL")))
-        assert crawler.stats is not None
-        stats = crawler.stats
-        self.guard = OutageGuard("start requests", lambda: stats.inc_value("frontier/redis_error"))
+        self.context = context
+        self._redis: AsyncRedis = context.redis
+        self.guard = context.guard("start")
         self._written = False  # the crawl's start requests are in the frontier
         self._idle_since: float | None = None  # the cluster idle since (checked while idle)
         self._checked_at = 0.0
@@ -92,7 +92,7 @@ class ClusterStartMiddleware:
             self._written = True
             return
         logger.info("Writing the start requests of crawl %r into the frontier", self.crawl_id)
-        refresher = asyncio.ensure_future(self._refresh(claim))
+        refresher = self.context.supervise("start_claim", lambda: self._refresh(claim))
         count = 0
         try:
             async for output in start:
@@ -112,8 +112,11 @@ class ClusterStartMiddleware:
             await asyncio.sleep(self.lease_ms / 3000)
             try:
                 await claim.refresh()
-            except RedisError as exc:  # Redis away: the next refresh tries again
-                logger.warning("Could not refresh the start-request claim: %s", exc)
+            except RedisError as exc:
+                if outage_reason(exc) is None:
+                    raise
+                # Redis away: the next refresh tries again (the guard logs outages)
+                logger.debug("Could not refresh the start-request claim: %s", exc)
 
     # -- closing only when the cluster is idle ------------------------------------------------
 
@@ -142,4 +145,3 @@ class ClusterStartMiddleware:
     async def _spider_closed(self) -> None:
         if self._checking is not None:
             self._checking.cancel()
-        await self._redis.aclose()

@@ -32,7 +32,8 @@ from twisted.python.failure import Failure
 
 from crawler.exceptions import ItemRequeued
 from crawler.frontier.acks import AckTracker
-from crawler.frontier.scheduler import LEASE_META, PARENT_META, LeasingScheduler, tracker_for
+from crawler.frontier.scheduler import LEASE_META, PARENT_META, LeasingScheduler
+from crawler.node_context import NodeContext
 
 
 def require_leasing_scheduler(crawler: Crawler) -> None:
@@ -42,7 +43,8 @@ def require_leasing_scheduler(crawler: Crawler) -> None:
 
 
 def tracked_lease(crawler: Crawler, request: Request | None) -> tuple[AckTracker, str] | None:
-    tracker = tracker_for(crawler)
+    context = NodeContext.of(crawler)
+    tracker = context.tracker if context is not None else None
     lease_id = request.meta.get(LEASE_META) if request is not None else None
     if tracker is None or not isinstance(lease_id, str) or not tracker.tracks(lease_id):
         return None

@@ -10,8 +10,10 @@ new slot if a penalty started meanwhile. Responses with a status in
 site on every node, at least as long as their ``Retry-After``, and halve its
 rate, which then recovers gradually. The site is ``host[:port]``.
 
-Without ``REDIS_URL`` (standalone) the same limiter runs in memory; when Redis
-is unreachable, nodes fall back to it until Redis is back.
+Without ``REDIS_URL`` (standalone) the same limiter runs in memory. In cluster
+mode a Redis outage (:mod:`crawler.redis_outage`) pauses requests until Redis
+answers again: limiting per node meanwhile would multiply a site's rate by the
+number of nodes.
 
 Stats: ``politeness/reserved``, ``politeness/delayed``, ``politeness/wait_ms``,
 ``politeness/rebooked``, ``politeness/penalty/<status>``, ``politeness/redis_error``.
@@ -25,21 +27,20 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
-from crawler.frontier.outage import TRANSIENT
+from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
 
 DONT_THROTTLE_META = "dont_throttle"
-REDIS_CONNECTIONS = 8
 
 
 def site_of(url: str) -> str:
@@ -68,37 +69,21 @@ class ClusterRateLimitMiddleware:
         self.local = LocalLimiter()
         self.delays = CrawlDelays.of(crawler)  # Crawl-delay from robots.txt
         self.shared: Limiter | None = None
-        self._client: AsyncRedis | None = None
-        if self.settings.redis_url:
-            client = self._client = async_client(
-                self.settings.redis_url, max_connections=REDIS_CONNECTIONS
-            )
-            self.shared = RedisLimiter(client, self.settings.key_template)
-            crawler.signals.connect(self._close, signal=signals.spider_closed)
-        self._redis_down = False
-
-    async def _close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        self.guard: OutageGuard | None = None
+        context = NodeContext.of(crawler)
+        if context is not None:
+            self.shared = RedisLimiter(context.redis, self.settings.key_template)
+            self.guard = context.guard("politeness")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ClusterRateLimitMiddleware:
         return cls(crawler)
 
     async def _limited(self, call: str, site: str, *args: object) -> float:
-        if self.shared is not None:
-            try:
-                result: float = await getattr(self.shared, call)(site, *args)
-            except TRANSIENT as exc:
-                self.stats.inc_value("politeness/redis_error")
-                if not self._redis_down:
-                    self._redis_down = True
-                    logger.warning("Politeness: Redis unreachable (%s); limiting per node", exc)
-            else:
-                if self._redis_down:
-                    self._redis_down = False
-                    logger.warning("Politeness: Redis is back; limiting cluster-wide again")
-                return result
+        if self.shared is not None and self.guard is not None:
+            shared = self.shared
+            result: float = await self.guard.run(lambda: getattr(shared, call)(site, *args))
+            return result
         local_result: float = await getattr(self.local, call)(site, *args)
         return local_result
 

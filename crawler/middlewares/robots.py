@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from protego import Protego
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.http import Response
@@ -25,9 +25,9 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
-from crawler.frontier.outage import TRANSIENT
+from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +40,10 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         if self._ttl < 1:
             raise ValueError(f"ROBOTSTXT_CACHE_TTL={self._ttl} must be >= 1 (seconds)")
         self._key_template: str = settings.get("ROBOTSTXT_CACHE_KEY")
-        url = settings.get("REDIS_URL") or ""
-        self._redis: AsyncRedis | None = async_client(url) if url else None
+        context = NodeContext.of(crawler)
+        self._redis: AsyncRedis | None = context.redis if context is not None else None
+        self._guard = context.guard("robotstxt") if context is not None else None
         self._delays = CrawlDelays.of(crawler)
-        crawler.signals.connect(self._close, signal=signals.spider_closed)
-
-    async def _close(self) -> None:
-        if self._redis is not None:
-            await self._redis.aclose()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedRobotsTxtMiddleware:
@@ -74,27 +70,20 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         return parser
 
     async def _cached(self, netloc: str) -> bytes | None:
-        assert self._redis is not None
-        try:
-            body = await self._redis.get(self._key(netloc))
-        except TRANSIENT as exc:
-            self._stats.inc_value("robotstxt/redis_error")
-            logger.warning("robots.txt cache unreachable (%s): fetching it directly", exc)
-            return None
+        redis, guard = self._redis, self._guard
+        assert redis is not None
+        assert guard is not None
+        body = await guard.run(lambda: redis.get(self._key(netloc)))
         return body.encode() if isinstance(body, str) else body
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         await super()._parse_robots(response, netloc, request)
         body = response.body if response.status < 400 else b""
         self._learn(netloc, body)
-        if self._redis is None or response.status >= 500:
+        redis, guard = self._redis, self._guard
+        if redis is None or guard is None or response.status >= 500:
             return
-        try:
-            await self._redis.set(self._key(netloc), body, ex=self._ttl)
-        except TRANSIENT as exc:
-            self._stats.inc_value("robotstxt/redis_error")
-            logger.warning("robots.txt of %s not shared (%s)", netloc, exc)
-            return
+        await guard.run(lambda: redis.set(self._key(netloc), body, ex=self._ttl))
         self._stats.inc_value("robotstxt/shared_stored")
 
     def _learn(self, netloc: str, body: bytes) -> None:

@@ -28,18 +28,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.node_context import NodeContext
+from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
     Cookie,
     Health,
@@ -57,6 +59,8 @@ from crawler.sessions import (
 from crawler.sessions.cookies import parse_set_cookie
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 ACCOUNT_META = "session_account"
 GENERATION_META = "session_generation"
@@ -140,26 +144,26 @@ class SharedSessionMiddleware:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         store_settings = SessionSettings.from_mapping(crawler.settings)
-        url = crawler.settings.get("REDIS_URL") or ""
-        self._client: AsyncRedis | None = async_client(url) if url else None
+        context = NodeContext.of(crawler)
         self.store: SessionStore
         self.lease: LoginLease
-        if self._client is not None:
-            self.store = RedisSessionStore(self._client, store_settings)
-            self.lease = RedisLoginLease(self._client, store_settings)
+        self._guard: OutageGuard | None = None
+        if context is not None:
+            self.store = RedisSessionStore(context.redis, store_settings)
+            self.lease = RedisLoginLease(context.redis, store_settings)
+            self._guard = context.guard("sessions")
         else:
             self.store = MemorySessionStore(store_settings)
             self.lease = MemoryLoginLease(store_settings)
         self.store_settings = store_settings
-        crawler.signals.connect(self._close, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedSessionMiddleware:
         return cls(crawler)
 
-    async def _close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+    async def _shared(self, op: Callable[[], Awaitable[T]]) -> T:
+        """Run a session-store operation, through Redis outages in cluster mode."""
+        return await (op() if self._guard is None else self._guard.run(op))
 
     def _platform(self, request: Request) -> tuple[Spider, str] | None:
         spider = self.crawler.spider
@@ -192,7 +196,7 @@ class SharedSessionMiddleware:
         deadline = time.monotonic() + self.settings.wait
         pause = 0.05
         while True:
-            session: Session | None = await self.store.acquire(platform)
+            session: Session | None = await self._shared(lambda: self.store.acquire(platform))
             if session is not None:
                 return session
             await self._log_in_again(spider, platform)
@@ -208,11 +212,15 @@ class SharedSessionMiddleware:
         if provider is None:
             return
         for account in getattr(spider, "session_accounts", ()):
-            session = await self.store.get(platform, account)
-            if session is not None and session.health is not Health.EXPIRED:
-                continue
-            try:
-                await ensure_fresh_session(
+            await self._log_in_account(platform, str(account), provider)
+
+    async def _log_in_account(self, platform: str, account: str, provider: Any) -> None:
+        session = await self._shared(lambda: self.store.get(platform, account))
+        if session is not None and session.health is not Health.EXPIRED:
+            return
+        try:
+            await self._shared(
+                lambda: ensure_fresh_session(
                     self.store,
                     self.lease,
                     platform,
@@ -220,9 +228,10 @@ class SharedSessionMiddleware:
                     provider,
                     settings=self.store_settings,
                 )
-            except SessionError as exc:
-                self.stats.inc_value("sessions/relogin_failed")
-                logger.error("Log-in of %s account %s failed: %s", platform, account, exc)
+            )
+        except SessionError as exc:
+            self.stats.inc_value("sessions/relogin_failed")
+            logger.error("Log-in of %s account %s failed: %s", platform, account, exc)
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         account = request.meta.get(ACCOUNT_META)
@@ -234,14 +243,12 @@ class SharedSessionMiddleware:
         state = check(response) if callable(check) else default_state(response)
         if state is None:
             if cookies := set_cookies(response):
-                await self.store.merge_cookies(platform, account, cookies)
+                await self._shared(lambda: self.store.merge_cookies(platform, account, cookies))
             return response
-        await self.store.mark(
-            platform,
-            account,
-            state,
-            f"HTTP {response.status}",
-            generation=request.meta.get(GENERATION_META),
+        generation = request.meta.get(GENERATION_META)
+        reason = f"HTTP {response.status}"
+        await self._shared(
+            lambda: self.store.mark(platform, account, state, reason, generation=generation)
         )
         self.stats.inc_value(f"sessions/marked/{state.value}")
         tries = int(request.meta.get(TRIES_META, 0)) + 1

@@ -18,31 +18,28 @@ is off or the seed says otherwise: pushing a seed again crawls it again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Self
 
 import scrapy
-from redis.exceptions import RedisError
-from scrapy import FormRequest, Request
+from scrapy import FormRequest, Request, signals
 from scrapy.crawler import Crawler
 from scrapy.spiders import CrawlSpider
 
 from crawler import scrapy_redis_compat
 from crawler.frontier.scheduler import SEED_META
-from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
-from crawler.redis_connection import async_client
+from crawler.spiders.seed_reader import SeedReader
 from crawler.spiders.seed_rules import check_seed_meta, seed_callback
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
 
-REDIS_RETRY_MAX = 30.0  # seconds: longest pause between retries while Redis is away
+WRONG_TYPE_RETRY_MAX = 30.0  # seconds: longest pause between looks at a seed key of another type
 
 # scrapy-redis methods this class does not call: overriding one would be silently ignored.
 SCRAPY_REDIS_METHODS = {
@@ -82,6 +79,7 @@ class RedisSpider(scrapy.Spider):
     def __init__(self, *args: Any, url: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.argument_seeds: list[str] = [u for u in (url or "").split(",") if u.strip()]
+        self._seed_reader: SeedReader | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -93,6 +91,7 @@ class RedisSpider(scrapy.Spider):
         scrapy_redis_compat.apply(settings)
         spider.seed_settings = SeedSettings.from_settings(settings, spider)
         spider.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
+        crawler.signals.connect(spider._return_seeds, signal=signals.spider_closed)
         if not spider.seed_settings.redis_url and not spider.argument_seeds:
             logger.warning(
                 "REDIS_URL is empty (standalone mode): spider %r reads no seeds from Redis and "
@@ -167,57 +166,13 @@ class RedisSpider(scrapy.Spider):
         logger.error("Invalid seed %s (%s): %s", where, exc.reason, exc)
 
     async def _redis_seeds(self) -> AsyncIterator[Request]:
-        config = self.seed_settings
-        queue = SeedQueue(
-            async_client(config.redis_url),
-            SeedKeys(config.seeds_key, config.invalid_key, config.frontier),
-            config.source,
-        )
-        stats = self.crawler.stats
-        assert stats is not None
-        idle_since: float | None = None
-        backoff = 0.0
-        logger.info(
-            "Reading seeds from Redis %s %s (batch %d, encoding %s)",
-            config.source.value,
-            config.seeds_key,
-            config.batch_size,
-            config.encoding,
-        )
-        try:
-            while True:
-                try:
-                    raws = await queue.pop(config.batch_size, config.wait_timeout)
-                    idle = not raws and await self._poll_shared_queue(queue)
-                except (RedisError, WrongSeedKeyType) as exc:
-                    backoff = min(REDIS_RETRY_MAX, backoff * 2 or 0.5)
-                    if isinstance(exc, WrongSeedKeyType):
-                        stats.inc_value("seeds/wrong_type")
-                        logger.error("%s; looking again in %.1fs", exc, backoff)
-                    else:
-                        stats.inc_value("seeds/redis_error")
-                        logger.warning(
-                            "Redis unavailable for seeds (%s); retrying in %.1fs", exc, backoff
-                        )
-                    await asyncio.sleep(backoff)
-                    continue
-                if backoff:
-                    logger.info("Reading seeds from %s again", config.seeds_key)
-                    backoff = 0.0
-                for raw in raws:
-                    stats.inc_value("seeds/received")
-                    for request in await self._accept(queue, raw):
-                        yield request
-                if not idle:
-                    idle_since = None
-                    continue
-                now = time.monotonic()
-                idle_since = idle_since or now
-                if config.max_idle_time and now - idle_since >= config.max_idle_time:
-                    logger.info("Idle for %.1fs (max_idle_time): closing", now - idle_since)
-                    return
-        finally:
-            await queue.close()
+        reader = self._seed_reader = SeedReader(self.crawler, self.seed_settings)
+        async for request in reader.requests(self._accept, self._cluster_idle):
+            yield request
+
+    async def _return_seeds(self) -> None:
+        if self._seed_reader is not None:
+            await self._seed_reader.close()
 
     async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
@@ -229,10 +184,13 @@ class RedisSpider(scrapy.Spider):
                 else InvalidSeed(f"error/{type(exc).__name__}", f"make_request_from_data: {exc}")
             )
             self._log_invalid(invalid, f"moved to {queue.keys.invalid}")
-            await queue.reject(raw, invalid.reason, str(invalid), self.node_id)
+            assert self._seed_reader is not None
+            await self._seed_reader.guard.run(
+                lambda: queue.reject(raw, invalid.reason, str(invalid), self.node_id)
+            )
             return []
 
-    async def _poll_shared_queue(self, queue: SeedQueue) -> bool:
+    async def _cluster_idle(self, queue: SeedQueue) -> bool:
         """Wake the engine if the shared frontier holds work; True when the cluster is idle.
 
         Idle means: nothing queued or leased by any node, and nothing in flight here.

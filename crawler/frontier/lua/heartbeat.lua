@@ -1,16 +1,23 @@
 -- Heartbeat of node ARGV[1]: mark it alive, extend the leases it still holds, and return
 -- expired leases (of any node: an owner that stopped extending is dead or stalled) to the
 -- queue with their original score.
--- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue
--- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5.. lease ids held
--- Returns {extended, reclaimed, lost}: lost = ids held by the node that are no longer its.
+-- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue, 5 epoch
+-- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
+--       node knows, 6.. lease ids held
+-- Returns {extended, reclaimed, lost, epoch}: lost = ids held by the node that are no longer its;
+-- epoch is the frontier's epoch now. When it is not the node's (Redis lost its data, or is
+-- another server), nothing else is done: the node must re-enqueue what it holds first.
+local epoch = redis.call('GET', KEYS[5]) or ''
+if epoch ~= ARGV[5] then
+  return {0, 0, #ARGV - 5, epoch}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node = ARGV[1]
 local prefix = node .. '\t'
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 local extended = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local record = redis.call('HGET', KEYS[3], ARGV[i])
   if record and string.sub(record, 1, #prefix) == prefix then
     redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[i])
@@ -31,4 +38,4 @@ for _, id in ipairs(expired) do
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-return {extended, reclaimed, #ARGV - 4 - extended}
+return {extended, reclaimed, #ARGV - 5 - extended, epoch}

@@ -1,0 +1,70 @@
+"""The frontier's epoch: noticing a wiped or replaced Redis (no Scrapy imports).
+
+The first node to open a spider's frontier writes a random epoch to
+``{<spider>}:epoch``; every node remembers it and sends it with each heartbeat.
+A Redis restarted without persistence (or another server behind the same URL)
+has no epoch, or another one: the heartbeat then does nothing but report it.
+The node that sees it logs an ERROR, adopts the frontier's new epoch (creating
+it if there is none), records an incident in ``{<spider>}:incidents`` (what it
+knew, what it re-enqueued) and re-enqueues every request it holds, so work in
+flight is not lost with the data; requests that were only queued in the lost
+data are gone, and ``crawler status`` says so instead of "finished".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import orjson
+
+from crawler.frontier import codec
+from crawler.frontier.client import FrontierClient, NewRequest
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    epoch: str  # the frontier's epoch from now on
+    requeued: int
+
+
+def _score(body: bytes) -> float:
+    try:
+        priority = codec.loads(body).get("priority", 0)
+        return -float(priority)
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
+
+
+async def recover(client: FrontierClient, known: str, found: str, held: list[bytes]) -> Recovery:
+    """The frontier's epoch is ``found`` ("" = none), not ``known``: adopt it, record the
+    incident and re-enqueue ``held`` (the request bodies this node holds)."""
+    epoch = found or await client.open_epoch()
+    logger.error(
+        "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
+        "persistence, flushed or replaced. Re-enqueuing the %d requests this node holds; "
+        "requests that were only queued are lost (crawler status shows the incident)",
+        client.keys.queue,
+        known,
+        epoch if found else f"{epoch} (new)",
+        len(held),
+    )
+    await client.record_incident(
+        orjson.dumps(
+            {
+                "kind": "frontier_lost",
+                "node": client.node_id,
+                "at": time.time(),
+                "epoch_before": known,
+                "epoch_after": epoch,
+                "requeued": len(held),
+            }
+        )
+    )
+    if held:
+        requests = [NewRequest(fingerprint="", score=_score(body), body=body) for body in held]
+        await client.complete(None, "done", requests)
+    return Recovery(epoch=epoch, requeued=len(held))

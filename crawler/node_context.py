@@ -1,0 +1,130 @@
+"""``NodeContext``: what one cluster node shares between its components.
+
+One per crawler, built as an extension (the add-on lists it) before the engine, so the
+scheduler, middlewares, pipelines, spiders and other extensions reach it with
+:meth:`NodeContext.of`. It owns:
+
+- the node's one Redis connection pool for the configured topology (``REDIS_URL``,
+  at most ``REDIS_MAX_CONNECTIONS`` commands at once; more wait), closed when the engine
+  has stopped;
+- the node id (``CRAWLER_NODE_ID``, validated);
+- the outage policy (:mod:`crawler.redis_outage`): one guard per component, counting
+  ``<component>/redis_error`` and ``redis/outage/<reason>``;
+- the lease tracker of the node's ``LeasingScheduler`` (once it is open);
+- the cluster clock (Redis server time);
+- supervision of background loops: a loop that crashes is logged with its traceback,
+  counted (``node/loop_crashed/<name>``) and restarted.
+
+Without ``REDIS_URL`` (standalone) it is not configured and :meth:`of` returns None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.statscollectors import StatsCollector
+
+from crawler.frontier.acks import AckTracker
+from crawler.node import resolve_node_id
+from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.redis_outage import OutageGuard
+
+logger = logging.getLogger(__name__)
+
+LOOP_RESTART_DELAY = 1.0  # seconds before a crashed loop starts again
+
+
+class NodeContext:
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        url = settings.get("REDIS_URL") or ""
+        if not url:
+            raise NotConfigured("standalone (no REDIS_URL): no cluster node")
+        max_connections = settings.getint("REDIS_MAX_CONNECTIONS")
+        if max_connections < 1:
+            raise ValueError(f"REDIS_MAX_CONNECTIONS={max_connections} must be >= 1")
+        self.config = RedisConfig.from_url(url)
+        self.node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.redis: AsyncRedis = async_client(self.config, max_connections=max_connections)
+        self.tracker: AckTracker | None = None  # set by the LeasingScheduler when it opens
+        self._guards: dict[str, OutageGuard] = {}
+        self._loops: set[asyncio.Task[None]] = set()
+        crawler.signals.connect(self._close, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NodeContext:
+        return cls(crawler)
+
+    @staticmethod
+    def of(crawler: Crawler) -> NodeContext | None:
+        """The crawler's node context; None when standalone (no ``REDIS_URL``)."""
+        context = crawler.get_extension(NodeContext)
+        if context is None and crawler.settings.get("REDIS_URL"):
+            raise ValueError(
+                "REDIS_URL is set but the extension crawler.node_context.NodeContext is off "
+                "(EXTENSIONS): every cluster component needs it; remove that EXTENSIONS entry"
+            )
+        return context
+
+    @staticmethod
+    def required(crawler: Crawler, component: str) -> NodeContext:
+        """The node context, or ``NotConfigured`` for ``component`` when there is none."""
+        context = NodeContext.of(crawler)
+        if context is None:
+            raise NotConfigured(f"{component} needs REDIS_URL and the crawler add-on's NodeContext")
+        return context
+
+    def guard(self, component: str) -> OutageGuard:
+        """The outage guard of ``component`` (one per component: it logs each outage once)."""
+        if component not in self._guards:
+
+            def count(reason: str) -> None:
+                self.stats.inc_value(f"{component}/redis_error")
+                self.stats.inc_value(f"redis/outage/{reason}")
+
+            self._guards[component] = OutageGuard(component, count)
+        return self._guards[component]
+
+    async def now_ms(self, component: str) -> int:
+        """The cluster clock: Redis server time in milliseconds, through outages."""
+        seconds, micros = await self.guard(component).run(self.redis.time)
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def supervise(
+        self, name: str, loop: Callable[[], Coroutine[Any, Any, None]]
+    ) -> asyncio.Task[None]:
+        """Run ``loop`` until it returns or is cancelled, restarting it when it crashes."""
+
+        async def supervised() -> None:
+            while True:
+                try:
+                    await loop()
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.stats.inc_value(f"node/loop_crashed/{name}")
+                    logger.exception(
+                        "Background loop %r crashed; restarting it in %.0fs",
+                        name,
+                        LOOP_RESTART_DELAY,
+                    )
+                    await asyncio.sleep(LOOP_RESTART_DELAY)
+
+        task = asyncio.ensure_future(supervised())
+        self._loops.add(task)
+        task.add_done_callback(self._loops.discard)
+        return task
+
+    async def _close(self) -> None:
+        for task in list(self._loops):
+            task.cancel()
+        await self.redis.aclose()

@@ -1,0 +1,129 @@
+"""The one Redis outage policy: which errors mean "not now", and riding them out.
+
+An outage is anything that says the server cannot serve us *now* and will again: it is
+unreachable or timed out, restarting (``-LOADING``), full (``-OOM`` at ``maxmemory``),
+read-only (``-READONLY``, a replica or a failover), busy with a script (``-BUSY``), unable
+to persist (``-MISCONF``), or a Redis Cluster failing over (``-CLUSTERDOWN``,
+``-TRYAGAIN``, ``-MASTERDOWN``; Sentinel's ``MasterNotFoundError`` is a connection
+error). Every component pauses, backs off, logs once with the reason and resumes. Any
+other error reply (``WRONGTYPE``, a script bug) is a fault of ours and is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    MasterDownError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Error replies redis-py leaves as a plain ResponseError, by their code (first word).
+_OUTAGE_CODES: Final = {
+    "OOM": "oom",
+    "LOADING": "loading",
+    "READONLY": "readonly",
+    "BUSY": "busy",
+    "MISCONF": "misconf",
+    "CLUSTERDOWN": "clusterdown",
+    "TRYAGAIN": "tryagain",
+    "MASTERDOWN": "masterdown",
+    "NOREPLICAS": "noreplicas",
+}
+
+# Classes redis-py maps a reply to (it strips the code from the message), most specific first.
+_OUTAGE_CLASSES: Final[tuple[tuple[type[BaseException], str], ...]] = (
+    (BusyLoadingError, "loading"),  # a ConnectionError subclass
+    (RedisTimeoutError, "timeout"),
+    (RedisConnectionError, "connection"),
+    (OutOfMemoryError, "oom"),
+    (MasterDownError, "masterdown"),  # a ClusterDownError subclass
+    (ReadOnlyError, "readonly"),
+    (ClusterDownError, "clusterdown"),
+    (TryAgainError, "tryagain"),
+    (TimeoutError, "timeout"),
+    (ConnectionError, "connection"),
+)
+
+
+def outage_reason(exc: BaseException) -> str | None:
+    """The outage ``exc`` reports (``"oom"``, ``"connection"``, ...), or None if it is not one."""
+    for cls, reason in _OUTAGE_CLASSES:
+        if isinstance(exc, cls):
+            return reason
+    if isinstance(exc, ResponseError):
+        code = str(exc).split(" ", 1)[0]
+        return _OUTAGE_CODES.get(code)
+    return None
+
+
+class GaveUp(Exception):
+    """The deadline passed while Redis was still in an outage."""
+
+
+class OutageGuard:
+    """Runs a component's Redis operations through outages; ``on_error(reason)`` per failure."""
+
+    def __init__(
+        self, component: str, on_error: Callable[[str], None], max_delay: float = 10.0
+    ) -> None:
+        self.component = component
+        self._on_error = on_error
+        self._max_delay = max_delay
+        self._down_since: float | None = None
+
+    @property
+    def down(self) -> bool:
+        return self._down_since is not None
+
+    def failed(self, exc: BaseException) -> str | None:
+        """Note a failed operation; its outage reason, or None if ``exc`` is not an outage."""
+        reason = outage_reason(exc)
+        if reason is None:
+            return None
+        self._on_error(reason)
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            logger.warning(
+                "%s: Redis unavailable (%s); pausing and retrying: %s", self.component, reason, exc
+            )
+        return reason
+
+    def succeeded(self) -> None:
+        if self._down_since is not None:
+            logger.warning(
+                "%s: Redis is back after %.1fs", self.component, time.monotonic() - self._down_since
+            )
+            self._down_since = None
+
+    async def run(self, op: Callable[[], Awaitable[T]], *, deadline: float | None = None) -> T:
+        """Run ``op`` until it succeeds; raise ``GaveUp`` past ``deadline`` (monotonic)."""
+        delay = 0.0
+        while True:
+            try:
+                result = await op()
+            except Exception as exc:
+                if self.failed(exc) is None:
+                    raise
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise GaveUp(f"{self.component}: Redis still unavailable") from exc
+                delay = min(self._max_delay, delay * 2 or 0.1)
+                await asyncio.sleep(delay)
+                continue
+            self.succeeded()
+            return result

@@ -1,0 +1,138 @@
+"""``SeedReader``: a ``RedisSpider``'s seeds, taken from Redis without losing one.
+
+Each batch is taken into this node's hold (``crawler.frontier.seed_queue``), turned
+into requests by the spider, handed to the engine, written to the frontier
+(``frontier_flush``) and only then let go. A supervised loop refreshes the hold and
+returns the seeds of nodes that died holding some. At a graceful stop the seeds whose
+requests are in the frontier are let go and the rest are returned to the seed key.
+Redis outages pause the reader (:mod:`crawler.redis_outage`).
+
+Stats: ``seeds/received``, ``seeds/reclaimed``, ``seeds/returned``, ``seeds/wrong_type``,
+``seeds/redis_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_settings import SeedSettings
+from crawler.node_context import NodeContext
+from crawler.redis_outage import GaveUp
+from crawler.signals import frontier_flush
+
+logger = logging.getLogger(__name__)
+
+WRONG_TYPE_RETRY_MAX = 30.0  # seconds: longest pause between looks at a seed key of another type
+
+# The spider's part: one raw seed -> its requests (invalid seeds recorded, none returned).
+Accept = Callable[[SeedQueue, bytes], Awaitable[list[Request]]]
+# True when the cluster is idle (nothing queued, leased or in flight here).
+IdleCheck = Callable[[SeedQueue], Awaitable[bool]]
+
+
+class SeedReader:
+    def __init__(self, crawler: Crawler, config: SeedSettings) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.context = NodeContext.required(crawler, "RedisSpider's seed reader")
+        self.guard = self.context.guard("seeds")
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self.queue = SeedQueue(
+            self.context.redis,
+            SeedKeys(config.seeds_key, config.invalid_key, config.frontier),
+            config.source,
+            node_id=self.context.node_id,
+            hold_ms=int(config.hold_timeout * 1000),
+        )
+        self._handed = 0  # seeds of the held batch whose requests all went to the engine
+        self._keeper: asyncio.Task[None] | None = None
+
+    async def requests(self, accept: Accept, cluster_idle: IdleCheck) -> AsyncIterator[Request]:
+        config = self.config
+        self._keeper = self.context.supervise("seed_hold", self._keep_hold)
+        logger.info(
+            "Reading seeds from Redis %s %s (batch %d, encoding %s)",
+            config.source.value,
+            config.seeds_key,
+            config.batch_size,
+            config.encoding,
+        )
+        idle_since: float | None = None
+        while True:
+            # The last batch is in the frontier: the take lets it go. Not counted as handed
+            # meanwhile, so a stop during the take returns it (again) rather than trimming
+            # the next batch.
+            done, self._handed = self._handed, 0
+            raws = await self._take(done)
+            for raw in raws:
+                self.stats.inc_value("seeds/received")
+                for request in await accept(self.queue, raw):
+                    yield request
+                self._handed += 1
+            if raws:
+                await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
+                idle_since = None
+                continue
+            if not await self.guard.run(lambda: cluster_idle(self.queue)):
+                idle_since = None
+                continue
+            now = time.monotonic()
+            idle_since = idle_since or now
+            if config.max_idle_time and now - idle_since >= config.max_idle_time:
+                logger.info("Idle for %.1fs (max_idle_time): closing", now - idle_since)
+                return
+
+    async def _take(self, done: int) -> list[bytes]:
+        backoff = 0.0
+        config = self.config
+        while True:
+            try:
+                return await self.guard.run(
+                    lambda: self.queue.take(config.batch_size, config.wait_timeout, done)
+                )
+            except WrongSeedKeyType as exc:
+                backoff = min(WRONG_TYPE_RETRY_MAX, backoff * 2 or 0.5)
+                self.stats.inc_value("seeds/wrong_type")
+                logger.error("%s; looking again in %.1fs", exc, backoff)
+                await asyncio.sleep(backoff)
+
+    async def _keep_hold(self) -> None:
+        while True:
+            returned = await self.guard.run(self.queue.keep_alive)
+            if returned:
+                self.stats.inc_value("seeds/reclaimed", returned)
+                logger.warning(
+                    "Returned %d seeds held by stopped nodes to %s", returned, self.config.seeds_key
+                )
+            await asyncio.sleep(self.config.hold_timeout / 3)
+
+    async def close(self) -> None:
+        """Let go of the seeds whose requests are in the frontier (the scheduler has flushed
+        by now); return the rest to the seed key."""
+        if self._keeper is None:
+            return
+        self._keeper.cancel()
+        deadline = time.monotonic() + self.config.close_timeout
+        handed, self._handed = self._handed, 0
+        try:
+            await self.guard.run(functools.partial(self.queue.done, handed), deadline=deadline)
+            returned = await self.guard.run(self.queue.give_back, deadline=deadline)
+        except GaveUp:
+            logger.error(
+                "Could not return this node's seeds to %s; other nodes do after %.0fs",
+                self.config.seeds_key,
+                self.config.hold_timeout,
+            )
+            return
+        if returned:
+            self.stats.inc_value("seeds/returned", returned)
+            logger.info("Returned %d seeds not yet crawled to %s", returned, self.config.seeds_key)

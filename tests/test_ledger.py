@@ -1,0 +1,104 @@
+"""The crawl ledger adds up: pushes that timed out but ran are added once; runs that were
+killed before their final push are named by ``crawler status``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from scrapy.utils.test import get_crawler
+
+from crawler.cli.status import ledger_text
+from crawler.extensions.ledger import LedgerExtension
+from crawler.extensions.ledger_layout import LedgerKeys
+from crawler.frontier.admin import FrontierAdmin
+from crawler.frontier.scripts import script_text
+from crawler.redis_connection import server_time_ms
+
+KEYS = LedgerKeys.for_crawl("pages", "c1")
+
+
+class RanThenTimedOut:
+    """A script whose first ``times`` calls run in Redis and then time out on the client."""
+
+    def __init__(self, script: Any, times: int) -> None:
+        self.script = script
+        self.times = times
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        result = await self.script(**kwargs)
+        if self.times > 0:
+            self.times -= 1
+            raise redis.exceptions.TimeoutError("Timeout reading from socket")
+        return result
+
+
+def _extension(redis_url: str, run: str) -> LedgerExtension:
+    settings = {"REDIS_URL": redis_url, "CRAWLER_CRAWL_ID": "c1", "LEDGER_ENABLED": True}
+    crawler = get_crawler(settings_dict={**settings, "LEDGER_INTERVAL": 5.0})
+    extension = LedgerExtension(crawler)
+    extension._keys = KEYS
+    extension._run = run
+    return extension
+
+
+def test_a_push_that_timed_out_but_ran_is_added_once(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    extension = _extension(redis_url, "node-a:1")
+    stats = extension.stats
+
+    async def run() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        extension._script = RanThenTimedOut(client.register_script(script_text("ledger_push")), 2)  # type: ignore[assignment]
+        try:
+            stats.set_value("frontier/done", 10)
+            for _ in range(3):  # the first two attempts land, then time out here
+                try:
+                    await extension.push()
+                except redis.exceptions.TimeoutError:
+                    stats.inc_value("frontier/done", 5)  # work goes on meanwhile
+            await extension.push(final=True)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+    assert stats.get_value("frontier/done") == 20
+    assert redis_client.hget(KEYS.total, "done") == b"20"
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert (view["runs"], view["short_runs"]) == (1, [])
+    assert ledger_text(view).startswith("adds up")
+
+
+def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) -> None:
+    now = server_time_ms(redis_client, KEYS.total)
+    redis_client.hset(
+        KEYS.runs,
+        mapping={
+            "node-a:1:push": 9, "node-a:1:at": now - 60_000, "node-a:1:state": "running",
+            "node-a:1:every": 5000,
+            "node-b:2:push": 4, "node-b:2:at": now - 60_000, "node-b:2:state": "final",
+            "node-b:2:every": 5000,
+            "node-c:3:push": 2, "node-c:3:at": now - 1000, "node-c:3:state": "running",
+            "node-c:3:every": 5000,
+        },
+    )  # fmt: skip
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert (view["runs"], view["short_runs"]) == (3, ["node-a:1"])
+    assert "SHORT: 1 of 3 node runs" in ledger_text(view)
+    assert "node-a:1" in ledger_text(view)
+
+
+@pytest.mark.parametrize("number", [1, 2])
+def test_the_push_script_adds_each_number_once(redis_client: redis.Redis, number: int) -> None:
+    push = redis_client.register_script(script_text("ledger_push"))
+    args: list[str | int] = ["r:1", number, KEYS.minute_prefix, 60, "running", 5000, "done", 3]
+    assert push(keys=[KEYS.total, KEYS.runs], args=args) == 1
+    assert push(keys=[KEYS.total, KEYS.runs], args=args) == 0
+    older: list[str | int] = ["r:1", number - 1, KEYS.minute_prefix, 60, "running", 5000, "done", 7]
+    assert push(keys=[KEYS.total, KEYS.runs], args=older) == 0
+    assert redis_client.hget(KEYS.total, "done") == b"3"
+    assert int(redis_client.hget(KEYS.total, "started_ms") or 0) > 0

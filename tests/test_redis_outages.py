@@ -1,0 +1,180 @@
+"""Every Redis error class that means "not now" pauses the node and it resumes: nothing fails.
+
+A Redis at ``maxmemory`` answers writes with ``-OOM``; one loading its data set with
+``-LOADING``; a replica with ``-READONLY``; one running a long script with ``-BUSY``; one
+that cannot persist with ``-MISCONF``; a failing-over cluster with ``-CLUSTERDOWN`` /
+``-TRYAGAIN`` / ``-MASTERDOWN``. None of these is the request's fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+import redis.asyncio
+from redis.exceptions import ResponseError
+
+from crawler.cli.main import main
+from crawler.demo.site import Site
+from crawler.devservices import RedisServer, RedisServerConfig, free_port
+from crawler.redis_outage import OutageGuard, outage_reason
+from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.faults import (
+    FAST_LEASES,
+    VICTIM_WINDOW,
+    assert_nothing_lost,
+    crawl_with_interruptions,
+    own_redis,
+    slow_site,
+    wait_for_hits,
+)
+
+__all__ = ["own_redis", "slow_site"]  # fixtures
+
+# Replies a real server sends; the script returns each as a Redis error reply.
+FAIL_TWICE = """
+local n = redis.call('INCR', KEYS[1])
+if n <= 2 then return redis.error_reply(ARGV[1]) end
+return n
+"""
+
+OUTAGE_REPLIES = {
+    "oom": "OOM command not allowed when used memory > 'maxmemory'.",
+    "loading": "LOADING Redis is loading the dataset in memory",
+    "readonly": "READONLY You can't write against a read only replica.",
+    "busy": "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN.",
+    "misconf": "MISCONF Redis is configured to save RDB snapshots, but it can't persist.",
+    "clusterdown": "CLUSTERDOWN The cluster is down",
+    "tryagain": "TRYAGAIN Multiple keys request during rehashing of slot",
+    "masterdown": "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is 'no'.",
+    "noreplicas": "NOREPLICAS Not enough good replicas to write.",
+}
+
+
+@pytest.mark.parametrize("reason", sorted(OUTAGE_REPLIES))
+def test_each_outage_reply_pauses_then_resumes(
+    reason: str, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    errors: list[str] = []
+    guard = OutageGuard("frontier", errors.append, max_delay=0.05)
+
+    async def run() -> int:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        script = client.register_script(FAIL_TWICE)
+        try:
+            result: int = await guard.run(
+                lambda: script(keys=["calls"], args=[OUTAGE_REPLIES[reason]])
+            )
+            return result
+        finally:
+            await client.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="crawler.redis_outage"):
+        assert asyncio.run(run()) == 3
+    assert errors == [reason, reason]
+    paused = [r.getMessage() for r in caplog.records if "pausing" in r.getMessage()]
+    assert len(paused) == 1 and f"({reason})" in paused[0], caplog.text
+    assert any("Redis is back" in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_a_command_error_is_not_an_outage(redis_url: str) -> None:
+    guard = OutageGuard("frontier", lambda reason: None, max_delay=0.05)
+
+    async def run() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        await client.set("text", "x")
+        try:
+            await guard.run(lambda: client.lpush("text", "y"))  # WRONGTYPE: a bug, not an outage
+        finally:
+            await client.aclose()
+
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        asyncio.run(run())
+    assert outage_reason(ResponseError("ERR unknown command 'FOO'")) is None
+    assert outage_reason(ConnectionRefusedError()) == "connection"
+
+
+def test_redis_at_maxmemory_for_20s_mid_crawl_pauses_and_loses_nothing(
+    own_redis: RedisServer,
+    kafka_bootstrap: str,
+    topic_template: str,
+    slow_site: Site,
+    tmp_path: Path,
+) -> None:
+    """Every write answered ``-OOM`` for 20 s: the crawl pauses and resumes, no request fails."""
+    admin = redis.Redis.from_url(own_redis.url)
+
+    def fill_redis(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+        wait_for_hits(slow_site, 250)
+        admin.config_set("maxmemory", "1")
+        try:
+            time.sleep(20)
+        finally:
+            admin.config_set("maxmemory", "0")
+        return []
+
+    try:
+        urls, codes, _ = crawl_with_interruptions(
+            slow_site,
+            redis_url=own_redis.url,
+            kafka_bootstrap=kafka_bootstrap,
+            topic_template=topic_template,
+            workdir=tmp_path / "nodes",
+            interrupt=fill_redis,
+            timeout=180,
+        )
+        failed = admin.hlen("{pages}:failed")
+    finally:
+        admin.config_set("maxmemory", "0")
+        admin.close()
+    node_logs = logs(tmp_path / "nodes")
+    assert codes == [0, 0, 0], node_logs
+    assert failed == 0, node_logs
+    assert "OutOfMemoryError" not in node_logs  # no request failed, no task died
+    assert "(oom); pausing" in node_logs
+    assert_nothing_lost(urls, slow_site, allowed_duplicates=3 * VICTIM_WINDOW)
+
+
+def test_redis_restarted_without_persistence_is_reported_not_finished(
+    kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Redis loses all its data mid-crawl: the nodes notice (the frontier's epoch is gone),
+    re-enqueue what they hold, record the incident, and ``crawler status`` shows the loss.
+    Before, they finished "100% finished, 0 failed" with pages never crawled."""
+    server = RedisServer(
+        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=False)
+    )
+    server.start()
+    env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    try:
+        with Site(600, delay=0.1) as site:
+            with running_nodes(3, workdir=tmp_path / "nodes", env=env, settings=settings) as nodes:
+                client = redis.Redis.from_url(server.url)
+                client.lpush("pages:start_urls", site.url(0))
+                wait_for_hits(site, 150)
+                server.stop()  # no AOF, no RDB: everything is gone
+                server.start()
+                codes = wait_for_exit(nodes, timeout=180)
+            incidents = [orjson.loads(r) for r in client.lrange("{pages}:incidents", 0, -1)]
+            capsys.readouterr()
+            assert main(["status", "pages", "--redis", server.url]) == 0
+            status = capsys.readouterr().out
+            client.close()
+            fetched = len(site.hits)
+    finally:
+        server.stop()
+    node_logs = logs(tmp_path / "nodes")
+    print(f"pages=600 fetched={fetched} incidents={incidents}")
+    assert codes == [0, 0, 0], node_logs
+    assert {incident["node"] for incident in incidents} == {"node-0", "node-1", "node-2"}
+    assert sum(incident["requeued"] for incident in incidents) > 0  # work in flight kept
+    assert "lost its data" in node_logs
+    assert "INCOMPLETE: frontier data lost" in status, status
+    assert "re-enqueued the" in status, status
