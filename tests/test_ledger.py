@@ -15,7 +15,7 @@ from crawler.cli.status import ledger_text
 from crawler.extensions.ledger import LedgerExtension
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.admin import FrontierAdmin
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text
 from crawler.redis_connection import server_time_ms
 
 KEYS = LedgerKeys.for_crawl("pages", "c1")
@@ -53,7 +53,9 @@ def test_a_push_that_timed_out_but_ran_is_added_once(
 
     async def run() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
-        extension._script = RanThenTimedOut(client.register_script(script_text("ledger_push")), 2)  # type: ignore[assignment]
+        extension._script = RanThenTimedOut(
+            client.register_script(script_text("crawler.frontier", "ledger_push")), 2
+        )  # type: ignore[assignment]
         try:
             stats.set_value("frontier/done", 10)
             for _ in range(3):  # the first two attempts land, then time out here
@@ -94,7 +96,7 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
 
 @pytest.mark.parametrize("number", [1, 2])
 def test_the_push_script_adds_each_number_once(redis_client: redis.Redis, number: int) -> None:
-    push = redis_client.register_script(script_text("ledger_push"))
+    push = redis_client.register_script(script_text("crawler.frontier", "ledger_push"))
     args: list[str | int] = ["r:1", number, KEYS.minute_prefix, 60, "running", 5000, "done", 3]
     assert push(keys=[KEYS.total, KEYS.runs], args=args) == 1
     assert push(keys=[KEYS.total, KEYS.runs], args=args) == 0

@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.keys import FrontierKeys, start_pattern
+from crawler.lua import text
 from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 
 
@@ -30,12 +31,8 @@ def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[st
     of every crawl and the crawl ledgers."""
     present = [key for key in spider_keys(spider, keep_seeds=keep_seeds) if client.exists(key)]
     for pattern in (start_pattern(spider), pattern_for_spider(spider)):
-        present += sorted(_text(key) for key in client.scan_iter(match=pattern))
+        present += sorted(text(key) for key in client.scan_iter(match=pattern))
     return present
-
-
-def _text(key: bytes | str) -> str:
-    return key.decode() if isinstance(key, bytes) else key
 
 
 class Command(ScrapyCommand):

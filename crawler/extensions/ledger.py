@@ -28,7 +28,7 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
 from crawler.extensions.ledger_layout import BUCKET_TTL, LedgerKeys, ledger_fields
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 
@@ -100,7 +100,7 @@ class LedgerExtension:
         context = NodeContext.required(self.crawler, "LedgerExtension")
         self._keys = LedgerKeys.for_crawl(spider.name, self.settings.crawl_id)
         self._run = f"{context.node_id}:{uuid.uuid4().hex[:8]}"
-        self._script = context.redis.register_script(script_text("ledger_push"))
+        self._script = context.redis.register_script(script_text("crawler.frontier", "ledger_push"))
         self._guard = context.guard("ledger")
         self._loop = context.supervise("ledger", self._push_loop)
         logger.info(

@@ -21,7 +21,7 @@ import orjson
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys, glob_escape
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
@@ -78,10 +78,6 @@ class LedgerView(TypedDict):
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
 def _runs(fields: dict[str, str]) -> dict[str, dict[str, str]]:
     """``<run>:<name>`` fields of the ledger's runs hash, by run (a run id may hold ':')."""
     runs: dict[str, dict[str, str]] = {}
@@ -104,15 +100,15 @@ def discover_spiders(client: SyncRedis) -> list[str]:
     found: set[str] = set()
     for suffix in ("queue", "nodes", "dupefilter*"):
         for key in client.scan_iter(match=f"{{*}}:{suffix}", count=SCAN_COUNT):
-            found.add(_text(key)[1:].split("}:", 1)[0])
+            found.add(text(key)[1:].split("}:", 1)[0])
     for key in client.scan_iter(match="*:start_urls", count=SCAN_COUNT):
-        found.add(_text(key)[: -len(":start_urls")])
+        found.add(text(key)[: -len(":start_urls")])
     return sorted(found)
 
 
 def leases_per_node(inflight: Iterable[bytes | str]) -> Counter[str]:
     """Leases each node holds, from the values of the ``inflight`` hash (``<node>\\t<score>``)."""
-    return Counter(_text(record).split("\t", 1)[0] for record in inflight)
+    return Counter(text(record).split("\t", 1)[0] for record in inflight)
 
 
 class FrontierAdmin:
@@ -133,8 +129,7 @@ class FrontierAdmin:
         self.invalid_key = invalid_key % {"name": spider}
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
-        text = script_text("requeue")
-        self._requeue = client.register_script(text)
+        self._requeue = client.register_script(script_text("crawler.frontier", "requeue"))
 
     def snapshot(self) -> Snapshot:
         k = self.keys
@@ -169,7 +164,7 @@ class FrontierAdmin:
             seeds_waiting=int(seeds),
             nodes=sorted(
                 (
-                    self._node(_text(node), alive_until, now_ms, per_node)
+                    self._node(text(node), alive_until, now_ms, per_node)
                     for node, alive_until in nodes
                 ),
                 key=lambda info: info["node"],
@@ -207,7 +202,7 @@ class FrontierAdmin:
     def _politeness(self, now_ms: int) -> list[SiteInfo]:
         prefix, suffix = self.politeness_affixes
         pattern = f"{glob_escape(prefix)}*{glob_escape(suffix)}"
-        keys = sorted(_text(key) for key in self.redis.scan_iter(match=pattern, count=SCAN_COUNT))
+        keys = sorted(text(key) for key in self.redis.scan_iter(match=pattern, count=SCAN_COUNT))
         if not keys:
             return []
         with self.redis.pipeline(transaction=False) as pipe:
@@ -235,13 +230,13 @@ class FrontierAdmin:
             for minute in window:
                 pipe.hgetall(keys.minute(minute))
             total_raw, runs_raw, *buckets = pipe.execute()
-        totals = {_text(f): int(v) for f, v in total_raw.items()}
+        totals = {text(f): int(v) for f, v in total_raw.items()}
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()
         for bucket in buckets:
-            recent.update({_text(f): int(v) for f, v in bucket.items()})
+            recent.update({text(f): int(v) for f, v in bucket.items()})
         window_start = max(window.start * 60, started)
-        runs = _runs({_text(f): _text(v) for f, v in runs_raw.items()})
+        runs = _runs({text(f): text(v) for f, v in runs_raw.items()})
         short = [
             run
             for run, last in sorted(runs.items())

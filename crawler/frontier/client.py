@@ -14,7 +14,7 @@ from typing import Any
 from crawler.frontier.dedup import DedupConfig, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -51,10 +51,6 @@ class Heartbeat:
     epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 async def pending_requests(client: AsyncRedis, keys: FrontierKeys) -> int:
     """Requests queued or leased by any node (one round trip)."""
     async with client.pipeline(transaction=False) as pipe:
@@ -76,7 +72,7 @@ class FrontierClient:
         self.keys = keys
         self.node_id = node_id
         self.dedup = DedupStep.for_config(dedup)
-        self._lease = client.register_script(script_text("lease"))
+        self._lease = client.register_script(script_text("crawler.frontier", "lease"))
         self._complete = client.register_script(self.dedup.script())
         self._complete_keys = [
             keys.queue,
@@ -87,15 +83,15 @@ class FrontierClient:
             keys.failed,
             *self.dedup.keys(keys),
         ]
-        self._heartbeat = client.register_script(script_text("heartbeat"))
-        self._release = client.register_script(script_text("release"))
+        self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
+        self._release = client.register_script(script_text("crawler.frontier", "release"))
 
     async def lease(self, count: int, lease_ms: int) -> list[Lease]:
         k = self.keys
         flat = await self._lease(
             keys=[k.queue, k.data, k.leases, k.inflight], args=[self.node_id, count, lease_ms]
         )
-        return [Lease(_text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return [Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     async def complete(
         self,
@@ -110,7 +106,7 @@ class FrontierClient:
             score = f"F{child.score!r}" if child.force else repr(child.score)
             args += [encode(child.fingerprint), score, child.body]
         status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
-        return Completion(_text(status), int(added), tuple(int(i) for i in dropped))
+        return Completion(text(status), int(added), tuple(int(i) for i in dropped))
 
     async def bloom_state(self) -> BloomState:
         """The Bloom filter's layout and fill (mode bloom; empty before the first request)."""
@@ -129,7 +125,7 @@ class FrontierClient:
     async def open_epoch(self) -> str:
         """The frontier's epoch, created (a random id) if it has none yet."""
         await self.redis.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
-        return _text(await self.redis.get(self.keys.epoch))
+        return text(await self.redis.get(self.keys.epoch))
 
     async def heartbeat(
         self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int, epoch: str
@@ -141,7 +137,7 @@ class FrontierClient:
             keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch],
             args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
-        return Heartbeat(int(extended), int(reclaimed), int(lost), _text(current))
+        return Heartbeat(int(extended), int(reclaimed), int(lost), text(current))
 
     async def record_incident(self, record: bytes) -> None:
         await self.redis.rpush(self.keys.incidents, record)

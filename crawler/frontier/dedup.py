@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from crawler.frontier.dedup_bloom import bloom_layout, encode_layout
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text
 
 BUCKET_ENTRIES = 64  # compact: entries per bucket at FRONTIER_DEDUP_CAPACITY
 DIGEST_BYTES = 12  # compact, bloom: fingerprint bytes the scripts use (Scrapy's have 20)
@@ -123,7 +123,8 @@ class DedupStep:
 
     def script(self) -> str:
         """The complete script of this mode: the snippet, then the shared body."""
-        return f"{script_text(self.snippet)}\n{script_text('complete')}"
+        snippet = script_text("crawler.frontier", self.snippet)
+        return snippet + "\n" + script_text("crawler.frontier", "complete")
 
     def encode(self, fingerprint: str) -> str | bytes:
         """The fingerprint as the script takes it ('' stays '': never deduplicated)."""

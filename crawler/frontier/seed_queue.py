@@ -31,8 +31,8 @@ from redis.exceptions import ResponseError
 
 from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.scripts import script_text
 from crawler.frontier.seed_settings import SeedSource
+from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -77,10 +77,6 @@ class WrongSeedKeyType(Exception):
         self.found = found
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
@@ -100,8 +96,8 @@ class SeedQueue:
         self.source = source
         self.node_id = node_id
         self.hold_ms = hold_ms
-        self._take = client.register_script(script_text("seed_take"))
-        self._reclaim = client.register_script(script_text("seed_reclaim"))
+        self._take = client.register_script(script_text("crawler.frontier", "seed_take"))
+        self._reclaim = client.register_script(script_text("crawler.frontier", "seed_reclaim"))
 
     async def take(self, count: int, timeout: float, done: int = 0) -> list[bytes]:
         """The batch this node holds, up to ``count`` seeds, waiting up to ``timeout``
@@ -123,7 +119,7 @@ class SeedQueue:
         except ResponseError as exc:
             if not str(exc).startswith("WRONGTYPE"):
                 raise
-            found = _text(await self._client.type(self.keys.seeds))
+            found = text(await self._client.type(self.keys.seeds))
             raise WrongSeedKeyType(self.keys.seeds, found, self.source) from exc
         await asyncio.sleep(timeout)
         return []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.scripts import script_text
+from crawler.lua import script_text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -34,9 +34,9 @@ class StartClaim:
         self._client = client
         self._node_id = node_id
         self._lifetime_ms = lifetime_ms
-        self._claim = client.register_script(script_text("start_claim"))
-        self._refresh = client.register_script(script_text("start_refresh"))
-        self._finish = client.register_script(script_text("start_finish"))
+        self._claim = client.register_script(script_text("crawler.frontier", "start_claim"))
+        self._refresh = client.register_script(script_text("crawler.frontier", "start_refresh"))
+        self._finish = client.register_script(script_text("crawler.frontier", "start_finish"))
 
     async def claim(self) -> ClaimOutcome:
         outcome = await self._claim(keys=[self.key], args=[self._node_id, self._lifetime_ms])

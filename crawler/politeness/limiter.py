@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Protocol
 
+from crawler.lua import script_text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -47,16 +47,12 @@ class Limiter(Protocol):
     async def cooling(self, site: str) -> float: ...
 
 
-def _script(name: str) -> str:
-    return resources.files("crawler.politeness").joinpath(f"lua/{name}.lua").read_text()
-
-
 class RedisLimiter:
     def __init__(self, client: AsyncRedis, key_template: str) -> None:
         self._key_template = key_template
-        self._reserve = client.register_script(_script("reserve"))
-        self._penalize = client.register_script(_script("penalize"))
-        self._cooling = client.register_script(_script("cooling"))
+        self._reserve = client.register_script(script_text("crawler.politeness", "reserve"))
+        self._penalize = client.register_script(script_text("crawler.politeness", "penalize"))
+        self._cooling = client.register_script(script_text("crawler.politeness", "cooling"))
 
     def key(self, site: str) -> str:
         return self._key_template % {"site": site}

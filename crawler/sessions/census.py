@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TypedDict
 
+from crawler.lua import text
 from crawler.redis_connection import SyncRedis, server_time_ms
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import Health
@@ -22,13 +23,9 @@ class SessionCensus(TypedDict):
     resting: int  # risky or banned accounts still in their cooldown
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def count_sessions(client: SyncRedis, keys: SessionKeys) -> SessionCensus:
     members = client.zrange(keys.accounts, 0, -1)
-    accounts = [_text(member) for member in members if isinstance(member, bytes | str)]
+    accounts = [text(member) for member in members if isinstance(member, bytes | str)]
     now_ms = server_time_ms(client, keys.accounts)
     with client.pipeline(transaction=False) as pipe:
         for account in accounts:
@@ -39,7 +36,7 @@ def count_sessions(client: SyncRedis, keys: SessionKeys) -> SessionCensus:
     for health, cooldown_until in rows:
         if health is None:
             continue
-        healths[_text(health)] += 1
+        healths[text(health)] += 1
         resting += float(cooldown_until or 0) > now_ms
     known = [health.value for health in Health]
     names = [*known, *sorted(set(healths) - set(known))]

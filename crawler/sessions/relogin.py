@@ -17,9 +17,9 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
-from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
+from crawler.lua import script_text
 from crawler.redis_connection import AsyncRedis
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import Health, Session, SessionError
@@ -56,10 +56,6 @@ class LoginLease(Protocol):
     async def release(self, platform: str, account: str, token: str) -> bool: ...
 
 
-def _script(name: str) -> str:
-    return resources.files("crawler.sessions").joinpath(f"lua/{name}.lua").read_text()
-
-
 class RedisLoginLease:
     """``<prefix>:{<platform>}:login:<account>`` = token, for ``SESSIONS_LOGIN_LEASE`` seconds."""
 
@@ -67,8 +63,8 @@ class RedisLoginLease:
         self.redis = client
         self.settings = settings or SessionSettings()
         self._ttl_ms = max(1, round(self.settings.login_lease * 1000))
-        self._renew = client.register_script(_script("lease_renew"))
-        self._release = client.register_script(_script("lease_release"))
+        self._renew = client.register_script(script_text("crawler.sessions", "lease_renew"))
+        self._release = client.register_script(script_text("crawler.sessions", "lease_release"))
 
     def key(self, platform: str, account: str) -> str:
         return SessionKeys(platform, self.settings.key_prefix).login(account)

@@ -14,9 +14,9 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from typing import Any, Protocol
 
+from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 from crawler.sessions.crypto import CookieCipher
 from crawler.sessions.keys import SessionKeys
@@ -72,20 +72,12 @@ class SessionStore(Protocol):
     async def invalidate(self, platform: str, account: str) -> bool: ...
 
 
-def _script(name: str) -> str:
-    return resources.files("crawler.sessions").joinpath(f"lua/{name}.lua").read_text()
-
-
 def _ms(seconds: float | None) -> str:
     return "" if seconds is None else str(round(seconds * 1000))
 
 
 def _to_ms_precision(seconds: float) -> float:
     return round(seconds * 1000) / 1000.0
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class RedisSessionStore:
@@ -100,11 +92,11 @@ class RedisSessionStore:
         self.redis = client
         self.settings = settings or SessionSettings()
         self.cipher = cipher if cipher is not None else CookieCipher.from_env()
-        self._put = client.register_script(_script("put"))
-        self._acquire = client.register_script(_script("acquire"))
-        self._mark = client.register_script(_script("mark"))
-        self._merge = client.register_script(_script("merge"))
-        self._invalidate = client.register_script(_script("invalidate"))
+        self._put = client.register_script(script_text("crawler.sessions", "put"))
+        self._acquire = client.register_script(script_text("crawler.sessions", "acquire"))
+        self._mark = client.register_script(script_text("crawler.sessions", "mark"))
+        self._merge = client.register_script(script_text("crawler.sessions", "merge"))
+        self._invalidate = client.register_script(script_text("crawler.sessions", "invalidate"))
 
     def keys(self, platform: str) -> SessionKeys:
         return SessionKeys(platform, self.settings.key_prefix)
@@ -149,8 +141,8 @@ class RedisSessionStore:
         )
         if not flat:
             return None
-        fields = {_text(flat[i]): flat[i + 1] for i in range(1, len(flat), 2)}
-        return self._decode(platform, _text(flat[0]), fields)
+        fields = {text(flat[i]): flat[i + 1] for i in range(1, len(flat), 2)}
+        return self._decode(platform, text(flat[0]), fields)
 
     async def merge_cookies(
         self, platform: str, account: str, cookies: Iterable[Cookie], *, now: float | None = None
@@ -200,7 +192,7 @@ class RedisSessionStore:
         )
         if not result:
             return None
-        after = Health(_text(result))
+        after = Health(text(result))
         if after is not health:
             logger.info(
                 "session %s/%s is %s (marked %s: %s)", platform, account, after, health, reason
@@ -210,7 +202,7 @@ class RedisSessionStore:
     async def list(self, platform: str) -> builtins.list[Session]:
         keys = self.keys(platform)
         members = await self.redis.zrange(keys.accounts, 0, -1)
-        accounts = [_text(member) for member in members if isinstance(member, bytes | str)]
+        accounts = [text(member) for member in members if isinstance(member, bytes | str)]
         async with self.redis.pipeline(transaction=False) as pipe:
             for account in accounts:
                 pipe.hgetall(keys.session(account))
@@ -230,24 +222,24 @@ class RedisSessionStore:
 
     def _decode(self, platform: str, account: str, raw: Mapping[Any, Any]) -> Session:
         where = f"{platform}/{account}"
-        fields = {_text(name): value for name, value in raw.items()}
+        fields = {text(name): value for name, value in raw.items()}
         try:
             seconds = {name: float(fields[name]) / 1000.0 for name in _TIME_FIELDS}
-            payload = self.cipher.open(bytes(fields["cookies"]), _text(fields["enc"]), where)
+            payload = self.cipher.open(bytes(fields["cookies"]), text(fields["enc"]), where)
             return Session(
                 platform=platform,
                 account=account,
                 cookies=decode_cookies(payload, where),
                 created_at=seconds["created_at"],
                 expires_at=seconds["expires_at"] or None,
-                health=Health(_text(fields["health"])),
+                health=Health(text(fields["health"])),
                 strikes=int(fields["strikes"]),
-                reason=_text(fields["reason"]),
+                reason=text(fields["reason"]),
                 last_used=seconds["last_used"],
                 cooldown_until=seconds["cooldown_until"],
                 minute=int(fields["minute"]),
                 used_in_minute=int(fields["used"]),
-                proxy=_text(fields["proxy"]) or None,
+                proxy=text(fields["proxy"]) or None,
                 generation=int(fields["generation"]),
                 version=int(fields["version"]),
                 updated_at=seconds["updated_at"],

@@ -1,0 +1,22 @@
+"""The project's one Lua script loader, and the one bytes-to-text helper for Redis replies.
+
+Scripts live next to the code that runs them, in ``<package>/lua/<name>.lua``
+(``crawler.frontier``, ``crawler.politeness``, ``crawler.sessions``); they are read from the
+installed package, so they work from a wheel too. No Scrapy imports.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+
+@cache
+def script_text(package: str, name: str) -> str:
+    """The source of ``<package>/lua/<name>.lua``."""
+    return resources.files(package).joinpath(f"lua/{name}.lua").read_text()
+
+
+def text(value: object) -> str:
+    """A Redis reply (bytes or str) as text; undecodable bytes are replaced."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
