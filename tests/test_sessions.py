@@ -8,6 +8,7 @@ import logging
 import shutil
 import threading
 import time
+import types
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ import redis
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
+import crawler.sessions.store as store_module
 from crawler.cli import sessions as sessions_cli
 from crawler.sessions import (
     Cookie,
@@ -478,3 +480,23 @@ def test_cli_import_list_invalidate(
     assert [orjson.loads(line)["account"] for line in capsys.readouterr().out.splitlines()] == [
         "bob"
     ]
+
+
+def test_a_node_an_hour_behind_stores_sessions_every_node_gets(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lifetimes compared in Redis are computed from Redis time, not the node's clock."""
+    real = time.time
+    monkeypatch.setattr(store_module, "time", types.SimpleNamespace(time=lambda: real() - 3600))
+
+    async def body() -> tuple[Session | None, Session]:
+        async with open_store("redis", redis_url, SessionSettings()) as store:
+            created = real() - 3600  # a login on this node, stamped by its clock
+            stored = await store.put(Session("zhihu", "late", cookies(), created_at=created), 1800)
+            return await store.acquire("zhihu"), stored
+
+    acquired, stored = asyncio.run(body())
+    assert acquired is not None and acquired.account == "late"
+    assert stored.expires_at is not None
+    assert abs(stored.expires_at - (real() + 1800)) < 5  # Redis time + TTL
+    assert abs(stored.created_at - real()) < 5  # moved onto the Redis clock

@@ -102,8 +102,19 @@ class RedisSessionStore:
         return SessionKeys(platform, self.settings.key_prefix)
 
     async def put(self, session: Session, ttl: float) -> Session:
+        """Store ``session`` for ``ttl`` seconds. Its times, stamped by this node's clock, are
+        moved onto Redis time, which every script compares them with."""
         keys = self.keys(session.platform)
-        now = time.time()
+        seconds, micros = await self.redis.time()
+        now = int(seconds) + int(micros) / 1e6
+        skew = now - time.time()  # Redis's clock minus this node's
+        session = dataclasses.replace(
+            session,
+            created_at=session.created_at + skew if session.created_at else 0.0,
+            expires_at=session.expires_at + skew if session.expires_at else None,
+            last_used=session.last_used + skew if session.last_used else 0.0,
+            cooldown_until=session.cooldown_until + skew if session.cooldown_until else 0.0,
+        )
         expires_at = min(session.expires_at or now + ttl, now + ttl)
         payload, encoding = self.cipher.seal(encode_cookies(session.cookies))
         fields: list[Any] = [
