@@ -153,3 +153,25 @@ def test_a_forced_request_is_enqueued_even_if_seen_and_recorded(
         return first.added, again.added, link.added, len(link.dropped)
 
     assert run(scenario()) == (1, 1, 0, 1)
+
+
+def test_a_lease_call_sent_again_gets_the_same_leases(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A lease whose reply was lost (client timeout) and is sent again with its call id takes
+    nothing more: before, the first call's leases were orphaned until they expired."""
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        a = client_for(redis_url, "a")
+        await a.complete(None, "done", [new(f"r{i}") for i in range(5)])
+        first = await a.lease(2, 60_000, call="c1")
+        again = await a.lease(2, 60_000, call="c1")  # the retry of the same call
+        other = await a.lease(2, 60_000, call="c2")
+        await a.aclose()
+        return [x.id for x in first], [x.id for x in again], [x.id for x in other]
+
+    first, again, other = run(scenario())
+    assert first == again
+    assert len(other) == 2 and not set(other) & set(first)
+    assert redis_client.zcard(KEYS.leases) == 4
+    assert redis_client.zcard(KEYS.queue) == 1

@@ -14,7 +14,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
-from crawler.frontier.keys import FrontierKeys, start_pattern
+from crawler.frontier.keys import FrontierKeys, fence_pattern, start_pattern
+from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
 from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 
@@ -30,7 +31,11 @@ def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[st
     """The spider's keys that exist: the frontier's, its seeds, the start-request claims
     of every crawl and the crawl ledgers."""
     present = [key for key in spider_keys(spider, keep_seeds=keep_seeds) if client.exists(key)]
-    for pattern in (start_pattern(spider), pattern_for_spider(spider)):
+    patterns = [start_pattern(spider), pattern_for_spider(spider), fence_pattern(spider)]
+    if not keep_seeds:  # the nodes' holds of taken seeds
+        frontier = FrontierKeys.for_spider(spider)
+        patterns.append(SeedKeys(f"{spider}:start_urls", "", frontier).holds_pattern)
+    for pattern in patterns:
         present += sorted(text(key) for key in client.scan_iter(match=pattern))
     return present
 

@@ -86,10 +86,13 @@ class FrontierClient:
         self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
         self._release = client.register_script(script_text("crawler.frontier", "release"))
 
-    async def lease(self, count: int, lease_ms: int) -> list[Lease]:
+    async def lease(self, count: int, lease_ms: int, call: str = "") -> list[Lease]:
+        """Lease up to ``count`` requests. Sent again with the same ``call`` id (after a
+        timeout: the first may have run), it returns the leases the first one took."""
         k = self.keys
         flat = await self._lease(
-            keys=[k.queue, k.data, k.leases, k.inflight], args=[self.node_id, count, lease_ms]
+            keys=[k.queue, k.data, k.leases, k.inflight, k.lease_fence(self.node_id)],
+            args=[self.node_id, count, lease_ms, call or uuid.uuid4().hex],
         )
         return [Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
 

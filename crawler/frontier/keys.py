@@ -51,6 +51,10 @@ class FrontierKeys:
             start_prefix=f"{tag}:start:",
         )
 
+    def lease_fence(self, node_id: str) -> str:
+        """The last lease call of a node (``lease.lua``): a call sent again is answered alike."""
+        return f"{self.queue.removesuffix(':queue')}:fence:{node_id}"
+
     def dedup_keys(self) -> tuple[str, ...]:
         """The keys of every dedup mode (crawler.frontier.dedup)."""
         return (
@@ -79,6 +83,11 @@ class FrontierKeys:
 def glob_escape(text: str) -> str:
     """``text`` matched literally in a SCAN/KEYS pattern."""
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def fence_pattern(spider: str) -> str:
+    """SCAN pattern of the lease fences of every node of a spider."""
+    return f"{{{glob_escape(spider)}}}:fence:*"
 
 
 def start_pattern(spider: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -254,7 +255,8 @@ class LeasingScheduler:
         try:
             want = self.settings.prefetch - len(self._buffer)
             lease_ms = int(self.settings.lease_timeout * 1000)
-            leases = await self._guarded(lambda: self.client.lease(want, lease_ms))
+            call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
+            leases = await self._guarded(lambda: self.client.lease(want, lease_ms, call))
         finally:
             self._refilling = False
         if not leases:

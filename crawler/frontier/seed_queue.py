@@ -30,7 +30,7 @@ import orjson
 from redis.exceptions import ResponseError
 
 from crawler.frontier.client import pending_requests
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, glob_escape
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
@@ -60,6 +60,11 @@ class SeedKeys:
 
     def taken(self, node_id: str) -> str:
         return self.taken_prefix + node_id
+
+    @property
+    def holds_pattern(self) -> str:
+        """SCAN pattern of the takers hash and every node's taken list."""
+        return glob_escape(slot_tag(self.seeds)) + ":ta[kr]*"
 
 
 class WrongSeedKeyType(Exception):
