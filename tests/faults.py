@@ -52,11 +52,12 @@ def crawl_with_interruptions(
     workdir: Path,
     interrupt: Callable[[list[subprocess.Popen[bytes]]], list[int]],
     timeout: float = 300,
+    settings: dict[str, str] | None = None,
 ) -> tuple[Counter[str], list[int | None], list[int]]:
     """Run 3 nodes; ``interrupt`` acts mid-crawl and returns the nodes it killed."""
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
-    settings = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template}
-    with running_nodes(3, workdir=workdir, env=env, settings=settings) as nodes:
+    given = {**FAST_LEASES, "KAFKA_TOPIC_TEMPLATE": topic_template, **(settings or {})}
+    with running_nodes(3, workdir=workdir, env=env, settings=given) as nodes:
         client = redis.Redis.from_url(redis_url)
         client.lpush("pages:start_urls", site.url(0))
         client.close()

@@ -37,8 +37,8 @@ from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
-from crawler.frontier.epoch import recover
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
 from crawler.node_context import NodeContext
@@ -83,9 +83,7 @@ class LeasingScheduler:
         self._client: FrontierClient | None = None
         self._spider: Spider | None = None
         self._heartbeat: asyncio.Future[None] | None = None
-        self._beat_at = time.monotonic()  # the last heartbeat Redis answered
-        self._leases_at_risk = False  # no heartbeat for a lease timeout: not leasing
-        self._epoch = ""  # the frontier's epoch (crawler.frontier.epoch), once known
+        self._keeper: LeaseKeeper | None = None
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of fresh batches
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
@@ -106,8 +104,13 @@ class LeasingScheduler:
         keys = FrontierKeys.for_spider(spider.name)
         self._client = FrontierClient(self.context.redis, keys, self.node_id, self.settings.dedup)
         self.context.tracker = self.tracker
-        self._beat_at = time.monotonic()
-        self._heartbeat = self.context.supervise("heartbeat", self._heartbeat_loop)
+        timing = Timing(
+            self.settings.lease_timeout,
+            self.settings.heartbeat_interval,
+            self.settings.reclaim_batch,
+        )
+        keeper = self._keeper = LeaseKeeper(self._client, self, self.guard, self.stats, timing)
+        self._heartbeat = self.context.supervise("heartbeat", keeper.run)
         self._spawn(self._check_dedup_keys())
         logger.info(
             "Frontier %s on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
@@ -245,8 +248,8 @@ class LeasingScheduler:
     def _maybe_refill(self) -> None:
         if self._refilling or self._closing or time.monotonic() < self._empty_until:
             return
-        if self._heartbeat_stale():
-            return
+        if self._keeper is not None and self._keeper.stale():
+            return  # this node's leases may be other nodes' by now: take no more
         self._refilling = True
         self._spawn(self._refill())
 
@@ -338,71 +341,28 @@ class LeasingScheduler:
         self._work_seen += 1
         self._empty_until = 0.0
 
-    async def _heartbeat_loop(self) -> None:
-        settings = self.settings
-        if not self._epoch:
-            self._epoch = await self.guard.run(self.client.open_epoch)
-        while not self._closing:
-            held = self.tracker.held() + [lease.id for lease, _ in self._buffer]
-            try:
-                beat = await self.client.heartbeat(
-                    held,
-                    node_ttl_ms=int(settings.lease_timeout * 1000),
-                    lease_ms=int(settings.lease_timeout * 1000),
-                    reclaim_limit=settings.reclaim_batch,
-                    epoch=self._epoch,
-                )
-                if beat.epoch != self._epoch:
-                    await self._frontier_lost(beat.epoch)
-                    continue  # beat again at once, in the new epoch
-                if self.dedup_report.bloom:
-                    self.dedup_report.bloom_state(await self.client.bloom_state())
-            except Exception as exc:
-                if self.guard.failed(exc) is None:
-                    raise  # not an outage: the supervisor logs it and restarts the loop
-            else:
-                self.guard.succeeded()
-                self._beat_at = time.monotonic()
-                if self._leases_at_risk:
-                    wake_engine(self.crawler)
-                if beat.reclaimed:
-                    self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
-                    logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
-                    self._new_work()
-                    wake_engine(self.crawler)
-                if beat.lost:
-                    self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
-            self._finish_stragglers()
-            await asyncio.sleep(settings.heartbeat_interval)
+    # -- what the lease keeper asks (crawler.frontier.lease_keeper.Holder) ------------------
 
-    async def _frontier_lost(self, found: str) -> None:
-        """Redis lost the frontier's data: re-enqueue what this node holds (see ``epoch``)."""
+    def held_leases(self) -> list[str]:
+        return self.tracker.held() + [lease.id for lease, _ in self._buffer]
+
+    def give_up_held(self) -> list[bytes]:
         held = [state.body for state in self.tracker.states()]
         held += [lease.body for lease, _ in self._buffer]
         self._buffer.clear()  # not started: only their copies in the new queue are crawled
         self._seen.clear()  # what this node sent to the dedup set is no longer there
-        recovery = await recover(self.client, self._epoch, found, held)
-        self._epoch = recovery.epoch
-        self.stats.inc_value("frontier/epoch_lost")
-        self.stats.inc_value("frontier/requeued_after_loss", recovery.requeued)
+        return held
+
+    def work_arrived(self) -> None:
         self._new_work()
         wake_engine(self.crawler)
 
-    def _heartbeat_stale(self) -> bool:
-        """True while no heartbeat reached Redis for a lease timeout: leases held here may
-        already be reclaimed by other nodes, so this node leases nothing more until one does."""
-        stale = time.monotonic() - self._beat_at > self.settings.lease_timeout
-        if stale != self._leases_at_risk:
-            self._leases_at_risk = stale
-            if stale:
-                self.stats.inc_value("frontier/leasing_paused")
-                logger.warning(
-                    "No heartbeat reached Redis for %.0fs (the lease timeout): leasing paused",
-                    self.settings.lease_timeout,
-                )
-            else:
-                logger.warning("Heartbeats reach Redis again: leasing resumed")
-        return stale
+    async def on_beat(self) -> None:
+        if self.dedup_report.bloom:
+            self.dedup_report.bloom_state(await self.client.bloom_state())
+
+    def after_beat(self) -> None:
+        self._finish_stragglers()
 
     def _finish_stragglers(self) -> None:
         """Leases whose callback outcome no signal reported, once nothing is in flight."""

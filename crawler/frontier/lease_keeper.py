@@ -1,0 +1,134 @@
+"""``LeaseKeeper``: a node's heartbeat on the shared frontier (no Scrapy imports).
+
+Every ``FRONTIER_HEARTBEAT_INTERVAL`` it extends the leases the node holds, returns
+expired leases of any node to the queue, and checks the frontier's epoch
+(``crawler.frontier.epoch``): when Redis lost its data the node re-enqueues what it
+holds. While no heartbeat reaches Redis for a lease timeout the node's leases may
+already be other nodes', so :meth:`LeaseKeeper.stale` tells the scheduler to lease
+nothing more until one does (``frontier/leasing_paused``). Redis outages go through
+the node's outage guard; any other error ends the loop, and the node context's
+supervisor logs it and starts it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from crawler.frontier.client import FrontierClient, Heartbeat
+from crawler.frontier.epoch import recover
+from crawler.redis_outage import OutageGuard
+
+logger = logging.getLogger(__name__)
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+class Holder(Protocol):
+    """What the scheduler tells its keeper."""
+
+    def held_leases(self) -> list[str]:
+        """Ids of every lease the node holds (in flight and buffered)."""
+
+    def give_up_held(self) -> list[bytes]:
+        """The bodies of every lease held; the buffered ones are dropped (not started)."""
+
+    def work_arrived(self) -> None:
+        """Requests reached the shared queue: lease again now."""
+
+    async def on_beat(self) -> None:
+        """Extra Redis work once per heartbeat (the Bloom filter's fill), under the guard."""
+
+    def after_beat(self) -> None:
+        """Once per heartbeat, whatever happened (the idle sweep of stragglers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    lease_timeout: float
+    heartbeat_interval: float
+    reclaim_batch: int
+
+
+class LeaseKeeper:
+    def __init__(
+        self,
+        client: FrontierClient,
+        holder: Holder,
+        guard: OutageGuard,
+        stats: Stats,
+        timing: Timing,
+    ) -> None:
+        self.client = client
+        self.holder = holder
+        self.guard = guard
+        self.stats = stats
+        self.timing = timing
+        self.epoch = ""  # the frontier's epoch, once known
+        self._beat_at = time.monotonic()  # the last heartbeat Redis answered
+        self._at_risk = False
+
+    async def run(self) -> None:
+        timing = self.timing
+        if not self.epoch:
+            self.epoch = await self.guard.run(self.client.open_epoch)
+        while True:
+            try:
+                beat = await self.client.heartbeat(
+                    self.holder.held_leases(),
+                    node_ttl_ms=int(timing.lease_timeout * 1000),
+                    lease_ms=int(timing.lease_timeout * 1000),
+                    reclaim_limit=timing.reclaim_batch,
+                    epoch=self.epoch,
+                )
+                if beat.epoch != self.epoch:
+                    await self._frontier_lost(beat.epoch)
+                    continue  # beat again at once, in the new epoch
+                await self.holder.on_beat()
+            except Exception as exc:
+                if self.guard.failed(exc) is None:
+                    raise  # not an outage: the supervisor logs it and restarts the loop
+            else:
+                self.guard.succeeded()
+                self._beaten(beat)
+            self.holder.after_beat()
+            await asyncio.sleep(timing.heartbeat_interval)
+
+    def _beaten(self, beat: Heartbeat) -> None:
+        self._beat_at = time.monotonic()
+        if self._at_risk:
+            self.holder.work_arrived()  # leasing may go on: look now
+        if beat.reclaimed:
+            self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
+            logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
+            self.holder.work_arrived()
+        if beat.lost:
+            self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
+
+    async def _frontier_lost(self, found: str) -> None:
+        """Redis lost the frontier's data: re-enqueue what this node holds."""
+        recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
+        self.epoch = recovery.epoch
+        self.stats.inc_value("frontier/epoch_lost")
+        self.stats.inc_value("frontier/requeued_after_loss", recovery.requeued)
+        self.holder.work_arrived()
+
+    def stale(self) -> bool:
+        """True while no heartbeat reached Redis for a lease timeout."""
+        stale = time.monotonic() - self._beat_at > self.timing.lease_timeout
+        if stale != self._at_risk:
+            self._at_risk = stale
+            if stale:
+                self.stats.inc_value("frontier/leasing_paused")
+                logger.warning(
+                    "No heartbeat reached Redis for %.0fs (the lease timeout): leasing paused",
+                    self.timing.lease_timeout,
+                )
+            else:
+                logger.warning("Heartbeats reach Redis again: leasing resumed")
+        return stale
