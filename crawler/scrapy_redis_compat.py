@@ -217,6 +217,30 @@ def _items_key(settings: BaseSettings) -> None:
             )
 
 
+# scrapy-redis methods this class does not call: overriding one would be silently ignored.
+SCRAPY_REDIS_METHODS = {
+    "setup_redis": "nothing: the spider connects itself",
+    "next_requests": "make_request_from_data(data)",
+    "schedule_next_requests": "make_request_from_data(data)",
+    "fetch_data": "SEEDS_TYPE / REDIS_START_URLS_AS_SET / _AS_ZSET",
+    "pop_list_queue": "SEEDS_TYPE",
+    "pop_priority_queue": "SEEDS_TYPE",
+    "count_size": "nothing: the node counts the shared queue itself",
+    "spider_idle": "max_idle_time / MAX_IDLE_TIME_BEFORE_CLOSE",
+}
+
+
+def _check_overrides(spidercls: type) -> None:
+    """Refuse a spider that overrides a scrapy-redis method this class never calls."""
+    for name, instead in SCRAPY_REDIS_METHODS.items():
+        if hasattr(spidercls, name):
+            raise ValueError(
+                f"spider {spidercls.__name__} defines {name}(), a scrapy-redis method that "
+                f"crawler.spiders.RedisSpider never calls: use {instead} instead "
+                "(docs/migrating-from-scrapy-redis.md)"
+            )
+
+
 def check_spider_class(spidercls: type) -> None:
     """Refuse spiders built on scrapy-redis's own classes (they pop seeds and never see our
     frontier's guarantees; ours take the same attributes), and spiders whose only start is
@@ -236,6 +260,8 @@ def check_spider_class(spidercls: type) -> None:
             "calls (it would crawl nothing): rename it to `async def start(self)` and yield "
             "the same requests (a RedisSpider: also `async for r in super().start(): yield r`)"
         )
+    if getattr(spidercls, "reads_redis_seeds", False):
+        _check_overrides(spidercls)
     for base in spidercls.__mro__:
         if base.__module__.startswith("scrapy_redis"):
             ours = "RedisCrawlSpider" if "Crawl" in base.__name__ else "RedisSpider"

@@ -41,32 +41,11 @@ logger = logging.getLogger(__name__)
 
 WRONG_TYPE_RETRY_MAX = 30.0  # seconds: longest pause between looks at a seed key of another type
 
-# scrapy-redis methods this class does not call: overriding one would be silently ignored.
-SCRAPY_REDIS_METHODS = {
-    "setup_redis": "nothing: the spider connects itself",
-    "next_requests": "make_request_from_data(data)",
-    "schedule_next_requests": "make_request_from_data(data)",
-    "fetch_data": "SEEDS_TYPE / REDIS_START_URLS_AS_SET / _AS_ZSET",
-    "pop_list_queue": "SEEDS_TYPE",
-    "pop_priority_queue": "SEEDS_TYPE",
-    "count_size": "nothing: the node counts the shared queue itself",
-    "spider_idle": "max_idle_time / MAX_IDLE_TIME_BEFORE_CLOSE",
-}
-
-
-def check_overrides(spidercls: type[scrapy.Spider]) -> None:
-    """Refuse a spider that overrides a scrapy-redis method this class never calls."""
-    for name, instead in SCRAPY_REDIS_METHODS.items():
-        if hasattr(spidercls, name):
-            raise ValueError(
-                f"spider {spidercls.__name__} defines {name}(), a scrapy-redis method that "
-                f"crawler.spiders.RedisSpider never calls: use {instead} instead "
-                "(docs/migrating-from-scrapy-redis.md)"
-            )
-
 
 class RedisSpider(scrapy.Spider):
     """Base class for spiders fed from ``<name>:start_urls`` (or ``redis_key``)."""
+
+    reads_redis_seeds = True  # scrapy_redis_compat refuses scrapy-redis hooks it never calls
 
     redis_key: str | None = None
     redis_batch_size: int | str | None = None
@@ -83,7 +62,6 @@ class RedisSpider(scrapy.Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
-        check_overrides(cls)
         spider = super().from_crawler(crawler, *args, **kwargs)
         # Scrapy builds the spider before add-ons run: read the settings as ClusterAddon
         # will leave them (scrapy-redis names mapped), from a copy.
