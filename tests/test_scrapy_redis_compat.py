@@ -383,3 +383,12 @@ def test_start_requests_only_spiders_are_refused() -> None:
         scrapy_redis_compat.check_spider_class(Old)
     scrapy_redis_compat.check_spider_class(Both)
     scrapy_redis_compat.check_spider_class(MySpider)
+
+
+@pytest.mark.parametrize("hook", ["next_requests", "setup_redis", "spider_idle", "fetch_data"])
+def test_a_scrapy_redis_hook_our_spider_never_calls_is_refused(hook: str) -> None:
+    spidercls = type("Hooked", (RedisSpider,), {"name": "hooked", hook: lambda self: None})
+    with pytest.raises(ValueError, match=f"defines {hook}\\(\\), a scrapy-redis method"):
+        scrapy_redis_compat.check_spider_class(spidercls)
+    # A plain spider may have a method of that name for its own reasons.
+    scrapy_redis_compat.check_spider_class(type("Plain", (scrapy.Spider,), {hook: None}))
