@@ -102,6 +102,12 @@ CRAWLER_CRAWL_ID = "default"  # str: crawl id in Kafka headers (and the ledger)
 CRAWLER_STANDALONE_FEED = "output/%(name)s-%(time)s.jsonl"
 
 
+# --- Scope and limits (docs/scope-and-limits.md) -----------------------------------
+REDIRECT_SCOPE_ENABLED = True  # bool: a redirect out of scope fails its request (redirect/offsite)
+# int bytes >= 0: where inflating a compressed body stops; 0 = DOWNLOAD_MAXSIZE only
+DECOMPRESSION_MAXSIZE = 64 * 1024 * 1024
+LOG_MASK_CREDENTIALS = True  # bool: URL passwords and secret query values masked in every log line
+
 # --- robots.txt, shared by the cluster ------------------------------------------------
 ROBOTSTXT_CACHE_TTL = 86400  # int s >= 1: how long a site's robots.txt is reused by every node
 ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the robots.txt body)

@@ -12,8 +12,6 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-import pytest
-
 from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 from tests.one_node import NodeRun, crawl, page, send
 
@@ -86,13 +84,6 @@ def test_allowed_domains_bind_redirects_of_seeds_and_links(tmp_path: Path, redis
     check_refused(run, site, {site.base_url + p for p in ("/", "/p/1", "/p/2")})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Scrapy's OffsiteMiddleware drops the link at request_scheduled, so its parent's "
-    "request hold is never released; AckTracker.finish_stragglers (crawler/frontier/acks.py) "
-    "then calls callback_done, a no-op once the callback has ended, and the lease never "
-    "completes: the node never goes idle",
-)
 def test_a_link_offsite_middleware_drops_does_not_hold_its_parent(
     tmp_path: Path, redis_url: str
 ) -> None:

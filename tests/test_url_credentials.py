@@ -110,11 +110,6 @@ def test_failure_records_name_the_failure_without_the_password(
     assert all(PASSWORD not in record["error"] for record in records), records
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stored request is the lease body: crawler/frontier/scheduler.py "
-    "LeasingScheduler._complete must mask its URL with mask_secrets",
-)
 def test_failure_records_store_the_request_without_the_password(
     failed_with_credentials: NodeRun,
 ) -> None:

@@ -137,8 +137,12 @@ class AckTracker:
         for lease_id in stragglers:
             state = self._leases[lease_id]
             leaked, state.request_holds = state.request_holds, 0
-            state.holds -= leaked
-            self.callback_done(lease_id)
+            if state.callback_done:  # only leaked request holds keep it: release them
+                state.holds -= leaked - 1
+                self._release(state)
+            else:
+                state.holds -= leaked
+                self.callback_done(lease_id)
         return stragglers
 
     def drain(self) -> list[LeaseState]:

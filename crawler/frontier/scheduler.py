@@ -44,6 +44,7 @@ from crawler.frontier.settings import FrontierSettings
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
+from crawler.url_credentials import mask_secrets
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,17 @@ logger = logging.getLogger(__name__)
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
 SEED_META = "_frontier_seed"  # set by RedisSpider on dont_filter seeds: fetched, and recorded
+
+
+def masked_request(body: bytes) -> Any:
+    """A request's JSON for a failure record, URL credentials masked (as text if masking
+    ever left it unreadable)."""
+    masked = mask_secrets(body.decode("utf-8", "replace"))
+    try:
+        orjson.loads(masked)
+    except orjson.JSONDecodeError:
+        return masked
+    return orjson.Fragment(masked.encode())
 
 
 class LeasingScheduler:
@@ -294,10 +306,10 @@ class LeasingScheduler:
                 "reason": state.failure,
                 "node": self.node_id,
                 "at": time.time(),
-                "request": orjson.Fragment(state.body),
+                "request": masked_request(state.body),
             }
             if state.error is not None:
-                record["error"] = state.error
+                record["error"] = mask_secrets(state.error)
             failure = orjson.dumps(record)
         outcome = state.outcome
         result = await self._guarded(

@@ -34,6 +34,7 @@ from crawler.frontier.keys import FrontierKeys, glob_escape
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
+from crawler.url_credentials import mask_secrets
 
 
 def slot_tag(key: str) -> str:
@@ -164,9 +165,9 @@ class SeedQueue:
     async def reject(self, raw: bytes, reason: str, error: str, node_id: str) -> None:
         """Record a seed that cannot be crawled in the invalid-seed list."""
         record = {
-            "seed": raw.decode("utf-8", "replace")[:4096],
+            "seed": mask_secrets(raw.decode("utf-8", "replace")[:4096]),
             "reason": reason,
-            "error": error,
+            "error": mask_secrets(error),
             "node": node_id,
             "at": time.time(),
         }

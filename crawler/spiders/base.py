@@ -35,6 +35,7 @@ from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
 from crawler.spiders.seed_reader import SeedReader
 from crawler.spiders.seed_rules import check_seed_meta, seed_callback
+from crawler.url_credentials import mask_secrets
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ class RedisSpider(scrapy.Spider):
     def _log_invalid(self, exc: InvalidSeed, where: str) -> None:
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(f"seeds/invalid/{exc.reason}")
-        logger.error("Invalid seed %s (%s): %s", where, exc.reason, exc)
+        logger.error("Invalid seed %s (%s): %s", where, exc.reason, mask_secrets(str(exc)))
 
     async def _redis_seeds(self) -> AsyncIterator[Request]:
         reader = self._seed_reader = SeedReader(self.crawler, self.seed_settings)
