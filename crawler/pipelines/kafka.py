@@ -218,6 +218,17 @@ class KafkaPipeline:
         raise DropItem(f"dead-lettered ({reason}): {error}")
 
     def _poll(self) -> None:
+        """Every KAFKA_POLL_INTERVAL. A crash is logged and counted, and the next tick runs
+        again (an exception would stop the LoopingCall, and every delivery with it)."""
+        try:
+            self._poll_once()
+        except Exception:
+            self.stats.inc_value("node/loop_crashed/kafka_poll")
+            logger.exception(
+                "Kafka poll crashed; polling again in %ss", self.settings.poll_interval
+            )
+
+    def _poll_once(self) -> None:
         self.sender.poll()
         engine = self.crawler.engine
         if engine is None:
