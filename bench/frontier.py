@@ -172,6 +172,8 @@ def pickup_latency(
     latencies = []
     try:
         while "Spider opened" not in log.read_text(errors="replace"):
+            if node.poll() is not None:  # it stopped at start: say why, do not wait for ever
+                raise RuntimeError(f"{variant.name} node exited:\n{log.read_text()[-3000:]}")
             time.sleep(0.05)
         time.sleep(6)  # idle: past scrapy-redis's first idle tick, seeds already read
         for _ in range(samples):

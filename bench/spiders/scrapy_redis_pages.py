@@ -10,5 +10,11 @@ from crawler.spiders.pages import PagesSpider
 class ScrapyRedisPagesSpider(RedisSpider):  # type: ignore[misc]  # scrapy-redis has no types
     name = "scrapy_redis_pages"
     redis_key = "scrapy_redis_pages:start_urls"
+    # scrapy-redis as it is: without the project's add-on (which refuses scrapy-redis's
+    # scheduler and dupefilter, and adds the frontier's components), items to Kafka alike.
+    custom_settings = {  # noqa: RUF012 - Scrapy's own attribute
+        "ADDONS": {},
+        "ITEM_PIPELINES": {"crawler.pipelines.kafka.KafkaPipeline": 900},
+    }
     parse = PagesSpider.parse
     link_extractor = PagesSpider.link_extractor
