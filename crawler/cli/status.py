@@ -267,7 +267,7 @@ def incident_text(incident: Mapping[str, Any]) -> str:
 def ledger_text(ledger: LedgerView) -> str:
     short = ledger["short_runs"]
     if not short:
-        return f"adds up ({ledger['runs']} node runs, each pushed to the end or is pushing)"
+        return f"adds up ({ledger['runs']} node runs, none stopped without its final push)"
     return (
         f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
         f" (their last interval is missing): {', '.join(short)}"
@@ -292,15 +292,15 @@ def render(status: SpiderStatus) -> str:
         f" {status['finished_per_minute']} finished/min"
         f" (last {status['ledger']['window_seconds']:.0f}s)",
         f"  nodes          {len(live)} live of {len(snap['nodes'])}",
-        f"  ledger         {ledger_text(status['ledger'])}",
     ]
-    lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     width = max((len(node["node"]) for node in snap["nodes"]), default=0)
     lines += [
         f"    {node['node']:<{width}}  {'live' if node['live'] else 'DEAD'}"
         f"  {node['leases']:>4} leases  heartbeat {node['heartbeat_ago']:.1f}s ago"
         for node in snap["nodes"]
     ]
+    lines.append(f"  ledger         {ledger_text(status['ledger'])}")
+    lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     lines += [
         f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}",
         f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}",
