@@ -52,14 +52,6 @@ class StartupLog:
         return cls(crawler)
 
     def engine_started(self) -> None:
-        assert self.crawler.extensions is not None
-        metrics = next(
-            (
-                extension
-                for extension in self.crawler.extensions.middlewares
-                if isinstance(extension, PrometheusMetrics)
-            ),
-            None,
-        )
+        metrics = self.crawler.get_extension(PrometheusMetrics)
         address = f"http://{metrics.address}/metrics" if metrics is not None else None
         logger.info("%s", describe_node(self.crawler.settings, address))

@@ -387,7 +387,12 @@ class LeasingScheduler:
         stragglers = self.tracker.finish_stragglers()
         if stragglers:
             self.stats.inc_value("frontier/stragglers", len(stragglers))
-            logger.debug("Finished %d leases with no reported outcome", len(stragglers))
+            logger.warning(
+                "Finished %d leases whose output no signal settled (a request or item dropped "
+                "by a component before the scheduler or the pipelines; their pages are done): %s",
+                len(stragglers),
+                ", ".join(stragglers[:5]),
+            )
 
     async def _close(self, reason: str) -> None:
         self._closing = True

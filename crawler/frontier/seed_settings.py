@@ -20,11 +20,11 @@ from crawler.settings_values import get_typed_list, text
 
 
 class SeedSource(StrEnum):
-    """The Redis type of the seed key, and how seeds leave it."""
+    """The Redis type of the seed key, and the order seeds leave it (seed_take.lua)."""
 
-    LIST = "list"  # BLMPOP from the right: LPUSH order
-    SET = "set"  # SPOP: any order (REDIS_START_URLS_AS_SET)
-    ZSET = "zset"  # BZMPOP MAX: highest score first (REDIS_START_URLS_AS_ZSET)
+    LIST = "list"  # from the right: LPUSH order
+    SET = "set"  # any member (REDIS_START_URLS_AS_SET)
+    ZSET = "zset"  # highest score first (REDIS_START_URLS_AS_ZSET)
 
 
 def _number(name: str, value: Any, kind: type[int] | type[float]) -> Any:

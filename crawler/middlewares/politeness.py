@@ -32,6 +32,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
+from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
@@ -67,7 +68,8 @@ class ClusterRateLimitMiddleware:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.local = LocalLimiter()
-        self.delays = CrawlDelays.of(crawler)  # Crawl-delay from robots.txt
+        self.crawler = crawler
+        self._delays: CrawlDelays | None = None
         self.shared: Limiter | None = None
         self.guard: OutageGuard | None = None
         context = NodeContext.of(crawler)
@@ -78,6 +80,15 @@ class ClusterRateLimitMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ClusterRateLimitMiddleware:
         return cls(crawler)
+
+    @property
+    def delays(self) -> CrawlDelays:
+        """The ``Crawl-delay`` values the node's robots.txt middleware learned (none if it is
+        off). Looked up once the downloader's middlewares are all built."""
+        if self._delays is None:
+            robots = self.crawler.get_downloader_middleware(SharedRobotsTxtMiddleware)
+            self._delays = robots.crawl_delays if robots is not None else CrawlDelays()
+        return self._delays
 
     async def _limited(self, call: str, site: str, *args: object) -> float:
         if self.shared is not None and self.guard is not None:

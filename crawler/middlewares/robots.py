@@ -43,7 +43,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         context = NodeContext.of(crawler)
         self._redis: AsyncRedis | None = context.redis if context is not None else None
         self._guard = context.guard("robotstxt") if context is not None else None
-        self._delays = CrawlDelays.of(crawler)
+        self.crawl_delays = CrawlDelays()  # read by ClusterRateLimitMiddleware
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedRobotsTxtMiddleware:
@@ -89,6 +89,6 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _learn(self, netloc: str, body: bytes) -> None:
         agent = self._robotstxt_useragent or self._default_useragent
         delay = Protego.parse(body.decode("utf-8", "replace")).crawl_delay(agent)
-        self._delays.set(netloc.lower(), delay)
+        self.crawl_delays.set(netloc.lower(), delay)
         if delay:
             logger.info("robots.txt of %s asks for a crawl delay of %ss", netloc, delay)

@@ -1,31 +1,21 @@
 """Crawl delays learned from robots.txt, per crawler process (no Scrapy imports).
 
-The robots.txt middleware records a site's ``Crawl-delay``; the rate limiter
+The robots.txt middleware records a site's ``Crawl-delay`` in its ``CrawlDelays``;
+the rate limiter (which finds that middleware with ``crawler.get_downloader_middleware``)
 slows that site to one request per delay. Every node reads robots.txt from
 the same shared cache, so every node learns the same delay.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
-
 from crawler.politeness.limiter import Rate
-
-_registries: weakref.WeakKeyDictionary[Any, CrawlDelays] = weakref.WeakKeyDictionary()
 
 
 class CrawlDelays:
+    """Owned by the node's robots.txt middleware; the rate limiter reads it."""
+
     def __init__(self) -> None:
         self._delays: dict[str, float] = {}
-
-    @classmethod
-    def of(cls, owner: Any) -> CrawlDelays:
-        """The registry shared by the components of ``owner`` (a crawler)."""
-        registry = _registries.get(owner)
-        if registry is None:
-            registry = _registries[owner] = cls()
-        return registry
 
     def set(self, site: str, seconds: float | None) -> None:
         if seconds and seconds > 0:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -47,7 +46,6 @@ logger = logging.getLogger(__name__)
 
 D_C0 = "d_c0"
 APP_ZA = "OS=Web"
-T = TypeVar("T")
 
 
 def cookie_value(header: str, name: str) -> str | None:
@@ -131,7 +129,7 @@ class ZhihuApiMiddleware:
             return response
         self.stats.inc_value(f"zhihu/api_error/{error.code}")
         if error.problem is Problem.RATE_LIMITED:
-            politeness = self._component(ClusterRateLimitMiddleware)
+            politeness = self.crawler.get_downloader_middleware(ClusterRateLimitMiddleware)
             if politeness is not None:
                 await politeness.penalize(site_of(response.url), "zhihu_40362", response)
         elif error.problem is Problem.CHALLENGE and self.settings.challenge_browser:
@@ -167,7 +165,7 @@ class ZhihuApiMiddleware:
     def _challenge_resolver(self) -> ChallengeResolver | None:
         """Built at the first challenge, on the session middleware's store (none: no sessions)."""
         if self._challenges is None:
-            sessions = self._component(SharedSessionMiddleware)
+            sessions = self.crawler.get_downloader_middleware(SharedSessionMiddleware)
             if sessions is None:
                 return None
             ttl = lease_seconds(self.settings.challenge_timeout)
@@ -185,12 +183,3 @@ class ZhihuApiMiddleware:
             )
             self._challenges = ChallengeResolver(store, lease, solver, wait=ttl)
         return self._challenges
-
-    def _component(self, kind: type[T]) -> T | None:
-        """The downloader middleware of class ``kind``, if enabled."""
-        engine = self.crawler.engine
-        assert engine is not None
-        for component in engine.downloader.middleware.middlewares:
-            if isinstance(component, kind):
-                return component
-        return None
