@@ -127,6 +127,10 @@ def test_dead_letters_list_replay_drop(kafka_bootstrap: str) -> None:
     assert dead_letters(topic, kafka_bootstrap, "list")[-1] == (
         f"3 dead letters of {topic}.dlq listed, 3 unhandled (group crawler-dead-letters)"
     )
+    # The dead-letter topic's own name works too (it read <topic>.dlq.dlq: 0 listed).
+    assert dead_letters(f"{topic}.dlq", kafka_bootstrap, "list")[-1] == (
+        f"3 dead letters of {topic}.dlq listed, 3 unhandled (group crawler-dead-letters)"
+    )
 
     refused = crawler_cli("dead-letters", "drop", topic, "--bootstrap", kafka_bootstrap)
     assert refused.returncode == 1

@@ -4,6 +4,7 @@ hand-made state (tests/test_operations_cluster.py runs every command against a r
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -220,3 +221,44 @@ def test_purge_asks_and_deletes_ledgers_too(redis_url: str, redis_client: redis.
     crawler_cli(redis_url, "purge", "pages", "--yes")
     assert redis_client.keys("*") == [b"other:start_urls"]
     assert "Nothing to purge" in crawler_cli(redis_url, "purge", "pages", "--yes").stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("seed", "pagse", "http://h/1"),
+        ("status", "pagse"),
+        ("requeue", "pagse"),
+        ("purge", "pagse", "--yes"),
+    ],
+)
+def test_an_unknown_spider_is_refused_with_the_projects_spiders(
+    redis_url: str, redis_client: redis.Redis, command: tuple[str, ...]
+) -> None:
+    result = crawler_cli(redis_url, *command)
+    assert result.returncode == 1
+    assert "no spider 'pagse' in this project" in result.stderr
+    assert "pages" in result.stderr and "zhihu" in result.stderr  # what it has
+    assert result.stdout == ""
+    assert not redis_client.exists("pagse:start_urls")  # a typo strands no seed
+
+
+def test_status_into_a_closed_pipe_is_quiet(redis_url: str, redis_client: redis.Redis) -> None:
+    """``crawler status | head -1``: the reader is gone before the output is written."""
+    redis_client.lpush("pages:start_urls", "http://h/1")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "crawler", "status", "--redis", redis_url],
+            cwd=REPO_ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141, result.stderr
+    assert result.stderr == ""

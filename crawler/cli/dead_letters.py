@@ -39,7 +39,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ("drop", run_drop, "mark them handled without sending them"),
     ):
         sub = actions.add_parser(name, help=text)
-        sub.add_argument("topic", help="the topic whose dead letters (<topic>.dlq) to use")
+        sub.add_argument(
+            "topic", help="the item topic whose dead letters (<topic>.dlq) to use, or that DLQ"
+        )
         add_dead_letter_options(sub)
         sub.add_argument(
             "--timeout", type=float, default=30.0, help="seconds Kafka may take to answer"
@@ -80,8 +82,10 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
         settings = dead_letter_settings(args)
         bootstrap = kafka_bootstrap(args)
         try:
+            # The item topic or its dead-letter topic itself: both name the same DLQ.
+            args.topic, dlq = settings.source_and_dlq(args.topic)
             with DeadLetterQueues(bootstrap, settings.group, args.timeout) as queues:
-                return action(args, queues, settings.dlq(args.topic))
+                return action(args, queues, dlq)
         except DeadLetterError as exc:
             raise SystemExit(f"crawler dead-letters {args.action}: {exc}") from exc
 

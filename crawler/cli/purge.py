@@ -6,7 +6,8 @@ import argparse
 
 import orjson
 
-from crawler.cli.config import add_redis_option, redis_client
+from crawler.cli.config import add_redis_option, project_settings, redis_client
+from crawler.cli.spiders import require_spider
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from crawler.commands.purge import present_keys  # noqa: PLC0415 - the Scrapy command: loads Scrapy
 
     spider = args.spider
+    require_spider(spider, project_settings())
     client = redis_client(args)
     try:
         present = present_keys(client, spider, keep_seeds=args.keep_seeds)

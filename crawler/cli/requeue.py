@@ -7,6 +7,7 @@ import argparse
 import orjson
 
 from crawler.cli.config import frontier_admin, project_settings, redis_client
+from crawler.cli.spiders import require_spider
 from crawler.cli.status import add_crawl_options
 
 
@@ -19,7 +20,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    crawl_id = args.crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
+    settings = project_settings()
+    require_spider(args.spider, settings)
+    crawl_id = args.crawl or str(settings["CRAWLER_CRAWL_ID"])
     client = redis_client(args)
     try:
         requeued = frontier_admin(client, args.spider).requeue_expired(crawl_id)

@@ -10,6 +10,7 @@ from typing import TypedDict
 import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
+from crawler.cli.spiders import require_spider
 from crawler.frontier.seeds import InvalidSeed, parse_seed
 
 STDIN = "-"
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not seeds:
         raise SystemExit("no seeds given: pass them as arguments, with --file F or -")
     settings = project_settings()
+    require_spider(args.spider, settings)
     valid, rejected = validate(seeds, int(settings["SEEDS_MAX_BYTES"]))
     key = str(settings["SEEDS_KEY"]) % {"name": args.spider}
     if valid:

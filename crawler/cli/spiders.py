@@ -2,8 +2,8 @@
 
 Spiders are looked up with Scrapy's spider loader in the project's ``SPIDER_MODULES``;
 a spider's ``custom_settings`` override the project's topic templates, as they do
-on the nodes. A spider the project does not have gets the project's templates and
-no session platform.
+on the nodes. Commands that take a spider name refuse one the project does not have
+(``require_spider``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,22 @@ def _loader(modules: tuple[str, ...]) -> SpiderLoaderProtocol:
     from scrapy.spiderloader import get_spider_loader  # noqa: PLC0415
 
     return get_spider_loader(Settings({"SPIDER_MODULES": list(modules)}))
+
+
+def project_spiders(settings: Mapping[str, Any]) -> list[str]:
+    """The spider names of the project (``SPIDER_MODULES``)."""
+    return sorted(_loader(tuple(settings["SPIDER_MODULES"])).list())
+
+
+def require_spider(name: str, settings: Mapping[str, Any]) -> None:
+    """Refuse a spider name the project does not have (a typo would strand seeds or show
+    an empty crawl as finished): ``SystemExit`` naming the spiders it has."""
+    known = project_spiders(settings)
+    if name not in known:
+        raise SystemExit(
+            f"crawler: no spider {name!r} in this project (SPIDER_MODULES); "
+            f"its spiders: {', '.join(known) or 'none'}"
+        )
 
 
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:

@@ -21,7 +21,7 @@ from crawler.cli.config import (
     redis_client,
 )
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
-from crawler.cli.spiders import spider_facts
+from crawler.cli.spiders import require_spider, spider_facts
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.redis_connection import SyncRedis
@@ -317,6 +317,9 @@ def render(status: SpiderStatus) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = project_settings()
+    for spider in args.spiders:
+        require_spider(spider, settings)
     client = redis_client(args)
     try:
         reader = StatusReader(client, args)

@@ -6,7 +6,8 @@ import argparse
 import sys
 import time
 
-from crawler.cli.config import redis_client
+from crawler.cli.config import project_settings, redis_client
+from crawler.cli.spiders import require_spider
 from crawler.cli.status import (
     SpiderStatus,
     StatusReader,
@@ -90,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise SystemExit(f"--interval {args.interval} must be > 0")
     spiders = [args.spider] if args.spider else []
+    if args.spider:
+        require_spider(args.spider, project_settings())
     client = redis_client(args)
     try:
         reader = StatusReader(client, args)

@@ -53,6 +53,14 @@ class DeadLetterSettings:
     def dlq(self, topic: str) -> str:
         return self.dlq_template.format(topic=topic)
 
+    def source_and_dlq(self, topic: str) -> tuple[str, str]:
+        """``topic`` is an item topic or already its dead-letter topic: (item topic, DLQ)."""
+        prefix, _, suffix = self.dlq_template.partition("{topic}")
+        inner = len(topic) - len(prefix) - len(suffix)
+        if (prefix or suffix) and inner > 0 and topic.startswith(prefix) and topic.endswith(suffix):
+            return topic[len(prefix) : len(topic) - len(suffix)], topic
+        return topic, self.dlq(topic)
+
 
 def dead_letter_topics(
     topic_template: str, dlq_template: str, spider: str, existing: list[str]
