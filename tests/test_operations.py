@@ -262,3 +262,21 @@ def test_status_into_a_closed_pipe_is_quiet(redis_url: str, redis_client: redis.
         os.close(write_end)
     assert result.returncode == 141, result.stderr
     assert result.stderr == ""
+
+
+def test_purge_refuses_while_nodes_are_live_unless_forced(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    redis_client.zadd(KEYS.queue, {"000000000001": 0})
+    redis_client.zadd(KEYS.nodes, {"node-a": server_ms(redis_client) + 60_000, "old": 1})
+    refused = crawler_cli(redis_url, "purge", "pages", "--yes")
+    assert refused.returncode == 1
+    assert "1 nodes of 'pages' are live (node-a)" in refused.stderr
+    assert redis_client.exists(KEYS.queue) == 1
+
+    forced = crawler_cli(redis_url, "purge", "pages", "--yes", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not redis_client.exists(KEYS.queue)
+    epoch = redis_client.get(KEYS.epoch)
+    assert isinstance(epoch, bytes)
+    assert epoch.startswith(b"purged:")  # running nodes reset at their next heartbeat

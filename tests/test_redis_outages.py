@@ -24,7 +24,7 @@ from crawler.cli.main import main
 from crawler.demo.site import Site
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.redis_outage import OutageGuard, outage_reason
-from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import (
     FAST_LEASES,
     assert_nothing_lost,
@@ -179,3 +179,34 @@ def test_redis_restarted_without_persistence_is_reported_not_finished(
     assert "lost its data" in node_logs
     assert "INCOMPLETE: frontier data lost" in status, status
     assert "re-enqueued the" in status, status
+
+
+def test_a_forced_purge_resets_running_nodes_and_a_new_seed_is_crawled(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Purged under a live node, then seeded again: the node crawls the seed's site again.
+    Before, its seen-cache still dropped the links (0 enqueued), and purge gave no warning."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        **FAST_LEASES,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "0",
+        "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl"),
+    }
+    with (
+        Site(20) as site,
+        running_nodes(1, workdir=tmp_path / "nodes", env=env, settings=settings) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        wait_for_hits(site, 20)
+        time.sleep(2)  # crawled: every page is in the dedup set and the node's seen-cache
+        refused = main(["purge", "pages", "--yes", "--redis", redis_url])
+        assert refused == 1
+        assert main(["purge", "pages", "--yes", "--force", "--redis", redis_url]) == 0
+        log = tmp_path / "nodes" / "node-0.log"
+        assert wait_for_log(log, "purged by an operator", timeout=30), logs(tmp_path / "nodes")
+        redis_client.lpush("pages:start_urls", site.url(0))
+        wait_for_hits(site, 40, timeout=60)  # every page again
+        assert nodes[0].poll() is None
+    node_log = logs(tmp_path / "nodes")
+    assert "lost its data" not in node_log  # a purge is not a loss: no incident
+    assert not redis_client.exists("{pages}:incidents")

@@ -1,8 +1,9 @@
-"""``crawler purge <spider> [--yes] [--keep-seeds]``: ``scrapy purge``, and the crawl ledgers."""
+"""``crawler purge <spider> [--yes] [--keep-seeds] [--force]``: ``scrapy purge``, with ledgers."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import orjson
 
@@ -15,25 +16,35 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("spider")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+    parser.add_argument("--force", action="store_true", help="purge even with live nodes")
     add_redis_option(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object for scripts")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from crawler.commands.purge import present_keys  # noqa: PLC0415 - the Scrapy command: loads Scrapy
+    from crawler.commands.purge import (  # noqa: PLC0415 - the Scrapy command: loads Scrapy
+        live_nodes,
+        present_keys,
+        purge,
+        refusal,
+    )
 
     spider = args.spider
     require_spider(spider, project_settings())
     client = redis_client(args)
     try:
+        live = live_nodes(client, spider)
+        if (why := refusal(live, spider, force=args.force)) is not None:
+            print(f"Not purged: {why}", file=sys.stderr)
+            return 1
         present = present_keys(client, spider, keep_seeds=args.keep_seeds)
         if present and not args.yes:
             answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
             if answer.strip() != spider:
                 print("Not purged.")
                 return 1
-        deleted = int(client.delete(*present)) if present else 0
+        deleted = purge(client, spider, present, live=live) if present else 0
     finally:
         client.close()
     if args.json:

@@ -1,23 +1,27 @@
 """``scrapy purge <spider> [--yes] [--keep-seeds]``: delete a spider's shared state in Redis.
 
 The only thing that deletes the shared frontier: nodes never do. Asks for
-confirmation unless ``--yes`` is given.
+confirmation unless ``--yes`` is given; refuses while the spider has live nodes unless
+``--force`` is given, and then writes a ``purged:`` epoch: the running nodes drop what
+they hold and their seen-caches at their next heartbeat (``crawler.frontier.epoch``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
+from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import FrontierKeys, fence_pattern, start_pattern
 from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
-from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
+from crawler.redis_connection import RedisConfig, SyncRedis, server_time_ms, sync_client
 
 
 def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
@@ -40,12 +44,38 @@ def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[st
     return present
 
 
+def live_nodes(client: SyncRedis, spider: str) -> list[str]:
+    """Nodes of ``spider`` whose heartbeat is still current (Redis time)."""
+    keys = FrontierKeys.for_spider(spider)
+    now = server_time_ms(client, keys.nodes)
+    return [text(node) for node in client.zrangebyscore(keys.nodes, now, "+inf")]
+
+
+def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
+    """Why purging ``spider`` now is refused (``live`` nodes, without ``--force``), or None."""
+    if not live or force:
+        return None
+    return (
+        f"{len(live)} nodes of {spider!r} are live ({', '.join(live)}): stop them first, or pass "
+        "--force (they then drop what they hold and their seen-caches at their next heartbeat)"
+    )
+
+
+def purge(client: SyncRedis, spider: str, present: list[str], *, live: list[str]) -> int:
+    """Delete ``present``. With ``live`` nodes, write a ``purged:`` epoch: at their next
+    heartbeat they reset instead of taking the purge for lost data (``epoch.py``)."""
+    deleted = sum(int(client.delete(key)) for key in present)
+    if live:
+        client.set(FrontierKeys.for_spider(spider).epoch, f"{PURGED_EPOCH}{uuid.uuid4().hex}")
+    return deleted
+
+
 class Command(ScrapyCommand):
     requires_project = True
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "<spider> [--yes] [--keep-seeds]"
+        return "<spider> [--yes] [--keep-seeds] [--force]"
 
     def short_desc(self) -> str:
         return "Delete a spider's shared queue, leases, dedup set and seeds in Redis"
@@ -54,6 +84,7 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+        parser.add_argument("--force", action="store_true", help="purge even with live nodes")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -65,6 +96,11 @@ class Command(ScrapyCommand):
         redis = RedisConfig.from_url(url)
         client = sync_client(redis)
         try:
+            live = live_nodes(client, args[0])
+            if (why := refusal(live, args[0], force=opts.force)) is not None:
+                print(f"Not purged: {why}", file=sys.stderr)
+                self.exitcode = 1
+                return
             present = present_keys(client, args[0], keep_seeds=opts.keep_seeds)
             if not present:
                 print(f"Nothing to purge for {args[0]!r} on {redis.display}")
@@ -75,7 +111,7 @@ class Command(ScrapyCommand):
                     print("Not purged.")
                     self.exitcode = 1
                     return
-            deleted = sum(int(client.delete(key)) for key in present)
+            deleted = purge(client, args[0], present, live=live)
             print(f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}")
         finally:
             client.close()

@@ -35,6 +35,7 @@ class LeaseState:
     failure: str | None = None
     error: str | None = None  # the failure's detail, for its record
     requeue_reason: str | None = None
+    void: bool = False  # the frontier was purged under it: its output is not written
 
     @property
     def outcome(self) -> str:
@@ -65,6 +66,13 @@ class AckTracker:
     def states(self) -> list[LeaseState]:
         return list(self._leases.values())
 
+    def void_all(self) -> int:
+        """The frontier was purged: what the leases held now yield is not written."""
+        for state in self._leases.values():
+            state.void = True
+            state.children.clear()
+        return len(self._leases)
+
     def start(self, lease_id: str, body: bytes) -> None:
         self._leases[lease_id] = LeaseState(lease_id, body)
 
@@ -77,14 +85,16 @@ class AckTracker:
     def add_child(self, lease_id: str, request: NewRequest | None) -> None:
         """A yielded request reached the scheduler (``None``: it could not be stored)."""
         state = self._leases[lease_id]
-        if request is not None:
+        if request is not None and not state.void:
             state.children.append(request)
         state.request_holds -= 1
         self._release(state)
 
     def replace(self, lease_id: str, request: NewRequest) -> None:
         """The download was answered by a new request (redirect, retry): enqueue it, finish."""
-        self._leases[lease_id].children.append(request)
+        state = self._leases[lease_id]
+        if not state.void:
+            state.children.append(request)
         self.callback_done(lease_id)
 
     def fail(self, lease_id: str, reason: str, error: str | None = None) -> None:

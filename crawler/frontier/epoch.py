@@ -8,7 +8,9 @@ The node that sees it logs an ERROR, adopts the frontier's new epoch (creating
 it if there is none), records an incident in ``{<spider>}:incidents`` (what it
 knew, what it re-enqueued) and re-enqueues every request it holds, so work in
 flight is not lost with the data; requests that were only queued in the lost
-data are gone, and ``crawler status`` says so instead of "finished".
+data are gone, and ``crawler status`` says so instead of "finished". A forced
+``crawler purge`` writes an epoch starting with ``purged:``: nodes then drop what
+they hold and their seen-caches instead (nothing to recover: the operator reset it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from crawler.frontier import codec
 from crawler.frontier.client import FrontierClient, NewRequest
 
 logger = logging.getLogger(__name__)
+
+PURGED_EPOCH = "purged:"  # the prefix of the epoch a forced purge writes
 
 
 @dataclass(frozen=True, slots=True)

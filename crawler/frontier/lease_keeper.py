@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawler.frontier.client import FrontierClient, Heartbeat
-from crawler.frontier.epoch import recover
+from crawler.frontier.epoch import PURGED_EPOCH, recover
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,10 @@ class Holder(Protocol):
 
     def give_up_held(self) -> list[bytes]:
         """The bodies of every lease held; the buffered ones are dropped (not started)."""
+
+    def forget_held(self) -> int:
+        """The frontier was purged: drop the buffered leases, write nothing the others yield.
+        Returns how many were held."""
 
     def work_arrived(self) -> None:
         """Requests reached the shared queue: lease again now."""
@@ -111,7 +115,20 @@ class LeaseKeeper:
             self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
 
     async def _frontier_lost(self, found: str) -> None:
-        """Redis lost the frontier's data: re-enqueue what this node holds."""
+        """Redis lost the frontier's data: re-enqueue what this node holds. An operator's
+        purge (``crawler purge --force`` writes a ``purged:`` epoch) is not a loss: what the
+        node holds is dropped instead."""
+        if found.startswith(PURGED_EPOCH):
+            held = self.holder.forget_held()
+            self.epoch = found
+            self.stats.inc_value("frontier/purged")
+            logger.warning(
+                "The frontier %s was purged by an operator: dropped the %d requests this node "
+                "held and its seen-cache",
+                self.client.keys.queue,
+                held,
+            )
+            return
         recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
         self.epoch = recovery.epoch
         self.stats.inc_value("frontier/epoch_lost")

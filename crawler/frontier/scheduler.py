@@ -365,6 +365,13 @@ class LeasingScheduler:
         self._seen.clear()  # what this node sent to the dedup set is no longer there
         return held
 
+    def forget_held(self) -> int:
+        dropped = len(self._buffer) + self.tracker.void_all()
+        self._buffer.clear()
+        self._fresh.clear()  # links not yet written (their leases are released as usual)
+        self._seen.clear()
+        return dropped
+
     def work_arrived(self) -> None:
         self._new_work()
         wake_engine(self.crawler)
@@ -410,11 +417,14 @@ class LeasingScheduler:
             released = await self._guarded(lambda: self.client.release(unfinished))
         except GaveUp:
             released = 0
-            logger.error(
-                "Could not return %d leases at close; other nodes reclaim them after %ss",
-                len(unfinished),
-                self.settings.lease_timeout,
-            )
+            if unfinished:
+                logger.error(
+                    "Could not return %d leases at close; other nodes reclaim them after %ss",
+                    len(unfinished),
+                    self.settings.lease_timeout,
+                )
+            else:  # nothing held: only the node's entry stays, shown as dead after it expires
+                logger.warning("Redis unavailable at close: this node holds no lease")
         if released:
             self.stats.inc_value("frontier/released", released)
         self.dedup_report.summary()
