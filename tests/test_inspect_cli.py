@@ -1,0 +1,216 @@
+"""``crawler queue``, ``crawler failed`` and ``crawler leases`` on a small real frontier."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import orjson
+import pytest
+import redis
+from redis.asyncio import Redis as AsyncRedis
+
+from crawler.cli.main import main
+from crawler.demo.nodes import REPO_ROOT
+from crawler.frontier import codec
+from crawler.frontier.client import FrontierClient, Lease, NewRequest
+from crawler.frontier.keys import FrontierKeys
+
+T = TypeVar("T")
+KEYS = FrontierKeys.for_spider("pages")
+LEASE_MS = 60_000
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def scenario() -> T:
+        return await coro
+
+    return asyncio.run(scenario())
+
+
+def request(url: str, priority: int = 0, depth: int = 0) -> NewRequest:
+    body = codec.dumps({"url": url, "priority": priority, "meta": {"depth": depth}})
+    return NewRequest(fingerprint=url, score=-float(priority), body=body)
+
+
+async def enqueue(redis_url: str, *requests: NewRequest) -> None:
+    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, "seeder")
+    await client.complete(None, "done", list(requests))
+    await client.aclose()
+
+
+async def lease(redis_url: str, node: str, count: int) -> list[Lease]:
+    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, node)
+    leases = await client.lease(count, LEASE_MS)
+    await client.aclose()
+    return leases
+
+
+async def fail(redis_url: str, node: str, lease_id: str, body: bytes, reason: str) -> None:
+    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, node)
+    record = {"reason": reason, "node": node, "at": 1.0, "request": orjson.Fragment(body)}
+    record["error"] = f"{reason} happened"
+    await client.complete(lease_id, "failed", [], orjson.dumps(record))
+    await client.aclose()
+
+
+def cli(capsys: pytest.CaptureFixture[str], redis_url: str, *args: str) -> tuple[int, str]:
+    code = main([*args, "--redis", redis_url])
+    return code, capsys.readouterr().out
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], redis_url: str, *args: str) -> Any:
+    code, out = cli(capsys, redis_url, *args, "--json")
+    assert code == 0, out
+    return orjson.loads(out)
+
+
+def crawler_cli(redis_url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crawler", *args, "--redis", redis_url],
+        cwd=REPO_ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def five_failures(redis_url: str) -> None:
+    """Five failed requests: three download timeouts, two spider exceptions."""
+    run(enqueue(redis_url, *(request(f"http://a.test/{n}", priority=n) for n in range(5))))
+    for n, taken in enumerate(run(lease(redis_url, "node-a", 5))):
+        reason = "download/TimeoutError" if n < 3 else "spider_exception/KeyError"
+        run(fail(redis_url, "node-a", taken.id, taken.body, reason))
+
+
+# -- queue -------------------------------------------------------------------------------------
+
+
+def test_queue_shows_the_head_in_lease_order_and_counts_per_site(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(
+        enqueue(
+            redis_url,
+            request("http://a.test/low", priority=0, depth=2),
+            request("http://b.test:8080/top", priority=9, depth=1),
+            request("http://a.test/mid", priority=5, depth=3),
+            request("http://a.test/other", priority=0, depth=1),
+        )
+    )
+    shown = cli_json(capsys, redis_url, "queue", "pages", "--top", "2")
+    assert [(r["priority"], r["url"], r["depth"], r["site"]) for r in shown["head"]] == [
+        (9, "http://b.test:8080/top", 1, "b.test:8080"),
+        (5, "http://a.test/mid", 3, "a.test"),
+    ]
+    assert shown["sites"] == {"a.test": 3, "b.test:8080": 1}
+    assert (shown["queued"], shown["scanned"]) == (4, 4)
+
+    only_a = cli_json(capsys, redis_url, "queue", "pages", "--site", "a.test")
+    assert [r["url"] for r in only_a["head"]] == [
+        "http://a.test/mid",
+        "http://a.test/low",
+        "http://a.test/other",
+    ]
+
+    code, out = cli(capsys, redis_url, "queue", "pages", "--top", "1", "--scan", "2")
+    assert code == 0
+    assert "9  http://b.test:8080/top" in out
+    assert "counted 2 of 4 queued requests" in out
+
+
+def test_queue_of_an_unknown_spider_is_refused_on_stderr(redis_url: str) -> None:
+    result = crawler_cli(redis_url, "queue", "pagez")
+    assert result.returncode != 0
+    assert "no spider 'pagez'" in result.stderr
+    assert result.stdout == ""
+
+
+# -- failed ------------------------------------------------------------------------------------
+
+
+def test_failed_list_prints_records_and_filters_by_reason_prefix(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five_failures(redis_url)
+    code, out = cli(capsys, redis_url, "failed", "pages", "list")
+    assert code == 0
+    assert out.count("download/TimeoutError") == 3
+    assert "5 failed requests of 'pages' listed" in out
+
+    code, out = cli(capsys, redis_url, "failed", "pages", "list", "--reason", "spider_exception")
+    assert "download/" not in out
+    assert "2 failed requests of 'pages' listed (reason spider_exception*)" in out
+
+    code, out = cli(capsys, redis_url, "failed", "pages", "list", "--reason", "download", "--json")
+    records = [orjson.loads(line) for line in out.splitlines()]
+    assert {r["reason"] for r in records} == {"download/TimeoutError"}
+    assert sorted(r["request"]["url"] for r in records) == [
+        "http://a.test/2",
+        "http://a.test/3",
+        "http://a.test/4",
+    ]
+    assert {r["node"] for r in records} == {"node-a"}
+    assert all(r["id"] and r["error"] == "download/TimeoutError happened" for r in records)
+
+
+def test_retry_puts_failed_requests_back_and_a_node_leases_them(
+    redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five_failures(redis_url)
+    seen_before = redis_client.smembers(KEYS.dupefilter)
+    counts = cli_json(capsys, redis_url, "failed", "pages", "retry", "--reason", "download/")
+    assert counts == {"spider": "pages", "retried": 3, "skipped": 0}
+    assert redis_client.hlen(KEYS.failed) == 2
+    assert redis_client.smembers(KEYS.dupefilter) == seen_before  # dedup untouched
+
+    taken = run(lease(redis_url, "node-b", 10))
+    urls = [codec.loads(t.body)["url"] for t in taken]
+    assert urls == ["http://a.test/4", "http://a.test/3", "http://a.test/2"]  # by priority
+    assert all(len(t.id) == 12 and int(t.id, 16) > 5 for t in taken)  # fresh ids from seq
+    assert codec.loads(taken[0].body)["meta"] == {"depth": 0}
+
+
+def test_drop_asks_first_then_deletes(redis_url: str, redis_client: redis.Redis) -> None:
+    five_failures(redis_url)
+    refused = crawler_cli(redis_url, "failed", "pages", "drop", "--reason", "spider", stdin="n\n")
+    assert refused.returncode == 1
+    assert "Drop 2 failed requests of 'pages' (reason spider*)?" in refused.stdout
+    assert redis_client.hlen(KEYS.failed) == 5
+
+    agreed = crawler_cli(redis_url, "failed", "pages", "drop", "--reason", "spider", stdin="y\n")
+    assert agreed.returncode == 0, agreed.stderr
+    assert "Dropped 2 failed requests of 'pages'" in agreed.stdout
+    assert redis_client.hlen(KEYS.failed) == 3
+
+    forced = crawler_cli(redis_url, "failed", "pages", "drop", "--yes", "--json")
+    assert orjson.loads(forced.stdout) == {"spider": "pages", "dropped": 3}
+    assert redis_client.hlen(KEYS.failed) == 0
+
+
+# -- leases ------------------------------------------------------------------------------------
+
+
+def test_leases_are_grouped_by_node_with_age_and_urls(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(enqueue(redis_url, *(request(f"http://a.test/{n}", priority=-n) for n in range(7))))
+    run(lease(redis_url, "node-a", 2))
+    run(lease(redis_url, "node-b", 5))
+    shown = cli_json(capsys, redis_url, "leases", "pages")
+    nodes = {n["node"]: n for n in shown["nodes"]}
+    assert {name: n["leases"] for name, n in nodes.items()} == {"node-a": 2, "node-b": 5}
+    assert nodes["node-a"]["urls"] == ["http://a.test/0", "http://a.test/1"]
+    assert len(nodes["node-b"]["urls"]) == 3  # the first few
+    assert all(0 <= n["oldest_age"] < 30 and n["expired"] == 0 for n in nodes.values())
+    assert shown["lease_timeout"] == 60.0
+
+    code, out = cli(capsys, redis_url, "leases", "pages")
+    assert code == 0
+    assert "node-b" in out and "5 leases" in out
+    assert "estimated" in out
