@@ -18,6 +18,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 from crawler.cli.main import main
+from crawler.cli.status import (
+    FrontierStatus,
+    SpiderStatus,
+    eta_text,
+    frontier_status,
+    render,
+)
 from crawler.demo.nodes import REPO_ROOT
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields
@@ -280,3 +287,58 @@ def test_purge_refuses_while_nodes_are_live_unless_forced(
     epoch = redis_client.get(KEYS.epoch)
     assert isinstance(epoch, bytes)
     assert epoch.startswith(b"purged:")  # running nodes reset at their next heartbeat
+
+
+def status_with_nothing_else(frontier: FrontierStatus) -> SpiderStatus:
+    """A full status around ``frontier``: no sessions, no Kafka."""
+    return SpiderStatus(
+        **frontier,
+        sessions=None,
+        dead_letters={"state": "off", "group": "g", "unhandled": None, "topics": {}, "error": None},
+    )
+
+
+def test_nodes_go_live_late_dead_then_gone(redis_url: str, redis_client: redis.Redis) -> None:
+    """Heartbeats every 5 s, lease 60 s: late after two missed heartbeats, dead after the
+    lease, and out of the view once its leases were reclaimed (still shown with --all)."""
+    now = server_ms(redis_client)
+    redis_client.zadd(
+        KEYS.nodes,
+        {"fresh": now + 59_000, "late": now + 45_000, "dead": now - 1000, "gone": now - 9000},
+    )
+    redis_client.zadd(KEYS.leases, {"l1": now + 1000})
+    redis_client.hset(KEYS.inflight, "l1", "dead\t0")
+    status = frontier_status(redis_client, "pages", "c1")
+    states = {node["node"]: node["state"] for node in status["snapshot"]["nodes"]}
+    assert states == {"fresh": "live", "late": "late", "dead": "dead", "gone": "dead"}
+    text = render(status_with_nothing_else(status))
+    assert "1 live, 1 late, 2 dead (1 gone: --all)" in text
+    assert "    dead " in text and "    gone " not in text
+    assert "    gone " in render(status_with_nothing_else(status), show_all=True)
+
+
+def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    keys = LedgerKeys.for_crawl("pages", "c1")
+    now = server_ms(redis_client)
+    minute = now // 60_000
+    redis_client.hset(keys.total, mapping={"done": 100, "started_ms": now - 300_000})
+    # One busy minute, three idle ones: 120 pages are 120/min, not 24/min over 5 minutes.
+    redis_client.hset(keys.minute(minute - 2), mapping={"pages": 120, "done": 120, "enqueued": 60})
+    redis_client.zadd(KEYS.queue, {"000000000001": 0, "000000000002": 0})
+    redis_client.zadd(KEYS.nodes, {"node-a": now + 59_000})
+    running = frontier_status(redis_client, "pages", "c1")
+    assert running["state"] == "running"
+    assert running["pages_per_minute"] == 120.0
+    assert running["eta_lower_bound"]  # 60 new requests a minute: the frontier still grows
+    assert eta_text(running) == "ETA >= 0:00:01 (still finding 60.0 new/min)"
+
+    redis_client.zadd(KEYS.nodes, {"node-a": now - 1000})  # the only node died
+    stalled = frontier_status(redis_client, "pages", "c1")
+    assert (stalled["state"], stalled["pages_per_minute"], stalled["eta_seconds"]) == (
+        "stalled",
+        0.0,
+        None,
+    )
+    assert eta_text(stalled) == "STALLED: work left, no live node"

@@ -79,6 +79,7 @@ def frontier_admin(client: SyncRedis, spider: str) -> FrontierAdmin:
         invalid_key=settings["SEEDS_INVALID_KEY"],
         politeness_key=settings["POLITENESS_KEY"],
         node_ttl=float(settings["FRONTIER_LEASE_TIMEOUT"]),
+        heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
@@ -22,7 +23,7 @@ from crawler.cli.config import (
 )
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
 from crawler.cli.spiders import require_spider, spider_facts
-from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
+from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot, discover_spiders
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import SessionCensus, count_sessions
@@ -47,7 +48,10 @@ class FrontierStatus(TypedDict):
     pages_per_minute: float
     delivered_per_minute: float
     finished_per_minute: float
+    enqueued_per_minute: float  # new requests found: while above 0 the ETA is a lower bound
     eta_seconds: float | None
+    eta_lower_bound: bool  # the frontier is still growing: more work than counted so far
+    state: Literal["running", "stalled", "finished"]  # stalled: work left, no live node
 
 
 class SpiderStatus(FrontierStatus):
@@ -61,6 +65,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_crawl_options(parser)
     add_dead_letter_status_options(parser)
     parser.add_argument("--json", action="store_true", help="a JSON list for scripts")
+    parser.add_argument(
+        "--all", action="store_true", help="also dead nodes whose leases were all reclaimed"
+    )
     parser.set_defaults(run=run)
 
 
@@ -93,13 +100,21 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     admin = frontier_admin(client, spider)
     snapshot = admin.snapshot()
     ledger = admin.ledger(crawl_id, RATE_MINUTES)
-    totals, recent, window = ledger["totals"], ledger["recent"], ledger["window_seconds"]
+    totals, recent = ledger["totals"], ledger["recent"]
     finished = totals.get("done", 0) + totals.get("failed", 0)
     remaining = snapshot["queued"] + snapshot["leased"]
+    live = any(node["live"] for node in snapshot["nodes"])
+    # Rates over the minutes nodes were fetching in (idle minutes would dilute them), and 0
+    # with no live node: nothing is happening, whatever the last minutes did.
+    window = ledger["active_seconds"] if live else 0.0
     finished_per_minute = per_minute(recent.get("done", 0) + recent.get("failed", 0), window)
+    enqueued_per_minute = per_minute(recent.get("enqueued", 0), window)
+    state: Literal["running", "stalled", "finished"] = "running"
     eta = None
     if remaining == 0 and snapshot["seeds_waiting"] == 0:
-        eta = 0.0
+        state, eta = "finished", 0.0
+    elif not live:
+        state = "stalled"
     elif finished_per_minute > 0:
         eta = round(remaining * 60 / finished_per_minute, 1)
     return FrontierStatus(
@@ -110,7 +125,10 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         pages_per_minute=per_minute(recent.get("pages", 0), window),
         delivered_per_minute=per_minute(recent.get("items/delivered", 0), window),
         finished_per_minute=finished_per_minute,
+        enqueued_per_minute=enqueued_per_minute,
         eta_seconds=eta,
+        eta_lower_bound=eta is not None and eta > 0 and enqueued_per_minute > 0,
+        state=state,
     )
 
 
@@ -221,14 +239,24 @@ def progress_bar(fraction: float | None, width: int = 30) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {percent}"
 
 
-def format_eta(seconds: float | None) -> str:
+def format_eta(seconds: float | None, lower_bound: bool = False) -> str:
     if seconds is None:
         return "ETA ?"
     if seconds == 0:
         return "finished"
     minutes, secs = divmod(int(seconds + 0.5), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"ETA {hours}:{minutes:02d}:{secs:02d}"
+    return f"ETA {'>= ' if lower_bound else ''}{hours}:{minutes:02d}:{secs:02d}"
+
+
+def eta_text(status: FrontierStatus) -> str:
+    """The ETA, or why there is none; a lower bound while the crawl still finds new pages."""
+    if status["state"] == "stalled":
+        return "STALLED: work left, no live node"
+    text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
+    if status["eta_lower_bound"]:
+        text += f" (still finding {status['enqueued_per_minute']} new/min)"
+    return text
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -274,13 +302,25 @@ def ledger_text(ledger: LedgerView) -> str:
     )
 
 
-def render(status: SpiderStatus) -> str:
+def gone(node: NodeInfo) -> bool:
+    """A dead node whose leases were all reclaimed: hidden unless ``--all``."""
+    return node["state"] == "dead" and node["leases"] == 0
+
+
+def nodes_text(nodes: list[NodeInfo]) -> str:
+    states = Counter(node["state"] for node in nodes)
+    parts = [f"{states[state]} {state}" for state in ("live", "late", "dead") if states[state]]
+    gone_count = sum(1 for node in nodes if gone(node))
+    return (", ".join(parts) or "none") + (f" ({gone_count} gone: --all)" if gone_count else "")
+
+
+def render(status: SpiderStatus, show_all: bool = False) -> str:
     snap, totals = status["snapshot"], status["ledger"]["totals"]
     at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(snap["server_time"]))
-    live = [node for node in snap["nodes"] if node["live"]]
+    live = any(node["live"] for node in snap["nodes"])
     lines = [
         f"{snap['spider']}  (crawl {status['ledger']['crawl_id']}, {at} UTC)",
-        f"  progress       {progress_bar(status['progress'])}  {format_eta(status['eta_seconds'])}"
+        f"  progress       {progress_bar(status['progress'])}  {eta_text(status)}"
         + ("  (INCOMPLETE: frontier data lost, see incidents)" if snap["incidents"] else ""),
         f"  done/failed    {totals.get('done', 0)} done, {totals.get('failed', 0)} failed,"
         f" {totals.get('enqueued', 0)} enqueued, {totals.get('pages', 0)} pages",
@@ -290,14 +330,16 @@ def render(status: SpiderStatus) -> str:
         f"  rates          {status['pages_per_minute']} pages/min,"
         f" {status['delivered_per_minute']} items delivered/min,"
         f" {status['finished_per_minute']} finished/min"
-        f" (last {status['ledger']['window_seconds']:.0f}s)",
-        f"  nodes          {len(live)} live of {len(snap['nodes'])}",
+        f" (over {status['ledger']['active_seconds'] if live else 0:.0f}s of fetching"
+        f" in the last {status['ledger']['window_seconds']:.0f}s)",
+        f"  nodes          {nodes_text(snap['nodes'])}",
     ]
-    width = max((len(node["node"]) for node in snap["nodes"]), default=0)
+    shown = [node for node in snap["nodes"] if show_all or not gone(node)]
+    width = max((len(node["node"]) for node in shown), default=0)
     lines += [
-        f"    {node['node']:<{width}}  {'live' if node['live'] else 'DEAD'}"
+        f"    {node['node']:<{width}}  {node['state']:<4}"
         f"  {node['leases']:>4} leases  heartbeat {node['heartbeat_ago']:.1f}s ago"
-        for node in snap["nodes"]
+        for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")
     lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
@@ -334,5 +376,5 @@ def run(args: argparse.Namespace) -> int:
     elif not statuses:
         print("No spider state in this Redis database.")
     else:
-        print("\n\n".join(render(status) for status in statuses))
+        print("\n\n".join(render(status, args.all) for status in statuses))
     return 0

@@ -13,7 +13,8 @@ from crawler.cli.status import (
     StatusReader,
     add_crawl_options,
     add_dead_letter_status_options,
-    format_eta,
+    eta_text,
+    gone,
     progress_bar,
 )
 
@@ -42,17 +43,19 @@ def render_spider(status: SpiderStatus, color: bool) -> list[str]:
     bar = paint(progress_bar(status["progress"], 40), GREEN, color)
     failed = totals.get("failed", 0)
     lines = [
-        f"{paint(snap['spider'], BOLD, color)}  {bar}  {format_eta(status['eta_seconds'])}",
+        f"{paint(snap['spider'], BOLD, color)}  {bar}  {eta_text(status)}",
         f"  {status['pages_per_minute']:.1f} pages/min  {status['delivered_per_minute']:.1f}"
         f" delivered/min  done {totals.get('done', 0)}"
         f"  failed {paint(str(failed), RED, color and failed > 0)}",
         f"  queued {snap['queued']}  leased {snap['leased']} ({snap['expired']} expired)"
         f"  seeds waiting {snap['seeds_waiting']}",
     ]
-    width = max((len(node["node"]) for node in snap["nodes"]), default=4)
+    shown = [node for node in snap["nodes"] if not gone(node)]
+    width = max((len(node["node"]) for node in shown), default=4)
     lines.append(paint(f"  {'NODE':<{width}}  STATE  LEASES  HEARTBEAT", DIM, color))
-    for node in snap["nodes"]:
-        state = paint("live ", GREEN, color) if node["live"] else paint("DEAD ", RED, color)
+    for node in shown:
+        colour = {"live": GREEN, "late": YELLOW, "dead": RED}[node["state"]]
+        state = paint(f"{node['state']:<5}", colour, color)
         lines.append(
             f"  {node['node']:<{width}}  {state}  {node['leases']:>6}"
             f"  {node['heartbeat_ago']:>6.1f}s ago"

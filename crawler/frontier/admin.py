@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import orjson
 
@@ -31,7 +31,8 @@ REQUEUE_BATCH = 1000  # leases returned per script call
 
 class NodeInfo(TypedDict):
     node: str
-    live: bool
+    live: bool  # its heartbeats still count (state live or late)
+    state: Literal["live", "late", "dead"]  # late: two heartbeats missed; dead: past the lease
     leases: int
     expires_in: float  # seconds until the node counts as dead (negative: silent that long)
     heartbeat_ago: float  # seconds since its last heartbeat (assuming the node ttl given)
@@ -74,6 +75,7 @@ class LedgerView(TypedDict):
     totals: dict[str, int]
     recent: dict[str, int]  # sums of the per-minute buckets of the window
     window_seconds: float  # time the recent sums cover (from the crawl's start at most)
+    active_seconds: float  # of the window, the minutes in which nodes fetched pages
     runs: int  # node runs that pushed to this ledger
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
 
@@ -121,6 +123,7 @@ class FrontierAdmin:
         invalid_key: str = "%(name)s:start_urls:invalid",
         politeness_key: str = "politeness:{%(site)s}",
         node_ttl: float = 60.0,
+        heartbeat_interval: float = 5.0,
     ) -> None:
         self.redis = client
         self.spider = spider
@@ -129,6 +132,7 @@ class FrontierAdmin:
         self.invalid_key = invalid_key % {"name": spider}
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
+        self.heartbeat_interval = heartbeat_interval
         self._requeue = client.register_script(script_text("crawler.frontier", "requeue"))
 
     def snapshot(self) -> Snapshot:
@@ -175,9 +179,14 @@ class FrontierAdmin:
 
     def _node(self, node: str, alive_until: float, now_ms: int, leases: Counter[str]) -> NodeInfo:
         expires_in = (alive_until - now_ms) / 1000
+        ago = self.node_ttl - expires_in
+        state: Literal["live", "late", "dead"] = (
+            "dead" if expires_in <= 0 else "late" if ago > 2 * self.heartbeat_interval else "live"
+        )
         return NodeInfo(
             node=node,
             live=expires_in > 0,
+            state=state,
             leases=leases.get(node, 0),
             expires_in=round(expires_in, 3),
             heartbeat_ago=round(self.node_ttl - expires_in, 3),
@@ -233,8 +242,12 @@ class FrontierAdmin:
         totals = {text(f): int(v) for f, v in total_raw.items()}
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()
-        for bucket in buckets:
-            recent.update({text(f): int(v) for f, v in bucket.items()})
+        active = 0.0
+        for minute, bucket in zip(window, buckets, strict=True):
+            counts = {text(f): int(v) for f, v in bucket.items()}
+            recent.update(counts)
+            if counts.get("pages", 0) > 0:  # a minute nodes were fetching in, as much as elapsed
+                active += max(0.0, min(now, (minute + 1) * 60) - max(minute * 60, started))
         window_start = max(window.start * 60, started)
         runs = _runs({text(f): text(v) for f, v in runs_raw.items()})
         short = [
@@ -248,6 +261,7 @@ class FrontierAdmin:
             totals=totals,
             recent=dict(recent),
             window_seconds=round(max(0.0, now - window_start), 3),
+            active_seconds=round(active, 3),
             runs=len(runs),
             short_runs=short,
         )
