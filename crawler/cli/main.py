@@ -11,6 +11,7 @@ from crawler.cli import (
     consume,
     dead_letters,
     purge,
+    queue,
     requeue,
     seed,
     sessions,
@@ -23,7 +24,18 @@ from crawler.cli import (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawler", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (consume, spool, dead_letters, status, top, seed, requeue, purge, sessions):
+    for module in (
+        consume,
+        spool,
+        dead_letters,
+        status,
+        top,
+        queue,
+        seed,
+        requeue,
+        purge,
+        sessions,
+    ):
         module.register(commands)
     return parser
 

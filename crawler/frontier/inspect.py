@@ -1,0 +1,210 @@
+"""``FrontierInspector``: the queue, failed requests and leases of one spider, request by
+request (``crawler queue``, ``crawler failed``, ``crawler leases``; no Scrapy).
+
+Keys as in docs/redis-keys.md, all under the spider's hash tag (one slot of a Redis Cluster).
+Collections that can grow large are walked with ZSCAN/HSCAN (or ZRANGE by rank) in steps of
+``SCAN_COUNT``, their request JSON fetched per step, so memory stays bounded by one step plus
+what is returned. ``retry`` moves a failure record back into the queue with
+``lua/retry_failed.lua``, one atomic step per record.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from crawler.frontier.keys import FrontierKeys
+from crawler.lua import script_text, text
+from crawler.redis_connection import SyncRedis, server_time_ms
+from crawler.scope import site_of
+
+SCAN_COUNT = 1000  # entries asked for per scan step
+URLS_SHOWN = 3  # URLs shown per node: those of its oldest leases
+NO_DATA = "(no data)"  # site of a queued id whose request JSON is gone (lease.lua skips it)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRequest:
+    id: str
+    priority: int | float  # the negated queue score (Scrapy's request priority)
+    url: str
+    depth: int | None  # meta['depth'], None when the request has none
+    site: str  # host[:port] of the URL (crawler.scope.site_of)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteCounts:
+    sites: dict[str, int]  # queued requests per site, most first
+    scanned: int  # queue entries counted (fewer than queued when capped)
+    queued: int  # ZCARD of the queue when the count started
+
+
+@dataclass(frozen=True, slots=True)
+class FailedRecord:
+    id: str
+    stored: bytes  # the record as read: retry moves it only if it is still this
+    fields: dict[str, Any]  # its JSON; empty when unreadable
+
+    @property
+    def reason(self) -> str:
+        return str(self.fields.get("reason", "unreadable"))
+
+
+@dataclass(slots=True)
+class NodeLeases:
+    node: str
+    leases: int = 0
+    expired: int = 0  # deadline passed: any node's heartbeat returns them to the queue
+    oldest_age: float = 0.0  # seconds since its oldest lease was taken or extended (estimate)
+    urls: list[str] = field(default_factory=list)  # of its oldest leases, URLS_SHOWN at most
+
+
+def _request(body: bytes | str | None) -> dict[str, Any]:
+    if body is None:
+        return {}
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _scored(reply: Any) -> list[tuple[str, float]]:
+    """A WITHSCORES or ZSCAN reply as (member, score) pairs."""
+    return [(text(member), float(score)) for member, score in reply]
+
+
+def _queued(request_id: str, score: float, body: bytes | str | None) -> QueuedRequest:
+    request = _request(body)
+    meta = request.get("meta")
+    depth = meta.get("depth") if isinstance(meta, dict) else None
+    url = str(request.get("url", NO_DATA))
+    priority = -score
+    return QueuedRequest(
+        id=request_id,
+        priority=int(priority) if priority.is_integer() else priority,
+        url=url,
+        depth=depth if isinstance(depth, int) else None,
+        site=site_of(url) if body is not None else NO_DATA,
+    )
+
+
+class FrontierInspector:
+    def __init__(self, client: SyncRedis, spider: str) -> None:
+        self.redis = client
+        self.spider = spider
+        self.keys = FrontierKeys.for_spider(spider)
+        self._retry = client.register_script(script_text("crawler.frontier", "retry_failed"))
+
+    def _with_bodies(self, reply: Any) -> list[QueuedRequest]:
+        """The queue entries of a WITHSCORES or ZSCAN reply, with their request JSON."""
+        entries = _scored(reply)
+        ids = [request_id for request_id, _ in entries]
+        bodies = self.redis.hmget(self.keys.data, ids) if ids else []
+        return [
+            _queued(request_id, score, body)
+            for (request_id, score), body in zip(entries, bodies, strict=True)
+        ]
+
+    def queue_head(self, top: int, site: str | None = None, limit: int = 0) -> list[QueuedRequest]:
+        """The first ``top`` requests nodes will lease, of ``site`` only if given (then the
+        queue is walked in lease order, ``limit`` entries at most; 0: no limit)."""
+        if site is None:
+            return self._with_bodies(
+                self.redis.zrange(self.keys.queue, 0, top - 1, withscores=True)
+            )
+        found: list[QueuedRequest] = []
+        start = 0
+        while len(found) < top and (not limit or start < limit):
+            step = SCAN_COUNT if not limit else min(SCAN_COUNT, limit - start)
+            chunk = self.redis.zrange(self.keys.queue, start, start + step - 1, withscores=True)
+            found += [r for r in self._with_bodies(chunk) if r.site == site]
+            if len(chunk) < step:
+                break
+            start += step
+        return found[:top]
+
+    def site_counts(self, limit: int = 0) -> SiteCounts:
+        """Queued requests per site, counted over ``limit`` queue entries at most (0: all)."""
+        queued = int(self.redis.zcard(self.keys.queue))
+        counts: Counter[str] = Counter()
+        scanned = 0
+        cursor = 0
+        while True:
+            cursor, chunk = self.redis.zscan(self.keys.queue, cursor, count=SCAN_COUNT)
+            if limit:
+                chunk = chunk[: limit - scanned]
+            counts.update(r.site for r in self._with_bodies(chunk))
+            scanned += len(chunk)
+            if cursor == 0 or (limit and scanned >= limit):
+                return SiteCounts(dict(counts.most_common()), scanned, queued)
+
+    def failed(self, reason_prefix: str = "") -> Iterator[FailedRecord]:
+        """The failure records whose reason starts with ``reason_prefix`` (HSCAN order)."""
+        for failed_id, stored in self.redis.hscan_iter(self.keys.failed, count=SCAN_COUNT):
+            record = FailedRecord(text(failed_id), bytes(stored), _request(stored))
+            if record.reason.startswith(reason_prefix):
+                yield record
+
+    def retry(self, record: FailedRecord) -> str:
+        """Enqueue the record's request again under a new id (returned) and remove the record.
+        Raises ``ValueError`` when the record holds no request that can be queued; returns ''
+        when the record is gone or changed since it was read."""
+        request = record.fields.get("request")
+        if not isinstance(request, dict) or not isinstance(request.get("url"), str):
+            raise ValueError("the record holds no readable request")
+        priority = request.get("priority", 0)
+        if not isinstance(priority, int | float) or isinstance(priority, bool):
+            raise ValueError(f"the request's priority {priority!r} is not a number")
+        k = self.keys
+        new_id = self._retry(
+            keys=[k.failed, k.data, k.queue, k.seq],
+            args=[record.id, record.stored, repr(-float(priority)), orjson.dumps(request)],
+        )
+        return text(new_id)
+
+    def drop(self, ids: Sequence[str]) -> int:
+        """Delete these failure records; how many there were."""
+        dropped = 0
+        for start in range(0, len(ids), SCAN_COUNT):
+            dropped += int(self.redis.hdel(self.keys.failed, *ids[start : start + SCAN_COUNT]))
+        return dropped
+
+    def leases(self, lease_ms: int) -> list[NodeLeases]:
+        """Leases per node; a lease's age is estimated as now - (deadline - ``lease_ms``)."""
+        k = self.keys
+        now_ms = server_time_ms(self.redis, k.leases)
+        nodes: dict[str, NodeLeases] = {}
+        oldest: dict[str, list[tuple[float, str]]] = {}  # node -> max-heap (-deadline, id)
+        cursor = 0
+        while True:
+            cursor, chunk = self.redis.zscan(k.leases, cursor, count=SCAN_COUNT)
+            entries = _scored(chunk)
+            ids = [lease_id for lease_id, _ in entries]
+            owners = self.redis.hmget(k.inflight, ids) if ids else []
+            for (lease_id, deadline), owner in zip(entries, owners, strict=True):
+                if owner is None:  # finished between the two reads
+                    continue
+                node = text(owner).split("\t", 1)[0]
+                held = nodes.setdefault(node, NodeLeases(node))
+                held.leases += 1
+                held.expired += deadline <= now_ms
+                heap = oldest.setdefault(node, [])
+                if len(heap) < URLS_SHOWN:
+                    heapq.heappush(heap, (-deadline, lease_id))
+                elif -heap[0][0] > deadline:
+                    heapq.heapreplace(heap, (-deadline, lease_id))
+            if cursor == 0:
+                break
+        for node, heap in oldest.items():
+            by_age = sorted(heap, reverse=True)  # earliest deadline first
+            bodies = self.redis.hmget(k.data, [lease_id for _, lease_id in by_age])
+            nodes[node].urls = [str(_request(body).get("url", NO_DATA)) for body in bodies]
+            taken_ms = -by_age[0][0] - lease_ms
+            nodes[node].oldest_age = round(max(0.0, now_ms - taken_ms) / 1000, 3)
+        return sorted(nodes.values(), key=lambda held: held.node)
