@@ -67,3 +67,20 @@ def test_scrapy_reads_the_resolved_settings() -> None:
     assert _scrapy_setting("REDIS_URL", env) == "redis://example:1/0"
     assert _scrapy_setting("RETRY_TIMES", env) == "3"
     assert _scrapy_setting("REMOTE_CONTROL_ENABLED", env) == "False"
+
+
+def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path: Path) -> None:
+    """``eval "$(python -m crawler.devservices env)"``: the ports ``make services`` chose
+    (here from REDIS_PORT) and the project's ``crawler`` and ``scrapy`` on PATH."""
+    script = (
+        f'eval "$({sys.executable} -m crawler.devservices env)"; '
+        'echo "$REDIS_URL"; command -v crawler; command -v scrapy'
+    )
+    env = {"PATH": "/usr/bin:/bin", "REDIS_PORT": "6411", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        ["bash", "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    url, crawler_bin, scrapy_bin = result.stdout.split()
+    assert url == "redis://127.0.0.1:6411/0"
+    venv_bin = Path(sys.executable).parent
+    assert (Path(crawler_bin), Path(scrapy_bin)) == (venv_bin / "crawler", venv_bin / "scrapy")

@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -184,12 +185,28 @@ def _addr(settings: Settings, service: str) -> str:
 
 
 def export_line(settings: Settings) -> str:
+    """The exports for a shell (``eval``): the services' addresses, and the project's
+    ``.venv/bin`` first on ``PATH`` (``scrapy``, ``crawler``)."""
     parts: list[str] = []
     if "redis" in settings.services:
         parts.append(f"REDIS_URL=redis://{_addr(settings, 'redis')}/0")
     if "kafka" in settings.services:
         parts.append(f"KAFKA_BOOTSTRAP_SERVERS={_addr(settings, 'kafka')}")
-    return "export " + " ".join(parts)
+    venv_bin = shlex.quote(str(Path(sys.executable).parent))
+    return "export " + " ".join(parts) + f' PATH={venv_bin}:"$PATH"'
+
+
+def next_steps(settings: Settings) -> str:
+    """What to paste next, with the addresses this run chose (comments: ``eval``-safe)."""
+    lines = ["# In each shell: the export line above, then for example:", "#   scrapy crawl pages"]
+    if "redis" in settings.services:
+        lines.append("#   crawler seed pages https://example.com/")
+        lines.append(
+            '#   (or: redis-cli -u "$REDIS_URL" lpush pages:start_urls https://example.com/)'
+        )
+    if "kafka" in settings.services:
+        lines.append("#   crawler consume spider-pages-items --from-beginning")
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -248,6 +265,7 @@ def cmd_up(settings: Settings) -> int:
                 _configured_addr(settings, service) + "\n", encoding="utf-8"
             )
     print(export_line(settings), flush=True)
+    print(next_steps(settings), flush=True)
     return 0
 
 
