@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from crawler.cli import (
     consume,
     dead_letters,
+    failed,
     purge,
     queue,
     requeue,
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         status,
         top,
         queue,
+        failed,
         seed,
         requeue,
         purge,
