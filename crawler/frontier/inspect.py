@@ -202,7 +202,7 @@ class FrontierInspector:
             if cursor == 0:
                 break
         for node, heap in oldest.items():
-            by_age = sorted(heap, reverse=True)  # earliest deadline first
+            by_age = sorted(heap, key=lambda entry: (-entry[0], entry[1]))  # oldest first
             bodies = self.redis.hmget(k.data, [lease_id for _, lease_id in by_age])
             nodes[node].urls = [str(_request(body).get("url", NO_DATA)) for body in bodies]
             taken_ms = -by_age[0][0] - lease_ms
