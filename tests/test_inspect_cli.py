@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 import orjson
 import pytest
 import redis
-from redis.asyncio import Redis as AsyncRedis
 
 from crawler.cli.main import main
 from crawler.demo.nodes import REPO_ROOT
 from crawler.frontier import codec
 from crawler.frontier.client import FrontierClient, Lease, NewRequest
 from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import async_client, sync_client
 
 T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("pages")
@@ -37,20 +37,20 @@ def request(url: str, priority: int = 0, depth: int = 0) -> NewRequest:
 
 
 async def enqueue(redis_url: str, *requests: NewRequest) -> None:
-    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, "seeder")
+    client = FrontierClient(async_client(redis_url), KEYS, "seeder")
     await client.complete(None, "done", list(requests))
     await client.aclose()
 
 
 async def lease(redis_url: str, node: str, count: int) -> list[Lease]:
-    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, node)
+    client = FrontierClient(async_client(redis_url), KEYS, node)
     leases = await client.lease(count, LEASE_MS)
     await client.aclose()
     return leases
 
 
 async def fail(redis_url: str, node: str, lease_id: str, body: bytes, reason: str) -> None:
-    client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, node)
+    client = FrontierClient(async_client(redis_url), KEYS, node)
     record = {
         "reason": reason,
         "node": node,
@@ -220,3 +220,43 @@ def test_leases_are_grouped_by_node_with_age_and_urls(
     assert code == 0
     assert "node-b" in out and "5 leases" in out
     assert "estimated" in out
+
+
+# -- Redis Cluster -----------------------------------------------------------------------------
+
+
+def test_every_command_on_a_redis_cluster(
+    redis_cluster_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five_failures(redis_cluster_url)
+    run(enqueue(redis_cluster_url, request("http://b.test/queued", priority=1)))
+    run(lease(redis_cluster_url, "node-c", 1))
+    run(enqueue(redis_cluster_url, request("http://b.test/next")))
+
+    retried = cli_json(capsys, redis_cluster_url, "failed", "pages", "retry", "--reason", "spider")
+    assert retried["retried"] == 2
+    queue = cli_json(capsys, redis_cluster_url, "queue", "pages")
+    assert [r["url"] for r in queue["head"]] == [
+        "http://a.test/1",
+        "http://b.test/next",  # priority 0, as a.test/0, whose new id is larger
+        "http://a.test/0",
+    ]
+    assert queue["sites"] == {"a.test": 2, "b.test": 1}
+    leases = cli_json(capsys, redis_cluster_url, "leases", "pages")
+    assert [(n["node"], n["urls"]) for n in leases["nodes"]] == [
+        ("node-c", ["http://b.test/queued"])
+    ]
+    failed = [
+        orjson.loads(line)
+        for line in cli(capsys, redis_cluster_url, "failed", "pages", "list", "--json")[
+            1
+        ].splitlines()
+    ]
+    assert len(failed) == 3
+    dropped = cli_json(capsys, redis_cluster_url, "failed", "pages", "drop", "--yes")
+    assert dropped["dropped"] == 3
+    cluster = sync_client(redis_cluster_url)
+    try:
+        assert cluster.hlen(KEYS.failed) == 0
+    finally:
+        cluster.close()
