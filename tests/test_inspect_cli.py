@@ -51,11 +51,13 @@ async def lease(redis_url: str, node: str, count: int) -> list[Lease]:
 
 async def fail(redis_url: str, node: str, lease_id: str, body: bytes, reason: str) -> None:
     client = FrontierClient(async_client(redis_url), KEYS, node)
+    failed_request = codec.loads(body)
+    failed_request["meta"]["retry_times"] = 2  # as Scrapy's RetryMiddleware leaves it
     record = {
         "reason": reason,
         "node": node,
         "at": 1.0,
-        "request": orjson.Fragment(body),
+        "request": failed_request,
         "error": "it broke",
     }
     await client.complete(lease_id, "failed", [], orjson.dumps(record))
@@ -179,7 +181,7 @@ def test_retry_puts_failed_requests_back_and_a_node_leases_them(
     urls = [codec.loads(t.body)["url"] for t in taken]
     assert urls == ["http://a.test/4", "http://a.test/3", "http://a.test/2"]  # by priority
     assert all(len(t.id) == 12 and int(t.id, 16) > 5 for t in taken)  # fresh ids from seq
-    assert codec.loads(taken[0].body)["meta"] == {"depth": 0}
+    assert codec.loads(taken[0].body)["meta"] == {"depth": 0}  # no retry_times: retried afresh
 
 
 def test_drop_asks_first_then_deletes(redis_url: str, redis_client: redis.Redis) -> None:

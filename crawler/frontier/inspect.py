@@ -26,6 +26,7 @@ from crawler.scope import site_of
 SCAN_COUNT = 1000  # entries asked for per scan step
 URLS_SHOWN = 3  # URLs shown per node: those of its oldest leases
 NO_DATA = "(no data)"  # site of a queued id whose request JSON is gone (lease.lua skips it)
+RETRY_COUNT_META = "retry_times"  # Scrapy's RetryMiddleware count: a retried request starts over
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,8 @@ class FrontierInspector:
                 yield record
 
     def retry(self, record: FailedRecord) -> str:
-        """Enqueue the record's request again under a new id (returned) and remove the record.
+        """Enqueue the record's request again under a new id (returned) and remove the record;
+        the request gets its full download retries again (meta ``retry_times`` removed).
         Raises ``ValueError`` when the record holds no request that can be queued; returns ''
         when the record is gone or changed since it was read."""
         request = record.fields.get("request")
@@ -161,6 +163,10 @@ class FrontierInspector:
         priority = request.get("priority", 0)
         if not isinstance(priority, int | float) or isinstance(priority, bool):
             raise ValueError(f"the request's priority {priority!r} is not a number")
+        meta = request.get("meta")
+        if isinstance(meta, dict) and RETRY_COUNT_META in meta:
+            meta = {key: value for key, value in meta.items() if key != RETRY_COUNT_META}
+            request = {**request, "meta": meta}
         k = self.keys
         new_id = self._retry(
             keys=[k.failed, k.data, k.queue, k.seq],
