@@ -12,6 +12,8 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
   ``<component>/redis_error`` and ``redis/outage/<reason>``;
 - the lease tracker of the node's ``LeasingScheduler`` (once it is open);
 - the cluster clock (Redis server time);
+- one deadline for the last Redis work of every component at a stop (short during an
+  outage, so Ctrl-C stops a node in seconds whatever Redis is doing);
 - supervision of background loops: a loop that crashes is logged with its traceback,
   counted (``node/loop_crashed/<name>``) and restarted.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -38,6 +41,7 @@ from crawler.redis_outage import OutageGuard
 logger = logging.getLogger(__name__)
 
 LOOP_RESTART_DELAY = 1.0  # seconds before a crashed loop starts again
+OUTAGE_CLOSE_BUDGET = 3.0  # seconds all last Redis work at a stop may take during an outage
 
 
 class NodeContext:
@@ -55,6 +59,8 @@ class NodeContext:
         self.stats: StatsCollector = crawler.stats
         self.redis: AsyncRedis = async_client(self.config, max_connections=max_connections)
         self.tracker: AckTracker | None = None  # set by the LeasingScheduler when it opens
+        self.close_timeout = settings.getfloat("FRONTIER_CLOSE_TIMEOUT")
+        self._close_by: float | None = None
         self._guards: dict[str, OutageGuard] = {}
         self._loops: set[asyncio.Task[None]] = set()
         crawler.signals.connect(self._close, signal=signals.engine_stopped)
@@ -92,6 +98,21 @@ class NodeContext:
 
             self._guards[component] = OutageGuard(component, count)
         return self._guards[component]
+
+    @property
+    def redis_down(self) -> bool:
+        """Some component is in a Redis outage now."""
+        return any(guard.down for guard in self._guards.values())
+
+    def close_deadline(self) -> float:
+        """The one deadline (monotonic) of every component's last Redis work at a stop, set
+        at the first call: ``FRONTIER_CLOSE_TIMEOUT`` from then, or ``OUTAGE_CLOSE_BUDGET``
+        while Redis is in an outage (a stop never waits long for a Redis that is away; what
+        is not returned then, other nodes reclaim)."""
+        if self._close_by is None:
+            budget = OUTAGE_CLOSE_BUDGET if self.redis_down else self.close_timeout
+            self._close_by = time.monotonic() + budget
+        return self._close_by
 
     async def now_ms(self, component: str) -> int:
         """The cluster clock: Redis server time in milliseconds, through outages."""

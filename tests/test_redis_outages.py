@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import redis.asyncio
 from redis.exceptions import ResponseError
 
 from crawler.cli.main import main
+from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.site import Site
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.redis_outage import OutageGuard, outage_reason
@@ -42,6 +44,8 @@ local n = redis.call('INCR', KEYS[1])
 if n <= 2 then return redis.error_reply(ARGV[1]) end
 return n
 """
+
+STARTUP = 5.0  # seconds a node takes to import Scrapy and open its spider here
 
 OUTAGE_REPLIES = {
     "oom": "OOM command not allowed when used memory > 'maxmemory'.",
@@ -210,3 +214,30 @@ def test_a_forced_purge_resets_running_nodes_and_a_new_seed_is_crawled(
     node_log = logs(tmp_path / "nodes")
     assert "lost its data" not in node_log  # a purge is not a loss: no incident
     assert not redis_client.exists("{pages}:incidents")
+
+
+def test_a_node_without_redis_says_so_at_once_and_stops_within_5s(tmp_path: Path) -> None:
+    """Started with Redis unreachable: one line with the reason within 5 s, and Ctrl-C stops it
+    within 5 s with exit code 0 and no ERROR for leases it never had. Before: 21 s, and
+    "ERROR: Could not return 0 leases at close"."""
+    port = free_port()  # nothing listens there
+    env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "KAFKA_BOOTSTRAP_SERVERS": ""}
+    log = tmp_path / "node.log"
+    node = start_node("pages", env=env, settings={}, log_path=log, node_id="lonely")
+    try:
+        assert wait_for_log(log, "Redis unavailable (connection)", timeout=5 + STARTUP), (
+            log.read_text()
+        )
+        time.sleep(2)
+        stopping = time.monotonic()
+        node.send_signal(signal.SIGINT)
+        code = node.wait(30)
+        took = time.monotonic() - stopping
+    finally:
+        stop_node(node)
+    text = log.read_text()
+    print(f"stopped in {took:.1f}s")
+    assert code == 0, text
+    assert took < 5, text
+    assert "Could not return" not in text
+    assert "Traceback" not in text

@@ -15,8 +15,8 @@ last push, so ``crawler status`` names the runs that stopped without their final
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -33,8 +33,6 @@ from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 
 logger = logging.getLogger(__name__)
-
-CLOSE_TIMEOUT = 10.0  # seconds the last push at close may take
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,21 +111,28 @@ class LedgerExtension:
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         self._stop.set()
         if self._loop is not None:
-            await self._loop  # never cancelled mid-push
+            # A push cancelled on its way may have landed: the final push sends it again
+            # under its number first, and it is added once.
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
         if self._script is None:
             return
         assert self._guard is not None
-        deadline = time.monotonic() + CLOSE_TIMEOUT
+        deadline = NodeContext.required(self.crawler, "LedgerExtension").close_deadline()
         try:
             await self._guard.run(lambda: self.push(final=True), deadline=deadline)
         except GaveUp:
-            logger.error(
-                "Last ledger push failed: %s's totals are short by this node's last %ss "
-                "(crawler status names run %s)",
-                spider.name,
-                self.settings.interval,
-                self._run,
-            )
+            if self._pending is not None and self._pending.deltas:
+                logger.error(
+                    "Last ledger push failed: %s's totals are short by this node's last %ss "
+                    "(crawler status names run %s)",
+                    spider.name,
+                    self.settings.interval,
+                    self._run,
+                )
+            else:  # nothing was missing: only the run is not marked final
+                logger.warning("Redis unavailable at close: run %s not marked final", self._run)
 
     async def _push_loop(self) -> None:
         assert self._guard is not None

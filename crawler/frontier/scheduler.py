@@ -254,7 +254,7 @@ class LeasingScheduler:
             logger.error("Frontier task failed: %r", exc, exc_info=exc)
 
     async def _guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
-        deadline = time.monotonic() + self.settings.close_timeout if self._closing else None
+        deadline = self.context.close_deadline() if self._closing else None
         return await self.guard.run(op, deadline=deadline)
 
     def _maybe_refill(self) -> None:
@@ -409,7 +409,8 @@ class LeasingScheduler:
             await self._flush_fresh()
         pending = [task for task in self._tasks if not task.done()]
         if pending:
-            await asyncio.wait(pending, timeout=self.settings.close_timeout)
+            left = self.context.close_deadline() - time.monotonic()
+            await asyncio.wait(pending, timeout=max(0.0, left))
         unfinished = [state.lease_id for state in self.tracker.drain()]
         unfinished += [lease.id for lease, _ in self._buffer]
         self._buffer.clear()

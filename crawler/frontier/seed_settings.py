@@ -51,7 +51,6 @@ class SeedSettings:
     dont_filter: bool
     allowed_meta: frozenset[str]  # SEEDS_ALLOWED_META: privileged meta keys seeds may set
     hold_timeout: float  # FRONTIER_LEASE_TIMEOUT: taken seeds of a silent node go back after it
-    close_timeout: float  # FRONTIER_CLOSE_TIMEOUT: longest wait to return seeds at a stop
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider: Any) -> SeedSettings:
@@ -88,7 +87,6 @@ class SeedSettings:
             dont_filter=settings.getbool("SEEDS_DONT_FILTER"),
             allowed_meta=frozenset(get_typed_list(settings, "SEEDS_ALLOWED_META", text, "keys")),
             hold_timeout=settings.getfloat("FRONTIER_LEASE_TIMEOUT"),
-            close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
         )
         values.validate()
         return values

@@ -121,14 +121,16 @@ class SeedReader:
         if self._keeper is None:
             return
         self._keeper.cancel()
-        deadline = time.monotonic() + self.config.close_timeout
+        deadline = self.context.close_deadline()
         handed, self._handed = self._handed, 0
         try:
-            await self.guard.run(functools.partial(self.queue.done, handed), deadline=deadline)
+            if handed:
+                await self.guard.run(functools.partial(self.queue.done, handed), deadline=deadline)
             returned = await self.guard.run(self.queue.give_back, deadline=deadline)
         except GaveUp:
-            logger.error(
-                "Could not return this node's seeds to %s; other nodes do after %.0fs",
+            logger.warning(
+                "Redis unavailable at close: seeds this node may hold go back to %s when "
+                "another node finds its hold expired (%.0fs)",
                 self.config.seeds_key,
                 self.config.hold_timeout,
             )
