@@ -63,8 +63,10 @@ def print_queue(
     spider: str, site: str | None, head: list[QueuedRequest], counts: SiteCounts
 ) -> None:
     where = f" to {site}" if site else ""
-    print(f"{spider}: {counts.queued} queued; the first {len(head)}{where} in lease order")
-    print("  priority  URL  depth  site")
+    shown = f"the first {len(head)}{where} in lease order" if head else f"none{where} found"
+    print(f"{spider}: {counts.queued} queued; {shown}")
+    if head:
+        print("  priority  URL  depth  site")
     for request in head:
         depth = "-" if request.depth is None else request.depth
         print(f"  {request.priority:>8}  {request.url}  {depth}  {request.site}")
