@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
 def print_leases(spider: str, lease_timeout: float, nodes: list[NodeLeases]) -> None:
     total = sum(node.leases for node in nodes)
     print(f"{spider}: {total} leases held by {len(nodes)} nodes")
+    if not nodes:
+        return
     print(
         f"  (age estimated as now - (deadline - FRONTIER_LEASE_TIMEOUT {lease_timeout:g}s): "
         "the time since the lease was taken or its node's heartbeat last extended it)"
