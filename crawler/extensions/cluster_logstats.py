@@ -47,21 +47,19 @@ LEASE_END_PREFIXES = ("frontier/failed/", "frontier/requeued/", "frontier/lease_
 @dataclass(frozen=True, slots=True)
 class ClusterLogStatsSettings:
     interval: float
-    redis_url: str
     node_id: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
         if not settings.getbool("CLUSTER_LOGSTATS_ENABLED"):
             raise NotConfigured("CLUSTER_LOGSTATS_ENABLED is off")
-        redis_url = settings.get("REDIS_URL") or ""
-        if not redis_url:
+        if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL is empty: no cluster to report on")
         interval = settings.getfloat("CLUSTER_LOGSTATS_INTERVAL")
         if interval <= 0:
             raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
         node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
-        return cls(interval=interval, redis_url=redis_url, node_id=node_id)
+        return cls(interval=interval, node_id=node_id)
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:

@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LedgerSettings:
-    redis_url: str
     crawl_id: str
     interval: float
 
@@ -45,11 +44,9 @@ class LedgerSettings:
     def from_settings(cls, settings: BaseSettings) -> LedgerSettings:
         if not settings.getbool("LEDGER_ENABLED"):
             raise NotConfigured("LEDGER_ENABLED=False")
-        redis_url = settings.get("REDIS_URL") or ""
-        if not redis_url:
+        if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL='' (standalone mode): no ledger")
         values = cls(
-            redis_url=redis_url,
             crawl_id=str(settings.get("CRAWLER_CRAWL_ID") or ""),
             interval=settings.getfloat("LEDGER_INTERVAL"),
         )

@@ -34,7 +34,6 @@ class PolitenessSettings:
     penalty: Penalty
     penalty_statuses: frozenset[int]
     key_template: str
-    redis_url: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PolitenessSettings:
@@ -61,7 +60,6 @@ class PolitenessSettings:
                 )
             ),
             key_template=settings.get("POLITENESS_KEY"),
-            redis_url=settings.get("REDIS_URL") or "",
         )
         values.validate()
         return values
