@@ -157,3 +157,50 @@ def test_nodes_killed_every_2s_lose_no_seed(
     assert held == 0  # the graceful stops returned what they held
     everything = "".join(path.read_text() for path in tmp_path.glob("node-*.log"))
     assert "held by stopped nodes" in everything  # a live node returned the dead ones' seeds
+
+
+def test_the_seed_reader_survives_a_crashing_take(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a take is logged with its traceback and the reader reads on; before, the
+    start iterator ended and the node never read a seed again."""
+    from scrapy.utils.project import get_project_settings
+    from scrapy.utils.test import get_crawler
+
+    from crawler import node_context
+    from crawler.frontier.seed_settings import SeedSettings
+    from crawler.node_context import NodeContext
+    from crawler.spiders import seed_reader
+
+    monkeypatch.setattr(seed_reader, "LOOP_RESTART_DELAY", 0.01)
+    monkeypatch.setattr(node_context, "LOOP_RESTART_DELAY", 0.01)
+    project = get_project_settings().copy_to_dict()
+    wanted = ("SEEDS_", "FRONTIER_", "REDIS_", "MAX_IDLE_TIME_BEFORE_CLOSE")
+    settings = {k: v for k, v in project.items() if k.startswith(wanted)}  # the reader's own
+    settings["REDIS_URL"] = redis_url
+    crawler = get_crawler(settings_dict=settings)
+    context = NodeContext(crawler)
+    monkeypatch.setattr(crawler, "get_extension", lambda cls: context)
+    reader = seed_reader.SeedReader(crawler, SeedSettings.from_settings(crawler.settings, "pages"))
+    real_take = reader.queue.take
+    calls: list[int] = []
+
+    async def flaky_take(count: int, timeout: float, done: int = 0) -> list[bytes]:
+        calls.append(count)
+        if len(calls) == 1:
+            raise KeyError("a bug")
+        return await real_take(count, timeout, done)
+
+    monkeypatch.setattr(reader.queue, "take", flaky_take)
+    redis_client.lpush("pages:start_urls", "http://h/1")
+
+    async def first_batch() -> list[bytes]:
+        try:
+            return await reader._take(0)
+        finally:
+            await context.redis.aclose()
+
+    assert asyncio.run(first_batch()) == [b"http://h/1"]
+    assert len(calls) == 2
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("node/loop_crashed/seed_reader") == 1

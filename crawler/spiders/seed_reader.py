@@ -7,6 +7,10 @@ returns the seeds of nodes that died holding some. At a graceful stop the seeds 
 requests are in the frontier are let go and the rest are returned to the seed key.
 Redis outages pause the reader (:mod:`crawler.redis_outage`).
 
+A take that fails with anything but an outage or a seed key of the wrong type is logged
+with its traceback (``node/loop_crashed/seed_reader``) and tried again: the reader never
+ends while the node runs.
+
 Stats: ``seeds/received``, ``seeds/reclaimed``, ``seeds/returned``, ``seeds/wrong_type``,
 ``seeds/redis_error``.
 """
@@ -24,7 +28,7 @@ from scrapy.crawler import Crawler
 
 from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSettings
-from crawler.node_context import NodeContext
+from crawler.node_context import LOOP_RESTART_DELAY, NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
 
@@ -104,6 +108,10 @@ class SeedReader:
                 self.stats.inc_value("seeds/wrong_type")
                 logger.error("%s; looking again in %.1fs", exc, backoff)
                 await asyncio.sleep(backoff)
+            except Exception:  # a bug: the reader must not end, or no seed is read again
+                self.stats.inc_value("node/loop_crashed/seed_reader")
+                logger.exception("Seed reader crashed; reading again in %.0fs", LOOP_RESTART_DELAY)
+                await asyncio.sleep(LOOP_RESTART_DELAY)
 
     async def _keep_hold(self) -> None:
         while True:
