@@ -321,7 +321,7 @@ def test_status_after_the_crawl_adds_up(crawl: Crawl, cluster: Cluster) -> None:
 
     text = cluster.status(crawl.template, SPIDER)
     assert "finished" in text.splitlines()[1]
-    assert "  nodes          0 live of 0" in text
+    assert "  nodes          none" in text
     assert "  failures       1: download/DownloadConnectionRefusedError 1" in text
     assert "  invalid seeds  1: json 1" in text
     assert f"  dead letters   10 unhandled: {dlq} 10 (group {GROUP})" in text
