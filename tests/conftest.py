@@ -17,6 +17,7 @@ import redis
 
 from crawler.demo.site import Site
 from crawler.redis_connection import sync_client
+from tests.faults import own_redis, slow_site
 from tests.services import (
     kafka_service,
     redis_cluster_service,
@@ -24,6 +25,8 @@ from tests.services import (
     redis_service,
     redis_tls_service,
 )
+
+__all__ = ["own_redis", "slow_site"]  # fault-injection fixtures, for every test module
 
 # Databases 1..15 are handed out in turn to tests that crawl; each is flushed first.
 _databases = itertools.cycle(range(1, 16))

@@ -20,12 +20,8 @@ from tests.faults import (
     VICTIM_WINDOW,
     assert_nothing_lost,
     crawl_with_interruptions,
-    own_redis,
-    slow_site,
     wait_for_hits,
 )
-
-__all__ = ["own_redis", "slow_site"]  # fixtures
 
 
 def test_sigkill_one_node_loses_nothing(

@@ -31,12 +31,8 @@ from tests.faults import (
     FAST_LEASES,
     assert_nothing_lost,
     crawl_with_interruptions,
-    own_redis,
-    slow_site,
     wait_for_hits,
 )
-
-__all__ = ["own_redis", "slow_site"]  # fixtures
 
 # Replies a real server sends; the script returns each as a Redis error reply.
 FAIL_TWICE = """
