@@ -28,7 +28,6 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.frontier.keys import FrontierKeys
-from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
 
 logger = logging.getLogger(__name__)
@@ -47,7 +46,6 @@ LEASE_END_PREFIXES = ("frontier/failed/", "frontier/requeued/", "frontier/lease_
 @dataclass(frozen=True, slots=True)
 class ClusterLogStatsSettings:
     interval: float
-    node_id: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
@@ -58,8 +56,7 @@ class ClusterLogStatsSettings:
         interval = settings.getfloat("CLUSTER_LOGSTATS_INTERVAL")
         if interval <= 0:
             raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
-        node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
-        return cls(interval=interval, node_id=node_id)
+        return cls(interval=interval)
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:
@@ -130,7 +127,9 @@ class ClusterLogStats:
     def spider_opened(self, spider: Spider) -> None:
         context = NodeContext.required(self.crawler, "ClusterLogStats")
         script = context.redis.register_script(CLUSTER_SCRIPT)
-        self._task = asyncio.ensure_future(self._loop(spider.name, script))
+        self._task = context.supervise(
+            "cluster_logstats", lambda: self._loop(spider.name, script, context.node_id)
+        )
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None:
@@ -138,13 +137,13 @@ class ClusterLogStats:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _loop(self, spider: str, script: AsyncScript) -> None:
+    async def _loop(self, spider: str, script: AsyncScript, node_id: str) -> None:
         previous = (0, 0)
         while True:
             await asyncio.sleep(self.settings.interval)
             cluster = await read_cluster(script, spider, min(5.0, self.settings.interval))
             stats = dict(self.stats.get_stats())
-            line = summary(self.settings.node_id, stats, previous, self.settings.interval, cluster)
+            line = summary(node_id, stats, previous, self.settings.interval, cluster)
             logger.info("%s", line)
             previous = (
                 int(stats.get("response_received_count", 0)),
