@@ -99,6 +99,40 @@ def test_each_mode_dedups_within_one_call_and_across_calls(
     assert summary[0].bytes > 0
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_seen_answers_without_recording_anything(
+    name: str, redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``seen`` agrees with what ``complete`` recorded and writes nothing, before the dedup
+    keys exist too; compact over a single crowded bucket, bloom over several slices."""
+    config = CONFIGS[name]
+    if config.mode is DedupMode.COMPACT:
+        config = DedupConfig(config.mode, ttl=config.ttl, capacity=1)
+    if config.mode is DedupMode.BLOOM:
+        config = DedupConfig(config.mode, capacity=100)
+    old, new = requests("s", 400), requests("z", 400)
+    asked = [r.fingerprint for r in (*old, *new)]
+
+    async def scenario() -> tuple[list[bool], list[bool], int]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", config)
+        before = await client.seen(asked)
+        await complete(client, old)
+        state = redis_client.dump(KEYS.dupefilter_compact) or redis_client.dbsize()
+        after = await client.seen(asked)
+        unchanged = (redis_client.dump(KEYS.dupefilter_compact) or redis_client.dbsize()) == state
+        await client.aclose()
+        return before, after, int(unchanged)
+
+    before, after, unchanged = run(scenario())
+    assert before == [False] * 800
+    assert redis_client.dbsize() > 0 and unchanged
+    assert after[:400] == [True] * 400
+    false_positives = sum(after[400:])
+    assert false_positives <= (4 if config.mode is DedupMode.BLOOM else 0)
+    if config.mode is DedupMode.BLOOM:
+        assert int(redis_client.hget(KEYS.bloom_meta, "slices") or 0) > 1
+
+
 def test_compact_mode_stays_exact_in_crowded_buckets(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

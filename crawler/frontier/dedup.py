@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 from crawler.frontier.dedup_bloom import bloom_layout, encode_layout
 from crawler.frontier.keys import FrontierKeys
@@ -121,10 +122,20 @@ class DedupStep:
         mine = self.keys(keys)
         return [key for key in keys.dedup_keys() if key not in mine]
 
-    def script(self) -> str:
-        """The complete script of this mode: the snippet, then the shared body."""
+    def script(self, body: Literal["complete", "seen"] = "complete") -> str:
+        """A script of this mode: the snippet, then the shared body (``lua/complete.lua``
+        records and enqueues; ``lua/seen.lua`` only reads)."""
         snippet = script_text("crawler.frontier", self.snippet)
-        return snippet + "\n" + script_text("crawler.frontier", "complete")
+        return snippet + "\n" + script_text("crawler.frontier", body)
+
+    def script_keys(self, keys: FrontierKeys) -> list[str]:
+        """The KEYS of both scripts: the frontier's six, then the mode's."""
+        frontier = [keys.queue, keys.data, keys.seq, keys.leases, keys.inflight, keys.failed]
+        return frontier + self.keys(keys)
+
+    def seen_args(self, fingerprints: list[str]) -> list[str | int | bytes]:
+        """The ARGV of ``seen.lua`` for hex ``fingerprints``."""
+        return ["", "", "", "", *self.args, *(self.encode(f) for f in fingerprints)]
 
     def encode(self, fingerprint: str) -> str | bytes:
         """The fingerprint as the script takes it ('' stays '': never deduplicated)."""

@@ -6,6 +6,7 @@
 -- KEYS[8..]: the chunks, in the layout's order (slice 1's, then slice 2's, ...); each is
 --   allocated whole when its slice comes into use and holds blocks of 256 bytes.
 -- ARGV[5]: the layout of a new filter.
+-- Defines dedup_open/add/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
 -- Fingerprints arrive as bytes (at least 12). Bytes 1..6 (h1) choose the block of each slice:
 -- h1 mod the slice's blocks, counted through its chunks; bytes 7..12 (h2) choose the bits in
 -- it: `hashes` draws of the Park-Miller generator (s = s * 16807 mod 2^31 - 1, bit s mod 2048)
@@ -28,7 +29,9 @@ local function bloom_allocate(slice)
   end
 end
 
-local function dedup_open()
+-- Read the filter's layout and fill (a filter not created yet: ARGV[5]'s layout, no slice).
+-- Returns the layout and whether the filter exists.
+local function dedup_peek_open()
   local meta = redis.call('HMGET', KEYS[7], 'layout', 'slices', 'count')
   local layout = meta[1] or ARGV[5]
   bloom_slices, bloom_count = tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
@@ -43,7 +46,12 @@ local function dedup_open()
     bloom_blocks[i], bloom_chunks[i] = blocks, chunks
     bloom_hashes[i], bloom_capacity[i] = tonumber(hashes), tonumber(capacity)
   end
-  if not meta[1] then
+  return layout, meta[1] ~= false
+end
+
+local function dedup_open()
+  local layout, exists = dedup_peek_open()
+  if not exists then
     redis.call('HSET', KEYS[7], 'layout', layout)
     bloom_slices, bloom_count, bloom_changed = 1, 0, true
     bloom_allocate(1)
@@ -88,11 +96,28 @@ local function bloom_with_bits(block, hashes, seed)
   return schar(unpack(bytes))
 end
 
-local function dedup_add(fingerprint)
+-- h1 (the block of each slice) and the bit generator's seed of a fingerprint.
+local function bloom_hashes_of(fingerprint)
   local a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, b6 = sbyte(fingerprint, 1, 12)
   local h1 = ((((a1 * 256 + a2) * 256 + a3) * 256 + a4) * 256 + a5) * 256 + a6
   local h2 = ((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6
-  local seed = h2 % 2147483646 + 1
+  return h1, h2 % 2147483646 + 1
+end
+
+local function dedup_has(fingerprint)
+  local h1, seed = bloom_hashes_of(fingerprint)
+  for slice = 1, bloom_slices do
+    local key, at = bloom_locate(slice, h1 % bloom_blocks[slice])
+    local block = redis.call('GETRANGE', key, at, at + BLOCK - 1)
+    if bloom_all_set(block, bloom_hashes[slice], seed) then
+      return true
+    end
+  end
+  return false
+end
+
+local function dedup_add(fingerprint)
+  local h1, seed = bloom_hashes_of(fingerprint)
   if bloom_count >= bloom_capacity[bloom_slices] and bloom_slices < #bloom_blocks then
     bloom_slices, bloom_count, bloom_changed = bloom_slices + 1, 0, true
     bloom_allocate(bloom_slices)

@@ -5,6 +5,7 @@
 --   A fingerprint's bucket is its bytes 1..4 (big-endian) modulo the bucket count.
 -- ARGV[5]: ttl seconds (0 = forever; else an entry is new again once the clock passes its
 --   second + ttl); ARGV[6]: bucket count of a new hash.
+-- Defines dedup_open/add/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
 -- Fingerprints arrive as bytes (at least 12). With a ttl, a bucket drops its expired entries
 -- when its entry count reaches a multiple of 16.
 local DEDUP_ARGC = 2
@@ -13,13 +14,18 @@ local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.flo
 local dedup_ttl, dedup_now, dedup_stamp, dedup_buckets
 local dedup_entries = 0
 
-local function dedup_open()
+-- Read-only: a hash not created yet has no buckets, and nothing is seen.
+local function dedup_peek_open()
   dedup_ttl = tonumber(ARGV[5])
   dedup_now = tonumber(redis.call('TIME')[1])
   local t = dedup_now
   dedup_stamp = string.char(floor(t / 16777216) % 256, floor(t / 65536) % 256,
     floor(t / 256) % 256, t % 256)
   dedup_buckets = tonumber(redis.call('HGET', KEYS[7], 'buckets'))
+end
+
+local function dedup_open()
+  dedup_peek_open()
   if not dedup_buckets then
     dedup_buckets = tonumber(ARGV[6])
     redis.call('HSET', KEYS[7], 'buckets', dedup_buckets)
@@ -45,7 +51,8 @@ local function dedup_sweep(bucket)
   return table.concat(kept)
 end
 
-local function dedup_add(fingerprint)
+-- The fingerprint's bucket field, its bucket, its suffix and where the suffix is in it (or nil).
+local function dedup_find(fingerprint)
   local a, b, c, d = sbyte(fingerprint, 1, 4)
   local field = (((a * 256 + b) * 256 + c) * 256 + d) % dedup_buckets
   local suffix = ssub(fingerprint, 5, 12)
@@ -54,6 +61,19 @@ local function dedup_add(fingerprint)
   while at and (at - 1) % WIDTH ~= 0 do
     at = sfind(bucket, suffix, at + 1, true)
   end
+  return field, bucket, suffix, at
+end
+
+local function dedup_has(fingerprint)
+  if not dedup_buckets then
+    return false
+  end
+  local _, bucket, _, at = dedup_find(fingerprint)
+  return at ~= nil and not dedup_expired(bucket, at)
+end
+
+local function dedup_add(fingerprint)
+  local field, bucket, suffix, at = dedup_find(fingerprint)
   if at then
     if not dedup_expired(bucket, at) then
       return false

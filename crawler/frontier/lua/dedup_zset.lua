@@ -4,9 +4,16 @@
 -- KEYS[7]: sorted set. ARGV[5]: ttl seconds (> 0).
 local DEDUP_ARGC = 1
 local dedup_now, dedup_cutoff
-local function dedup_open()
+local function dedup_peek_open()
   dedup_now = tonumber(redis.call('TIME')[1])
   dedup_cutoff = dedup_now - tonumber(ARGV[5])
+end
+local function dedup_has(fingerprint)
+  local seen = redis.call('ZSCORE', KEYS[7], fingerprint)
+  return seen ~= false and tonumber(seen) >= dedup_cutoff
+end
+local function dedup_open()
+  dedup_peek_open()
   local expired = redis.call('ZRANGE', KEYS[7], '-inf', '(' .. dedup_cutoff, 'BYSCORE',
     'LIMIT', 0, 100)
   if #expired > 0 then
@@ -14,8 +21,7 @@ local function dedup_open()
   end
 end
 local function dedup_add(fingerprint)
-  local seen = redis.call('ZSCORE', KEYS[7], fingerprint)
-  if seen and tonumber(seen) >= dedup_cutoff then
+  if dedup_has(fingerprint) then
     return false
   end
   redis.call('ZADD', KEYS[7], dedup_now, fingerprint)
