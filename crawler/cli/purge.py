@@ -9,6 +9,8 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.reset import live_nodes
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,17 +26,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from crawler.commands.purge import (  # noqa: PLC0415 - the Scrapy command: loads Scrapy
-        live_nodes,
         present_keys,
         purge,
         refusal,
+        reset_note,
+        reset_wait,
     )
 
     spider = args.spider
-    require_spider(spider, project_settings())
+    settings = project_settings()
+    require_spider(spider, settings)
     client = redis_client(args)
+    acknowledged = None
     try:
-        live = live_nodes(client, spider)
+        live = live_nodes(client, FrontierKeys.for_spider(spider))
         if (why := refusal(live, spider, force=args.force)) is not None:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1
@@ -44,13 +49,27 @@ def run(args: argparse.Namespace) -> int:
             if answer.strip() != spider:
                 print("Not purged.")
                 return 1
-        deleted = purge(client, spider, present, live=live) if present else 0
+        deleted = 0
+        if present:
+            wait = reset_wait(float(settings["FRONTIER_HEARTBEAT_INTERVAL"]))
+            deleted, acknowledged = purge(client, spider, present, live=live, wait=wait)
     finally:
         client.close()
     if args.json:
-        print(orjson.dumps({"spider": spider, "deleted": deleted, "keys": present}).decode())
+        reset = (
+            None
+            if acknowledged is None
+            else {"nodes": acknowledged.nodes, "late": acknowledged.late}
+        )
+        print(
+            orjson.dumps(
+                {"spider": spider, "deleted": deleted, "keys": present, "reset": reset}
+            ).decode()
+        )
     elif present:
-        print(f"Purged {deleted} keys of {spider!r}: {', '.join(present)}")
+        print(
+            f"Purged {deleted} keys of {spider!r}: {', '.join(present)}" + reset_note(acknowledged)
+        )
     else:
         print(f"Nothing to purge for {spider!r}")
     return 0

@@ -3,14 +3,14 @@
 The only thing that deletes the shared frontier: nodes never do. Asks for
 confirmation unless ``--yes`` is given; refuses while the spider has live nodes unless
 ``--force`` is given, and then writes a ``purged:`` epoch: the running nodes drop what
-they hold and their seen-caches at their next heartbeat (``crawler.frontier.epoch``).
+they hold and their seen-caches at their next heartbeat (``crawler.frontier.epoch``),
+and the purge waits until each has (``crawler.frontier.reset``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import uuid
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -18,10 +18,11 @@ from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.epoch import PURGED_EPOCH
-from crawler.frontier.keys import FrontierKeys, fence_pattern, start_pattern
+from crawler.frontier.keys import FrontierKeys, fence_pattern, node_epoch_pattern, start_pattern
+from crawler.frontier.reset import Acknowledged, live_nodes, new_epoch, wait_for_nodes
 from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
-from crawler.redis_connection import RedisConfig, SyncRedis, server_time_ms, sync_client
+from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 
 
 def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
@@ -35,20 +36,18 @@ def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[st
     """The spider's keys that exist: the frontier's, its seeds, the start-request claims
     of every crawl and the crawl ledgers."""
     present = [key for key in spider_keys(spider, keep_seeds=keep_seeds) if client.exists(key)]
-    patterns = [start_pattern(spider), pattern_for_spider(spider), fence_pattern(spider)]
+    patterns = [
+        start_pattern(spider),
+        pattern_for_spider(spider),
+        fence_pattern(spider),
+        node_epoch_pattern(spider),
+    ]
     if not keep_seeds:  # the nodes' holds of taken seeds
         frontier = FrontierKeys.for_spider(spider)
         patterns.append(SeedKeys(f"{spider}:start_urls", "", frontier).holds_pattern)
     for pattern in patterns:
         present += sorted(text(key) for key in client.scan_iter(match=pattern))
     return present
-
-
-def live_nodes(client: SyncRedis, spider: str) -> list[str]:
-    """Nodes of ``spider`` whose heartbeat is still current (Redis time)."""
-    keys = FrontierKeys.for_spider(spider)
-    now = server_time_ms(client, keys.nodes)
-    return [text(node) for node in client.zrangebyscore(keys.nodes, now, "+inf")]
 
 
 def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
@@ -61,13 +60,37 @@ def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
     )
 
 
-def purge(client: SyncRedis, spider: str, present: list[str], *, live: list[str]) -> int:
-    """Delete ``present``. With ``live`` nodes, write a ``purged:`` epoch: at their next
-    heartbeat they reset instead of taking the purge for lost data (``epoch.py``)."""
+def purge(
+    client: SyncRedis, spider: str, present: list[str], *, live: list[str], wait: float
+) -> tuple[int, Acknowledged | None]:
+    """Delete ``present``. With ``live`` nodes, write a ``purged:`` epoch and wait up to
+    ``wait`` seconds until each has reset (``crawler.frontier.reset``): they do instead of
+    taking the purge for lost data, and a seed pushed next meets nodes that forgot."""
     deleted = sum(int(client.delete(key)) for key in present)
-    if live:
-        client.set(FrontierKeys.for_spider(spider).epoch, f"{PURGED_EPOCH}{uuid.uuid4().hex}")
-    return deleted
+    if not live:
+        return deleted, None
+    keys = FrontierKeys.for_spider(spider)
+    epoch = new_epoch(PURGED_EPOCH)
+    client.set(keys.epoch, epoch)
+    return deleted, wait_for_nodes(client, keys, epoch, live, wait)
+
+
+def reset_wait(heartbeat_interval: float) -> float:
+    """How long a reset waits for the live nodes: a heartbeat to notice it, one to answer."""
+    return 3 * heartbeat_interval
+
+
+def reset_note(acknowledged: Acknowledged | None) -> str:
+    """What the live nodes did about a reset, for the operator."""
+    if acknowledged is None or not (acknowledged.nodes or acknowledged.late):
+        return ""
+    note = f"; {len(acknowledged.nodes)} live nodes reset"
+    if acknowledged.late:
+        note += (
+            f", {len(acknowledged.late)} did not answer in time ({', '.join(acknowledged.late)}): "
+            "they reset at their next heartbeat"
+        )
+    return note
 
 
 class Command(ScrapyCommand):
@@ -96,7 +119,7 @@ class Command(ScrapyCommand):
         redis = RedisConfig.from_url(url)
         client = sync_client(redis)
         try:
-            live = live_nodes(client, args[0])
+            live = live_nodes(client, FrontierKeys.for_spider(args[0]))
             if (why := refusal(live, args[0], force=opts.force)) is not None:
                 print(f"Not purged: {why}", file=sys.stderr)
                 self.exitcode = 1
@@ -111,8 +134,12 @@ class Command(ScrapyCommand):
                     print("Not purged.")
                     self.exitcode = 1
                     return
-            deleted = purge(client, args[0], present, live=live)
-            print(f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}")
+            wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
+            deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            print(
+                f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
+                + reset_note(acknowledged)
+            )
         finally:
             client.close()
         sys.stdout.flush()

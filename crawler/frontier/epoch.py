@@ -10,7 +10,9 @@ knew, what it re-enqueued) and re-enqueues every request it holds, so work in
 flight is not lost with the data; requests that were only queued in the lost
 data are gone, and ``crawler status`` says so instead of "finished". A forced
 ``crawler purge`` writes an epoch starting with ``purged:``: nodes then drop what
-they hold and their seen-caches instead (nothing to recover: the operator reset it).
+they hold and their seen-caches instead (nothing to recover: the operator reset it);
+``crawler seed --recrawl`` writes one starting with ``recrawl:``: the dedup was emptied,
+so nodes only forget their seen-caches and keep their work.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from crawler.frontier.client import FrontierClient, NewRequest
 logger = logging.getLogger(__name__)
 
 PURGED_EPOCH = "purged:"  # the prefix of the epoch a forced purge writes
+RECRAWL_EPOCH = "recrawl:"  # ``crawler seed --recrawl``: the dedup was emptied, keep the work
 
 
 @dataclass(frozen=True, slots=True)

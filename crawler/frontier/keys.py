@@ -55,6 +55,10 @@ class FrontierKeys:
         """The last lease call of a node (``lease.lua``): a call sent again is answered alike."""
         return f"{self.queue.removesuffix(':queue')}:fence:{node_id}"
 
+    def node_epoch(self, node_id: str) -> str:
+        """The epoch a node last beat in (``heartbeat.lua``; expires with the node)."""
+        return f"{self.epoch}:{node_id}"
+
     def dedup_keys(self) -> tuple[str, ...]:
         """The keys of every dedup mode (crawler.frontier.dedup)."""
         return (
@@ -88,6 +92,11 @@ def glob_escape(text: str) -> str:
 def fence_pattern(spider: str) -> str:
     """SCAN pattern of the lease fences of every node of a spider."""
     return f"{{{glob_escape(spider)}}}:fence:*"
+
+
+def node_epoch_pattern(spider: str) -> str:
+    """SCAN pattern of the epochs the nodes of a spider last beat in."""
+    return f"{{{glob_escape(spider)}}}:epoch:*"
 
 
 def start_pattern(spider: str) -> str:

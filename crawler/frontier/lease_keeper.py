@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawler.frontier.client import FrontierClient, Heartbeat
-from crawler.frontier.epoch import PURGED_EPOCH, recover
+from crawler.frontier.epoch import PURGED_EPOCH, RECRAWL_EPOCH, recover
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,9 @@ class Holder(Protocol):
     def forget_held(self) -> int:
         """The frontier was purged: drop the buffered leases, write nothing the others yield.
         Returns how many were held."""
+
+    def forget_seen(self) -> None:
+        """The dedup was emptied for a recrawl: forget the seen-cache, keep the work."""
 
     def work_arrived(self) -> None:
         """Requests reached the shared queue: lease again now."""
@@ -117,7 +120,17 @@ class LeaseKeeper:
     async def _frontier_lost(self, found: str) -> None:
         """Redis lost the frontier's data: re-enqueue what this node holds. An operator's
         purge (``crawler purge --force`` writes a ``purged:`` epoch) is not a loss: what the
-        node holds is dropped instead."""
+        node holds is dropped instead; a recrawl (``recrawl:``) only empties its seen-cache."""
+        if found.startswith(RECRAWL_EPOCH):
+            self.holder.forget_seen()
+            self.epoch = found
+            self.stats.inc_value("frontier/recrawl")
+            logger.warning(
+                "The frontier %s forgot every URL it had seen (crawler seed --recrawl): "
+                "forgot this node's seen-cache",
+                self.client.keys.queue,
+            )
+            return
         if found.startswith(PURGED_EPOCH):
             held = self.holder.forget_held()
             self.epoch = found

@@ -372,6 +372,9 @@ class LeasingScheduler:
         self._seen.clear()
         return dropped
 
+    def forget_seen(self) -> None:
+        self._seen.clear()
+
     def work_arrived(self) -> None:
         self._new_work()
         wake_engine(self.crawler)

@@ -1,7 +1,9 @@
 -- Heartbeat of node ARGV[1]: mark it alive, extend the leases it still holds, and return
 -- expired leases (of any node: an owner that stopped extending is dead or stalled) to the
 -- queue with their original score.
--- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue, 5 epoch
+-- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue, 5 epoch,
+--       6 the node's epoch (the epoch it last beat in, kept for the node ttl: an operator's
+--       reset waits until every live node beats in its new epoch)
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6.. lease ids held
 -- Returns {extended, reclaimed, lost, epoch}: lost = ids held by the node that are no longer its;
@@ -16,6 +18,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node = ARGV[1]
 local prefix = node .. '\t'
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
+redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
 local extended = 0
 for i = 6, #ARGV do
   local record = redis.call('HGET', KEYS[3], ARGV[i])

@@ -1,0 +1,67 @@
+"""Operator resets of a running frontier: a new epoch, then wait for every live node.
+
+A purge (``crawler purge --force``) and a recrawl (``crawler seed --recrawl``)
+change what the nodes must believe: a node keeps a seen-cache of the fingerprints
+it sent, and a purged frontier's leases are no longer there. The command writes a
+new epoch (``purged:<id>`` or ``recrawl:<id>``, ``crawler.frontier.epoch``); each
+node notices it at its next heartbeat, resets, and beats again at once in the new
+epoch, which ``heartbeat.lua`` records as ``{<spider>}:epoch:<node>``. The command
+waits until every live node has, so what it does next (push seeds) meets nodes that
+have forgotten. No Scrapy imports.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from crawler.frontier.epoch import RECRAWL_EPOCH
+from crawler.frontier.keys import FrontierKeys
+from crawler.lua import text
+from crawler.redis_connection import SyncRedis, server_time_ms
+
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    epoch: str
+    nodes: list[str]  # live nodes that beat in the new epoch
+    late: list[str]  # live nodes that did not within the timeout
+
+
+def live_nodes(client: SyncRedis, keys: FrontierKeys) -> list[str]:
+    """Nodes whose heartbeat is still current (Redis time)."""
+    now = server_time_ms(client, keys.nodes)
+    return [text(node) for node in client.zrangebyscore(keys.nodes, now, "+inf")]
+
+
+def new_epoch(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+def wait_for_nodes(
+    client: SyncRedis, keys: FrontierKeys, epoch: str, nodes: list[str], timeout: float
+) -> Acknowledged:
+    """Wait until each of ``nodes`` beat in ``epoch`` (or ``timeout`` seconds passed)."""
+    deadline = time.monotonic() + timeout
+    waiting = list(nodes)
+    while waiting:
+        beat_in = client.mget([keys.node_epoch(node) for node in waiting])
+        waiting = [node for node, seen in zip(waiting, beat_in, strict=True) if text(seen) != epoch]
+        if not waiting or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
+    return Acknowledged(epoch, [node for node in nodes if node not in waiting], waiting)
+
+
+def forget_seen(client: SyncRedis, keys: FrontierKeys, wait: float) -> Acknowledged:
+    """Empty the frontier's dedup (every mode's keys) for a recrawl and write a ``recrawl:``
+    epoch; then wait up to ``wait`` seconds for the live nodes to forget their seen-caches.
+    The caller checked that nothing is queued or leased (it would be fetched twice)."""
+    live = live_nodes(client, keys)
+    epoch = new_epoch(RECRAWL_EPOCH)
+    client.delete(*keys.dedup_keys())
+    client.set(keys.epoch, epoch)
+    return wait_for_nodes(client, keys, epoch, live, wait)
