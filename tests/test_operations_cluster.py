@@ -251,9 +251,9 @@ def crawl(cluster: Cluster) -> Iterator[Crawl]:
 def test_seed_validates_and_pushes_args_stdin_and_file(crawl: Crawl, cluster: Cluster) -> None:
     assert crawl.seeded.returncode == 1, crawl.seeded.stderr  # some seeds were rejected
     out = crawl.seeded.stdout
-    assert "rejected (scheme): 'ftp://127.0.0.1/nope'" in out
-    assert "rejected (url): '{\"url\": 5}'" in out
-    assert "Pushed 3 seeds to pages:start_urls, rejected 2" in out
+    assert "invalid (scheme): 'ftp://127.0.0.1/nope'" in out
+    assert "invalid (url): '{\"url\": 5}'" in out
+    assert "Pushed 3 seeds to pages:start_urls (3 new, 0 crawled before), rejected 2" in out
 
 
 def test_status_during_the_crawl(crawl: Crawl) -> None:

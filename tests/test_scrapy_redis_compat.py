@@ -173,7 +173,7 @@ def test_make_request_from_data_can_be_overridden() -> None:
             ]
 
     made = spider(Ids)
-    assert [r.url for r in made._requests(b"42")] == [
+    assert [r.url for r in made.requests_from_raw_seed(b"42")] == [
         "http://e.com/item/42",
         "http://e.com/meta/42",
     ]

@@ -44,8 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line; a command that sets ``more_positionals`` to the name of its
+    ``nargs="*"`` argument also takes such values after its options
+    (``crawler seed pages --recrawl URL``), which argparse alone would refuse."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    tail = getattr(args, "more_positionals", None)
+    if tail is not None and rest and not any(r.startswith("-") and r != "-" for r in rest):
+        setattr(args, tail, [*getattr(args, tail), *rest])
+        rest = []
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         code = int(args.run(args))
         sys.stdout.flush()

@@ -1,37 +1,54 @@
-"""``crawler seed <spider> <url|json>...``: validate seeds, then push the valid ones at once."""
+"""``crawler seed <spider> <url|json>... [--recrawl]``: check seeds, then push the ones to crawl.
+
+Each seed goes through the spider's own ``make_request_from_data`` and is looked up
+in the frontier's dedup (``crawler.cli.seed_check``); the command says of each
+whether it is new, crawled before, or invalid, and pushes the new ones and the
+crawled ones that are fetched again (``dont_filter``, the default) to the
+spider's seed key, in one step. ``--recrawl`` first forgets every URL the crawl
+has seen (``crawler.frontier.reset.forget_seen``), so the seeds and every page
+they lead to are crawled again; it is refused while the crawl has work left.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import TypedDict
 
 import orjson
 
-from crawler.cli.config import add_redis_option, project_settings, redis_client
-from crawler.cli.spiders import require_spider
-from crawler.frontier.seeds import InvalidSeed, parse_seed
+from crawler.cli.config import add_redis_option, project_settings, redis_client, redis_url
+from crawler.cli.seed_check import Outcome, SeedChecker, SeedReport
+from crawler.cli.spiders import require_spider, spider_class
+from crawler.commands.purge import reset_note, reset_wait
+from crawler.frontier.client import pending_requests_sync
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.reset import forget_seen
+from crawler.frontier.seed_settings import SeedSource
+from crawler.redis_connection import SyncRedis
 
 STDIN = "-"
-
-
-class Rejected(TypedDict):
-    seed: str
-    reason: str
-    error: str
+CHECK_BATCH = 1000  # fingerprints looked up per script call
+LINES_SHOWN = 100  # text output: seeds listed per outcome, then a count
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
-        "seed", help="validate seeds and push the valid ones to <spider>:start_urls"
+        "seed", help="check seeds (new, crawled before, invalid) and push them to the spider"
     )
     parser.add_argument("spider")
     parser.add_argument("seeds", nargs="*", help="URLs or JSON objects; - reads stdin")
     parser.add_argument("--file", default=None, help="one seed per line (- = stdin)")
+    parser.add_argument(
+        "--recrawl",
+        action="store_true",
+        help="forget every URL the crawl has seen first: the seeds and all they lead to are "
+        "crawled again (refused while the crawl has work queued or leased)",
+    )
     add_redis_option(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object for scripts")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, more_positionals="seeds")
 
 
 def _lines(source: str) -> list[str]:
@@ -49,17 +66,69 @@ def read_seeds(args: argparse.Namespace) -> list[str]:
     return seeds
 
 
-def validate(seeds: list[str], max_bytes: int) -> tuple[list[str], list[Rejected]]:
-    valid: list[str] = []
-    rejected: list[Rejected] = []
-    for raw in seeds:
-        try:
-            parse_seed(raw, max_bytes=max_bytes)
-        except InvalidSeed as exc:
-            rejected.append(Rejected(seed=raw, reason=exc.reason, error=str(exc)))
-        else:
-            valid.append(raw)
-    return valid, rejected
+def check(checker: SeedChecker, client: SyncRedis, seeds: list[str]) -> list[SeedReport]:
+    reports: list[SeedReport] = []
+    for start in range(0, len(seeds), CHECK_BATCH):
+        reports += checker.check(client, seeds[start : start + CHECK_BATCH])
+    return reports
+
+
+def to_push(reports: list[SeedReport]) -> list[str]:
+    """New seeds, and crawled ones that are fetched again; a filtered crawled one would only
+    be dropped by the dedup."""
+    return [
+        r.seed
+        for r in reports
+        if r.outcome is Outcome.NEW or (r.outcome is Outcome.SEEN and r.refetched)
+    ]
+
+
+def push(client: SyncRedis, key: str, source: SeedSource, seeds: list[str]) -> None:
+    """In submission order, to the key's type as the spider reads it."""
+    if source is SeedSource.LIST:
+        client.lpush(key, *seeds)  # nodes pop from the right: submission order
+    elif source is SeedSource.SET:
+        client.sadd(key, *seeds)
+    else:
+        client.zadd(key, dict.fromkeys(seeds, 0), nx=True)
+
+
+def describe(report: SeedReport) -> str:
+    shown = report.seed[:200]
+    if report.outcome is Outcome.INVALID:
+        return f"invalid ({report.reason}): {shown!r}: {report.error}"
+    if report.outcome is Outcome.NEW:
+        return f"new: {shown}"
+    if report.refetched:
+        return (
+            f"crawled before: {shown}: its page is fetched again, the pages it leads to that "
+            "were crawled are skipped (--recrawl crawls them all again)"
+        )
+    return (
+        f"crawled before: {shown}: not pushed, the dedup would drop it (it is not dont_filter; "
+        "--recrawl crawls it and all it leads to again)"
+    )
+
+
+def print_reports(reports: list[SeedReport]) -> None:
+    shown: Counter[Outcome] = Counter()
+    for report in reports:
+        shown[report.outcome] += 1
+        if shown[report.outcome] <= LINES_SHOWN:
+            print(describe(report))
+    for outcome, count in shown.items():
+        if count > LINES_SHOWN:
+            print(f"... and {count - LINES_SHOWN} more {outcome.value} seeds")
+
+
+def refuse_recrawl(client: SyncRedis, keys: FrontierKeys, spider: str) -> None:
+    queued, leased = pending_requests_sync(client, keys)
+    if queued or leased:
+        raise SystemExit(
+            f"crawler: not recrawled: the crawl of {spider!r} still has {queued} queued and "
+            f"{leased} leased requests, which would be fetched twice; wait until it has "
+            f"finished (crawler status {spider}) or purge it (crawler purge {spider})"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,18 +137,46 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("no seeds given: pass them as arguments, with --file F or -")
     settings = project_settings()
     require_spider(args.spider, settings)
-    valid, rejected = validate(seeds, int(settings["SEEDS_MAX_BYTES"]))
-    key = str(settings["SEEDS_KEY"]) % {"name": args.spider}
-    if valid:
-        client = redis_client(args)
-        try:
-            client.lpush(key, *valid)  # nodes pop from the right: submission order
-        finally:
-            client.close()
+    checker = SeedChecker(spider_class(args.spider, settings), settings, redis_url(args))
+    client = redis_client(args)
+    note = ""
+    try:
+        if args.recrawl:
+            keys = FrontierKeys.for_spider(args.spider)
+            refuse_recrawl(client, keys, args.spider)
+            wait = reset_wait(float(settings["FRONTIER_HEARTBEAT_INTERVAL"]))
+            note = "Forgot every URL the crawl had seen" + reset_note(
+                forget_seen(client, keys, wait)
+            )
+        reports = check(checker, client, seeds)
+        pushed = to_push(reports)
+        key = checker.seed_settings.seeds_key
+        if pushed:
+            push(client, key, checker.seed_settings.source, pushed)
+    finally:
+        client.close()
+    counts = Counter(report.outcome.value for report in reports)
     if args.json:
-        print(orjson.dumps({"key": key, "pushed": len(valid), "rejected": rejected}).decode())
+        rejected = [r.as_json() for r in reports if r.outcome is Outcome.INVALID]
+        print(
+            orjson.dumps(
+                {
+                    "key": key,
+                    "pushed": len(pushed),
+                    "new": counts["new"],
+                    "seen": counts["seen"],
+                    "rejected": rejected,
+                    "recrawl": args.recrawl,
+                    "seeds": [report.as_json() for report in reports],
+                }
+            ).decode()
+        )
     else:
-        for entry in rejected:
-            print(f"rejected ({entry['reason']}): {entry['seed'][:200]!r}: {entry['error']}")
-        print(f"Pushed {len(valid)} seeds to {key}, rejected {len(rejected)}")
-    return 1 if rejected else 0
+        if note:
+            print(note)
+        print_reports(reports)
+        print(
+            f"Pushed {len(pushed)} seeds to {key} ({counts['new']} new, {counts['seen']} crawled "
+            f"before), rejected {counts['invalid']}"
+        )
+    return 1 if counts["invalid"] else 0

@@ -49,6 +49,12 @@ def require_spider(name: str, settings: Mapping[str, Any]) -> None:
         )
 
 
+def spider_class(name: str, settings: Mapping[str, Any]) -> type[Any]:
+    """The class of a spider of the project (``require_spider`` checked the name)."""
+    spider: type[Any] = _loader(tuple(settings["SPIDER_MODULES"])).load(name)
+    return spider
+
+
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
     try:
         spider_class = _loader(tuple(settings["SPIDER_MODULES"])).load(name)

@@ -15,7 +15,7 @@ from crawler.frontier.dedup import DedupConfig, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import script_text, text
-from crawler.redis_connection import AsyncRedis
+from crawler.redis_connection import AsyncRedis, SyncRedis
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,15 @@ async def pending_requests(client: AsyncRedis, keys: FrontierKeys) -> int:
     return int(queued) + int(leased)
 
 
+def pending_requests_sync(client: SyncRedis, keys: FrontierKeys) -> tuple[int, int]:
+    """Requests queued, and leased by any node (operator tools)."""
+    with client.pipeline(transaction=False) as pipe:
+        pipe.zcard(keys.queue)
+        pipe.zcard(keys.leases)
+        queued, leased = pipe.execute()
+    return int(queued), int(leased)
+
+
 class FrontierClient:
     def __init__(
         self,
@@ -74,15 +83,8 @@ class FrontierClient:
         self.dedup = DedupStep.for_config(dedup)
         self._lease = client.register_script(script_text("crawler.frontier", "lease"))
         self._complete = client.register_script(self.dedup.script())
-        self._complete_keys = [
-            keys.queue,
-            keys.data,
-            keys.seq,
-            keys.leases,
-            keys.inflight,
-            keys.failed,
-            *self.dedup.keys(keys),
-        ]
+        self._seen = client.register_script(self.dedup.script("seen"))
+        self._complete_keys = self.dedup.script_keys(keys)
         self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
         self._release = client.register_script(script_text("crawler.frontier", "release"))
 
@@ -111,6 +113,13 @@ class FrontierClient:
         status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
         return Completion(text(status), int(added), tuple(int(i) for i in dropped))
 
+    async def seen(self, fingerprints: list[str]) -> list[bool]:
+        """Whether the dedup has recorded each hex fingerprint (read-only: records none)."""
+        if not fingerprints:
+            return []
+        flags = await self._seen(keys=self._complete_keys, args=self.dedup.seen_args(fingerprints))
+        return [bool(flag) for flag in flags]
+
     async def bloom_state(self) -> BloomState:
         """The Bloom filter's layout and fill (mode bloom; empty before the first request)."""
         layout, slices, count = await self.redis.hmget(self.keys.bloom_meta, BloomState.META_FIELDS)
@@ -137,7 +146,7 @@ class FrontierClient:
         epoch is no longer ``epoch`` (see ``Heartbeat.epoch``)."""
         k = self.keys
         extended, reclaimed, lost, current = await self._heartbeat(
-            keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch],
+            keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch, k.node_epoch(self.node_id)],
             args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
         return Heartbeat(int(extended), int(reclaimed), int(lost), text(current))

@@ -116,7 +116,7 @@ class RedisSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[Any]:
         for url in self.argument_seeds:
             try:
-                for request in self._requests(url.strip().encode()):
+                for request in self.requests_from_raw_seed(url.strip().encode()):
                     yield request
             except InvalidSeed as exc:
                 self._log_invalid(exc, "dropped")
@@ -125,7 +125,7 @@ class RedisSpider(scrapy.Spider):
         async for request in self._redis_seeds():
             yield request
 
-    def _requests(self, raw: bytes) -> list[Request]:
+    def requests_from_raw_seed(self, raw: bytes) -> list[Request]:
         output = self.make_request_from_data(raw)
         if output is None:
             return []
@@ -155,7 +155,7 @@ class RedisSpider(scrapy.Spider):
 
     async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
-            return self._requests(raw)
+            return self.requests_from_raw_seed(raw)
         except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
             invalid = (
                 exc

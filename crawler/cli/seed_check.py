@@ -1,0 +1,147 @@
+"""What ``crawler seed`` knows of each seed before it pushes it: new, crawled before, invalid.
+
+The spider is built as a node builds it (Scrapy's ``Crawler``, the project's
+settings, the spider's ``custom_settings``) without crawling, so each seed goes
+through the spider's own ``make_request_from_data`` and the crawl's request
+fingerprinter, exactly as on the nodes; the fingerprints are then looked up in the
+frontier's dedup without recording any (``lua/seen.lua``). A seed is *crawled
+before* when every request it makes was seen: a ``dont_filter`` seed (the
+default) is fetched again, but the pages it leads to that were crawled are
+skipped; a filtered one is dropped. ``--recrawl`` forgets what the crawl saw.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from crawler.frontier.dedup import DedupConfig, DedupStep
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.seed_settings import SeedSettings
+from crawler.frontier.seeds import InvalidSeed
+from crawler.redis_connection import SyncRedis
+from crawler.spiders.base import RedisSpider
+
+
+class Outcome(StrEnum):
+    NEW = "new"
+    SEEN = "seen"  # every request it makes was crawled (or queued) before
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class SeedReport:
+    seed: str
+    outcome: Outcome
+    urls: list[str] = field(default_factory=list)
+    refetched: bool = False  # seen, but dont_filter: its page is fetched again
+    reason: str = ""  # invalid: the short reason (as in seeds/invalid/<reason>)
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"seed": self.seed, "outcome": self.outcome.value}
+        if self.outcome is Outcome.INVALID:
+            found |= {"reason": self.reason, "error": self.error}
+        else:
+            found |= {"urls": self.urls, "refetched": self.refetched}
+        return found
+
+
+class NotASeedSpider(SystemExit):
+    pass
+
+
+class SeedChecker:
+    """One spider of the project, built to turn raw seeds into requests and fingerprints."""
+
+    def __init__(self, spider_class: type[Any], settings: dict[str, Any], redis_url: str) -> None:
+        if not issubclass(spider_class, RedisSpider):
+            raise NotASeedSpider(
+                f"crawler: spider {spider_class.name!r} reads no seeds from Redis (it is not a "
+                "crawler.spiders.RedisSpider): nothing would take them. Its start requests are "
+                "written once per crawl (CRAWLER_CRAWL_ID); to feed it seeds, derive it from "
+                "crawler.spiders.RedisSpider or RedisCrawlSpider"
+            )
+        crawler = Crawler(spider_class, Settings({**settings, "REDIS_URL": redis_url}))
+        crawler.stats = MemoryStatsCollector(crawler)
+        crawler.request_fingerprinter = build_from_crawler(
+            load_object(crawler.settings["REQUEST_FINGERPRINTER_CLASS"]), crawler
+        )
+        logging.getLogger("scrapy").setLevel(logging.WARNING)
+        self.crawler = crawler
+        self.spider: RedisSpider = spider_class.from_crawler(crawler)
+        self.dedup = DedupConfig.parse(
+            mode=crawler.settings.get("FRONTIER_DUPEFILTER"),
+            ttl=crawler.settings.getint("FRONTIER_DEDUP_TTL"),
+            capacity=crawler.settings.getint("FRONTIER_DEDUP_CAPACITY"),
+            error_rate=crawler.settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
+        )
+
+    @property
+    def seed_settings(self) -> SeedSettings:
+        return self.spider.seed_settings
+
+    def requests(self, raw: str) -> list[Request]:
+        """The seed's requests, as a node makes them; ``InvalidSeed`` if it makes none."""
+        try:
+            requests = self.spider.requests_from_raw_seed(raw.encode("utf-8", "surrogatepass"))
+        except InvalidSeed:
+            raise
+        except Exception as exc:  # the user's make_request_from_data may raise anything
+            reason = f"error/{type(exc).__name__}"
+            raise InvalidSeed(reason, f"make_request_from_data: {exc}") from exc
+        if not requests:
+            raise InvalidSeed("no_request", "make_request_from_data made no request of it")
+        return requests
+
+    def fingerprint(self, request: Request) -> str:
+        fingerprinter = self.crawler.request_fingerprinter
+        return fingerprinter.fingerprint(request).hex()
+
+    def check(self, client: SyncRedis, raw_seeds: list[str]) -> list[SeedReport]:
+        """A report per seed, in order; the dedup is read, never written."""
+        made: list[tuple[str, list[Request]] | SeedReport] = []
+        for raw in raw_seeds:
+            try:
+                made.append((raw, self.requests(raw)))
+            except InvalidSeed as exc:
+                made.append(SeedReport(raw, Outcome.INVALID, reason=exc.reason, error=str(exc)))
+        fingerprints = [
+            self.fingerprint(request)
+            for entry in made
+            if not isinstance(entry, SeedReport)
+            for request in entry[1]
+        ]
+        seen = iter(self._seen(client, fingerprints))
+        reports: list[SeedReport] = []
+        for entry in made:
+            if isinstance(entry, SeedReport):
+                reports.append(entry)
+                continue
+            raw, requests = entry
+            all_seen = all([next(seen) for _ in requests])  # consume one flag per request
+            reports.append(
+                SeedReport(
+                    raw,
+                    Outcome.SEEN if all_seen else Outcome.NEW,
+                    urls=[request.url for request in requests],
+                    refetched=all_seen and all(request.dont_filter for request in requests),
+                )
+            )
+        return reports
+
+    def _seen(self, client: SyncRedis, fingerprints: list[str]) -> list[bool]:
+        if not fingerprints:
+            return []
+        step = DedupStep.for_config(self.dedup)
+        script = client.register_script(step.script("seen"))
+        keys = step.script_keys(FrontierKeys.for_spider(self.spider.name))
+        return [bool(flag) for flag in script(keys=keys, args=step.seen_args(fingerprints))]
