@@ -35,10 +35,13 @@ from crawler.frontier.keys import FrontierKeys
 KEYS = FrontierKeys.for_spider("pages")
 
 
-def crawler_cli(redis_url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def crawler_cli(
+    redis_url: str, *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "crawler", *args, "--redis", redis_url],
         cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
         input=stdin,
         capture_output=True,
         text=True,
@@ -169,9 +172,9 @@ def test_seed_pushes_valid_seeds_in_order_and_rejects_the_rest(
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert "rejected (scheme): 'ftp://h/2'" in out
-    assert "rejected (url)" in out
-    assert "Pushed 3 seeds to pages:start_urls, rejected 2" in out
+    assert "invalid (scheme): 'ftp://h/2'" in out
+    assert "invalid (url)" in out
+    assert "Pushed 3 seeds to pages:start_urls (3 new, 0 crawled before), rejected 2" in out
     # Nodes pop from the right: submission order.
     popped = list(reversed(redis_client.lrange("pages:start_urls", 0, -1)))
     assert popped == [b"http://h/1", b"http://h/3", b'{"url": "http://h/4", "priority": 2}']
@@ -182,7 +185,18 @@ def test_seed_reads_stdin(redis_url: str, redis_client: redis.Redis) -> None:
         redis_url, "seed", "pages", "-", "--json", stdin="http://h/a\nhttp://h/b\n"
     )
     assert result.returncode == 0, result.stderr
-    assert orjson.loads(result.stdout) == {"key": "pages:start_urls", "pushed": 2, "rejected": []}
+    report = orjson.loads(result.stdout)
+    assert {k: report[k] for k in ("key", "pushed", "new", "seen", "rejected")} == {
+        "key": "pages:start_urls",
+        "pushed": 2,
+        "new": 2,
+        "seen": 0,
+        "rejected": [],
+    }
+    assert [(s["seed"], s["outcome"]) for s in report["seeds"]] == [
+        ("http://h/a", "new"),
+        ("http://h/b", "new"),
+    ]
     assert redis_client.llen("pages:start_urls") == 2
 
 
@@ -281,8 +295,11 @@ def test_purge_refuses_while_nodes_are_live_unless_forced(
     assert "1 nodes of 'pages' are live (node-a)" in refused.stderr
     assert redis_client.exists(KEYS.queue) == 1
 
-    forced = crawler_cli(redis_url, "purge", "pages", "--yes", "--force")
+    # node-a is not running: it never beats in the purge's epoch (0.6 s: 3 heartbeats of 0.2 s)
+    fast = {"CRAWLER_SETTING_FRONTIER_HEARTBEAT_INTERVAL": "0.2"}
+    forced = crawler_cli(redis_url, "purge", "pages", "--yes", "--force", env=fast)
     assert forced.returncode == 0, forced.stderr
+    assert "0 live nodes reset, 1 did not answer in time (node-a)" in forced.stdout
     assert not redis_client.exists(KEYS.queue)
     epoch = redis_client.get(KEYS.epoch)
     assert isinstance(epoch, bytes)
@@ -310,7 +327,7 @@ def test_nodes_go_live_late_dead_then_gone(redis_url: str, redis_client: redis.R
     redis_client.hset(KEYS.inflight, "l1", "dead\t0")
     status = frontier_status(redis_client, "pages", "c1")
     states = {node["node"]: node["state"] for node in status["snapshot"]["nodes"]}
-    assert states == {"fresh": "live", "late": "late", "dead": "dead", "gone": "dead"}
+    assert states == {"fresh": "live", "late": "late", "dead": "dead", "gone": "gone"}
     text = render(status_with_nothing_else(status))
     assert "1 live, 1 late, 2 dead (1 gone: --all)" in text
     assert "    dead " in text and "    gone " not in text

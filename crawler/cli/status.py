@@ -304,11 +304,11 @@ def ledger_text(ledger: LedgerView) -> str:
 
 def gone(node: NodeInfo) -> bool:
     """A dead node whose leases were all reclaimed: hidden unless ``--all``."""
-    return node["state"] == "dead" and node["leases"] == 0
+    return node["state"] == "gone"
 
 
 def nodes_text(nodes: list[NodeInfo]) -> str:
-    states = Counter(node["state"] for node in nodes)
+    states = Counter("dead" if gone(node) else node["state"] for node in nodes)
     parts = [f"{states[state]} {state}" for state in ("live", "late", "dead") if states[state]]
     gone_count = sum(1 for node in nodes if gone(node))
     return (", ".join(parts) or "none") + (f" ({gone_count} gone: --all)" if gone_count else "")

@@ -54,7 +54,7 @@ def render_spider(status: SpiderStatus, color: bool) -> list[str]:
     width = max((len(node["node"]) for node in shown), default=4)
     lines.append(paint(f"  {'NODE':<{width}}  STATE  LEASES  HEARTBEAT", DIM, color))
     for node in shown:
-        colour = {"live": GREEN, "late": YELLOW, "dead": RED}[node["state"]]
+        colour = {"live": GREEN, "late": YELLOW, "dead": RED, "gone": RED}[node["state"]]
         state = paint(f"{node['state']:<5}", colour, color)
         lines.append(
             f"  {node['node']:<{width}}  {state}  {node['leases']:>6}"

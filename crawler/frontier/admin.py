@@ -29,10 +29,15 @@ INCIDENTS_SHOWN = 20  # latest incident records in a snapshot
 REQUEUE_BATCH = 1000  # leases returned per script call
 
 
+# late: two heartbeats missed; dead: silent past the lease timeout, still holding leases;
+# gone: dead and its leases all reclaimed (status hides it unless --all)
+NodeState = Literal["live", "late", "dead", "gone"]
+
+
 class NodeInfo(TypedDict):
     node: str
     live: bool  # its heartbeats still count (state live or late)
-    state: Literal["live", "late", "dead"]  # late: two heartbeats missed; dead: past the lease
+    state: NodeState
     leases: int
     expires_in: float  # seconds until the node counts as dead (negative: silent that long)
     heartbeat_ago: float  # seconds since its last heartbeat (assuming the node ttl given)
@@ -180,14 +185,15 @@ class FrontierAdmin:
     def _node(self, node: str, alive_until: float, now_ms: int, leases: Counter[str]) -> NodeInfo:
         expires_in = (alive_until - now_ms) / 1000
         ago = self.node_ttl - expires_in
-        state: Literal["live", "late", "dead"] = (
-            "dead" if expires_in <= 0 else "late" if ago > 2 * self.heartbeat_interval else "live"
-        )
+        held = leases.get(node, 0)
+        state: NodeState = "late" if ago > 2 * self.heartbeat_interval else "live"
+        if expires_in <= 0:
+            state = "dead" if held else "gone"
         return NodeInfo(
             node=node,
             live=expires_in > 0,
             state=state,
-            leases=leases.get(node, 0),
+            leases=held,
             expires_in=round(expires_in, 3),
             heartbeat_ago=round(self.node_ttl - expires_in, 3),
         )
