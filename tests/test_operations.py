@@ -3,11 +3,13 @@ hand-made state (tests/test_operations_cluster.py runs every command against a r
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -17,7 +19,7 @@ from redis.asyncio import Redis as AsyncRedis
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
-from crawler.cli.main import main
+from crawler.cli.main import build_parser, main
 from crawler.cli.status import (
     FrontierStatus,
     SpiderStatus,
@@ -359,3 +361,46 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
         None,
     )
     assert eta_text(stalled) == "STALLED: work left, no live node"
+
+
+def leaf_commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command a user can run, with its parser (``dead-letters list``, ``seed``...)."""
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subparsers:
+        yield path, parser
+    for action in subparsers:
+        for name, sub in action.choices.items():
+            yield from leaf_commands(sub, (*path, name))
+
+
+def test_every_command_takes_json() -> None:
+    commands = dict(leaf_commands(build_parser()))
+    assert len(commands) >= 20
+    without = [
+        " ".join(path)
+        for path, parser in commands.items()
+        if not any("--json" in a.option_strings and a.nargs == 0 for a in parser._actions)
+    ]
+    assert without == []
+
+
+def test_top_json_prints_the_status_once(redis_url: str, redis_client: redis.Redis) -> None:
+    redis_client.lpush("pages:start_urls", "http://h/1")
+    result = crawler_cli(redis_url, "top", "pages", "--once", "--json")
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    (row,) = orjson.loads(line)
+    assert row["snapshot"]["spider"] == "pages" and row["snapshot"]["seeds_waiting"] == 1
+
+
+def test_sessions_invalidate_json_says_what_it_did(redis_url: str) -> None:
+    result = crawler_cli(redis_url, "sessions", "invalidate", "zhihu", "nobody", "--json")
+    assert result.returncode == 1
+    assert orjson.loads(result.stdout) == {
+        "platform": "zhihu",
+        "account": "nobody",
+        "invalidated": False,
+    }
+    assert "no session for zhihu/nobody" in result.stderr

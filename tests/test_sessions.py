@@ -470,7 +470,16 @@ def test_cli_import_list_invalidate(
     broken = tmp_path / "broken.json"
     broken.write_text(f'[{{"value": "{SECRET}"}}]')
     assert (
-        cli("sessions", "import", "zhihu", "carol", "--json", str(broken), "--redis", redis_url)
+        cli(
+            "sessions",
+            "import",
+            "zhihu",
+            "carol",
+            "--browser-json",
+            str(broken),
+            "--redis",
+            redis_url,
+        )
         == 1
     )
     captured = capsys.readouterr()

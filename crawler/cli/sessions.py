@@ -40,7 +40,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     listing = actions.add_parser("list", help="accounts with health, last use and expiry")
     listing.add_argument("platform")
-    listing.add_argument("--json", action="store_true", help="one JSON object per account")
     listing.set_defaults(run=_command(_list))
 
     importing = actions.add_parser("import", help="store cookies exported from a browser")
@@ -49,7 +48,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     source = importing.add_mutually_exclusive_group(required=True)
     source.add_argument("--cookie-header", metavar="S", help="'a=1; b=2' ('-' = read stdin)")
     source.add_argument("--netscape", type=Path, metavar="FILE", help="a cookies.txt")
-    source.add_argument("--json", type=Path, metavar="FILE", help="a browser-export JSON")
+    source.add_argument(
+        "--browser-json", type=Path, metavar="FILE", help="a browser-export JSON (EditThisCookie)"
+    )
     importing.add_argument("--domain", default="", help="domain of --cookie-header cookies")
     importing.add_argument("--proxy", default=None, help="proxy URL bound to the account")
     importing.add_argument("--ttl", type=float, default=None, help="seconds (SESSIONS_TTL)")
@@ -79,6 +80,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     for action in (listing, importing, login, invalidate):
         add_redis_option(action)
+        action.add_argument(
+            "--json",
+            action="store_true",
+            help="JSON for scripts (list: one object per account)",
+        )
 
 
 Action = Callable[[argparse.Namespace, RedisSessionStore], Awaitable[int]]
@@ -132,8 +138,8 @@ async def _list(args: argparse.Namespace, store: RedisSessionStore) -> int:
 def _imported_cookies(args: argparse.Namespace) -> list[Cookie]:
     if args.netscape is not None:
         return parse_netscape(args.netscape.read_text(encoding="utf-8"))
-    if args.json is not None:
-        return parse_browser_json(args.json.read_bytes())
+    if args.browser_json is not None:
+        return parse_browser_json(args.browser_json.read_bytes())
     header = sys.stdin.read() if args.cookie_header == "-" else args.cookie_header
     return parse_cookie_header(header, domain=args.domain)
 
@@ -151,9 +157,13 @@ async def _import(args: argparse.Namespace, store: RedisSessionStore) -> int:
         last_used=previous.last_used if previous else 0.0,
     )
     stored = await store.put(session, args.ttl or store.settings.ttl)
+    summary = stored.summary(time.time())
+    if args.json:
+        print(orjson.dumps({"imported": len(cookies), **summary}).decode())
+        return 0
     names = ", ".join(sorted({cookie.name for cookie in cookies}))
     print(f"imported {len(cookies)} cookies ({names}) for {args.platform}/{args.account}")
-    print(f"expires at {stored.summary(time.time())['expires_at']}")
+    print(f"expires at {summary['expires_at']}")
     return 0
 
 
@@ -190,14 +200,21 @@ async def _login(args: argparse.Namespace, store: RedisSessionStore) -> int:
     session = await login_now(
         store, lease, args.platform, args.account, provider, settings=store.settings
     )
+    if args.json:
+        print(orjson.dumps(session.summary(time.time())).decode())
+        return 0
     names = ", ".join(sorted({cookie.name for cookie in session.cookies}))
     print(f"logged in {args.platform}/{args.account}: {len(session.cookies)} cookies ({names})")
     return 0
 
 
 async def _invalidate(args: argparse.Namespace, store: RedisSessionStore) -> int:
-    if await store.invalidate(args.platform, args.account):
+    invalidated = await store.invalidate(args.platform, args.account)
+    if args.json:
+        shown = {"platform": args.platform, "account": args.account, "invalidated": invalidated}
+        print(orjson.dumps(shown).decode())
+    elif invalidated:
         print(f"invalidated {args.platform}/{args.account}")
-        return 0
-    print(f"no session for {args.platform}/{args.account}", file=sys.stderr)
-    return 1
+    if not invalidated:
+        print(f"no session for {args.platform}/{args.account}", file=sys.stderr)
+    return 0 if invalidated else 1

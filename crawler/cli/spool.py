@@ -21,12 +21,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     actions = parser.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="segments and their messages")
     add_spool_options(listing)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="a JSON list for scripts")
     listing.set_defaults(run=run_list)
     replay = actions.add_parser("replay", help="send the spooled messages to Kafka now")
     add_spool_options(replay)
     add_kafka_option(replay)
     replay.add_argument("--timeout", type=float, default=60.0)
+    replay.add_argument("--json", action="store_true", help="one JSON object for scripts")
     replay.set_defaults(run=run_replay)
 
 
@@ -82,9 +83,14 @@ def run_replay(args: argparse.Namespace) -> int:
         sender.producer.poll()
         time.sleep(0.05)
     left = asyncio.run(sender.close(0))
-    print(
-        f"replayed={counts['kafka/replayed']} spooled_again={counts['kafka/spooled']} "
-        f"dead_lettered={counts['kafka/dead_lettered'] + counts['kafka/dead_lettered_file']} "
-        f"left={left}"
-    )
+    outcome = {
+        "replayed": counts["kafka/replayed"],
+        "spooled_again": counts["kafka/spooled"],
+        "dead_lettered": counts["kafka/dead_lettered"] + counts["kafka/dead_lettered_file"],
+        "left": left,
+    }
+    if args.json:
+        print(orjson.dumps(outcome).decode())
+    else:
+        print(" ".join(f"{name}={value}" for name, value in outcome.items()))
     return 0 if not left and not counts["kafka/spooled"] else 1

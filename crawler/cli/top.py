@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 
+import orjson
+
 from crawler.cli.config import project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.cli.status import (
@@ -31,6 +33,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
     parser.add_argument("--once", action="store_true", help="print the view once, plain text")
     parser.add_argument("--color", action="store_true", help="ANSI colours also with --once")
+    parser.add_argument(
+        "--json", action="store_true", help="a JSON line (as status --json) per interval"
+    )
     parser.set_defaults(run=run)
 
 
@@ -90,6 +95,16 @@ def render_screen(statuses: list[SpiderStatus], color: bool) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def stream_json(reader: StatusReader, spiders: list[str], args: argparse.Namespace) -> None:
+    """The statuses as JSON lines, one per interval (``--once``: one), for scripts."""
+    while True:
+        sys.stdout.write(orjson.dumps(reader.collect_all(spiders)).decode() + "\n")
+        sys.stdout.flush()
+        if args.once:
+            return
+        time.sleep(args.interval)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise SystemExit(f"--interval {args.interval} must be > 0")
@@ -100,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         reader = StatusReader(client, args)
         try:
+            if args.json:
+                stream_json(reader, spiders, args)
+                return 0
             if args.once:
                 sys.stdout.write(render_screen(reader.collect_all(spiders), args.color))
                 return 0

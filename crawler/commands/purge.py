@@ -56,7 +56,8 @@ def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
         return None
     return (
         f"{len(live)} nodes of {spider!r} are live ({', '.join(live)}): stop them first, or pass "
-        "--force (they then drop what they hold and their seen-caches at their next heartbeat)"
+        "--force (they then drop what they hold and their seen-caches, and the purge waits "
+        "until they have)"
     )
 
 
