@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from scrapy import Request
+from scrapy import FormRequest, Request
+from scrapy.http import JsonRequest
 from scrapy.utils.request import request_from_dict
+from twisted.python.failure import Failure
 
 from crawler.frontier import codec
 from crawler.spiders.pages import PagesSpider
@@ -43,3 +45,52 @@ def test_unserializable_meta_names_the_request_and_key() -> None:
 def test_loads_rejects_non_objects() -> None:
     with pytest.raises(ValueError, match="not an object"):
         codec.loads(b"[1, 2]")
+
+
+class SpiderWithErrback(PagesSpider):
+    def failed(self, failure: Failure) -> None:
+        """An errback, stored by name as the callback is."""
+
+
+def _requests(spider: SpiderWithErrback) -> list[Request]:
+    return [
+        Request("http://h/p/17.html", callback=spider.parse, meta={"depth": 3}),
+        Request("http://h/plain"),
+        Request("http://h/x", method="POST", body=b"a=1", priority=-2, dont_filter=True),
+        Request(
+            "http://h/y",
+            errback=spider.failed,
+            cookies={"c": "1"},
+            encoding="latin-1",
+            flags=["f"],
+            cb_kwargs={"k": 0},
+            headers={"Referer": "http://h/"},
+        ),
+        FormRequest("http://h/form", formdata={"q": "中文"}),
+        JsonRequest("http://h/json", data={"a": [1, 2]}),
+    ]
+
+
+def test_lean_storage_leaves_out_defaults_and_restores_them_exactly() -> None:
+    spider = SpiderWithErrback()
+    for request in _requests(spider):
+        full = request.to_dict(spider=spider)
+        lean = codec.dumps(full)
+        assert len(lean) <= len(codec.dumps(full, lean=False))
+        restored = request_from_dict(codec.loads(lean), spider=spider)
+        assert restored.to_dict(spider=spider) == full, request
+        assert type(restored) is type(request)
+        old = request_from_dict(codec.loads(codec.dumps(full, lean=False)), spider=spider)
+        assert old.to_dict(spider=spider) == full  # requests stored before read alike
+
+
+def test_a_typical_link_is_stored_in_far_fewer_bytes() -> None:
+    spider = PagesSpider()
+    link = Request(
+        "http://127.0.0.1:8000/p/17.html",
+        callback=spider.parse,
+        meta={"depth": 3, "crawler_scope": "127.0.0.1:8000"},
+        headers={"Referer": "http://127.0.0.1:8000/p/8.html"},
+    ).to_dict(spider=spider)
+    lean, full = len(codec.dumps(link)), len(codec.dumps(link, lean=False))
+    assert lean < 0.7 * full, (lean, full)
