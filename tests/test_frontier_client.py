@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import redis
@@ -175,3 +176,39 @@ def test_a_lease_call_sent_again_gets_the_same_leases(
     assert len(other) == 2 and not set(other) & set(first)
     assert redis_client.zcard(KEYS.leases) == 4
     assert redis_client.zcard(KEYS.queue) == 1
+
+
+@pytest.mark.parametrize("mode", list(DedupMode))
+def test_only_unseen_links_travel_with_their_bodies(redis_url: str, mode: DedupMode) -> None:
+    """With the link check, the complete script gets the bodies of the unseen links only,
+    and the outcome is the one without it: same additions, same positions dropped."""
+    config = DedupConfig.parse(mode.value, 0, 1000, 0.001)
+
+    def links(names: list[str]) -> list[NewRequest]:
+        return [new(name, fingerprint=hashlib.sha1(name.encode()).hexdigest()) for name in names]
+
+    async def scenario(link_check: bool, prefix: str) -> tuple[list[int], list[tuple[int, ...]]]:
+        client = FrontierClient(
+            Redis.from_url(redis_url),
+            FrontierKeys.for_spider(prefix),
+            "a",
+            config,
+            link_check=link_check,
+        )
+        script, bodies = client._complete, []
+
+        async def counting(keys: list[str], args: list[Any]) -> object:
+            bodies.append((len(args) - 4 - len(client.dedup.args)) // 3)
+            return await script(keys=keys, args=args)
+
+        client._complete = counting  # type: ignore[assignment]
+        first = await client.complete(None, "done", links(["a1", "a2", "a3"]))
+        again = await client.complete(None, "done", links(["a2", "b1", "a1", "b2", "b1"]))
+        await client.aclose()
+        return bodies, [first.dropped, again.dropped, (first.added, again.added)]
+
+    checked_bodies, checked = run(scenario(True, "checked"))
+    plain_bodies, plain = run(scenario(False, "plain"))
+    assert checked == plain == [(), (0, 2, 4), (3, 2)]
+    assert plain_bodies == [3, 5]
+    assert checked_bodies == [3, 3]  # a2 and a1 were looked up and not sent; b1 twice is sent

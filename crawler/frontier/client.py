@@ -17,6 +17,8 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
+LINK_CHECK_MIN = 2  # children that could be seen before complete() looks them up first
+
 
 @dataclass(frozen=True, slots=True)
 class NewRequest:
@@ -76,11 +78,14 @@ class FrontierClient:
         keys: FrontierKeys,
         node_id: str,
         dedup: DedupConfig = DedupConfig(),  # noqa: B008 (frozen)
+        *,
+        link_check: bool = True,
     ) -> None:
         self.redis = client
         self.keys = keys
         self.node_id = node_id
         self.dedup = DedupStep.for_config(dedup)
+        self.link_check = link_check  # FRONTIER_LINK_CHECK: bodies only for unseen links
         self._lease = client.register_script(script_text("crawler.frontier", "lease"))
         self._complete = client.register_script(self.dedup.script())
         self._seen = client.register_script(self.dedup.script("seen"))
@@ -105,19 +110,40 @@ class FrontierClient:
         children: list[NewRequest],
         failure: bytes = b"",
     ) -> Completion:
+        """Finish ``lease_id`` (if any) with ``outcome`` and enqueue the unseen ``children``,
+        atomically. With ``link_check``, their fingerprints are looked up first (read-only,
+        ``seen``) and only the unseen ones travel with their bodies; the script checks those
+        again in its atomic step."""
+        known = await self._known_children(children)
+        sent = [i for i in range(len(children)) if i not in known]
         encode = self.dedup.encode
         args: list[Any] = [lease_id or "", self.node_id, outcome, failure, *self.dedup.args]
-        for child in children:
+        for i in sent:
+            child = children[i]
             score = f"F{child.score!r}" if child.force else repr(child.score)
             args += [encode(child.fingerprint), score, child.body]
         status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
-        return Completion(text(status), int(added), tuple(int(i) for i in dropped))
+        positions = known | {sent[int(i)] for i in dropped}
+        return Completion(text(status), int(added), tuple(sorted(positions)))
+
+    async def _known_children(self, children: list[NewRequest]) -> set[int]:
+        """Positions of the children the dedup already holds (none without ``link_check``, or
+        with fewer than ``LINK_CHECK_MIN`` that could be: not worth a round trip)."""
+        checked = [i for i, child in enumerate(children) if child.fingerprint and not child.force]
+        if not self.link_check or len(checked) < LINK_CHECK_MIN:
+            return set()
+        flags = await self.seen([children[i].fingerprint for i in checked])
+        return {i for i, flag in zip(checked, flags, strict=True) if flag}
 
     async def seen(self, fingerprints: list[str]) -> list[bool]:
         """Whether the dedup has recorded each hex fingerprint (read-only: records none)."""
         if not fingerprints:
             return []
-        flags = await self._seen(keys=self._complete_keys, args=self.dedup.seen_args(fingerprints))
+        if self.dedup.snippet == "dedup_set":  # exact, no TTL: one plain command
+            flags = await self.redis.smismember(self.keys.dupefilter, fingerprints)
+        else:
+            args = self.dedup.seen_args(fingerprints)
+            flags = await self._seen(keys=self._complete_keys, args=args)
         return [bool(flag) for flag in flags]
 
     async def bloom_state(self) -> BloomState:

@@ -114,7 +114,13 @@ class LeasingScheduler:
     def open(self, spider: Spider) -> None:
         self._spider = spider
         keys = FrontierKeys.for_spider(spider.name)
-        self._client = FrontierClient(self.context.redis, keys, self.node_id, self.settings.dedup)
+        self._client = FrontierClient(
+            self.context.redis,
+            keys,
+            self.node_id,
+            self.settings.dedup,
+            link_check=self.settings.link_check,
+        )
         self.context.tracker = self.tracker
         timing = Timing(
             self.settings.lease_timeout,

@@ -19,6 +19,7 @@ class FrontierSettings:
     idle_poll: float
     close_timeout: float
     seen_cache: int
+    link_check: bool
     dedup: DedupConfig
 
     @classmethod
@@ -32,6 +33,7 @@ class FrontierSettings:
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
+            link_check=settings.getbool("FRONTIER_LINK_CHECK"),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),
                 ttl=settings.getint("FRONTIER_DEDUP_TTL"),
