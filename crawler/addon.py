@@ -4,10 +4,11 @@ Cluster mode (``REDIS_URL`` set; a bad URL fails here, see
 ``crawler.redis_connection``): ``LeasingScheduler`` shares one Redis frontier
 between nodes. Standalone mode: Scrapy's own scheduler.
 Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
-With ``BROWSER_ENABLED``, scrapy-playwright's download handler serves
-requests marked for the browser (see ``BrowserRenderingMiddleware``) on
-Debian's Chromium. Values are set at ``addon`` priority, so project, spider
-and command-line settings still win. The project's middlewares, pipeline and
+With ``BROWSER_ENABLED``, requests marked for the browser (see
+``BrowserRenderingMiddleware``) render on Debian's Chromium through
+scrapy-playwright, started by the first of them (``crawler.browser_handler``).
+Values are set at ``addon`` priority, so project, spider and command-line
+settings still win. The project's middlewares, pipeline and
 extensions (``COMPONENTS``) are added to the component dicts whatever dicts
 a project or ``-s`` gives, so a user's own ``DOWNLOADER_MIDDLEWARES`` or
 ``ITEM_PIPELINES`` never silently drops the frontier's lease tracking,
@@ -24,7 +25,7 @@ from crawler import scrapy_redis_compat
 from crawler.redis_connection import RedisConfig
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
-PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
 
 # The project's components and their orders. They are added to these settings unless already
 # there (a project, spider or -s dict of its own keeps them; listing one with None turns it
@@ -116,7 +117,7 @@ class ClusterAddon:
             raise ValueError(
                 f"BROWSER_MAX_PAGES={pages} and BROWSER_MAX_CONTEXTS={contexts} must be >= 1"
             )
-        handlers = {"http": PLAYWRIGHT_HANDLER, "https": PLAYWRIGHT_HANDLER}
+        handlers = {"http": BROWSER_HANDLER, "https": BROWSER_HANDLER}
         settings.set(
             "DOWNLOAD_HANDLERS", {**settings.getdict("DOWNLOAD_HANDLERS"), **handlers}, "addon"
         )

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,9 +18,11 @@ import pytest
 import redis
 from playwright.async_api import async_playwright
 
-from crawler.demo.nodes import REPO_ROOT
+from crawler.demo.nodes import REPO_ROOT, process_tree
 from crawler.demo.server import BackgroundHTTPServer, QuietHandler
-from tests.cluster import logs, running_nodes, wait_for_exit
+from crawler.demo.site import Site
+from crawler.devservices._proc import cmdline
+from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.services import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
@@ -182,3 +185,59 @@ def test_browser_pages_carry_the_shared_session_and_its_new_cookies_flow_back(
     )
     (session,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
     assert "seen" in session["cookies"]  # the cookie the rendered page set flowed back
+
+
+# --------------------------------------------------------------------------- lean nodes
+# Playwright starts with the first request that needs a browser, not with the node.
+
+STARTED = "Started Playwright for the first browser request"
+
+
+def playwright_drivers(pid: int) -> list[int]:
+    return [child for child in process_tree(pid) if "run-driver" in (cmdline(child) or "")]
+
+
+def test_an_idle_node_is_one_process_until_a_page_needs_the_browser(
+    js_site: str, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "SEEDS_ALLOWED_META": "browser",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+    }
+    log = tmp_path / "node-0.log"
+    with (
+        Site(20) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        (node,) = nodes
+        assert wait_for_log(log, "Spider opened", 60), logs(tmp_path)
+        redis_client.lpush("pages:start_urls", site.url(0))
+        deadline = time.monotonic() + 60
+        while len(site.hits) < 20 and time.monotonic() < deadline:
+            assert process_tree(node.pid) == [node.pid], "a node without renders forked"
+            time.sleep(0.2)
+        assert len(site.hits) >= 20, logs(tmp_path)
+        time.sleep(2)  # scrapy-playwright's handler would have started with the engine
+        assert process_tree(node.pid) == [node.pid]
+
+        redis_client.lpush(
+            "pages:start_urls", orjson.dumps({"url": js_site, "meta": {"browser": True}})
+        )
+        assert wait_for_log(log, STARTED, 60), logs(tmp_path)
+        assert len(playwright_drivers(node.pid)) == 1  # one driver for the node, not per scheme
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    titles = {
+        item["url"]: item["title"] for item in map(orjson.loads, feed.read_bytes().splitlines())
+    }
+    assert titles[js_site] == "脚本标题"  # rendered: the title exists only after the script ran
+    assert len(titles) == 22  # 20 plain pages, the rendered one and its static link
+    text = log.read_text()
+    assert text.count(STARTED) == 1
+    assert "'browser/started': 1" in text
+    # Installed for http and https, the one handler is closed once per scheme: no error.
+    assert "Traceback" not in text

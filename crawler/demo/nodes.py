@@ -55,3 +55,33 @@ def wait_for_exit(nodes: Sequence[subprocess.Popen[bytes]], timeout: float) -> l
     while time.monotonic() < deadline and any(node.poll() is None for node in nodes):
         time.sleep(0.2)
     return [node.poll() for node in nodes]
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process descended from it, from ``/proc`` (parents first)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
+        except OSError:
+            continue  # exited while we looked
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree = [pid]
+    for parent in tree:
+        tree.extend(sorted(children.get(parent, ())))
+    return tree
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` and its descendants (``VmRSS`` summed; shared pages count
+    once per process, as ``ps`` and ``top`` show them)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            status = Path(f"/proc/{member}/status").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
