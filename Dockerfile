@@ -36,16 +36,32 @@ RUN python -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))
 COPY scrapy.cfg ./
 COPY settings ./settings
 COPY crawler ./crawler
+# /app stays root's: the node writes only to its Kafka spool (KAFKA_SPOOL_DIR "spool",
+# relative to /app; the dead-letter file is in it too) and Scrapy's .scrapy folder, both
+# owned by `crawler` and volumes (a named volume starts with this ownership).
 RUN pip install --no-deps . \
     && rm -rf build ./*.egg-info \
-    && mkdir -p /app/.scrapy \
-    && chown crawler:crawler /app/.scrapy
+    && mkdir -p /app/spool /app/.scrapy \
+    && chown crawler:crawler /app/spool /app/.scrapy
 
-ENV CRAWLER_PROFILE=prod
+# Metrics and /healthz on the container's interface, on one fixed port (9410) that the
+# HEALTHCHECK, Prometheus and Kubernetes probes use; outside containers METRICS_HOST is
+# 127.0.0.1.
+ENV CRAWLER_PROFILE=prod \
+    METRICS_HOST=0.0.0.0 \
+    CRAWLER_SETTING_METRICS_PORTS=9410
+
+VOLUME ["/app/spool", "/app/.scrapy"]
 
 USER crawler
 
-# No HEALTHCHECK: a crawler node serves no port, so there is nothing honest to probe yet.
+EXPOSE 9410
+
+# /healthz answers 200 while the node runs (with what Redis and Kafka say); no curl in
+# the slim image, so Python asks.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9410/healthz', timeout=4)"]
+
 # Scrapy stops gracefully on SIGTERM (Docker's default stop signal); give it time to
 # hand in-flight requests back to the frontier (compose sets stop_grace_period: 30s).
 CMD ["scrapy", "crawl", "pages"]

@@ -7,7 +7,6 @@ wrong host, port, listener or volume name is caught before anyone runs `docker c
 from __future__ import annotations
 
 import functools
-import json
 import re
 import shlex
 from pathlib import Path
@@ -17,9 +16,18 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from tests.dockerfile import (
+    dockerfile_args,
+    exec_form,
+    healthcheck_command,
+    image_env,
+    image_uid,
+    image_user,
+    image_volumes,
+)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
-DOCKERFILE = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
 
 REDIS_PORT = 6379
@@ -151,37 +159,6 @@ def parse_duration_seconds(value: str | int) -> float:
     matches = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", text)
     assert matches and "".join(n + u for n, u in matches) == text, f"bad duration {value!r}"
     return sum(float(number) * units[unit] for number, unit in matches)
-
-
-@functools.cache
-def dockerfile_instructions() -> tuple[tuple[str, str], ...]:
-    """Dockerfile as (INSTRUCTION, arguments) pairs, continuation lines joined."""
-    instructions: list[tuple[str, str]] = []
-    pending = ""
-    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        keyword, _, args = (pending + line).partition(" ")
-        instructions.append((keyword.upper(), args.strip()))
-        pending = ""
-    return tuple(instructions)
-
-
-def dockerfile_args(keyword: str) -> list[str]:
-    return [args for kw, args in dockerfile_instructions() if kw == keyword]
-
-
-def exec_form(args: str) -> list[str]:
-    """Parse an exec-form (JSON array) CMD/ENTRYPOINT; shell form is split with shlex."""
-    if args.startswith("["):
-        parsed = json.loads(args)
-        assert isinstance(parsed, list)
-        return [str(a) for a in parsed]
-    return shlex.split(args)
 
 
 # --------------------------------------------------------------------------- compose
@@ -320,6 +297,38 @@ def test_crawler_environment_and_lifecycle() -> None:
     assert not command or command[:2] == ["scrapy", "crawl"], command
 
 
+def test_crawler_writable_paths_are_named_volumes() -> None:
+    """The paths the image declares writable (spool with its dead-letter file, .scrapy)
+    survive a container: each is a named volume of the crawler service."""
+    from settings import base
+
+    volumes = image_volumes()
+    workdir = dockerfile_args("WORKDIR")[-1]
+    assert str(Path(workdir) / base.KAFKA_SPOOL_DIR) in volumes, volumes
+    assert str(Path(workdir) / ".scrapy") in volumes, volumes
+    mounts = named_volume_mounts(service("crawler"))
+    for path in volumes:
+        assert path in mounts, f"{path} is a VOLUME of the image but no named volume in compose"
+
+
+def test_crawler_runs_as_the_image_user() -> None:
+    assert "user" not in service("crawler"), "the image's USER (crawler, uid 10001) must stay"
+    assert image_user() == "crawler"
+    assert image_uid("crawler") == 10001
+
+
+def test_crawler_health_is_checked_on_healthz_at_its_metrics_port() -> None:
+    assert "healthcheck" not in service("crawler"), "the image's HEALTHCHECK applies"
+    urls = [urlsplit(arg) for arg in " ".join(healthcheck_command()).split("'") if "://" in arg]
+    assert [(url.hostname, url.port, url.path) for url in urls] == [
+        ("127.0.0.1", crawler_metrics_port(), "/healthz")
+    ]
+    env = image_env()
+    assert env["CRAWLER_SETTING_METRICS_PORTS"] == str(crawler_metrics_port())
+    # The container's interface; 127.0.0.1 outside containers.
+    assert env["METRICS_HOST"] == "0.0.0.0"  # noqa: S104
+
+
 # --------------------------------------------------------------------------- Dockerfile
 
 
@@ -356,8 +365,13 @@ def test_dockerignore_excludes(pattern: str) -> None:
 
 # --------------------------------------------------------------------------- monitoring
 
-PROMETHEUS_CONFIG = REPO_ROOT / "deploy" / "prometheus.yml"
+PROMETHEUS_DIR = REPO_ROOT / "deploy" / "prometheus"
+PROMETHEUS_CONFIG = PROMETHEUS_DIR / "prometheus.yml"
 PROMETHEUS_CONFIG_TARGET = "/etc/prometheus/prometheus.yml"
+GRAFANA_MOUNTS = {  # target in the grafana container -> folder of this repository
+    "/etc/grafana/provisioning": REPO_ROOT / "deploy" / "grafana" / "provisioning",
+    "/var/lib/grafana/dashboards": REPO_ROOT / "deploy" / "grafana" / "dashboards",
+}
 
 
 def crawler_metrics_port() -> int:
@@ -404,15 +418,33 @@ def test_prometheus_is_an_optional_monitoring_service() -> None:
     assert "profiles" not in service("crawler"), "crawler nodes must run without a profile"
 
 
-def test_prometheus_config_is_mounted_read_only() -> None:
-    prometheus = service("prometheus")
-    mounts = bind_mounts(prometheus)
-    assert PROMETHEUS_CONFIG_TARGET in mounts, mounts
-    source, read_only = mounts[PROMETHEUS_CONFIG_TARGET]
-    assert (REPO_ROOT / source).resolve() == PROMETHEUS_CONFIG
+def test_prometheus_config_and_rules_are_mounted_read_only() -> None:
+    mounts = bind_mounts(service("prometheus"))
+    target = str(Path(PROMETHEUS_CONFIG_TARGET).parent)
+    assert target in mounts, mounts
+    source, read_only = mounts[target]
+    assert (REPO_ROOT / source).resolve() == PROMETHEUS_DIR
     assert read_only
     command = " ".join(command_args("prometheus"))
     assert not command or f"--config.file={PROMETHEUS_CONFIG_TARGET}" in command
+    rule_files = prometheus_config().get("rule_files") or []
+    assert "alerts.yml" in rule_files, rule_files
+    for rule_file in rule_files:  # relative to the config file, in the mounted folder
+        assert (PROMETHEUS_DIR / rule_file).is_file(), f"{rule_file} is not in {PROMETHEUS_DIR}"
+
+
+def test_grafana_is_provisioned_from_the_repository() -> None:
+    grafana = service("grafana")
+    assert grafana.get("profiles") == ["monitoring"]
+    assert str(grafana["image"]).startswith("grafana/grafana:")
+    mounts = bind_mounts(grafana)
+    for target, folder in GRAFANA_MOUNTS.items():
+        assert target in mounts, f"grafana does not mount {target}"
+        source, read_only = mounts[target]
+        assert (REPO_ROOT / source).resolve() == folder
+        assert read_only, f"{target} must be mounted read-only"
+        assert folder.is_dir(), f"{folder} does not exist"
+    assert "3000:3000" in [str(port) for port in grafana.get("ports") or []]
 
 
 def test_prometheus_publishes_its_ui_port() -> None:
