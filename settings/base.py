@@ -115,7 +115,7 @@ ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the rob
 
 # --- Observability: Prometheus metrics, startup line, cluster summary -----------------
 METRICS_ENABLED = True  # bool: serve this node's stats as Prometheus metrics (PrometheusMetrics)
-METRICS_HOST = "0.0.0.0"  # str: address the metrics server binds  # noqa: S104
+METRICS_HOST = "127.0.0.1"  # str: address the metrics server binds; containers: 0.0.0.0
 METRICS_PORTS = "9410-9450"  # str: first free port of this range; "0" = any free port
 STARTUP_LOG_ENABLED = True  # bool: one INFO line at start: node, profile, Redis, Kafka, metrics
 CLUSTER_LOGSTATS_ENABLED = True  # bool: periodic node + cluster summary (cluster mode only)

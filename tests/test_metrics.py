@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
 import socket
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +24,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
+from crawler.devservices import RedisServer
 from crawler.extensions.cluster_logstats import (
     CLUSTER_SCRIPT,
     ClusterLogStatsSettings,
@@ -28,14 +32,11 @@ from crawler.extensions.cluster_logstats import (
     read_cluster,
     summary,
 )
-from crawler.extensions.metrics import (
-    MetricsSettings,
-    PrometheusMetrics,
-    StatsMetrics,
-    parse_port_range,
-    serve,
-)
+from crawler.extensions.metrics import MetricsSettings, PrometheusMetrics, parse_port_range
 from crawler.extensions.startup_log import describe_node
+from crawler.metrics.node import Histogram, NodeMetrics
+from crawler.metrics.server import serve
+from crawler.metrics.stats import StatsMetrics
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 
 LABELS = {"spider": "pages", "node": "node-a", "crawl": "c1"}
@@ -94,8 +95,16 @@ def test_metrics_settings_read_once() -> None:
         }
     )
     assert MetricsSettings.from_settings(settings) == MetricsSettings(
-        "127.0.0.1", (0, 0), "n7", "c1"
+        "127.0.0.1", (0, 0), "n7", "c1", redis_url="", kafka=False
     )
+
+
+def test_metrics_host_defaults_to_loopback_and_follows_the_environment() -> None:
+    from settings.resolve import resolve_settings
+
+    assert resolve_settings({})["METRICS_HOST"] == "127.0.0.1"
+    every_interface = "0.0.0.0"  # noqa: S104 - what containers set
+    assert resolve_settings({"METRICS_HOST": every_interface})["METRICS_HOST"] == every_interface
 
 
 def test_metrics_disabled_is_not_configured() -> None:
@@ -138,6 +147,11 @@ def test_collector_turns_stats_into_metrics() -> None:
         "frontier/reclaimed": 4,
         "frontier/failed/download/TimeoutError": 3,
         "politeness/delayed": 5,
+        "politeness/penalty/429": 2,
+        "downloader/response_status_count/200": 11,
+        "downloader/response_status_count/429": 2,
+        "retry/reason_count/429 Unknown Status": 2,
+        "log_count/WARNING": 3,
         "seeds/redis_error": 1,
         "frontier/redis_error": 6,
         "seeds/invalid/json": 2,
@@ -147,11 +161,10 @@ def test_collector_turns_stats_into_metrics() -> None:
         "some_flag": True,
     }
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StatsMetrics(lambda: stats, LABELS, lambda: True))
+    registry.register(StatsMetrics(lambda: stats, LABELS))
     found = [s for metric in registry.collect() for s in metric.samples]
 
     expected = {
-        ("crawler_up", ()): 1,
         ("crawler_pages_total", ()): 12,
         ("crawler_items_scraped_total", ()): 10,
         ("crawler_kafka_delivered_total", ()): 9,
@@ -160,36 +173,92 @@ def test_collector_turns_stats_into_metrics() -> None:
         ("crawler_dead_letters_total", ()): 3,
         ("crawler_leases_reclaimed_total", ()): 4,
         ("crawler_frontier_failed_total", (("reason", "download/TimeoutError"),)): 3,
-        ("crawler_limiter_waits_total", ()): 5,
+        ("crawler_politeness_delayed_total", ()): 5,
+        ("crawler_politeness_cooldowns_total", (("reason", "429"),)): 2,
+        ("crawler_responses_total", (("status", "200"),)): 11,
+        ("crawler_responses_total", (("status", "429"),)): 2,
+        ("crawler_retries_total", (("reason", "429 Unknown Status"),)): 2,
+        ("crawler_log_messages_total", (("level", "WARNING"),)): 3,
         ("crawler_redis_errors_total", (("component", "seeds"),)): 1,
         ("crawler_redis_errors_total", (("component", "frontier"),)): 6,
         ("crawler_seeds_invalid_total", (("reason", "json"),)): 2,
-        ("crawler_stat", (("stat", "memusage/max"),)): 1.5e6,
-        ("crawler_stat", (("stat", "kafka/failed/_msg_timed_out"),)): 2,
     }
     for (name, extra), want in expected.items():
         assert value(found, name, **LABELS, **dict(extra)) == want, (name, extra)
     for sample in found:
         assert {k: sample.labels[k] for k in LABELS} == LABELS, sample
-    raw_stats = {s.labels["stat"] for s in found if s.name == "crawler_stat"}
-    assert not raw_stats & {"start_time", "finish_reason", "some_flag"}
-    assert len(raw_stats) == 14
+    assert {family.type for family in registry.collect()} == {"counter"}  # no untyped catch-all
 
 
 def test_collector_on_empty_stats_has_zero_counters() -> None:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StatsMetrics(dict, LABELS, lambda: False))
+    registry.register(StatsMetrics(dict, LABELS))
     found = [s for metric in registry.collect() for s in metric.samples]
-    assert value(found, "crawler_up") == 0
     assert value(found, "crawler_pages_total") == 0
     assert value(found, "crawler_kafka_failed_total") is None  # labelled: no reason yet
+
+
+def test_histograms_are_cumulative_with_sum_and_count() -> None:
+    histogram = Histogram("crawler_x_seconds", "x", (0.0, 0.1, 1.0))
+    for seconds in (0.0, 0.05, 0.1, 0.5, 7.0):
+        histogram.observe(seconds)
+    found = histogram.family(["node"], ["n1"]).samples
+    buckets = {s.labels["le"]: s.value for s in found if s.name == "crawler_x_seconds_bucket"}
+    assert buckets == {"0.0": 1, "0.1": 3, "1.0": 4, "+Inf": 5}
+    assert value(found, "crawler_x_seconds_count") == 5
+    assert value(found, "crawler_x_seconds_sum") == pytest.approx(7.65)
+    with pytest.raises(ValueError, match=r"crawler_y_seconds: buckets \[1, 0.5\] must rise"):
+        Histogram("crawler_y_seconds", "y", (1, 0.5))
+
+
+def test_cooldowns_count_down_to_zero() -> None:
+    now = [100.0]
+    metrics = NodeMetrics(clock=lambda: now[0])
+    metrics.cooling("a.example:80", 30.0)
+    metrics.politeness_wait.observe(0.25)
+    now[0] += 10
+    found = [s for family in metrics.collect(["node"], ["n1"]) for s in family.samples]
+    assert value(found, "crawler_politeness_cooldown_seconds", site="a.example:80") == 20
+    assert value(found, "crawler_politeness_wait_seconds_count") == 1
+    assert value(found, "crawler_download_latency_seconds_count") == 0
+    now[0] += 60
+    found = [s for family in metrics.collect(["node"], ["n1"]) for s in family.samples]
+    assert value(found, "crawler_politeness_cooldown_seconds", site="a.example:80") == 0
+
+
+def test_librdkafka_lines_go_through_logging_at_their_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from crawler.kafka.health import LIBRDKAFKA_LOG
+    from crawler.kafka.producer import producer_config
+
+    assert producer_config("k:9092", {})["logger"] is LIBRDKAFKA_LOG
+    getpid = (
+        "[thrd:main]: Failed to acquire idempotence PID from broker k:9092/1: "
+        "Broker: Coordinator load in progress: retrying"
+    )
+    lines = [
+        (logging.WARNING, "GETPID", getpid),
+        (logging.ERROR, "FAIL", "k:9092/1: Connect to ipv4#127.0.0.1:9092 failed"),
+        (logging.WARNING, "CONFWARN", "Configuration property x is ignored"),
+        (logging.ERROR, "GETPID", "Failed to acquire idempotence PID: fatal"),
+    ]
+    with caplog.at_level(logging.DEBUG, logger="crawler.kafka.librdkafka"):
+        for level, facility, text in lines:
+            LIBRDKAFKA_LOG.log(level, "%s [%s] %s", facility, "rdkafka#producer-1", text)
+    assert [(r.levelno, r.getMessage().split(" ")[0]) for r in caplog.records] == [
+        (logging.INFO, "GETPID"),
+        (logging.DEBUG, "FAIL"),
+        (logging.WARNING, "CONFWARN"),
+        (logging.ERROR, "GETPID"),
+    ]
 
 
 # --------------------------------------------------------------------------- server
 
 
 def test_serve_takes_the_next_free_port(busy_port: int) -> None:
-    server = serve("127.0.0.1", (busy_port, busy_port + 20), CollectorRegistry())
+    server = serve("127.0.0.1", (busy_port, busy_port + 20), CollectorRegistry(), dict)
     try:
         assert busy_port < server.server_port <= busy_port + 20
     finally:
@@ -199,7 +268,7 @@ def test_serve_takes_the_next_free_port(busy_port: int) -> None:
 
 def test_serve_fails_when_the_range_is_full(busy_port: int) -> None:
     with pytest.raises(RuntimeError, match=rf"METRICS_PORTS={busy_port}-{busy_port}: no free port"):
-        serve("127.0.0.1", (busy_port, busy_port), CollectorRegistry())
+        serve("127.0.0.1", (busy_port, busy_port), CollectorRegistry(), dict)
 
 
 def test_extension_serves_stats_and_stops_at_close() -> None:
@@ -230,6 +299,57 @@ def test_extension_serves_stats_and_stops_at_close() -> None:
         time.sleep(0.1)
     else:
         pytest.fail("the metrics server still answers after spider close")
+
+
+def get_json(port: int, path: str) -> tuple[int, dict[str, str]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
+    crawler = get_crawler(
+        settings_dict={
+            "METRICS_ENABLED": True,
+            "METRICS_HOST": "127.0.0.1",
+            "METRICS_PORTS": "0",
+            "REDIS_URL": own_redis.url,
+            "KAFKA_BOOTSTRAP_SERVERS": "",
+        }
+    )
+    extension = PrometheusMetrics.from_crawler(crawler)
+    try:
+        up = {"redis": "ok", "kafka": "off"}
+        assert get_json(extension.port, "/healthz") == (200, up)
+        assert get_json(extension.port, "/readyz") == (200, up)
+        found = scrape(extension.port)
+        assert value(found, "crawler_redis_up") == 1
+        assert value(found, "crawler_queue_depth") == 0
+        assert value(found, "crawler_kafka_up") is None  # Kafka is off
+        own_redis.stop()
+        down = {"redis": "down", "kafka": "off"}
+        assert get_json(extension.port, "/healthz") == (200, down)  # alive, not ready
+        assert get_json(extension.port, "/readyz") == (503, down)
+        found = scrape(extension.port)
+        assert value(found, "crawler_redis_up") == 0
+        assert value(found, "crawler_queue_depth") is None
+        own_redis.start()
+        assert get_json(extension.port, "/readyz") == (200, up)
+    finally:
+        extension.spider_closed(crawler.spidercls(), "finished")
+
+
+def test_health_without_redis_is_ready() -> None:
+    crawler = get_crawler(
+        settings_dict={"METRICS_ENABLED": True, "METRICS_HOST": "127.0.0.1", "METRICS_PORTS": "0"}
+    )
+    extension = PrometheusMetrics.from_crawler(crawler)
+    try:
+        assert get_json(extension.port, "/readyz") == (200, {"redis": "off", "kafka": "off"})
+    finally:
+        extension.spider_closed(crawler.spidercls(), "finished")
 
 
 # --------------------------------------------------------------------------- startup line
@@ -381,9 +501,13 @@ def test_two_nodes_serve_metrics_during_a_crawl(
         node_labels = {"spider": "pages", "node": f"node-{index}", "crawl": "default"}
         assert value(node_samples, "crawler_up", **node_labels) == 1
         assert value(node_samples, "crawler_kafka_delivered_total", **node_labels) is not None
-        assert value(node_samples, "crawler_stat", stat="frontier/leased", **node_labels)
+        assert value(node_samples, "crawler_live_nodes", **node_labels) == 2
+        assert value(node_samples, "crawler_redis_up", **node_labels) == 1
+        assert value(node_samples, "crawler_kafka_up", **node_labels) == 1
         for sample in node_samples:
-            assert {k: sample.labels.get(k) for k in node_labels} == node_labels, sample
+            if sample.name.startswith("crawler_"):
+                assert {k: sample.labels.get(k) for k in node_labels} == node_labels, sample
+        assert value(node_samples, "process_resident_memory_bytes")
 
     for index, path in enumerate(node_logs):
         text = path.read_text()

@@ -1,112 +1,45 @@
-"""``PrometheusMetrics``: each node serves its Scrapy stats as Prometheus metrics over HTTP.
+"""``PrometheusMetrics``: each node serves its metrics and health over HTTP.
 
-The server (prometheus_client's WSGI server, in a daemon thread, with a registry of
-its own) binds when the extension is created, so a bad address fails the node at
-start, and stops at spider close. It takes the first free port of ``METRICS_PORTS``
-(several nodes on one host each get their own) and logs it. Nothing is copied into
-the registry while crawling: ``StatsMetrics`` reads the stats at scrape time. Every
-numeric stat is a sample of ``crawler_stat{stat="<name>"}``; the main ones also have
-metrics of their own (``FAMILIES``, documented in docs/metrics.md). Every sample
-carries the labels ``spider``, ``node`` and ``crawl``.
+The server (``crawler.metrics.server``, a daemon thread, a registry of its own) binds
+``METRICS_HOST`` on the first free port of ``METRICS_PORTS`` when the extension is created,
+so a bad address fails the node at start, and stops at spider close. At every scrape it
+reads, without touching the reactor: counters from the Scrapy stats
+(``crawler.metrics.stats``), the node's own gauges (leases held, spool bytes, whether Redis
+and Kafka answer), the cluster's state from Redis with a short timeout
+(``crawler.metrics.cluster``), the latency histograms and cooldowns components report
+through :meth:`PrometheusMetrics.node_metrics`, and the default process collector. Every
+``crawler_*`` sample carries the labels ``spider``, ``node`` and ``crawl``. docs/metrics.md
+lists each metric; ``/healthz`` and ``/readyz`` say ``{"redis": ..., "kafka": ...}``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    Metric,
-    UnknownMetricFamily,
-)
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from scrapy import Spider, signals
+from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
+from crawler.metrics.cluster import ClusterReader
+from crawler.metrics.node import NodeMetrics
+from crawler.metrics.server import serve
+from crawler.metrics.stats import StatsMetrics
 from crawler.node import resolve_node_id
+from crawler.node_context import NodeContext
+from crawler.redis_connection import sync_client
 
 logger = logging.getLogger(__name__)
 
 MAX_PORT = 65535
-BASE_LABELS = ("spider", "node", "crawl")
-
-
-@dataclass(frozen=True, slots=True)
-class Family:
-    """A metric built from the stats whose name matches ``pattern`` (summed per label value).
-
-    ``label``, when set, takes its value from the pattern's first group.
-    """
-
-    name: str  # without the ``_total`` suffix prometheus_client adds to counters
-    documentation: str
-    pattern: re.Pattern[str]
-    label: str | None = None
-
-
-def _family(name: str, documentation: str, pattern: str, label: str | None = None) -> Family:
-    return Family(name, documentation, re.compile(pattern), label)
-
-
-# Derived from docs/stats.md; Scrapy's own counters for pages and items.
-FAMILIES = (
-    _family("crawler_pages", "Responses downloaded by this node", r"response_received_count"),
-    _family(
-        "crawler_items_scraped", "Items that went through the pipelines", r"item_scraped_count"
-    ),
-    _family(
-        "crawler_kafka_delivered", "Items acknowledged by the Kafka broker", r"kafka/delivered"
-    ),
-    _family(
-        "crawler_kafka_failed",
-        "Kafka delivery failures by librdkafka error name",
-        r"kafka/failed/(.+)",
-        "reason",
-    ),
-    _family(
-        "crawler_dead_letters",
-        "Messages dead-lettered, to the dead-letter topic or the local file",
-        r"kafka/dead_lettered(?:_file)?",
-    ),
-    _family(
-        "crawler_leases_reclaimed",
-        "Expired leases of dead nodes this node returned to the queue",
-        r"frontier/reclaimed",
-    ),
-    _family(
-        "crawler_frontier_failed",
-        "Requests recorded as failed in the frontier, by reason",
-        r"frontier/failed/(.+)",
-        "reason",
-    ),
-    _family(
-        "crawler_limiter_waits",
-        "Requests that waited for their site's rate-limit slot",
-        r"politeness/delayed",
-    ),
-    _family(
-        "crawler_redis_errors",
-        "Redis operations that failed during an outage, by component",
-        r"([^/]+)/redis_error",
-        "component",
-    ),
-    _family(
-        "crawler_seeds_invalid",
-        "Seeds rejected and moved to the invalid list, by reason",
-        r"seeds/invalid/(.+)",
-        "reason",
-    ),
-)
+REDIS_TIMEOUT = 2.0  # seconds a scrape or health check waits for Redis
 
 
 def parse_port_range(value: object) -> tuple[int, int]:
@@ -132,6 +65,8 @@ class MetricsSettings:
     ports: tuple[int, int]
     node_id: str
     crawl_id: str
+    redis_url: str  # "" when standalone
+    kafka: bool  # KAFKA_BOOTSTRAP_SERVERS is set
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MetricsSettings:
@@ -145,78 +80,66 @@ class MetricsSettings:
             ports=parse_port_range(settings.get("METRICS_PORTS")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
             crawl_id=str(settings.get("CRAWLER_CRAWL_ID") or ""),
+            redis_url=str(settings.get("REDIS_URL") or ""),
+            kafka=bool(str(settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()),
         )
 
 
-def numeric_stats(stats: Mapping[str, Any]) -> dict[str, float]:
-    """The stats that are numbers (not booleans, datetimes or strings)."""
-    return {
-        name: float(value)
-        for name, value in stats.items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
-    }
+def _gauge(name: str, documentation: str, labels: dict[str, str], value: float) -> Metric:
+    gauge = GaugeMetricFamily(name, documentation, labels=list(labels))
+    gauge.add_metric(list(labels.values()), value)
+    return gauge
 
 
-class StatsMetrics(Collector):
-    """Turns a snapshot of the stats into metric families at every scrape."""
+class NodeGauges(Collector):
+    """The node's levels and the cluster's, read at each scrape."""
 
-    def __init__(
-        self,
-        read_stats: Callable[[], Mapping[str, Any]],
-        labels: Mapping[str, str],
-        is_up: Callable[[], bool],
-    ) -> None:
-        self.read_stats = read_stats
-        self.label_names = list(labels)
-        self.label_values = list(labels.values())
-        self.is_up = is_up
+    def __init__(self, extension: PrometheusMetrics) -> None:
+        self.extension = extension
 
     def collect(self) -> Iterator[Metric]:
-        stats = numeric_stats(self.read_stats())
-        up = GaugeMetricFamily("crawler_up", "1 while the node crawls", labels=self.label_names)
-        up.add_metric(self.label_values, 1.0 if self.is_up() else 0.0)
-        yield up
-        for family in FAMILIES:
-            yield self._family(family, stats)
-        raw = UnknownMetricFamily(
-            "crawler_stat",
-            "Every numeric Scrapy stat of this node, by name (most are running totals)",
-            labels=[*self.label_names, "stat"],
+        ext, labels = self.extension, self.extension.labels
+        names, values = list(labels), list(labels.values())
+        yield _gauge("crawler_up", "1 while the node crawls, 0 once closing", labels, ext.up)
+        yield from ext.metrics.collect(names, values)
+        yield _gauge("crawler_leases_held", "Leases this node holds", labels, ext.leases_held())
+        kafka = ext.kafka_state()
+        if kafka != "off":
+            yield _gauge("crawler_kafka_up", "1 while Kafka answers", labels, float(kafka == "ok"))
+            yield _gauge(
+                "crawler_kafka_spool_bytes",
+                "Bytes in this node's spool, waiting to be replayed into Kafka",
+                labels,
+                ext.spool_bytes(),
+            )
+        if ext.cluster is None:
+            return
+        state = ext.cluster.read()
+        yield _gauge(
+            "crawler_redis_up", "1 when Redis answered this scrape", labels, float(bool(state))
         )
-        for name in sorted(stats):
-            raw.add_metric([*self.label_values, name], stats[name])
-        yield raw
-
-    def _family(self, family: Family, stats: Mapping[str, float]) -> Metric:
-        extra = [family.label] if family.label else []
-        metric = CounterMetricFamily(
-            family.name, family.documentation, labels=[*self.label_names, *extra]
-        )
-        totals: dict[tuple[str, ...], float] = {}
-        for name, value in stats.items():
-            if match := family.pattern.fullmatch(name):
-                key: tuple[str, ...] = (match.group(1),) if family.label else ()
-                totals[key] = totals.get(key, 0.0) + value
-        if not totals and not family.label:
-            totals[()] = 0.0  # unlabelled counters exist from the start
-        for key, total in sorted(totals.items()):
-            metric.add_metric([*self.label_values, *key], total)
-        return metric
-
-
-def serve(host: str, ports: tuple[int, int], registry: CollectorRegistry) -> WSGIServer:
-    """Start the HTTP server on the first free port of ``ports``; return it."""
-    last_error: OSError | None = None
-    for port in range(ports[0], ports[1] + 1):
-        try:
-            server, _thread = start_http_server(port, addr=host, registry=registry)
-        except OSError as exc:
-            last_error = exc
-            continue
-        return server
-    raise RuntimeError(
-        f"METRICS_PORTS={ports[0]}-{ports[1]}: no free port on METRICS_HOST={host!r} ({last_error})"
-    )
+        if state is None:
+            return
+        for name, documentation, value in (
+            ("crawler_queue_depth", "Requests waiting in the shared queue", state.queue),
+            ("crawler_frontier_leases", "Requests leased by any node", state.leases),
+            (
+                "crawler_frontier_leases_expired",
+                "Leases past their deadline, not yet returned to the queue",
+                state.expired_leases,
+            ),
+            ("crawler_live_nodes", "Nodes whose heartbeat has not run out", state.live_nodes),
+        ):
+            yield _gauge(name, documentation, labels, value)
+        if state.sessions:
+            sessions = GaugeMetricFamily(
+                "crawler_sessions",
+                "Accounts of the spider's session platform by health",
+                labels=[*names, "health"],
+            )
+            for health, count in state.sessions.items():
+                sessions.add_metric([*values, health], count)
+            yield sessions
 
 
 class PrometheusMetrics:
@@ -224,36 +147,82 @@ class PrometheusMetrics:
         self.settings = MetricsSettings.from_settings(crawler.settings)
         assert crawler.stats is not None
         stats = crawler.stats
-        self._up = True
-        labels = {
+        self.crawler = crawler
+        self.up = 1.0
+        self.metrics = NodeMetrics()
+        self.labels = {
             "spider": str(crawler.spidercls.name),
             "node": self.settings.node_id,
             "crawl": self.settings.crawl_id,
         }
+        self.cluster: ClusterReader | None = None
+        if self.settings.redis_url:
+            client = sync_client(
+                self.settings.redis_url,
+                socket_timeout=REDIS_TIMEOUT,
+                socket_connect_timeout=REDIS_TIMEOUT,
+            )
+            platform = getattr(crawler.spidercls, "session_platform", None)
+            self.cluster = ClusterReader(client, self.labels["spider"], platform)
         registry = CollectorRegistry(auto_describe=False)
         # Scrapes run in the server's thread: copy the dict (atomic under the GIL).
-        registry.register(StatsMetrics(lambda: dict(stats.get_stats()), labels, lambda: self._up))
-        self._server = serve(self.settings.host, self.settings.ports, registry)
+        registry.register(StatsMetrics(lambda: dict(stats.get_stats()), self.labels))
+        registry.register(NodeGauges(self))
+        ProcessCollector(registry=registry)
+        self._server = serve(self.settings.host, self.settings.ports, registry, self.health)
         self.port: int = self._server.server_port
         logger.info("Metrics on http://%s:%d/metrics", self.settings.host, self.port)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrometheusMetrics:
         return cls(crawler)
 
+    @staticmethod
+    def node_metrics(crawler: Crawler) -> NodeMetrics:
+        """Where components report latencies and cooldowns (a detached one when off)."""
+        extension = crawler.get_extension(PrometheusMetrics)
+        return extension.metrics if extension is not None else NodeMetrics()
+
     @property
     def address(self) -> str:
         return f"{self.settings.host}:{self.port}"
 
+    def kafka_state(self) -> str:
+        """``off`` without Kafka, ``down`` during an outage, else ``ok``."""
+        if not self.settings.kafka:
+            return "off"
+        sender = self.metrics.kafka_sender
+        return "down" if sender is not None and sender.health.down_since is not None else "ok"
+
+    def spool_bytes(self) -> float:
+        sender = self.metrics.kafka_sender
+        return float(sender.spool.size()) if sender is not None else 0.0
+
+    def leases_held(self) -> float:
+        context = self.crawler.get_extension(NodeContext)  # None: standalone
+        tracker = context.tracker if context is not None else None
+        return float(len(tracker)) if tracker is not None else 0.0
+
+    def health(self) -> dict[str, str]:
+        redis = "off" if self.cluster is None else "ok" if self.cluster.ping() else "down"
+        return {"redis": redis, "kafka": self.kafka_state()}
+
+    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
+        latency = request.meta.get("download_latency")
+        if isinstance(latency, float):
+            self.metrics.download.observe(latency)
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        self._up = False
+        self.up = 0.0
         # shutdown() waits up to half a second for serve_forever() to notice: not on the
         # reactor thread. Not a daemon either, so the process waits for it before exiting.
-        threading.Thread(target=_stop, args=(self._server,), name="metrics-stop").start()
+        threading.Thread(target=self._stop, name="metrics-stop").start()
 
-
-def _stop(server: WSGIServer) -> None:
-    server.shutdown()
-    server.server_close()
-    logger.info("Metrics server on port %d stopped", server.server_port)
+    def _stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self.cluster is not None:
+            self.cluster.close()
+        logger.info("Metrics server on port %d stopped", self.port)

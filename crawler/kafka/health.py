@@ -6,9 +6,12 @@ delivery, or a metadata probe that finds every partition led). It logs one line 
 broker becomes unreachable, with the reason, and one when it answers again; the connection
 errors in between are only counted (``kafka/connection_errors``).
 
-It is also librdkafka's ``logger``: connection failures (``FAIL``, ``REQTMOUT``, ``ERROR``
-lines, hundreds a minute while a broker refuses connections) go to DEBUG; every other line to
-the ``crawler.kafka.librdkafka`` logger at its own level.
+``LIBRDKAFKA_LOG`` is every client's librdkafka ``logger`` (confluent-kafka's config key):
+each line goes to the ``crawler.kafka.librdkafka`` logger instead of raw to stderr, at its own
+level except two kinds of noise: connection failures (``FAIL``, ``REQTMOUT``, ``ERROR``
+lines, hundreds a minute while a broker refuses connections) go to DEBUG, and what librdkafka
+retries by itself (``GETPID ... Failed to acquire idempotence PID ...: retrying`` at every
+start against a broker still loading) to INFO.
 """
 
 from __future__ import annotations
@@ -24,6 +27,28 @@ librdkafka_logger = logging.getLogger("crawler.kafka.librdkafka")
 Count = Callable[[str, int], None]
 
 CONNECTION_FACILITIES = frozenset({"FAIL", "REQTMOUT", "ERROR"})
+RETRIED_FACILITIES = frozenset({"GETPID"})  # librdkafka says ": retrying" and does
+
+
+def librdkafka_level(level: int, facility: str, text: str) -> int:
+    """The Python logging level of one librdkafka line (``level`` as confluent-kafka maps it)."""
+    if facility in CONNECTION_FACILITIES:
+        return logging.DEBUG
+    if facility in RETRIED_FACILITIES and text.rstrip().endswith("retrying"):
+        return min(level, logging.INFO)
+    return level
+
+
+class LibrdkafkaLog:
+    """A confluent-kafka ``logger``: it calls ``log(level, "%s [%s] %s", facility, client,
+    text)`` from ``poll()``, on the thread that polls."""
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        facility, text = (str(args[0]), str(args[-1])) if args else ("", "")
+        librdkafka_logger.log(librdkafka_level(level, facility, text), fmt, *args)
+
+
+LIBRDKAFKA_LOG = LibrdkafkaLog()
 
 
 class BrokerHealth:
@@ -77,13 +102,3 @@ class BrokerHealth:
         self.down_since = None
         self.spool_failing = False
         self._errors = 0
-
-    # -- librdkafka's logger ------------------------------------------------------------------
-
-    def log(self, level: int, fmt: str, *args: Any) -> None:
-        """confluent-kafka calls ``log(level, "%s [%s] %s", facility, client, text)``."""
-        facility = str(args[0]) if args else ""
-        if facility in CONNECTION_FACILITIES:
-            librdkafka_logger.debug(fmt, *args)
-        else:
-            librdkafka_logger.log(level, fmt, *args)

@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
 
 logger = logging.getLogger(__name__)
@@ -36,8 +37,10 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
 
 
 def producer_config(bootstrap_servers: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults, the servers and librdkafka's log through Python logging, then ``overrides``."""
     config = dict(DEFAULT_PRODUCER_CONFIG)
     config["bootstrap.servers"] = bootstrap_servers
+    config["logger"] = LIBRDKAFKA_LOG
     config.update(overrides)
     return config
 

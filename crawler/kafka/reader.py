@@ -17,6 +17,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from crawler.kafka.health import LIBRDKAFKA_LOG
+
 PARTITION_CHECK = 1.0  # seconds between looks for topics and partitions not read yet
 
 
@@ -72,6 +74,7 @@ def iter_topic(
             "bootstrap.servers": bootstrap_servers,
             "group.id": f"reader-{uuid.uuid4().hex}",  # required; never joined nor committed
             "enable.auto.commit": False,
+            "logger": LIBRDKAFKA_LOG,
         }
     )
     start = OFFSET_BEGINNING if from_beginning else OFFSET_END
@@ -120,7 +123,8 @@ def end_offsets(
     bootstrap_servers: str, topic: str, timeout: float = 10.0
 ) -> dict[int, tuple[int, int]]:
     """Each partition of ``topic`` with its (low, high) watermarks; empty if unknown."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "end-offsets"})
+    config = {"bootstrap.servers": bootstrap_servers, "group.id": "end-offsets"}
+    consumer = Consumer({**config, "logger": LIBRDKAFKA_LOG})
     try:
         return {
             partition: consumer.get_watermark_offsets(

@@ -88,9 +88,11 @@ class ItemSender:
         config: SenderConfig,
         count: Count,
         producer_factory: Callable[[Mapping[str, Any]], ItemProducer] = ItemProducer,
+        observe_delivery: Callable[[float], None] | None = None,
     ) -> None:
         self.config = config
         self._count = count
+        self._observe_delivery = observe_delivery  # seconds from send() to the broker's ack
         self._factory = producer_factory
         self._fatal: KafkaError | None = None
         self.health = BrokerHealth(str(config.producer_config.get("bootstrap.servers")), count)
@@ -108,11 +110,7 @@ class ItemSender:
         self._unpolled = 0  # sends since the last poll
 
     def _new_producer(self) -> ItemProducer:
-        config = {
-            **self.config.producer_config,
-            "error_cb": self._on_error,
-            "logger": self.health,
-        }
+        config = {**self.config.producer_config, "error_cb": self._on_error}
         return self._factory(config)
 
     # -- sending ------------------------------------------------------------------------------
@@ -141,9 +139,13 @@ class ItemSender:
     def _delivery_callback(
         self, message: OutgoingMessage, on_settled: Settled | None
     ) -> Callable[[KafkaError | None, Message], None]:
+        sent = time.monotonic()
+
         def report(error: KafkaError | None, _: Message) -> None:
             self._last_report = time.monotonic()
             if error is None:
+                if self._observe_delivery is not None:
+                    self._observe_delivery(self._last_report - sent)
                 self.health.answered()
                 self._count("kafka/delivered", 1)
                 settle(on_settled, "delivered")

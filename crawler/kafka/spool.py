@@ -10,6 +10,7 @@ and is replayed by the next start.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import os
 import time
@@ -143,11 +144,12 @@ class Spool:
         return sorted(p for p in self.directory.glob("*.jsonl") if p != self.writing())
 
     def size(self) -> int:
-        return (
-            sum(p.stat().st_size for p in self.directory.glob("*.jsonl"))
-            if (self.directory.is_dir())
-            else 0
-        )
+        """Bytes of every segment (read from other threads: one replayed meanwhile is gone)."""
+        total = 0
+        for path in self.directory.glob("*.jsonl"):
+            with contextlib.suppress(FileNotFoundError):
+                total += path.stat().st_size
+        return total
 
 
 def claim(segment: Path) -> IO[bytes] | None:

@@ -15,8 +15,10 @@ mode a Redis outage (:mod:`crawler.redis_outage`) pauses requests until Redis
 answers again: limiting per node meanwhile would multiply a site's rate by the
 number of nodes.
 
-Stats: ``politeness/reserved``, ``politeness/delayed``, ``politeness/wait_ms``,
-``politeness/rebooked``, ``politeness/penalty/<status>``, ``politeness/redis_error``.
+Waits and cooldowns also go to the node's metrics (``crawler_politeness_wait_seconds``,
+``crawler_politeness_cooldown_seconds``). Stats: ``politeness/reserved``, ``politeness/delayed``,
+``politeness/wait_ms``, ``politeness/rebooked``, ``politeness/penalty/<status>``,
+``politeness/redis_error``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
+from crawler.extensions.metrics import PrometheusMetrics
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
@@ -69,6 +72,7 @@ class ClusterRateLimitMiddleware:
         self.stats: StatsCollector = crawler.stats
         self.local = LocalLimiter()
         self.crawler = crawler
+        self.metrics = PrometheusMetrics.node_metrics(crawler)
         self._delays: CrawlDelays | None = None
         self.shared: Limiter | None = None
         self.guard: OutageGuard | None = None
@@ -106,6 +110,7 @@ class ClusterRateLimitMiddleware:
         while True:
             wait = await self._limited("reserve", site, rate, self.settings.penalty)
             self.stats.inc_value("politeness/reserved")
+            self.metrics.politeness_wait.observe(wait)
             if wait <= 0:
                 return
             self.stats.inc_value("politeness/delayed")
@@ -128,5 +133,6 @@ class ClusterRateLimitMiddleware:
         )
         cooldown = await self._limited("penalize", site, retry_after, self.settings.penalty)
         self.stats.inc_value(f"politeness/penalty/{reason}")
+        self.metrics.cooling(site, cooldown)
         logger.warning("%s answered %s: every node pauses it for %.1fs", site, reason, cooldown)
         return cooldown

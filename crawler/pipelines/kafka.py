@@ -37,6 +37,7 @@ from scrapy.statscollectors import StatsCollector
 from twisted.internet.task import LoopingCall
 
 from crawler.exceptions import ItemRequeued
+from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.config import KafkaSettings
 from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
 from crawler.kafka.producer import producer_config
@@ -118,7 +119,8 @@ class KafkaPipeline:
         spider = self.crawler.spider
         assert spider is not None
         spool_dir = self.settings.spool_dir / spider.name
-        self._sender = ItemSender(
+        metrics = PrometheusMetrics.node_metrics(self.crawler)
+        self._sender = metrics.kafka_sender = ItemSender(
             SenderConfig(
                 producer_config=self.settings.producer_config,
                 dlq_topic_template=self.settings.dlq_topic_template,
@@ -129,6 +131,7 @@ class KafkaPipeline:
                 replay_interval=self.settings.replay_interval,
             ),
             count=self._count,
+            observe_delivery=metrics.kafka_delivery.observe,
         )
         if self.settings.create_topics:
             spec = TopicSpec(

@@ -1,0 +1,70 @@
+"""The shared state of a spider's cluster, read from Redis at scrape time (no Scrapy).
+
+One Lua call (every key shares the spider's hash tag) counts the queue, the leases, the
+expired ones and the live nodes on Redis server time; a spider with a
+``session_platform`` adds a census of its accounts by health. The metrics server calls
+this from its own thread with a synchronous client and short timeouts, so a scrape never
+touches the reactor and a Redis outage costs a scrape at most a timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from crawler.redis_connection import SyncRedis
+from crawler.sessions.census import count_sessions
+from crawler.sessions.keys import SessionKeys
+from crawler.sessions.models import Health
+
+CLUSTER_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {
+  redis.call('ZCARD', KEYS[1]),
+  redis.call('ZCARD', KEYS[2]),
+  redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. now),
+  redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),
+}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    queue: int  # requests waiting in ``{spider}:queue``
+    leases: int  # requests leased by any node
+    expired_leases: int  # leases past their deadline, not reclaimed yet
+    live_nodes: int  # nodes whose heartbeat has not run out
+    sessions: dict[str, int]  # accounts by health, every ``Health`` (empty: no platform)
+
+
+class ClusterReader:
+    def __init__(self, client: SyncRedis, spider: str, session_platform: str | None) -> None:
+        self._client = client
+        self._keys = [f"{{{spider}}}:queue", f"{{{spider}}}:leases", f"{{{spider}}}:nodes"]
+        self._script = client.register_script(CLUSTER_SCRIPT)
+        self._sessions = SessionKeys(session_platform) if session_platform else None
+
+    def read(self) -> ClusterState | None:
+        """The state now; None when Redis does not answer."""
+        try:
+            queue, leases, expired, live = self._script(keys=self._keys)
+            census = count_sessions(self._client, self._sessions) if self._sessions else None
+        except (redis.RedisError, OSError):
+            return None
+        sessions = (
+            {health.value: census["by_health"].get(health.value, 0) for health in Health}
+            if census is not None
+            else {}
+        )
+        return ClusterState(int(queue), int(leases), int(expired), int(live), sessions)
+
+    def ping(self) -> bool:
+        try:
+            return bool(self._client.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def close(self) -> None:
+        self._client.close()
