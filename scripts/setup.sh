@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the crawler, `make demo` and `make test` need on a fresh Debian machine:
-# Debian packages (Redis, kcat, Chromium, Java, Maven), the virtualenv in .venv with the
-# project and its dev extras, and the Kafka broker jars (cached in ~/.cache). Idempotent:
+# Debian packages (Redis, kcat, Chromium, Java, Maven, Prometheus), the virtualenv in .venv
+# with the project and its dev extras, and the Kafka broker jars (cached in ~/.cache). Idempotent:
 # a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ declare -A PACKAGES=(
     [chromium]=chromium
     [java]=openjdk-17-jre-headless
     [mvn]=maven
+    [promtool]=prometheus  # promtool and the server, for the alert and dashboard tests
 )
 
 missing=()
@@ -44,4 +45,4 @@ if [[ ! -f "$stamp" ]]; then
 fi
 
 .venv/bin/python -c "from crawler.devservices import ensure_kafka_jars; ensure_kafka_jars()"
-echo "setup: ready (.venv, redis-server, Kafka jars, chromium)" >&2
+echo "setup: ready (.venv, redis-server, Kafka jars, chromium, prometheus)" >&2

@@ -131,15 +131,14 @@ class NodeGauges(Collector):
             ("crawler_live_nodes", "Nodes whose heartbeat has not run out", state.live_nodes),
         ):
             yield _gauge(name, documentation, labels, value)
-        if state.sessions:
-            sessions = GaugeMetricFamily(
-                "crawler_sessions",
-                "Accounts of the spider's session platform by health",
-                labels=[*names, "health"],
-            )
-            for health, count in state.sessions.items():
-                sessions.add_metric([*values, health], count)
-            yield sessions
+        sessions = GaugeMetricFamily(
+            "crawler_sessions",
+            "Accounts of the spider's session platform by health (none without a platform)",
+            labels=[*names, "health"],
+        )
+        for health, count in state.sessions.items():
+            sessions.add_metric([*values, health], count)
+        yield sessions
 
 
 class PrometheusMetrics:
