@@ -17,6 +17,7 @@ from tests.zhihu_mock.counters import MockCounters
 from tests.zhihu_mock.data import generate
 from tests.zhihu_mock.records import MockData
 from tests.zhihu_mock.server import ZhihuMock
+from tests.zhihu_mock.variety import Variety
 
 __all__ = [
     "SIGNATURE_VERSION",
@@ -25,6 +26,7 @@ __all__ = [
     "MockCounters",
     "MockData",
     "QuestionSpec",
+    "Variety",
     "ZhihuMock",
     "generate",
     "signature_format_ok",

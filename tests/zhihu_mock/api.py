@@ -18,6 +18,7 @@ from tests.zhihu_mock.paging import (
 )
 from tests.zhihu_mock.records import Comment, ContentType, MockData
 from tests.zhihu_mock.search import SearchShapes
+from tests.zhihu_mock.variety import Variety
 
 MAX_LIMIT = 20
 COMMENT_KINDS: dict[str, ContentType] = {
@@ -37,9 +38,13 @@ _SORTER = [{"type": "score", "text": "默认"}, {"type": "ts", "text": "最新"}
 class Api:
     """One method per endpoint; ids come from the route's groups."""
 
-    def __init__(self, data: MockData, sessions: Sessions) -> None:
+    def __init__(self, data: MockData, sessions: Sessions, variety: Variety) -> None:
         self.data = data
         self.sessions = sessions
+        self.variety = variety
+
+    def _shapes(self, request: Request) -> Shapes:
+        return Shapes(self.data, request.base_url, self.variety)
 
     def _page(
         self,
@@ -47,11 +52,14 @@ class Api:
         ids: Sequence[str],
         render: Callable[[int, str], Any],
         default_limit: int,
+        list_name: str,
     ) -> Response:
-        """An offset page of ``ids``; only the page's objects are rendered (``render(i, id)``)."""
+        """An offset page of ``ids`` as served (``Variety.withheld``); ``paging.totals`` counts
+        them all; only the page's objects are rendered (``render(i, id)``)."""
         offset = int_param(request, "offset", 0, 10**9)
         limit = max(1, int_param(request, "limit", default_limit, MAX_LIMIT))
-        page = [render(offset + i, item) for i, item in enumerate(ids[offset : offset + limit])]
+        served = self.variety.served(list_name, ids)
+        page = [render(offset + i, item) for i, item in enumerate(served[offset : offset + limit])]
         return json_response(
             {"paging": offset_paging(request, offset, limit, len(ids)), "data": page}
         )
@@ -60,7 +68,7 @@ class Api:
         question = self.data.questions.get(qid)
         if question is None:
             return not_found()
-        return json_response(Shapes(self.data, request.base_url).question(question))
+        return json_response(self._shapes(request).question(question))
 
     def _sorted_answers(self, request: Request, qid: str, sort_param: str) -> list[str]:
         ids = list(self.data.questions[qid].answer_ids)
@@ -74,14 +82,20 @@ class Api:
     def question_answers(self, request: Request, qid: str) -> Response:
         if qid not in self.data.questions:
             return not_found()
-        shapes = Shapes(self.data, request.base_url)
+        shapes = self._shapes(request)
         ids = self._sorted_answers(request, qid, "sort_by")
-        return self._page(request, ids, lambda _, aid: shapes.answer(self.data.answers[aid]), 5)
+        return self._page(
+            request,
+            ids,
+            lambda _, aid: shapes.answer(self.data.answers[aid]),
+            5,
+            "question_answers",
+        )
 
     def question_feeds(self, request: Request, qid: str) -> Response:
         if qid not in self.data.questions:
             return not_found()
-        shapes = Shapes(self.data, request.base_url)
+        shapes = self._shapes(request)
 
         def card(position: int, aid: str) -> dict[str, Any]:
             return {
@@ -94,69 +108,89 @@ class Api:
                 "is_jump_native": False,
             }
 
-        return self._page(request, self._sorted_answers(request, qid, "order"), card, 5)
+        ids = self._sorted_answers(request, qid, "order")
+        return self._page(request, ids, card, 5, "question_feeds")
 
     def answer(self, request: Request, aid: str) -> Response:
         answer = self.data.answers.get(aid)
         if answer is None:
             return not_found()
-        return json_response(Shapes(self.data, request.base_url).answer(answer))
+        return json_response(self._shapes(request).answer(answer))
 
     def article(self, request: Request, article_id: str) -> Response:
         article = self.data.articles.get(article_id)
         if article is None:
             return not_found()
-        return json_response(Shapes(self.data, request.base_url).article(article))
+        return json_response(self._shapes(request).article(article))
 
     def zvideo(self, request: Request, zvideo_id: str) -> Response:
         zvideo = self.data.zvideos.get(zvideo_id)
         if zvideo is None:
             return not_found()
-        return json_response(Shapes(self.data, request.base_url).zvideo(zvideo))
+        return json_response(self._shapes(request).zvideo(zvideo))
 
     def member(self, request: Request, url_token: str) -> Response:
         person = self.data.people.get(url_token)
         if person is None:
             return not_found()
-        return json_response(Shapes(self.data, request.base_url).member(person))
+        return json_response(self._shapes(request).member(person))
 
     def member_answers(self, request: Request, url_token: str) -> Response:
         if url_token not in self.data.people:
             return not_found()
-        shapes = Shapes(self.data, request.base_url)
+        shapes = self._shapes(request)
         ids = self.data.authored_by("answer", url_token)
-        return self._page(request, ids, lambda _, aid: shapes.answer(self.data.answers[aid]), 20)
+        render = lambda _, aid: shapes.answer(self.data.answers[aid])  # noqa: E731
+        return self._page(request, ids, render, 20, "member_answers")
 
     def member_articles(self, request: Request, url_token: str) -> Response:
         if url_token not in self.data.people:
             return not_found()
-        shapes = Shapes(self.data, request.base_url)
+        shapes = self._shapes(request)
         ids = self.data.authored_by("article", url_token)
-        return self._page(request, ids, lambda _, i: shapes.article(self.data.articles[i]), 20)
+        return self._page(
+            request, ids, lambda _, i: shapes.article(self.data.articles[i]), 20, "member_articles"
+        )
+
+    def member_zvideos(self, request: Request, url_token: str) -> Response:
+        if url_token not in self.data.people:
+            return not_found()
+        shapes = self._shapes(request)
+        ids = self.data.authored_by("zvideo", url_token)
+        return self._page(
+            request, ids, lambda _, i: shapes.zvideo(self.data.zvideos[i]), 20, "member_zvideos"
+        )
 
     def _comment_page(
-        self, request: Request, comments: list[Comment], default_order: str
+        self,
+        request: Request,
+        comments: list[Comment],
+        default_order: str,
+        list_name: str,
+        hidden: Comment | None = None,
     ) -> dict[str, Any]:
-        """``paging`` and ``data`` of one cursor page of ``comments``."""
+        """``paging`` and ``data`` of one cursor page of ``comments`` as served (without
+        ``hidden`` and what ``Variety.withheld`` keeps back); ``paging.totals`` counts them all."""
         order = request.query.get("order", default_order)
         sort_key, cursor_key = _ORDERS.get(order, _ORDERS[default_order])
         ordered = sorted(comments, key=sort_key)
-        start = cursor_start(request.query.get("offset", ""), ordered)
+        served = self.variety.served(list_name, [c for c in ordered if c is not hidden])
+        start = cursor_start(request.query.get("offset", ""), served)
         limit = max(1, int_param(request, "limit", 10, MAX_LIMIT))
-        page = ordered[start : start + limit]
+        page = served[start : start + limit]
         back = max(0, start - limit)
 
         def at(index: int) -> str:  # the cursor that starts a page at ``index``
             return (
                 ""
                 if index == 0
-                else comment_cursor(ordered[index - 1], cursor_key(ordered[index - 1]))
+                else comment_cursor(served[index - 1], cursor_key(served[index - 1]))
             )
 
-        shapes = Shapes(self.data, request.base_url)
+        shapes = self._shapes(request)
         return {
             "paging": {
-                "is_end": start + limit >= len(ordered),
+                "is_end": start + limit >= len(served),
                 "is_start": start == 0,
                 "next": page_url(request, offset=at(start + len(page)), limit=limit, order=order),
                 "previous": page_url(request, offset=at(back), limit=limit, order=order),
@@ -165,9 +199,9 @@ class Api:
             "data": [shapes.comment(c) for c in page],
         }
 
-    def _counts(self, total: int) -> dict[str, Any]:
+    def _counts(self, total: int, collapsed: int = 0) -> dict[str, Any]:
         return {
-            "counts": {"total_counts": total, "collapsed_counts": 0, "reviewing_counts": 0},
+            "counts": {"total_counts": total, "collapsed_counts": collapsed, "reviewing_counts": 0},
             "comment_status": {"type": 0, "text": ""},
             "edit_status": {"type": 0, "text": ""},
         }
@@ -178,30 +212,32 @@ class Api:
         if not comments:  # unknown content, or content without comments
             return not_found()
         roots = [c for c in comments if c.is_root]
-        body = self._comment_page(request, roots, "score")
-        return json_response(body | self._counts(len(comments)) | {"sorter": _SORTER, "header": []})
+        hidden = self.variety.collapsed(roots)
+        body = self._comment_page(request, roots, "score", "root_comment", hidden)
+        counts = self._counts(len(comments), 0 if hidden is None else 1)
+        return json_response(body | counts | {"sorter": _SORTER, "header": []})
 
     def child_comments(self, request: Request, root_id: str) -> Response:
         root = self.data.comments.get(root_id)
         if root is None or not root.is_root:
             return not_found()
         children = self.data.children_of(root_id)
-        body = self._comment_page(request, children, "sort")
-        root_shape = Shapes(self.data, request.base_url).comment(root)
+        body = self._comment_page(request, children, "sort", "child_comment")
+        root_shape = self._shapes(request).comment(root)
         return json_response(body | self._counts(len(children)) | {"root": root_shape})
 
     def search(self, request: Request) -> Response:
         keyword = request.query.get("q", "")
         if not keyword.strip():
             return error_response(400, 400, "搜索关键词不能为空")
-        entries = self.data.search.get(keyword, ())
+        entries = self.variety.search_entries(self.data.search.get(keyword, ()))
         offset = int_param(request, "offset", 0, 10**9)
         limit = max(1, int_param(request, "limit", 20, MAX_LIMIT))
         page = entries[offset : offset + limit]
         is_end = offset + limit >= len(entries)
         hash_id = hashlib.md5(f"search:{keyword}".encode()).hexdigest()
         following = offset + len(page)
-        results = SearchShapes(Shapes(self.data, request.base_url))
+        results = SearchShapes(self._shapes(request), self.variety.search_forms(entries))
         next_url = page_url(
             request, offset=following, limit=limit, lc_idx=following, search_hash_id=hash_id
         )
@@ -235,3 +271,14 @@ class Api:
         if username is None:
             return error_response(401, 100, "请先登录", "AuthenticationInvalidRequest")
         return json_response(account_json(username, request.base_url))
+
+
+def served_comments(data: MockData, variety: Variety, kind: str, content_id: str) -> list[Comment]:
+    """The comments of a content the site serves with root order ``score`` (roots, then the
+    children of each served root)."""
+    roots = data.roots_of(kind, content_id)
+    hidden = variety.collapsed(roots)
+    ordered = sorted((r for r in roots if r is not hidden), key=_ORDERS["score"][0])
+    served = variety.served("root_comment", ordered)
+    children = [c for r in served for c in variety.served("child_comment", data.children_of(r.id))]
+    return served + children

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from tests.zhihu_mock.variety import Variety
+
 # path_with_query (no host, exactly as sent), d_c0 cookie value, x-zse-96 header value -> accepted?
 SignatureVerifier = Callable[[str, str, str], bool]
 
@@ -69,6 +71,8 @@ class MockConfig:
     """
 
     data: DataConfig = field(default_factory=DataConfig)
+    # the shape variety of real Zhihu (previews left out, withheld items, drift); all off
+    variety: Variety = field(default_factory=Variety)
     host: str = "127.0.0.1"
     port: int = 0
     # absolute URLs in responses (paging.next, object urls) start with this; default: the

@@ -17,8 +17,10 @@ from tests.zhihu_mock.records import (
     Zvideo,
 )
 from tests.zhihu_mock.text import excerpt_of
+from tests.zhihu_mock.variety import Variety
 
 CHILD_PREVIEW = 2  # child comments embedded in a root comment
+ANONYMOUS_AVATAR = "https://picx.zhimg.com/v2-d41c2ceaed8f51999522f903672a521f_l.jpg"
 JSON = dict[str, Any]
 
 
@@ -43,9 +45,14 @@ def _camel(key: str) -> str:
 class Shapes:
     """Renders records of one :class:`MockData` as JSON objects with URLs on ``base_url``."""
 
-    def __init__(self, data: MockData, base_url: str) -> None:
+    def __init__(self, data: MockData, base_url: str, variety: Variety | None = None) -> None:
         self.data = data
         self.base = base_url
+        self.variety = variety or Variety()
+
+    def _count(self, object_id: str, value: int) -> int | None:
+        """A number, or null where ``Variety.field_drift`` drifted the object."""
+        return None if self.variety.drifted(object_id) else value
 
     def author(self, url_token: str) -> JSON:
         if url_token == ANONYMOUS:
@@ -55,7 +62,7 @@ class Shapes:
                 "name": "匿名用户",
                 "headline": "",
                 "gender": -1,
-                "avatar_url": "https://picx.zhimg.com/v2-d41c2ceaed8f51999522f903672a521f_l.jpg",
+                "avatar_url": ANONYMOUS_AVATAR,
                 "avatar_url_template": "https://picx.zhimg.com/v2-d41c2ceaed8f51999522f903672a521f.jpg",
                 "type": "people",
                 "url": f"{self.base}/api/v4/people/0",
@@ -108,11 +115,13 @@ class Shapes:
         token = person.url_token
         return {
             **self.author(token),
+            "follower_count": self._count(person.id, person.follower_count),
             "following_count": person.following_count,
             "answer_count": len(self.data.authored_by("answer", token)),
             "articles_count": len(self.data.authored_by("article", token)),
             "question_count": len(self.data.authored_by("question", token)),
             "zvideo_count": len(self.data.authored_by("zvideo", token)),
+            "columns_count": derived(person.id, 4),
             "voteup_count": person.voteup_count,
             "thanked_count": derived(person.id, 500),
             "favorited_count": derived(person.id, 900),
@@ -193,7 +202,7 @@ class Shapes:
             | {"author": self.author(question.author)},
             "created_time": answer.created_time,
             "updated_time": answer.updated_time,
-            "voteup_count": answer.voteup_count,
+            "voteup_count": self._count(answer.id, answer.voteup_count),
             "comment_count": comments,
             "thanks_count": answer.thanks_count,
             "ip_info": answer.ip_info,
@@ -232,7 +241,7 @@ class Shapes:
             "content": article.content,
             "created": article.created,
             "updated": article.updated,
-            "voteup_count": article.voteup_count,
+            "voteup_count": self._count(article.id, article.voteup_count),
             "comment_count": comments,
             "author": self.author(article.author),
             "url": f"{self.base}/p/{article.id}",
@@ -259,7 +268,7 @@ class Shapes:
             "updated_at": zvideo.updated_at,
             "duration": zvideo.duration,
             "play_count": zvideo.play_count,
-            "voteup_count": zvideo.voteup_count,
+            "voteup_count": self._count(zvideo.id, zvideo.voteup_count),
             "comment_count": len(self.data.comments_of("zvideo", zvideo.id)),
             "author": self.author(zvideo.author),
             "image_url": zvideo.image_url,
@@ -299,7 +308,7 @@ class Shapes:
     def comment(self, comment: Comment) -> JSON:
         """A comment_v5 item; a root carries a preview of its children and their next cursor."""
         children = self.data.children_of(comment.id) if comment.is_root else []
-        preview = children[:CHILD_PREVIEW]
+        preview = children[:CHILD_PREVIEW] if self.variety.child_previews else []
         has_more = len(children) > CHILD_PREVIEW
         content_author = self.data.content_author(comment.content_type, comment.content_id)
         shape: JSON = {
@@ -351,11 +360,15 @@ class Shapes:
             ],
             "child_comment_count": len(children),
             "child_comment_next_offset": (
-                comment_cursor(preview[-1], preview[-1].created_time) if has_more else None
+                comment_cursor(preview[-1], preview[-1].created_time)
+                if has_more and preview
+                else None
             ),
             "child_comments": [self.comment(child) for child in preview],
             "is_visible_only_to_myself": False,
         }
+        if self.variety.drifted(comment.id):
+            del shape["like_count"]
         if not comment.is_root:
             shape["reply_to_author"] = self.comment_author(comment.reply_to_author)
         return shape

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 ContentType = Literal["answer", "article", "zvideo"]
-EntryKind = Literal["search_result", "koc_box", "knowledge_ad"]
+EntryKind = Literal["search_result", "koc_box", "knowledge_ad", "relevant_query"]
 
 ROOT = "0"  # reply_comment_id / reply_root_comment_id of a root comment
 ANONYMOUS = ""  # author url_token of an anonymous answer

@@ -7,6 +7,7 @@ import html
 from tests.zhihu_mock.objects import JSON, Shapes
 from tests.zhihu_mock.records import SearchEntry
 from tests.zhihu_mock.text import excerpt_of
+from tests.zhihu_mock.variety import SearchForm
 
 
 def highlight(text: str, keyword: str) -> str:
@@ -18,8 +19,9 @@ def highlight(text: str, keyword: str) -> str:
 class SearchShapes:
     """Renders the entries of one keyword's results with the objects of ``shapes``."""
 
-    def __init__(self, shapes: Shapes) -> None:
+    def __init__(self, shapes: Shapes, forms: dict[str, SearchForm] | None = None) -> None:
         self.shapes = shapes
+        self.forms = forms or {}  # entry id -> rendering of answer results (Variety)
 
     def item(self, entry: SearchEntry, keyword: str, index: int) -> JSON:
         if entry.kind == "koc_box":
@@ -33,7 +35,15 @@ class SearchShapes:
                 "url": "https://www.zhihu.com/xen/market/training",
             }
             return {"type": "knowledge_ad", "id": entry.id, "object": ad}
+        if entry.kind == "relevant_query":
+            queries = [{"query": f"{keyword} 教程", "id": f"{index}"}]
+            return {"type": "relevant_query", "id": entry.id, "object": {"queries": queries}}
         found, title, description = self._found(entry, keyword)
+        form = self.forms.get(entry.id, "plain")
+        if form == "wrapped":
+            found = {"type": "feed_card", "target": found, "attached_info": ""}
+        elif form == "broken":
+            found = {k: v for k, v in found.items() if k != "id"}
         return {
             "type": "search_result",
             "id": entry.id,
@@ -46,6 +56,9 @@ class SearchShapes:
     def _found(self, entry: SearchEntry, keyword: str) -> tuple[JSON, str, str]:
         """The object of a search result, its highlighted title and description."""
         data, kind, object_id = self.shapes.data, entry.object_type, entry.object_id
+        if kind == "roundtable":
+            table = {"type": "roundtable", "id": object_id, "name": f"{keyword} 圆桌"}
+            return table, highlight(table["name"], keyword), ""
         if kind == "people":
             member = self.shapes.member(data.people[object_id])
             headline = highlight(member["headline"], keyword)

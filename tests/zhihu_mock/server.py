@@ -57,7 +57,9 @@ class ZhihuMock(BackgroundHTTPServer):
         self.counters = MockCounters()
         self.sessions = Sessions(self.config, self.counters)
         self.guard = Guard(self.config, self.sessions, self.counters)
-        self.routes = self._routes(Api(self.data, self.sessions), Pages(self.data))
+        self.routes = self._routes(
+            Api(self.data, self.sessions, self.config.variety), Pages(self.data)
+        )
         super().__init__(self._handler_class(), self.config.host, self.config.port)
 
     def issue_session(self, username: str) -> str:
@@ -125,6 +127,13 @@ class ZhihuMock(BackgroundHTTPServer):
                 "member_articles",
                 Access.API_LOGIN,
                 api.member_articles,
+            ),
+            (
+                "GET",
+                f"/api/v4/members/{_SLUG}/zvideos",
+                "member_zvideos",
+                Access.API_LOGIN,
+                api.member_zvideos,
             ),
             (
                 "GET",
