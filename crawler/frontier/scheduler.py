@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from redis.exceptions import RedisError
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -29,7 +28,6 @@ from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_asyncio_reactor_installed
-from scrapy.utils.request import request_from_dict
 from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
@@ -39,12 +37,12 @@ from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.request_store import RequestStore, failure_record
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
-from crawler.url_credentials import mask_secrets
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -52,17 +50,6 @@ logger = logging.getLogger(__name__)
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
 SEED_META = "_frontier_seed"  # set by RedisSpider on dont_filter seeds: fetched, and recorded
-
-
-def masked_request(body: bytes) -> Any:
-    """A request's JSON for a failure record, URL credentials masked (as text if masking
-    ever left it unreadable)."""
-    masked = mask_secrets(body.decode("utf-8", "replace"))
-    try:
-        orjson.loads(masked)
-    except orjson.JSONDecodeError:
-        return masked
-    return orjson.Fragment(masked.encode())
 
 
 class LeasingScheduler:
@@ -93,7 +80,7 @@ class LeasingScheduler:
         self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
         self._closing = False
         self._client: FrontierClient | None = None
-        self._spider: Spider | None = None
+        self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of fresh batches
@@ -112,7 +99,7 @@ class LeasingScheduler:
     # -- Scrapy's scheduler interface ---------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        self._spider = spider
+        self._store = RequestStore(self.crawler, spider)
         keys = FrontierKeys.for_spider(spider.name)
         self._client = FrontierClient(
             self.context.redis,
@@ -156,7 +143,7 @@ class LeasingScheduler:
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
         seed = bool(request.meta.pop(SEED_META, False)) and request.dont_filter
-        fingerprint = self._fingerprint(request, seed)
+        fingerprint = self.store.fingerprint(request, seed)
         if fingerprint in self._seen and not seed and not self.tracker.tracks(lease_id):
             # A certain duplicate: this node already handed it to the shared dupefilter.
             if self.tracker.tracks(parent_id):
@@ -166,7 +153,7 @@ class LeasingScheduler:
             self.dedup_report.filtered(request.url)
             return False
         try:
-            new: NewRequest | None = self._encode(request, fingerprint, seed)
+            new: NewRequest | None = self.store.encode(request, fingerprint, seed)
         except codec.UnserializableRequestError as exc:
             new = None
             self.stats.inc_value("frontier/unserializable")
@@ -213,24 +200,15 @@ class LeasingScheduler:
 
     # -- encoding -----------------------------------------------------------------------------
 
-    def _fingerprint(self, request: Request, seed: bool = False) -> str:
-        """The dedup fingerprint (hex), or "" for a request that is never deduplicated
-        (``dont_filter``, unless it is a seed: fetched anyway, but recorded as seen so that
-        the links back to it are not)."""
-        if request.dont_filter and not seed:
-            return ""
-        assert self.crawler.request_fingerprinter is not None
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()
-
-    def _encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
-        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
-        body = codec.dumps(request.to_dict(spider=self._spider))
-        score = -float(request.priority)
-        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed)
+    @property
+    def store(self) -> RequestStore:
+        if self._store is None:
+            raise RuntimeError("LeasingScheduler used before open()")
+        return self._store
 
     def _decode(self, lease: Lease) -> Request | None:
         try:
-            request = request_from_dict(codec.loads(lease.body), spider=self._spider)
+            request = self.store.decode(lease)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             reason = f"decode/{type(exc).__name__}"
             logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
@@ -306,17 +284,7 @@ class LeasingScheduler:
         self._spawn(self._complete(state))
 
     async def _complete(self, state: LeaseState) -> None:
-        failure = b""
-        if state.failure is not None:
-            record: dict[str, Any] = {
-                "reason": state.failure,
-                "node": self.node_id,
-                "at": time.time(),
-                "request": masked_request(state.body),
-            }
-            if state.error is not None:
-                record["error"] = mask_secrets(state.error)
-            failure = orjson.dumps(record)
+        failure = failure_record(state, self.node_id)
         outcome = state.outcome
         result = await self._guarded(
             lambda: self.client.complete(state.lease_id, outcome, state.children, failure)

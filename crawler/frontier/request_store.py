@@ -1,0 +1,74 @@
+"""How ``LeasingScheduler`` stores requests in the frontier, and what a failure record holds.
+
+A request is stored as its lean JSON (``crawler.frontier.codec``) with a fingerprint
+for the shared dedup: "" for a ``dont_filter`` request, which is never
+deduplicated, unless it is a seed (fetched anyway, but recorded as seen, so the
+links back to it are not fetched again). A failed lease leaves a record with the
+reason, the node, the time and the request, URL credentials masked.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.utils.request import request_from_dict
+
+from crawler.frontier import codec
+from crawler.frontier.acks import LeaseState
+from crawler.frontier.client import Lease, NewRequest
+from crawler.url_credentials import mask_secrets
+
+
+def masked_request(body: bytes) -> Any:
+    """A request's JSON for a failure record, URL credentials masked (as text if masking
+    ever left it unreadable)."""
+    masked = mask_secrets(body.decode("utf-8", "replace"))
+    try:
+        orjson.loads(masked)
+    except orjson.JSONDecodeError:
+        return masked
+    return orjson.Fragment(masked.encode())
+
+
+def failure_record(state: LeaseState, node_id: str) -> bytes:
+    """The ``{<spider>}:failed`` record of a lease that failed ("" when it did not)."""
+    if state.failure is None:
+        return b""
+    record: dict[str, Any] = {
+        "reason": state.failure,
+        "node": node_id,
+        "at": time.time(),
+        "request": masked_request(state.body),
+    }
+    if state.error is not None:
+        record["error"] = mask_secrets(state.error)
+    return orjson.dumps(record)
+
+
+class RequestStore:
+    """Encode and decode the requests of one spider with the crawl's fingerprinter."""
+
+    def __init__(self, crawler: Crawler, spider: Spider) -> None:
+        assert crawler.request_fingerprinter is not None
+        self.fingerprinter = crawler.request_fingerprinter
+        self.spider = spider
+
+    def fingerprint(self, request: Request, seed: bool = False) -> str:
+        """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
+        if request.dont_filter and not seed:
+            return ""
+        return self.fingerprinter.fingerprint(request).hex()
+
+    def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
+        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
+        body = codec.dumps(request.to_dict(spider=self.spider))
+        score = -float(request.priority)
+        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed)
+
+    def decode(self, lease: Lease) -> Request:
+        """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
+        return request_from_dict(codec.loads(lease.body), spider=self.spider)
