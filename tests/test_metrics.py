@@ -34,9 +34,11 @@ from crawler.extensions.cluster_logstats import (
 )
 from crawler.extensions.metrics import MetricsSettings, PrometheusMetrics, parse_port_range
 from crawler.extensions.startup_log import describe_node
+from crawler.metrics.cluster import ClusterReader, ClusterState
 from crawler.metrics.node import Histogram, NodeMetrics
 from crawler.metrics.server import serve
 from crawler.metrics.stats import StatsMetrics
+from crawler.redis_connection import sync_client
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 
 LABELS = {"spider": "pages", "node": "node-a", "crawl": "c1"}
@@ -422,6 +424,35 @@ def test_read_cluster_counts_queue_and_live_nodes(
             await client.aclose()
 
     assert asyncio.run(read()) == (3, 1)
+
+
+def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    now_ms = int(time.time() * 1000)
+    redis_client.zadd("{zhihu}:queue", {"a": 0, "b": 0})
+    redis_client.zadd("{zhihu}:leases", {"c": now_ms + 60_000, "d": now_ms - 60_000})
+    redis_client.zadd("{zhihu}:nodes", {"alive": now_ms + 60_000, "dead": now_ms - 60_000})
+    redis_client.zadd("sessions:{zhihu}:accounts", {"a1": 0, "a2": 0, "a3": 0})
+    redis_client.hset("sessions:{zhihu}:session:a1", "health", "healthy")
+    redis_client.hset("sessions:{zhihu}:session:a2", "health", "banned")
+    redis_client.hset("sessions:{zhihu}:session:a3", "health", "banned")
+    reader = ClusterReader(sync_client(redis_url), "zhihu", "zhihu")
+    try:
+        assert reader.read() == ClusterState(
+            queue=2,
+            leases=2,
+            expired_leases=1,
+            live_nodes=1,
+            sessions={"healthy": 1, "expired": 0, "risky": 0, "banned": 2, "retired": 0},
+        )
+    finally:
+        reader.close()
+    without_sessions = ClusterReader(sync_client(redis_url), "pages", None)
+    try:
+        assert without_sessions.read() == ClusterState(0, 0, 0, 0, {})
+    finally:
+        without_sessions.close()
 
 
 def test_read_cluster_without_redis_is_none(busy_port: int) -> None:

@@ -128,6 +128,23 @@ def test_dashboard_panels_cover_the_issue() -> None:
         assert any(title.startswith(wanted) for title in titles), (wanted, titles)
 
 
+def test_dashboard_is_provisioned_with_its_datasource() -> None:
+    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
+    providers = yaml.safe_load((provisioning / "dashboards" / "crawler.yml").read_text())
+    [provider] = providers["providers"]
+    assert provider["type"] == "file"
+    assert provider["options"]["path"] == "/var/lib/grafana/dashboards"
+    sources = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())
+    [source] = sources["datasources"]
+    assert (source["type"], source["url"]) == ("prometheus", "http://prometheus:9090")
+    dashboard = json.loads(DASHBOARD.read_text())
+    panels = dashboard["panels"]
+    assert len({panel["id"] for panel in panels}) == len(panels)
+    used = {panel["datasource"]["uid"] for panel in panels}
+    used |= {target["datasource"]["uid"] for panel in panels for target in panel["targets"]}
+    assert used == {source["uid"]}
+
+
 # --------------------------------------------------------------------------- a live node
 
 
