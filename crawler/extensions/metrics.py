@@ -200,7 +200,10 @@ class PrometheusMetrics:
         return float(sender.spool.size()) if sender is not None else 0.0
 
     def leases_held(self) -> float:
-        context = self.crawler.get_extension(NodeContext)  # None: standalone
+        try:
+            context = self.crawler.get_extension(NodeContext)  # None: standalone
+        except RuntimeError:  # a scrape while the other extensions are still being built
+            return 0.0
         tracker = context.tracker if context is not None else None
         return float(len(tracker)) if tracker is not None else 0.0
 
