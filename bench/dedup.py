@@ -139,11 +139,46 @@ async def measure(url: str, name: str, size: int, batch: int) -> Row:
     )
 
 
+async def call_cost(url: str, capacity: int, multiples: list[int], batch: int) -> list[float]:
+    """Milliseconds per ``complete`` call of ``batch`` fresh fingerprints once the compact
+    filter (sized for ``capacity``) holds each of ``multiples`` x its capacity."""
+    config = DedupConfig(DedupMode.COMPACT, capacity=capacity)
+    redis = async_client(url, socket_timeout=600)
+    await redis.flushall()
+    client = FrontierClient(redis, KEYS, "bench", config)
+    costs, held, calls = [], 0, 20
+    for multiple in multiples:
+        while held < multiple * capacity:
+            count = min(batch, multiple * capacity - held)
+            await client.complete(None, "done", fingerprints(b"fill", held, count))
+            await drop_queue(redis, KEYS)
+            held += count
+        spent = 0.0
+        for _ in range(calls):
+            children = fingerprints(b"fill", held, batch)  # fresh: past those held
+            began = time.perf_counter()
+            await client.complete(None, "done", children)
+            spent += time.perf_counter() - began
+            await drop_queue(redis, KEYS)
+            held += batch
+        costs.append(spent * 1000 / calls)
+    await redis.aclose()
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dedup", description=__doc__)
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--batch", type=int, default=1000, help="children per complete() call")
+    parser.add_argument(
+        "--flat",
+        type=int,
+        default=0,
+        metavar="CAPACITY",
+        help="instead: ms per complete() call of --batch new URLs in a compact filter of "
+        "CAPACITY at 1x, 4x and 16x its capacity",
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     names = args.modes.split(",")
@@ -155,6 +190,16 @@ def main() -> None:
         RedisServerConfig(port=free_port(), data_dir=workdir / "redis", appendonly=False)
     )
     server.start()
+    if args.flat:
+        multiples = [1, 4, 16]
+        try:
+            costs = asyncio.run(call_cost(server.url, args.flat, multiples, args.batch))
+        finally:
+            server.stop()
+        print(f"| compact, capacity {args.flat:,} | " + " | ".join(f"{m}x" for m in multiples))
+        print("|---|" + "---|" * len(multiples))
+        print(f"| ms per {args.batch}-URL call | " + " | ".join(f"{c:.1f}" for c in costs))
+        return
     try:
         print("| mode | URLs | B/URL (used_memory) | B/URL (MEMORY USAGE) | measured FP rate "
               "(count) | estimated FP rate | inserts/s |")  # fmt: skip

@@ -136,20 +136,29 @@ def test_seen_answers_without_recording_anything(
 def test_compact_mode_stays_exact_in_crowded_buckets(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    """One bucket holds 2000 entries: every fingerprint is found, none is confused."""
+    """One bucket for 20,000 entries: it is split (twice over) instead of growing, and every
+    fingerprint is found, none is confused."""
     config = DedupConfig(DedupMode.COMPACT, capacity=1)
 
     async def scenario() -> list[int]:
         client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", config)
-        added = [(await complete(client, requests("c", 1000))).added]
-        added.append((await complete(client, requests("c", 1000))).added)
-        added.append((await complete(client, requests("d", 1000))).added)
+        added = [(await complete(client, requests("c", 10_000))).added]
+        added.append((await complete(client, requests("c", 10_000))).added)
+        added.append((await complete(client, requests("d", 10_000))).added)
+        added.append((await complete(client, requests("d", 10_000))).added)
         await client.aclose()
         return added
 
-    assert run(scenario()) == [1000, 0, 1000]
-    assert redis_client.hget(KEYS.dupefilter_compact, "buckets") == b"1"
-    assert redis_client.hstrlen(KEYS.dupefilter_compact, "0") == 2000 * 12
+    assert run(scenario()) == [10_000, 0, 10_000, 0]
+    fields = {
+        key.decode(): value for key, value in redis_client.hgetall(KEYS.dupefilter_compact).items()
+    }
+    assert fields["buckets"] == b"1" and fields["entries"] == b"20000"
+    assert fields["0"] == b"*"  # split: its entries are in 0.<k>
+    buckets = [v for k, v in fields.items() if k not in ("buckets", "entries") and v != b"*"]
+    assert sum(len(v) for v in buckets) == 20_000 * 12  # each entry once
+    assert max(len(v) for v in buckets) < 256 * 12  # none over the split size
+    assert any(k.count(".") == 2 for k in fields)  # a second level: 20,000 / 16 > 256
 
 
 def test_compact_and_bloom_need_full_length_fingerprints() -> None:

@@ -3,6 +3,10 @@
 --   'entries' -> entries stored; '<n>' (bucket n) -> 12-byte entries one after the other:
 --   bytes 5..12 of the fingerprint, then the second it was recorded (4 bytes, big-endian).
 --   A fingerprint's bucket is its bytes 1..4 (big-endian) modulo the bucket count.
+--   A bucket that reaches SPLIT_AT entries is split, so lookups stay flat past the capacity:
+--   its field then holds '*' and its entries move to FANOUT sub-buckets '<n>.<k>', k being
+--   the entry's first suffix byte modulo FANOUT ('<n>.<k>.<j>' one level down, by the next
+--   byte, and so on up to MAX_DEPTH levels).
 -- ARGV[5]: ttl seconds (0 = forever; else an entry is new again once the clock passes its
 --   second + ttl); ARGV[6]: bucket count of a new hash.
 -- Defines dedup_open/add/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
@@ -10,6 +14,7 @@
 -- when its entry count reaches a multiple of 16.
 local DEDUP_ARGC = 2
 local WIDTH, SWEEP_EVERY = 12, 16
+local SPLIT_AT, FANOUT, MAX_DEPTH, SPLIT = 256, 16, 6, '*'
 local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.floor
 local dedup_ttl, dedup_now, dedup_stamp, dedup_buckets
 local dedup_entries = 0
@@ -51,17 +56,39 @@ local function dedup_sweep(bucket)
   return table.concat(kept)
 end
 
--- The fingerprint's bucket field, its bucket, its suffix and where the suffix is in it (or nil).
+-- The fingerprint's bucket field, its bucket, its suffix, where the suffix is in it (or nil)
+-- and how many splits down the bucket is.
 local function dedup_find(fingerprint)
   local a, b, c, d = sbyte(fingerprint, 1, 4)
-  local field = (((a * 256 + b) * 256 + c) * 256 + d) % dedup_buckets
+  local field = tostring((((a * 256 + b) * 256 + c) * 256 + d) % dedup_buckets)
   local suffix = ssub(fingerprint, 5, 12)
   local bucket = redis.call('HGET', KEYS[7], field) or ''
+  local depth = 0
+  while bucket == SPLIT do
+    depth = depth + 1
+    field = field .. '.' .. (sbyte(suffix, depth) % FANOUT)
+    bucket = redis.call('HGET', KEYS[7], field) or ''
+  end
   local at = sfind(bucket, suffix, 1, true)
   while at and (at - 1) % WIDTH ~= 0 do
     at = sfind(bucket, suffix, at + 1, true)
   end
-  return field, bucket, suffix, at
+  return field, bucket, suffix, at, depth
+end
+
+-- Spread a full bucket over FANOUT sub-buckets by the entries' suffix byte `depth + 1`.
+local function dedup_split(field, bucket, depth)
+  local parts = {}
+  for at = 1, #bucket, WIDTH do
+    local k = sbyte(bucket, at + depth) % FANOUT
+    local part = parts[k] or {}
+    part[#part + 1] = ssub(bucket, at, at + WIDTH - 1)
+    parts[k] = part
+  end
+  for k, part in pairs(parts) do
+    redis.call('HSET', KEYS[7], field .. '.' .. k, table.concat(part))
+  end
+  redis.call('HSET', KEYS[7], field, SPLIT)
 end
 
 local function dedup_has(fingerprint)
@@ -73,7 +100,7 @@ local function dedup_has(fingerprint)
 end
 
 local function dedup_add(fingerprint)
-  local field, bucket, suffix, at = dedup_find(fingerprint)
+  local field, bucket, suffix, at, depth = dedup_find(fingerprint)
   if at then
     if not dedup_expired(bucket, at) then
       return false
@@ -84,6 +111,10 @@ local function dedup_add(fingerprint)
     dedup_entries = dedup_entries + 1
     if dedup_ttl > 0 and (#bucket / WIDTH) % SWEEP_EVERY == 0 then
       bucket = dedup_sweep(bucket)
+    end
+    if #bucket / WIDTH >= SPLIT_AT and depth < MAX_DEPTH then
+      dedup_split(field, bucket, depth)
+      return true
     end
   end
   redis.call('HSET', KEYS[7], field, bucket)
