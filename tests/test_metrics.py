@@ -226,6 +226,9 @@ def test_cooldowns_count_down_to_zero() -> None:
     now[0] += 60
     found = [s for family in metrics.collect(["node"], ["n1"]) for s in family.samples]
     assert value(found, "crawler_politeness_cooldown_seconds", site="a.example:80") == 0
+    now[0] += 600  # ten minutes after it ended, the site's series goes
+    found = [s for family in metrics.collect(["node"], ["n1"]) for s in family.samples]
+    assert value(found, "crawler_politeness_cooldown_seconds", site="a.example:80") is None
 
 
 def test_librdkafka_lines_go_through_logging_at_their_level(

@@ -245,6 +245,9 @@ def test_prometheus_scrapes_every_metric_the_dashboard_and_rules_query(
             wait_for(crawled, 120, f"{site.pages} pages in Prometheus\n{logs(tmp_path)}")
             time.sleep(3)  # a few more scrapes: rates over settled counters
             assert nodes[0].poll() is None, logs(tmp_path)
+            health = f"http://127.0.0.1:{match.group(1)}/healthz"
+            with urllib.request.urlopen(health, timeout=10) as response:
+                assert json.loads(response.read()) == {"redis": "ok", "kafka": "ok"}
 
             metadata = api(base, "/api/v1/targets/metadata", match_target='{job="crawler"}')
             types = {entry["metric"]: entry["type"] for entry in metadata}

@@ -21,6 +21,7 @@ from crawler.kafka.sender import ItemSender
 DOWNLOAD_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WAIT_BUCKETS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 DELIVERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 300.0)
+FORGET_AFTER = 600.0  # seconds a site's cooldown series stays at 0 before it is dropped
 
 
 class Histogram:
@@ -94,6 +95,8 @@ class NodeMetrics:
         )
         now = self._clock()
         with self._lock:
+            for site in [s for s, end in self._cooldowns.items() if end < now - FORGET_AFTER]:
+                del self._cooldowns[site]
             ends = sorted(self._cooldowns.items())
         for site, end in ends:
             cooldown.add_metric([*label_values, site], max(0.0, end - now))
