@@ -1,9 +1,10 @@
 """Memory of one crawler node, and its first browser render: Playwright eager vs on demand.
 
-    .venv/bin/python -m bench.node_memory [--pages 1000] [--settle 5]
+    .venv/bin/python -m bench.node_memory [--pages 1000] [--settle 5] [--runs 3]
 
-One ``pages`` node in cluster mode (a local Redis, items to a JSON Lines feed), in
-two variants measured in the same run:
+One ``pages`` node in cluster mode (Redis and Kafka: ``REDIS_URL`` and
+``KAFKA_BOOTSTRAP_SERVERS``, else local ones started here), in two variants measured in
+the same run, each ``--runs`` times in turn:
 
 * **eager (before)**: scrapy-playwright's own handler for http and https, as the
   add-on installed it until now (``-s DOWNLOAD_HANDLERS=...``): a Playwright driver per
@@ -24,6 +25,7 @@ import argparse
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +34,9 @@ import orjson
 import redis
 
 from crawler.demo.nodes import process_tree, start_node, stop_node, tree_rss_bytes
+from crawler.demo.run import services
 from crawler.demo.server import BackgroundHTTPServer, QuietHandler
 from crawler.demo.site import Site
-from crawler.devservices import RedisServer, RedisServerConfig, free_port
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 EAGER = orjson.dumps(dict.fromkeys(("http", "https"), PLAYWRIGHT_HANDLER)).decode()
@@ -106,19 +108,21 @@ def render_latency(client: redis.Redis, script_site: ScriptSite, query: str) -> 
     return script_site.rendered[query] - pushed
 
 
-def measure(variant: str, pages: int, settle: float, redis_url: str, workdir: Path) -> Row:
+def measure(
+    variant: str, *, pages: int, settle: float, redis_url: str, bootstrap: str, workdir: Path
+) -> Row:
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
     settings = {
         **VARIANTS[variant],
-        "CRAWLER_STANDALONE_FEED": str(workdir / f"{variant}.jsonl"),
+        "KAFKA_TOPIC_TEMPLATE": f"bench-memory-{uuid.uuid4().hex[:8]}-{{spider}}",
         "SEEDS_ALLOWED_META": "browser",
         "POLITENESS_RATE": "1000",
         "POLITENESS_BURST": "50",
         "METRICS_PORTS": "0",
     }
     log = workdir / f"{variant}.log"
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
     node = start_node("pages", env=env, settings=settings, log_path=log, node_id="bench")
     try:
         with Site(pages) as site, ScriptSite() as script_site:
@@ -159,19 +163,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--settle", type=float, default=5.0, help="seconds idle before sampling")
+    parser.add_argument("--runs", type=int, default=3, help="measurements of each variant")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
-        workdir = Path(tmp)
-        server = RedisServer(RedisServerConfig(port=free_port(), data_dir=workdir / "redis"))
-        server.start()
-        try:
-            rows = [
-                measure(variant, args.pages, args.settle, server.url, workdir)
-                for variant in VARIANTS
-            ]
-        finally:
-            server.stop()
-    print(table(rows, args.pages))
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp,
+        services(Path(tmp)) as (redis_url, bootstrap),
+    ):
+        rows = [
+            measure(
+                variant,
+                pages=args.pages,
+                settle=args.settle,
+                redis_url=redis_url,
+                bootstrap=bootstrap,
+                workdir=Path(tmp),
+            )
+            for _ in range(args.runs)
+            for variant in VARIANTS
+        ]
+    print(table(sorted(rows, key=lambda row: list(VARIANTS).index(row.variant)), args.pages))
 
 
 if __name__ == "__main__":
