@@ -241,3 +241,33 @@ def test_an_idle_node_is_one_process_until_a_page_needs_the_browser(
     assert "'browser/started': 1" in text
     # Installed for http and https, the one handler is closed once per scheme: no error.
     assert "Traceback" not in text
+
+
+def test_a_browser_that_cannot_start_fails_its_requests_and_the_node_goes_on(
+    js_site: str, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "SEEDS_ALLOWED_META": "browser",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        "PLAYWRIGHT_BROWSER_PROVIDER": "tests.unstartable_browser.UnstartableBrowserProvider",
+    }
+    with (
+        Site(3) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        for seed in ({"url": js_site, "meta": {"browser": True}}, {"url": site.url(0)}):
+            redis_client.lpush("pages:start_urls", orjson.dumps(seed))
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+        assert process_tree(nodes[0].pid) == [nodes[0].pid]
+    urls = {orjson.loads(line)["url"] for line in feed.read_bytes().splitlines()}
+    assert urls == site.all_urls()  # the plain pages, not the one that needed the browser
+    text = (tmp_path / "node-0.log").read_text()
+    assert "the Playwright driver cannot start" in text
+    assert "'browser/start_failed': 1" in text
+    assert "browser/started" not in text and STARTED not in text
+    (failure,) = map(orjson.loads, redis_client.hvals("{pages}:failed"))
+    assert failure["request"]["url"] == js_site  # its request failed, with the reason
+    assert "the Playwright driver cannot start" in failure["error"]
