@@ -39,6 +39,7 @@ bench: setup
 	$(PY) -m bench.kafka
 	$(PY) -m bench.politeness
 	$(PY) -m bench.dedup
+	$(PY) -m bench.node_memory
 
 format: setup
 	.venv/bin/ruff format .

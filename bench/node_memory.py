@@ -139,6 +139,7 @@ def measure(
             following = render_latency(client, script_site, "next")
     finally:
         stop_node(node)
+        client.close()
     return Row(variant, idle, crawled, rendered, first, following)
 
 
