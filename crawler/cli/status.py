@@ -14,6 +14,7 @@ from typing import Any, Literal, TypedDict
 
 import orjson
 
+from crawler.cli.completeness import completeness_lines
 from crawler.cli.config import (
     add_kafka_option,
     add_redis_option,
@@ -342,6 +343,7 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")
+    lines += completeness_lines(totals)
     lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     lines += [
         f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}",

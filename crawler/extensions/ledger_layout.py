@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crawler.frontier.keys import glob_escape
+from crawler.zhihu.completeness import LEDGER_PREFIXES
 
 BUCKET_TTL = 2 * 3600  # seconds a per-minute bucket is kept
 STARTED_FIELD = "started_ms"  # first push of the crawl (Redis time, ms); not a counter
@@ -42,6 +43,7 @@ SUMMED_FIELDS = {
 }
 DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
 FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>
+KEPT_PREFIXES = LEDGER_PREFIXES  # kept per stat name: what lists declared and gave (completeness)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,4 +80,6 @@ def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
     for name, value in numbers.items():
         if name.startswith(FAILED_PREFIX):
             fields[f"failed/{name[len(FAILED_PREFIX) :]}"] = value
+        elif name.startswith(KEPT_PREFIXES):
+            fields[name] = value
     return fields
