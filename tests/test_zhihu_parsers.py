@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,16 +16,9 @@ from scrapy.settings import Settings
 
 from crawler.frontier.seeds import InvalidSeed, Seed
 from crawler.zhihu.errors import Problem, classify
-from crawler.zhihu.parsers import (
-    Context,
-    ParseError,
-    comment_item,
-    content_item,
-    creator_item,
-    html_to_text,
-    list_page,
-    page_entities,
-)
+from crawler.zhihu.items import Author
+from crawler.zhihu.parsers import Context, comment_item, content_item, creator_item
+from crawler.zhihu.payloads import ParseError, html_to_text, list_page, page_entities
 from crawler.zhihu.privacy import Privacy, shared_privacy_key
 from crawler.zhihu.settings import ZhihuSettings
 from crawler.zhihu.signer import Zse96Signer, signature_input, signed_digest
@@ -40,6 +34,7 @@ from settings import base
 from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock
 from tests.zhihu_mock.messages import Request as MockRequest
 from tests.zhihu_mock.messages import Response as MockResponse
+from tests.zhihu_mock.objects import ANONYMOUS_AVATAR
 from tests.zhihu_mock.records import MockData
 from tests.zhihu_mock.text import excerpt_of
 
@@ -212,11 +207,36 @@ def body(mock: ZhihuMock, target: str) -> Any:
     return orjson.loads(response.body)
 
 
-def context(privacy: Privacy | None = None) -> Context:
+def context(privacy: Privacy | None = None, missing: list[str] | None = None) -> Context:
     endpoints = Endpoints.build(DEFAULT_ENDPOINTS, BASE, BASE, BASE + "/api/v4")
+    gaps = [] if missing is None else missing
     return Context(
-        "seed", datetime(2026, 1, 1, tzinfo=UTC), privacy or Privacy(False, b""), endpoints
+        "seed",
+        datetime(2026, 1, 1, tzinfo=UTC),
+        privacy or Privacy(False, b""),
+        endpoints,
+        lambda item, field: gaps.append(f"{item}/{field}"),
     )
+
+
+def author_json(data: MockData, url_token: str) -> dict[str, str]:
+    """An item's author as the mock holds it (privacy off)."""
+    person = data.people.get(url_token)
+    if person is None:
+        return {
+            "id": "0",
+            "url_token": "",
+            "name": "匿名用户",
+            "link": "",
+            "avatar_url": ANONYMOUS_AVATAR,
+        }
+    return {
+        "id": person.id,
+        "url_token": url_token,
+        "name": person.name,
+        "link": f"{BASE}/people/{url_token}",
+        "avatar_url": person.avatar_url,
+    }
 
 
 def test_the_mock_accepts_the_default_signer(mock: ZhihuMock) -> None:
@@ -239,7 +259,6 @@ def test_the_mock_accepts_the_default_signer(mock: ZhihuMock) -> None:
 
 def expected_answer(data: MockData, aid: str) -> dict[str, Any]:
     answer = data.answers[aid]
-    person = data.people.get(answer.author)
     return {
         "content_id": aid,
         "content_type": "answer",
@@ -252,11 +271,7 @@ def expected_answer(data: MockData, aid: str) -> dict[str, Any]:
         "updated_time": answer.updated_time,
         "voteup_count": answer.voteup_count,
         "comment_count": len(data.comments_of("answer", aid)),
-        "author": {
-            "id": person.id if person else "0",
-            "url_token": answer.author,
-            "name": person.name if person else "匿名用户",
-        },
+        "author": author_json(data, answer.author),
     }
 
 
@@ -276,8 +291,11 @@ def test_answers_from_the_api_and_from_pages_match_the_data(mock: ZhihuMock) -> 
     html = fetch(mock, f"/answer/{aid}").body.decode()
     entity = page_entities(html)["answers"][aid]
     assert fields(content_item(entity, context())) == expected_answer(mock.data, aid)
+    assert (page.is_end, page.totals) == (False, len(question.answer_ids))
     last = list_page(body(mock, f"/api/v4/questions/{qid}/answers?limit=20&offset=20"), "x")
-    assert last.next_url is None
+    assert last.is_end  # its next URL is still offered: a spider short of the total may go on
+    empty = list_page(body(mock, f"/api/v4/questions/{qid}/answers?limit=20&offset=40"), "x")
+    assert (empty.data, empty.next_url) == ([], None)
 
 
 def test_article_zvideo_member_and_comments_match_the_data(mock: ZhihuMock) -> None:
@@ -343,14 +361,21 @@ def test_html_to_text() -> None:
 
 def test_privacy_hashes_ids_and_masks_names() -> None:
     privacy = Privacy(True, b"secret")
-    author = privacy.author({"id": "abc", "url_token": "tok", "name": "张三😂"})
-    assert author == {
-        "id": hashlib.new("sha256", b"").name
-        and __import__("hmac").new(b"secret", b"abc", "sha256").hexdigest(),
+    person: Author = {
+        "id": "abc",
+        "url_token": "tok",
+        "name": "张三😂",
+        "link": "https://www.zhihu.com/people/tok",
+        "avatar_url": "https://picx.zhimg.com/v2-a_l.jpg",
+    }
+    assert privacy.author(person) == {
+        "id": hmac.new(b"secret", b"abc", hashlib.sha256).hexdigest(),
         "url_token": "tok",
         "name": "张*",
+        "link": "https://www.zhihu.com/people/tok",
+        "avatar_url": "",
     }
-    assert Privacy(False, b"").author({"id": "abc", "url_token": "t", "name": "n"})["id"] == "abc"
+    assert Privacy(False, b"").author(person) == person
     assert privacy.name("") == "" and privacy.author_id("") == ""
 
 

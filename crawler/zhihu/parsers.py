@@ -1,20 +1,16 @@
-"""Pure parsers: API v4 JSON and ``js-initialData`` pages -> items; HTML -> plain text.
+"""Pure parsers: API v4 and ``js-initialData`` objects -> items; search pages -> what to crawl.
 
-Parsers raise :class:`ParseError` when a required field is missing or of the wrong type;
-extra fields and nulls real payloads carry are ignored.
+Parsers raise :class:`~crawler.zhihu.payloads.ParseError` when a field the item cannot do
+without (an id, a type, a time, a text) is missing; counts and other optional fields become
+``None`` and are reported through ``Context.missing``. Extra fields are ignored.
 """
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from html.parser import HTMLParser
 from typing import Any
-
-import orjson
 
 from crawler.zhihu.items import (
     Author,
@@ -22,88 +18,25 @@ from crawler.zhihu.items import (
     ZhihuCommentItem,
     ZhihuContentItem,
     ZhihuCreatorItem,
+    ZhihuQuestionItem,
+)
+from crawler.zhihu.payloads import (
+    JSON,
+    Fields,
+    MissingField,
+    ParseError,
+    html_to_text,
+    ip_location,
+    object_id,
+    required,
+    unhighlight,
 )
 from crawler.zhihu.privacy import Privacy
 from crawler.zhihu.urls import Endpoints
 
-JSON = dict[str, Any]
 CONTENT_TYPES: tuple[ContentType, ...] = ("answer", "article", "zvideo")
-IP_PREFIX = "IP 属地"
-_BLOCKS = frozenset(
-    {"p", "br", "div", "li", "ul", "ol", "blockquote", "figure", "pre", "hr", "tr", "table"}
-    | {f"h{level}" for level in range(1, 7)}
-)
-_INITIAL_DATA = re.compile(
-    r'<script[^>]*\bid="js-initialData"[^>]*>(.*?)</script>', re.DOTALL | re.IGNORECASE
-)
-_HIGHLIGHT = re.compile(r"</?em>")
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
-
-
-class ParseError(ValueError):
-    """A payload without a field the item needs."""
-
-
-class _TextCollector(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data)
-
-
-def html_to_text(markup: str) -> str:
-    """Text of an HTML fragment: entities decoded, one line per block, blank lines dropped."""
-    collector = _TextCollector()
-    collector.feed(markup)
-    collector.close()
-    lines = (line.strip() for line in "".join(collector.parts).split("\n"))
-    return "\n".join(line for line in lines if line)
-
-
-def unhighlight(text: str) -> str:
-    """A search title or excerpt: ``<em>`` marks removed, HTML entities decoded."""
-    return html.unescape(_HIGHLIGHT.sub("", text))
-
-
-def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = obj.get(key)
-    if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
-        raise ParseError(f"field {key!r} is {value!r}, not {kind}")
-    return value
-
-
-def _id(obj: Mapping[str, Any], key: str = "id") -> str:
-    """Ids stay strings (some old payloads carry ints)."""
-    return str(_get(obj, key, (str, int)))
-
-
-def ip_location(text: str | None) -> str | None:
-    """``"IP 属地上海"`` or ``"上海"`` -> ``"上海"``; empty -> None."""
-    place = (text or "").strip().removeprefix(IP_PREFIX).strip()
-    return place or None
-
-
-def author_of(obj: Mapping[str, Any], privacy: Privacy) -> Author:
-    author = obj.get("author") or {}
-    if not isinstance(author, Mapping):
-        raise ParseError(f"author is {author!r}")
-    return privacy.author(
-        Author(
-            id=str(author.get("id") or ""),
-            url_token=str(author.get("url_token") or ""),
-            name=str(author.get("name") or ""),
-        )
-    )
+SEARCH_ENTRIES = ("search_result", "zvideo")  # entry types that carry a result object
+WRAPPERS = ("target", "object")  # keys under which a wrapper object holds the result
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +47,23 @@ class Context:
     crawled_at: datetime
     privacy: Privacy
     endpoints: Endpoints
+    missing: MissingField  # (item, field) of a field a payload did not give
+
+
+def author_of(obj: Mapping[str, Any], ctx: Context) -> Author:
+    author = obj.get("author") or {}
+    if not isinstance(author, Mapping):
+        raise ParseError(f"author is {author!r}")
+    token = str(author.get("url_token") or "")
+    return ctx.privacy.author(
+        Author(
+            id=str(author.get("id") or ""),
+            url_token=token,
+            name=str(author.get("name") or ""),
+            link=ctx.endpoints.url("people_url", url_token=token) if token else "",
+            avatar_url=str(author.get("avatar_url") or ""),
+        )
+    )
 
 
 def content_item(
@@ -123,34 +73,35 @@ def content_item(
 
     ``highlighted``: search results carry ``<em>`` markup (HTML-escaped) in titles and excerpts.
     """
-    kind = _get(obj, "type", str)
+    kind = required(obj, "type", str)
     if kind not in CONTENT_TYPES:
         raise ParseError(f"type {kind!r} is no content type")
 
     def plain(text: str) -> str:
         return unhighlight(text) if highlighted else text
 
-    content_id = _id(obj)
+    content_id = object_id(obj)
     question_id = None
     if kind == "answer":
-        question = _get(obj, "question", Mapping)
-        question_id = _id(question)
+        question = required(obj, "question", Mapping)
+        question_id = object_id(question)
         title = plain(str(question.get("title") or question.get("name") or ""))
         url = ctx.endpoints.url("answer_url", qid=question_id, aid=content_id)
         times = ("created_time", "updated_time")
     elif kind == "article":
-        title = plain(_get(obj, "title", str))
+        title = plain(required(obj, "title", str))
         url = ctx.endpoints.url("article_url", id=content_id)
         times = ("created", "updated")
     else:
-        title = plain(_get(obj, "title", str))
+        title = plain(required(obj, "title", str))
         url = ctx.endpoints.url("zvideo_url", id=content_id)
         times = ("created_at", "updated_at")
+    fields = Fields(obj, "content", ctx.missing)
     if kind == "zvideo":
-        excerpt = text = str(obj.get("description") or "")
+        excerpt = text = fields.text("description")
     else:
-        excerpt = plain(str(obj.get("excerpt") or ""))
-        text = html_to_text(str(obj.get("content") or ""))
+        excerpt = plain(fields.text("excerpt"))
+        text = html_to_text(fields.text("content"))
     return ZhihuContentItem(
         content_id=content_id,
         content_type=kind,
@@ -159,11 +110,11 @@ def content_item(
         excerpt=excerpt,
         content_text=text,
         content_url=url,
-        created_time=_get(obj, times[0], int),
-        updated_time=_get(obj, times[1], int),
-        voteup_count=_get(obj, "voteup_count", int),
-        comment_count=_get(obj, "comment_count", int),
-        author=author_of(obj, ctx.privacy),
+        created_time=required(obj, times[0], int),
+        updated_time=required(obj, times[1], int),
+        voteup_count=fields.count("voteup_count"),
+        comment_count=fields.count("comment_count"),
+        author=author_of(obj, ctx),
         source=ctx.source,
         crawled_at=ctx.crawled_at,
     )
@@ -179,18 +130,19 @@ def comment_item(
         (t.get("text") for t in tags if isinstance(t, Mapping) and t.get("type") == "ip_info"),
         None,
     )
+    fields = Fields(obj, "comment", ctx.missing)
     return ZhihuCommentItem(
-        comment_id=_id(obj),
+        comment_id=object_id(obj),
         parent_comment_id=None if parent == "0" else parent,
         content_id=content_id,
         content_type=content_type,
-        content=html_to_text(_get(obj, "content", str)),
-        created_time=_get(obj, "created_time", int),
-        like_count=_get(obj, "like_count", int),
-        dislike_count=int(obj.get("dislike_count") or 0),
-        sub_comment_count=int(obj.get("child_comment_count") or 0),
+        content=html_to_text(required(obj, "content", str)),
+        created_time=required(obj, "created_time", int),
+        like_count=fields.count("like_count"),
+        dislike_count=fields.count("dislike_count"),
+        sub_comment_count=fields.count("child_comment_count"),
         ip_location=ip_location(place),
-        author=author_of(obj, ctx.privacy),
+        author=author_of(obj, ctx),
         source=ctx.source,
         crawled_at=ctx.crawled_at,
     )
@@ -198,63 +150,96 @@ def comment_item(
 
 def creator_item(obj: Mapping[str, Any], ctx: Context) -> ZhihuCreatorItem:
     """A member profile (``/api/v4/members/{url_token}``)."""
+    token = required(obj, "url_token", str)
+    fields = Fields(obj, "creator", ctx.missing)
+    gender = obj.get("gender")
     return ZhihuCreatorItem(
-        url_token=_get(obj, "url_token", str),
-        name=ctx.privacy.name(_get(obj, "name", str)),
-        headline=str(obj.get("headline") or ""),
-        follower_count=_get(obj, "follower_count", int),
-        following_count=_get(obj, "following_count", int),
-        answer_count=_get(obj, "answer_count", int),
-        article_count=_get(obj, "articles_count", int),
-        question_count=_get(obj, "question_count", int),
-        voteup_count=_get(obj, "voteup_count", int),
-        ip_location=ip_location(obj.get("ip_info")),
+        url_token=token,
+        id=ctx.privacy.author_id(str(obj.get("id") or "")),
+        name=ctx.privacy.name(required(obj, "name", str)),
+        link=ctx.endpoints.url("people_url", url_token=token),
+        avatar_url=ctx.privacy.avatar(fields.text("avatar_url")),
+        gender=gender if isinstance(gender, int) and not isinstance(gender, bool) else None,
+        headline=fields.text("headline"),
+        follower_count=fields.count("follower_count"),
+        following_count=fields.count("following_count"),
+        answer_count=fields.count("answer_count"),
+        article_count=fields.count("articles_count"),
+        zvideo_count=fields.count("zvideo_count"),
+        column_count=fields.count("columns_count"),
+        question_count=fields.count("question_count"),
+        voteup_count=fields.count("voteup_count"),
+        ip_location=ip_location(fields.text("ip_info")),
         source=ctx.source,
         crawled_at=ctx.crawled_at,
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    data: list[JSON]
-    next_url: str | None  # None: the last page
-
-
-def list_page(body: Mapping[str, Any], current_url: str) -> ListPage:
-    """``{"paging": {...}, "data": [...]}``: follow ``next`` until ``is_end``, empty ``data``,
-    an empty or a repeated next URL."""
-    data = [entry for entry in _get(body, "data", list) if isinstance(entry, dict)]
-    paging = body.get("paging") or {}
-    next_url = str(paging.get("next") or "")
-    last = bool(paging.get("is_end")) or not data or not next_url or next_url == current_url
-    return ListPage(data, None if last else next_url)
-
-
-def _snake(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            _CAMEL.sub(lambda m: "_" + m.group(1).lower(), k): _snake(v) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_snake(item) for item in value]
-    return value
-
-
-def page_entities(markup: str) -> dict[str, dict[str, JSON]]:
-    """``initialState.entities`` of a page, keys in snake_case like the API's
-    (``voteupCount`` -> ``voteup_count``): ``{"answers": {id: {...}}, "users": ...}``."""
-    match = _INITIAL_DATA.search(markup)
-    if match is None:
-        raise ParseError("the page has no js-initialData script")
-    try:
-        state = orjson.loads(match.group(1))
-    except orjson.JSONDecodeError as exc:
-        raise ParseError(f"js-initialData is not JSON: {exc}") from exc
-    entities = (
-        ((state.get("initialState") or {}).get("entities") or {}) if isinstance(state, dict) else {}
+def question_item(obj: Mapping[str, Any], ctx: Context) -> ZhihuQuestionItem:
+    """A question (``/api/v4/questions/{qid}``): title, detail, counts, topics."""
+    question_id = object_id(obj)
+    fields = Fields(obj, "question", ctx.missing)
+    topics = obj.get("topics")
+    return ZhihuQuestionItem(
+        question_id=question_id,
+        title=required(obj, "title", str),
+        detail=html_to_text(fields.text("detail")),
+        question_url=ctx.endpoints.url("question_url", qid=question_id),
+        created_time=fields.count("created"),
+        updated_time=fields.count("updated_time"),
+        answer_count=fields.count("answer_count"),
+        follower_count=fields.count("follower_count"),
+        visit_count=fields.count("visit_count"),
+        comment_count=fields.count("comment_count"),
+        topics=[
+            str(t["name"])
+            for t in (topics if isinstance(topics, list) else [])
+            if isinstance(t, Mapping) and t.get("name")
+        ],
+        author=author_of(obj, ctx),
+        source=ctx.source,
+        crawled_at=ctx.crawled_at,
     )
-    return {
-        str(kind): _snake(objects)
-        for kind, objects in entities.items()
-        if isinstance(objects, dict)
-    }
+
+
+@dataclass(slots=True)
+class SearchPage:
+    """What one search_v3 page leads to."""
+
+    contents: list[JSON] = field(default_factory=list)  # answer/article/zvideo objects
+    people: list[str] = field(default_factory=list)  # url_tokens
+    skipped: list[str] = field(default_factory=list)  # entry or object types left out
+    unwrapped: list[str] = field(default_factory=list)  # wrapper types a result came out of
+
+
+def _result(found: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """The result object of an entry, out of one wrapper object if it sits in one."""
+    if found.get("type") in (*CONTENT_TYPES, "people"):
+        return found, None
+    for key in WRAPPERS:
+        inner = found.get(key)
+        if isinstance(inner, Mapping) and inner.get("type") in (*CONTENT_TYPES, "people"):
+            return inner, str(found.get("type"))
+    return found, None
+
+
+def search_page(data: Sequence[Mapping[str, Any]]) -> SearchPage:
+    """Contents and people of ``search_result`` (and ``zvideo``) entries; ads, boxes, question
+    results and unknown types are skipped, naming their type."""
+    page = SearchPage()
+    for entry in data:
+        found = entry.get("object")
+        if entry.get("type") not in SEARCH_ENTRIES or not isinstance(found, Mapping):
+            page.skipped.append(str(entry.get("type")))
+            continue
+        result, wrapper = _result(found)
+        if wrapper is not None:
+            page.unwrapped.append(wrapper)
+        kind = result.get("type")
+        if kind in CONTENT_TYPES:
+            page.contents.append(dict(result))
+        elif kind == "people" and result.get("url_token"):
+            page.people.append(str(result["url_token"]))
+        else:
+            page.skipped.append(str(kind))
+    return page

@@ -1,8 +1,9 @@
 """Privacy of people in items (``ZHIHU_PRIVACY``, on by default).
 
 On: author ids become HMAC-SHA256(``ZHIHU_PRIVACY_KEY``, id) in hex, so one person keeps one
-pseudonym across items and crawls with the same key, and names keep their first character
-followed by ``*``. ``url_token`` stays: it is the public handle creator items are keyed by.
+pseudonym across items and crawls with the same key, names keep their first character
+followed by ``*`` and avatar URLs are left out (``""``). ``url_token`` stays: it is the public
+handle creator items are keyed by.
 
 Without ``ZHIHU_PRIVACY_KEY``, the nodes of a cluster share a random key created once in
 Redis (``PRIVACY_KEY_KEY``, never purged); a standalone run uses a random key of its own
@@ -49,9 +50,14 @@ class Privacy:
     def name(self, value: str) -> str:
         return value[:1] + "*" if self.enabled and value else value
 
+    def avatar(self, url: str) -> str:
+        return "" if self.enabled else url
+
     def author(self, author: Author) -> Author:
         return Author(
             id=self.author_id(author["id"]),
             url_token=author["url_token"],
             name=self.name(author["name"]),
+            link=author["link"],
+            avatar_url=self.avatar(author["avatar_url"]),
         )

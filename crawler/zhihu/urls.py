@@ -22,9 +22,10 @@ _CONTENT_INCLUDE = (
     "data[*].content,excerpt,voteup_count,comment_count,created_time,updated_time,question,author"
 )
 _MEMBER_INCLUDE = (
-    "follower_count,following_count,answer_count,articles_count,question_count,"
-    "voteup_count,ip_info,headline"
+    "follower_count,following_count,answer_count,articles_count,zvideo_count,columns_count,"
+    "question_count,voteup_count,ip_info,headline,gender,avatar_url"
 )
+_QUESTION_INCLUDE = "detail,answer_count,follower_count,visit_count,comment_count,topics,author"
 DEFAULT_ENDPOINTS: dict[str, str] = {
     "explore": "{www}/explore",
     "sign_in": "{www}/api/v3/oauth/sign_in",
@@ -34,6 +35,7 @@ DEFAULT_ENDPOINTS: dict[str, str] = {
     "question_answers": "{api}/questions/{qid}/answers?include="
     + _CONTENT_INCLUDE
     + "&limit={limit}&offset=0&sort_by={sort}&platform=desktop",
+    "question": "{api}/questions/{qid}?include=" + _QUESTION_INCLUDE,
     "member": "{api}/members/{url_token}?include=" + _MEMBER_INCLUDE,
     "member_answers": "{api}/members/{url_token}/answers?include="
     + _CONTENT_INCLUDE
@@ -41,6 +43,7 @@ DEFAULT_ENDPOINTS: dict[str, str] = {
     "member_articles": "{api}/members/{url_token}/articles?include="
     + _CONTENT_INCLUDE
     + "&offset=0&limit={limit}&order_by=created",
+    "member_zvideos": "{api}/members/{url_token}/zvideos?offset=0&limit={limit}",
     "root_comment": "{api}/comment_v5/{kind}/{id}/root_comment?order={order}&offset=&limit={limit}",
     "child_comment": "{api}/comment_v5/comment/{root_id}/child_comment"
     "?order=sort&offset={cursor}&limit={limit}",
@@ -50,6 +53,8 @@ DEFAULT_ENDPOINTS: dict[str, str] = {
     "answer_url": "{www}/question/{qid}/answer/{aid}",
     "article_url": "{zhuanlan}/p/{id}",
     "zvideo_url": "{www}/zvideo/{id}",
+    "question_url": "{www}/question/{qid}",
+    "people_url": "{www}/people/{url_token}",
 }
 # the fields each template must be formattable with (besides the base URLs)
 ENDPOINT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -59,15 +64,19 @@ ENDPOINT_FIELDS: dict[str, tuple[str, ...]] = {
     "article_page": ("id",),
     "zvideo_page": ("id",),
     "question_answers": ("qid", "limit", "sort"),
+    "question": ("qid",),
     "member": ("url_token",),
     "member_answers": ("url_token", "limit"),
     "member_articles": ("url_token", "limit"),
+    "member_zvideos": ("url_token", "limit"),
     "root_comment": ("kind", "id", "order", "limit"),
     "child_comment": ("root_id", "cursor", "limit"),
     "search": ("keyword", "limit", "time_interval", "sort", "vertical"),
     "answer_url": ("qid", "aid"),
     "article_url": ("id",),
     "zvideo_url": ("id",),
+    "question_url": ("qid",),
+    "people_url": ("url_token",),
 }
 
 

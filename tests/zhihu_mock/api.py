@@ -273,12 +273,19 @@ class Api:
         return json_response(account_json(username, request.base_url))
 
 
-def served_comments(data: MockData, variety: Variety, kind: str, content_id: str) -> list[Comment]:
-    """The comments of a content the site serves with root order ``score`` (roots, then the
-    children of each served root)."""
+def served_roots(
+    data: MockData, variety: Variety, kind: str, content_id: str
+) -> tuple[list[Comment], list[Comment]]:
+    """The roots of a content not collapsed, in root order ``score``, and those served."""
     roots = data.roots_of(kind, content_id)
     hidden = variety.collapsed(roots)
     ordered = sorted((r for r in roots if r is not hidden), key=_ORDERS["score"][0])
-    served = variety.served("root_comment", ordered)
+    return ordered, variety.served("root_comment", ordered)
+
+
+def served_comments(data: MockData, variety: Variety, kind: str, content_id: str) -> list[Comment]:
+    """The comments of a content the site serves with root order ``score`` (roots, then the
+    children of each served root)."""
+    _, served = served_roots(data, variety, kind, content_id)
     children = [c for r in served for c in variety.served("child_comment", data.children_of(r.id))]
     return served + children

@@ -1,0 +1,322 @@
+"""How the zhihu spider follows Zhihu's lists: contents, creators, comments, completeness.
+
+The request building and list chains of :class:`crawler.spiders.zhihu.ZhihuSpider` (its
+base class): each list page is its own request, carrying the chain's state in meta (all
+JSON: requests live in the Redis frontier). Counts drive the crawl: a list is asked for when
+its owner declares items (or does not say), children whenever a root declares more than it
+embeds, pages past ``is_end`` while a declared total is not reached. See docs/zhihu.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+from scrapy import Request
+from scrapy.http import Response
+
+from crawler.spiders.base import RedisSpider
+from crawler.zhihu.completeness import Completeness, Tally
+from crawler.zhihu.items import ZhihuListItem, ZhihuUnparsedItem
+from crawler.zhihu.parsers import Context, comment_item, content_item, creator_item, search_page
+from crawler.zhihu.payloads import JSON, ListPage, ParseError, list_page
+from crawler.zhihu.privacy import Privacy
+from crawler.zhihu.settings import ZhihuSettings
+
+logger = logging.getLogger(__name__)
+
+Output = Any  # an item of crawler.zhihu.items, or a Request
+# request meta keys (all JSON values)
+SOURCE = "zhihu_source"  # the seed URL or search keyword, copied into items
+ENDPOINT = "zhihu_endpoint"  # name of the endpoint template the request was built from
+COUNT = "zhihu_count"  # items of this list chain so far (for ZHIHU_MAX_*)
+CURSOR = "zhihu_cursor"  # offset / cursor of this page ("" for the first)
+CONTENT = "zhihu_content"  # [content_type, content_id] of a comment request
+OWNER = "zhihu_owner"  # id of what a list belongs to: question, url_token, content, root
+SKIP = "zhihu_skip"  # comment ids a child list's first page repeats (the root's previews)
+PEOPLE_SEED = "zhihu_people_seed"  # a people seed's profile: also list their content
+RETRIES = "zhihu_retries"  # re-enqueues after a challenge or 40362
+COMMENT_KINDS: dict[str, str] = {"answer": "answers", "article": "articles", "zvideo": "zvideos"}
+CONTENT_LISTS = (
+    "question_answers",
+    "member_answers",
+    "member_articles",
+    "member_zvideos",
+    "search",
+)
+MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
+    ("member_answers", "answer_count"),
+    ("member_articles", "article_count"),
+    ("member_zvideos", "zvideo_count"),
+)
+UNPARSED_MAX_CHARS = 65_536  # of a raw payload in a dead-lettered zhihu_unparsed item
+
+
+class ZhihuChains(RedisSpider):
+    config: ZhihuSettings
+    privacy: Privacy
+    creators_requested: set[str]  # url_tokens this node asked for (the frontier dedups too)
+    completeness: Completeness
+
+    def _request(
+        self,
+        url: str,
+        endpoint: str,
+        meta: Mapping[str, Any],
+        *,
+        priority: int = 0,
+        dont_filter: bool = False,
+    ) -> Request:
+        """Seeds follow SEEDS_DONT_FILTER (pushing a seed again crawls it again); retries
+        are never filtered."""
+        return Request(
+            url,
+            callback=self.parse,
+            meta={**meta, ENDPOINT: endpoint, "handle_httpstatus_all": True},
+            priority=priority,
+            dont_filter=dont_filter,
+        )
+
+    def _follow(self, response: Response, url: str, endpoint: str, **meta: Any) -> Request:
+        carried = {
+            key: response.meta[key] for key in (SOURCE, CONTENT, OWNER) if key in response.meta
+        }
+        return self._request(url, endpoint, {**carried, **meta})
+
+    def _content(self, obj: JSON, ctx: Context, *, highlighted: bool = False) -> Iterator[Output]:
+        item = content_item(obj, ctx, highlighted=highlighted)
+        self._stat(f"items/{item.content_type}")
+        yield item
+        # counts drive the crawl: an unknown count is asked for too
+        if self.config.comments and item.comment_count != 0:
+            url = self.config.endpoints.url(
+                "root_comment",
+                kind=COMMENT_KINDS[item.content_type],
+                id=item.content_id,
+                order=self.config.comment_order,
+                limit=self.config.comment_page_size,
+            )
+            meta = {
+                SOURCE: ctx.source,
+                CONTENT: [item.content_type, item.content_id],
+                OWNER: item.content_id,
+            }
+            yield self._request(url, "root_comment", meta)
+        yield from self._creator(item.author["url_token"], ctx.source)
+
+    def _creator(self, url_token: str, source: str) -> Iterator[Request]:
+        if not self.config.creators or not url_token or url_token in self.creators_requested:
+            return
+        self.creators_requested.add(url_token)
+        url = self.config.endpoints.url("member", url_token=url_token)
+        yield self._request(url, "member", {SOURCE: source})
+
+    def _content_list(
+        self, response: Response, endpoint: str, body: JSON, ctx: Context
+    ) -> Iterator[Output]:
+        page = list_page(body, response.url)
+        tally = Tally.of(response.meta).declare(page.totals)
+        entries = page.data
+        if endpoint == "search":
+            found = search_page(page.data)
+            for kind in found.skipped:
+                self._stat(f"search/skipped/{kind}")
+            for kind in found.unwrapped:
+                self._stat(f"search/unwrapped/{kind}")
+            for url_token in found.people:
+                yield from self._creator(url_token, ctx.source)
+            entries = found.contents
+        elif endpoint == "question_answers" and CURSOR not in response.meta:
+            url = self.config.endpoints.url("question", qid=str(response.meta[OWNER]))
+            yield self._follow(response, url, "question")
+        count = int(response.meta.get(COUNT, 0))
+        limit = self.config.max_answers
+        if limit:
+            entries = entries[: max(0, limit - count)]
+        for entry in entries:
+            try:
+                yield from self._content(entry, ctx, highlighted=endpoint == "search")
+            except ParseError as exc:
+                yield self._entry_unparsed(response, endpoint, entry, exc, ctx)
+                continue
+            tally = tally.add(1)
+        count += len(entries)
+        yield from self._go_on(
+            response, endpoint, page, tally, limited=bool(limit) and count >= limit, count=count
+        )
+
+    def _go_on(
+        self,
+        response: Response,
+        endpoint: str,
+        page: ListPage,
+        tally: Tally,
+        *,
+        limited: bool,
+        count: int,
+        **meta: Any,
+    ) -> Iterator[Output]:
+        """The next page of a list chain, or its end. A list that declared more than it gave
+        goes on past ``is_end`` while a next page is offered; a limit ends it unrecorded."""
+        if not limited and page.next_url is not None and (not page.is_end or tally.wants_more()):
+            yield self._next_page(response, page.next_url, endpoint, count, tally, **meta)
+            return
+        self._stat(f"list_end/{endpoint}")
+        if not limited:
+            yield from self._recorded(endpoint, str(response.meta.get(OWNER, "")), tally, response)
+
+    def _recorded(
+        self, endpoint: str, owner: str, tally: Tally, response: Response
+    ) -> Iterator[ZhihuListItem]:
+        """A finished list that declared items: its stats and ``zhihu_list`` item."""
+        if not tally.declared:
+            return
+        for event, value in self.completeness.record(endpoint, owner, tally).items():
+            self._stat(event, value)
+        yield ZhihuListItem(
+            list=endpoint,
+            owner_id=owner,
+            declared=tally.declared,
+            excused=tally.excused,
+            collected=tally.collected,
+            shortfall=tally.shortfall,
+            source=str(response.meta.get(SOURCE, "")),
+            crawled_at=datetime.now(UTC),
+        )
+
+    def _next_page(
+        self,
+        response: Response,
+        next_url: str,
+        endpoint: str,
+        count: int,
+        tally: Tally,
+        **meta: Any,
+    ) -> Request:
+        """``paging.next`` on the configured API base (Zhihu sometimes answers http://...)."""
+        api, found = urlsplit(self.config.api_url), urlsplit(next_url)
+        url = found._replace(scheme=api.scheme, netloc=api.netloc).geturl()
+        cursor = parse_qs(found.query).get("offset", [""])[0]
+        more = {COUNT: count, CURSOR: cursor, **tally.meta(), **meta}
+        return self._follow(response, url, endpoint, **more)
+
+    def _member(self, response: Response, body: JSON, ctx: Context) -> Iterator[Output]:
+        item = creator_item(body, ctx)
+        self._stat("items/creator")
+        yield item
+        if not (response.meta.get(PEOPLE_SEED) and self.config.creator_content):
+            return
+        for endpoint, field in MEMBER_LISTS:
+            declared = getattr(item, field)
+            if declared == 0:
+                continue
+            url = self.config.endpoints.url(
+                endpoint, url_token=item.url_token, limit=self.config.page_size
+            )
+            meta = {OWNER: item.url_token, **Tally(declared).meta()}
+            yield self._follow(response, url, endpoint, **meta)
+
+    def _unparsed(
+        self, response: Response, endpoint: str, raw: str, error: Exception, ctx: Context
+    ) -> ZhihuUnparsedItem:
+        """A payload or entry no item could be made of, for the dead-letter topic."""
+        self._stat(f"unparsed/{endpoint}")
+        return ZhihuUnparsedItem(
+            endpoint=endpoint,
+            url=response.url,
+            error=str(error)[:1000],
+            body=raw[:UNPARSED_MAX_CHARS],
+            truncated=len(raw) > UNPARSED_MAX_CHARS,
+            source=ctx.source,
+            crawled_at=ctx.crawled_at,
+        )
+
+    def _entry_unparsed(
+        self, response: Response, endpoint: str, entry: JSON, exc: ParseError, ctx: Context
+    ) -> ZhihuUnparsedItem:
+        logger.error("Cannot parse an entry of %s (%s): %s", response.url, endpoint, exc)
+        raw = orjson.dumps(entry).decode()
+        return self._unparsed(response, endpoint, raw, exc, ctx)
+
+    def _comments(
+        self, response: Response, endpoint: str, body: JSON, ctx: Context
+    ) -> Iterator[Output]:
+        content_type, content_id = response.meta[CONTENT]
+        page = list_page(body, response.url)
+        tally = Tally.of(response.meta)
+        if endpoint == "root_comment":  # children declare their total at the root
+            counts = body.get("counts")
+            counts = counts if isinstance(counts, Mapping) else {}
+            hidden = sum(
+                value
+                for key in ("collapsed_counts", "reviewing_counts")
+                if isinstance(value := counts.get(key), int)
+            )
+            tally = tally.declare(page.totals, hidden)
+        repeated = set(response.meta.get(SKIP) or ())
+        count, limit = int(response.meta.get(COUNT, 0)), self.config.max_comments
+        for obj in page.data:
+            if limit and count >= limit:
+                break
+            if str(obj.get("id")) in repeated:
+                continue
+            previews = (obj.get("child_comments") or []) if endpoint == "root_comment" else []
+            made = []
+            for comment in (obj, *previews):
+                try:
+                    item = comment_item(comment, content_type, content_id, ctx)
+                except ParseError as exc:
+                    yield self._entry_unparsed(response, endpoint, comment, exc, ctx)
+                    continue
+                self._stat("items/comment")
+                made.append(item.comment_id)
+                count += 1
+                yield item
+                yield from self._creator(item.author["url_token"], ctx.source)
+            if not made or made[0] != str(obj.get("id")):
+                continue  # the comment itself was unusable: its children are out of reach
+            tally = tally.add(1)
+            if endpoint == "root_comment":
+                yield from self._children(
+                    response, obj, made[1:], limited=bool(limit) and count >= limit
+                )
+        limited = bool(limit) and count >= limit
+        yield from self._go_on(
+            response, endpoint, page, tally, limited=limited, count=count, **{SKIP: []}
+        )
+
+    def _children(
+        self, response: Response, root: JSON, previews: list[str], *, limited: bool
+    ) -> Iterator[Output]:
+        """The rest of a root's children: from its next offset, or from the first child page
+        (skipping the previews it repeats) when the root declares more than it embeds."""
+        root_id = str(root["id"])
+        declared = root.get("child_comment_count")
+        tally = Tally(declared if isinstance(declared, int) else None, 0, len(previews))
+        cursor = str(root.get("child_comment_next_offset") or "")
+        if limited or not (tally.wants_more() or (tally.declared is None and cursor)):
+            if not limited:
+                yield from self._recorded("child_comment", root_id, tally, response)
+            return
+        url = self.config.endpoints.url(
+            "child_comment", root_id=root_id, cursor=cursor, limit=self.config.comment_page_size
+        )
+        meta = {
+            COUNT: len(previews),
+            CURSOR: cursor,
+            OWNER: root_id,
+            SKIP: [] if cursor else previews,
+            **tally.meta(),
+        }
+        yield self._follow(response, url, "child_comment", **meta)
+
+    def _missing(self, item: str, field: str) -> None:
+        self._stat(f"missing_field/{item}/{field}")
+
+    def _stat(self, event: str, count: int = 1) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(f"zhihu/{event}", count)
