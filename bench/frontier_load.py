@@ -11,7 +11,8 @@ Variants, each on a fresh ``redis-server`` (no persistence), in one run:
 
 - ``ours before``: every link's body sent, full request JSON (``FRONTIER_LINK_CHECK``
   off, ``codec.dumps(lean=False)``): the code path before these changes;
-- ``ours now``: link check and lean requests (the defaults);
+- ``ours now``: the defaults: lean requests, and the link check where it is on by default
+  (exact dedup; ``--link-check``: in every mode);
 - ``scrapy-redis 0.9.1``: its own ``PriorityQueue`` (pickle) and ``RFPDupeFilter`` over
   the same workload: ``pop`` 8, then per link ``request_seen`` and ``push`` if new.
 
@@ -394,6 +395,9 @@ def main() -> None:
     parser.add_argument("--queued", type=int, default=100_000)
     parser.add_argument("--modes", default="exact,compact,bloom")
     parser.add_argument("--no-scrapy-redis", action="store_true")
+    parser.add_argument(
+        "--link-check", action="store_true", help="'ours now' checks links in every mode"
+    )
     args = parser.parse_args()
     results: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="frontier-load-") as tmp:
@@ -404,7 +408,8 @@ def main() -> None:
         for mode in args.modes.split(","):
             config = DedupConfig(DedupMode(mode), capacity=1_000_000)
             for variant, new in (("ours before", False), ("ours now", True)):
-                ours = OursLoad(config, args.nodes, lean=new, check=new)
+                check = new and (args.link_check or mode == "exact")  # the default
+                ours = OursLoad(config, args.nodes, lean=new, check=check)
                 results.append(measure(variant, mode, ours, args, workdir))
     print_tables(results, args)
 

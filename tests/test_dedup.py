@@ -376,6 +376,27 @@ def test_default_settings_are_exact_forever() -> None:
     assert FrontierSettings.from_settings(settings).dedup == DedupConfig()
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, True),  # exact: one SMISMEMBER saves bytes and CPU
+        ({"FRONTIER_DEDUP_TTL": "60"}, False),
+        ({"FRONTIER_DUPEFILTER": "bloom"}, False),  # a script: more CPU than it saves
+        ({"FRONTIER_DUPEFILTER": "compact"}, False),
+        ({"FRONTIER_DUPEFILTER": "bloom", "FRONTIER_LINK_CHECK": "True"}, True),
+        ({"FRONTIER_LINK_CHECK": "False"}, False),
+    ],
+)
+def test_the_link_check_is_on_where_it_saves_redis_cpu(
+    values: dict[str, str], expected: bool
+) -> None:
+    from settings import base
+
+    settings = Settings({k: v for k, v in vars(base).items() if k.isupper()})
+    settings.setdict({"REDIS_URL": "redis://localhost:6379/0", **values}, priority="cmdline")
+    assert FrontierSettings.from_settings(settings).link_check is expected
+
+
 def test_purge_removes_every_dedup_key(redis_url: str, redis_client: redis.Redis) -> None:
     grown = DedupConfig(DedupMode.BLOOM, capacity=1)  # 1 + 2 + 4 + 8 + ...: many chunks
 

@@ -9,6 +9,17 @@ from scrapy.settings import BaseSettings
 from crawler.frontier.dedup import DedupConfig
 
 
+def _link_check(settings: BaseSettings) -> bool:
+    """``FRONTIER_LINK_CHECK``; unset (None): on with the exact dedup, whose check is one
+    plain ``SMISMEMBER``, off with compact and bloom, whose check is a script that costs
+    more Redis CPU than the bodies it saves (bench.frontier_load)."""
+    if settings.get("FRONTIER_LINK_CHECK") is None:
+        return settings.get("FRONTIER_DUPEFILTER") == "exact" and not settings.getint(
+            "FRONTIER_DEDUP_TTL"
+        )
+    return settings.getbool("FRONTIER_LINK_CHECK")
+
+
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
     redis_url: str
@@ -33,7 +44,7 @@ class FrontierSettings:
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
-            link_check=settings.getbool("FRONTIER_LINK_CHECK"),
+            link_check=_link_check(settings),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),
                 ttl=settings.getint("FRONTIER_DEDUP_TTL"),
