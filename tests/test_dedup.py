@@ -43,6 +43,7 @@ from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.settings import FrontierSettings
+from crawler.lua import text
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 
 T = TypeVar("T")
@@ -150,9 +151,8 @@ def test_compact_mode_stays_exact_in_crowded_buckets(
         return added
 
     assert run(scenario()) == [10_000, 0, 10_000, 0]
-    fields = {
-        key.decode(): value for key, value in redis_client.hgetall(KEYS.dupefilter_compact).items()
-    }
+    stored = redis_client.hgetall(KEYS.dupefilter_compact)
+    fields = {text(key): value for key, value in stored.items()}
     assert fields["buckets"] == b"1" and fields["entries"] == b"20000"
     assert fields["0"] == b"*"  # split: its entries are in 0.<k>
     buckets = [v for k, v in fields.items() if k not in ("buckets", "entries") and v != b"*"]
