@@ -147,7 +147,7 @@ SESSIONS_WAIT = 60.0  # float s > 0: how long a request waits for a usable sessi
 
 # --- zhihu spider (crawler/spiders/zhihu.py, docs/zhihu.md) -----------------------------
 # Its topics: the spider's custom_settings set KAFKA_TOPIC_TEMPLATE = "spider-{spider}-{item_type}"
-# (spider-zhihu-zhihu_content / _comment / _creator); -s KAFKA_TOPIC_TEMPLATE=... still wins.
+# (spider-zhihu-zhihu_content / _comment / _creator / _question / _list); -s ... still wins.
 ZHIHU_WWW_URL = "https://www.zhihu.com"  # str: base of pages, explore and login
 ZHIHU_ZHUANLAN_URL = "https://zhuanlan.zhihu.com"  # str: base of articles (/p/{id})
 ZHIHU_API_URL = "https://www.zhihu.com/api/v4"  # str: base of API v4; requests under it are signed
@@ -158,7 +158,7 @@ ZHIHU_API_VERSION = "3.0.91"  # str: x-api-version header
 ZHIHU_USER_AGENT = ""  # str: desktop browser user agent; "" = a recent desktop Chrome
 ZHIHU_COMMENTS = True  # bool: crawl root and child comments of every content
 ZHIHU_CREATORS = True  # bool: crawl the profile of every content and comment author
-ZHIHU_CREATOR_CONTENT = True  # bool: people seeds also crawl the person's answers and articles
+ZHIHU_CREATOR_CONTENT = True  # bool: people seeds also crawl their answers, articles, zvideos
 ZHIHU_MAX_ANSWERS = 0  # int >= 0: contents per list (question, member list, search); 0 = all
 ZHIHU_MAX_COMMENTS = 0  # int >= 0: comments per content (roots) and per root (children); 0 = all
 ZHIHU_PAGE_SIZE = 20  # int >= 1: limit of content lists and search pages
@@ -169,7 +169,7 @@ ZHIHU_MAX_RETRIES = 5  # int >= 0: re-enqueues of a request after a challenge pa
 ZHIHU_SESSIONS = True  # bool: use the shared session store (session_platform "zhihu")
 ZHIHU_ACCOUNTS: list[str] = []  # list: accounts the spider may log in again (PasswordLogin)
 ZHIHU_PASSWORD_ENV = "ZHIHU_PASSWORD_{account}"  # str: env var with an account's password  # noqa: S105
-ZHIHU_PRIVACY = True  # bool: hash author ids (HMAC-SHA256) and mask names in items
+ZHIHU_PRIVACY = True  # bool: hash author ids (HMAC-SHA256), mask names, drop avatars in items
 ZHIHU_PRIVACY_KEY = ""  # str: HMAC key; "" = a random key shared by the cluster through Redis
 ZHIHU_CHALLENGE_BROWSER = False  # bool: one node solves __zse_ck challenge pages in Chromium
 ZHIHU_CHALLENGE_TIMEOUT = 30.0  # float > 0: seconds for one solve (browser launch included)

@@ -18,7 +18,7 @@ from playwright.async_api import async_playwright
 
 from crawler.sessions.providers import CHROMIUM
 from tests.services import unavailable
-from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock, generate
+from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, Variety, ZhihuMock, generate
 from tests.zhihu_mock.client import MockClient, Reply, format_signature
 from tests.zhihu_mock.records import MockData
 from tests.zhihu_mock.zse_ck import zse_ck_hash
@@ -253,6 +253,58 @@ def test_child_preview_cursor_continues_after_the_preview(
     )
     expected = [c.id for c in mock.data.children_of(root.id)][2:12]
     assert [c["id"] for c in rest.json()["data"]] == expected
+
+
+def test_variety_switches_change_what_is_served() -> None:
+    """Each Variety switch, against the data: totals count what the lists hold back."""
+    variety = Variety(
+        child_previews=False,
+        withheld=frozenset({"question_answers", "member_zvideos", "child_comment"}),
+        collapsed_roots=True,
+        field_drift=True,
+        search_drift=True,
+    )
+    with ZhihuMock(MockConfig(data=SMALL, variety=variety)) as server:
+        data, client = server.data, MockClient(server.base_url).guest()
+        client.cookies["z_c0"] = server.issue_session("tester")
+        qid, question = next(iter(data.questions.items()))
+        pages = list(walk(client, f"/api/v4/questions/{qid}/answers?offset=0&limit=20"))
+        assert [a["id"] for page in pages for a in page["data"]] == list(question.answer_ids[:-1])
+        assert pages[0]["paging"]["totals"] == len(question.answer_ids)
+        token = next(t for t in data.people if data.authored_by("zvideo", t))
+        member = client.get(f"/api/v4/members/{token}").json()
+        videos = client.get(f"/api/v4/members/{token}/zvideos?offset=0&limit=20").json()
+        assert member["zvideo_count"] == videos["paging"]["totals"] == len(videos["data"]) + 1
+        kind, cid = next(
+            (k, i) for k, i in (("answer", a) for a in data.answers) if len(data.roots_of(k, i)) > 2
+        )
+        roots = [
+            c
+            for page in walk(client, f"/api/v4/comment_v5/{kind}s/{cid}/root_comment?limit=20")
+            for c in page["data"]
+        ]
+        first = client.get(f"/api/v4/comment_v5/{kind}s/{cid}/root_comment?limit=20").json()
+        assert first["counts"]["collapsed_counts"] == 1
+        assert first["paging"]["totals"] == len(roots) + 1 == len(data.roots_of(kind, cid))
+        hidden = variety.collapsed(data.roots_of(kind, cid))
+        assert hidden is not None and hidden.id not in {r["id"] for r in roots}
+        for root in roots:
+            assert root["child_comments"] == [] and root["child_comment_next_offset"] is None
+            children = data.children_of(root["id"])
+            assert root["child_comment_count"] == len(children)
+            if children:
+                path = f"/api/v4/comment_v5/comment/{root['id']}/child_comment?limit=20"
+                served = [c["id"] for page in walk(client, path) for c in page["data"]]
+                assert served == [c.id for c in children[:-1]]
+        drifted = [r for r in roots if variety.drifted(r["id"])]
+        assert all("like_count" not in r for r in drifted)
+        search = client.get("/api/v4/search_v3?t=general&q=Python&offset=0&limit=20").json()
+        rest = client.get("/api/v4/search_v3?t=general&q=Python&offset=20&limit=20").json()
+        entries = search["data"] + rest["data"]
+        assert {"relevant_query"} <= {e["type"] for e in entries}
+        objects = [e["object"] for e in entries if e["type"] == "search_result"]
+        assert {"roundtable", "feed_card"} <= {o["type"] for o in objects}
+        assert sum(o.get("type") == "answer" and "id" not in o for o in objects) == 1
 
 
 def test_search_mixes_types_and_pages_to_an_empty_next(mock: ZhihuMock, client: MockClient) -> None:

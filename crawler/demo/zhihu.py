@@ -23,7 +23,7 @@ from crawler.kafka.reader import read_topic
 from crawler.redis_connection import sync_client
 from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock
 
-ITEM_TYPES = ("zhihu_content", "zhihu_comment", "zhihu_creator")
+ITEM_TYPES = ("zhihu_content", "zhihu_comment", "zhihu_creator", "zhihu_question", "zhihu_list")
 ACCOUNT, PASSWORD = "tester", "secret-密码-1"  # the mock's demo account
 KEYWORD = "Python"
 
