@@ -38,6 +38,7 @@ from crawler.metrics.cluster import ClusterReader, ClusterState
 from crawler.metrics.node import Histogram, NodeMetrics
 from crawler.metrics.server import serve
 from crawler.metrics.stats import StatsMetrics
+from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 
@@ -59,6 +60,10 @@ def value(found: list[Sample], name: str, **labels: str) -> float | None:
 def scrape(port: int) -> list[Sample]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         return samples(response.read().decode())
+
+
+def no_health(_ping: bool) -> dict[str, str]:
+    return {}
 
 
 @pytest.fixture
@@ -263,7 +268,7 @@ def test_librdkafka_lines_go_through_logging_at_their_level(
 
 
 def test_serve_takes_the_next_free_port(busy_port: int) -> None:
-    server = serve("127.0.0.1", (busy_port, busy_port + 20), CollectorRegistry(), dict)
+    server = serve("127.0.0.1", (busy_port, busy_port + 20), CollectorRegistry(), no_health)
     try:
         assert busy_port < server.server_port <= busy_port + 20
     finally:
@@ -273,7 +278,7 @@ def test_serve_takes_the_next_free_port(busy_port: int) -> None:
 
 def test_serve_fails_when_the_range_is_full(busy_port: int) -> None:
     with pytest.raises(RuntimeError, match=rf"METRICS_PORTS={busy_port}-{busy_port}: no free port"):
-        serve("127.0.0.1", (busy_port, busy_port), CollectorRegistry(), dict)
+        serve("127.0.0.1", (busy_port, busy_port), CollectorRegistry(), no_health)
 
 
 def test_extension_serves_stats_and_stops_at_close() -> None:
@@ -317,6 +322,9 @@ def get_json(port: int, path: str) -> tuple[int, dict[str, str]]:
 def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
     crawler = get_crawler(
         settings_dict={
+            "EXTENSIONS": {"crawler.node_context.NodeContext": 0},
+            "REDIS_MAX_CONNECTIONS": 4,
+            "FRONTIER_CLOSE_TIMEOUT": 1.0,
             "METRICS_ENABLED": True,
             "METRICS_HOST": "127.0.0.1",
             "METRICS_PORTS": "0",
@@ -325,6 +333,8 @@ def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
         }
     )
     extension = PrometheusMetrics.from_crawler(crawler)
+    context = crawler.get_extension(NodeContext)
+    assert context is not None
     try:
         up = {"redis": "ok", "kafka": "off"}
         assert get_json(extension.port, "/healthz") == (200, up)
@@ -335,13 +345,18 @@ def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
         assert value(found, "crawler_kafka_up") is None  # Kafka is off
         own_redis.stop()
         down = {"redis": "down", "kafka": "off"}
-        assert get_json(extension.port, "/healthz") == (200, down)  # alive, not ready
-        assert get_json(extension.port, "/readyz") == (503, down)
+        assert get_json(extension.port, "/readyz") == (503, down)  # asks Redis now
+        # Liveness does no I/O: it says what the node's components met, and stays 200.
+        assert get_json(extension.port, "/healthz") == (200, up)
+        context.guard("frontier").failed(redis.ConnectionError("Connection refused"))
+        assert get_json(extension.port, "/healthz") == (200, down)
         found = scrape(extension.port)
         assert value(found, "crawler_redis_up") == 0
         assert value(found, "crawler_queue_depth") is None
         own_redis.start()
         assert get_json(extension.port, "/readyz") == (200, up)
+        context.guard("frontier").succeeded()
+        assert get_json(extension.port, "/healthz") == (200, up)
     finally:
         extension.spider_closed(crawler.spidercls(), "finished")
 

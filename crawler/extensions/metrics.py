@@ -200,15 +200,26 @@ class PrometheusMetrics:
         return float(sender.spool.size()) if sender is not None else 0.0
 
     def leases_held(self) -> float:
-        try:
-            context = self.crawler.get_extension(NodeContext)  # None: standalone
-        except RuntimeError:  # a scrape while the other extensions are still being built
-            return 0.0
+        context = self._context()
         tracker = context.tracker if context is not None else None
         return float(len(tracker)) if tracker is not None else 0.0
 
-    def health(self) -> dict[str, str]:
-        redis = "off" if self.cluster is None else "ok" if self.cluster.ping() else "down"
+    def _context(self) -> NodeContext | None:
+        try:
+            return self.crawler.get_extension(NodeContext)  # None: standalone
+        except RuntimeError:  # asked while the other extensions are still being built
+            return None
+
+    def health(self, ping: bool) -> dict[str, str]:
+        """``ping``: whether Redis answers now (readiness, waits up to ``REDIS_TIMEOUT``); else
+        whether a component of the node is in a Redis outage (liveness, no I/O)."""
+        if self.cluster is None:
+            redis = "off"
+        elif ping:
+            redis = "ok" if self.cluster.ping() else "down"
+        else:
+            context = self._context()
+            redis = "down" if context is not None and context.redis_down else "ok"
         return {"redis": redis, "kafka": self.kafka_state()}
 
     def response_received(self, response: Response, request: Request, spider: Spider) -> None:

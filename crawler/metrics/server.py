@@ -1,8 +1,9 @@
 """The node's HTTP server: ``/metrics``, ``/healthz`` and ``/readyz`` (no Scrapy).
 
 A threading WSGI server in a daemon thread, on the first free port of a range.
-``/healthz`` answers 200 while the process runs; ``/readyz`` 200 when Redis answers (or
-the node runs without Redis), else 503. Both carry ``{"redis": ..., "kafka": ...}``.
+``/healthz`` (liveness) answers 200 while the process runs, without I/O: it says what the
+node's components last met. ``/readyz`` (readiness) asks Redis now and answers 200 when it
+answers (or the node runs without Redis), else 503. Both carry ``{"redis": ..., "kafka": ...}``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import orjson
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-Health = Callable[[], Mapping[str, str]]
+Health = Callable[[bool], Mapping[str, str]]  # True: ask Redis now (readiness)
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 READY = "ok"  # the value of "redis" that makes a node ready ("off": no Redis needed)
@@ -43,8 +44,9 @@ def application(registry: CollectorRegistry, health: Health) -> Callable[..., It
         path = environ.get("PATH_INFO", "")
         if path not in {"/healthz", "/readyz"}:
             return metrics(environ, start_response)  # type: ignore[no-any-return]
-        state = dict(health())
-        ready = path == "/healthz" or state.get("redis") in {READY, "off"}
+        readiness = path == "/readyz"
+        state = dict(health(readiness))
+        ready = not readiness or state.get("redis") in {READY, "off"}
         body = orjson.dumps(state)
         start_response(
             "200 OK" if ready else "503 Service Unavailable",
