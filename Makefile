@@ -39,6 +39,8 @@ bench: setup
 	$(PY) -m bench.kafka
 	$(PY) -m bench.politeness
 	$(PY) -m bench.dedup
+	$(PY) -m bench.dedup --flat 100000
+	$(PY) -m bench.frontier_load
 	$(PY) -m bench.node_memory
 
 format: setup
