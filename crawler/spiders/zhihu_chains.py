@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,15 +20,23 @@ from scrapy.http import Response
 
 from crawler.spiders.base import RedisSpider
 from crawler.zhihu.completeness import Completeness, Tally
-from crawler.zhihu.items import ZhihuListItem, ZhihuUnparsedItem
-from crawler.zhihu.parsers import Context, comment_item, content_item, creator_item, search_page
+from crawler.zhihu.items import ZhihuItem, ZhihuListItem, ZhihuUnparsedItem
+from crawler.zhihu.parsers import (
+    Context,
+    comment_item,
+    content_item,
+    creator_item,
+    excused_comments,
+    search_page,
+    unparsed_item,
+)
 from crawler.zhihu.payloads import JSON, ListPage, ParseError, list_page
 from crawler.zhihu.privacy import Privacy
 from crawler.zhihu.settings import ZhihuSettings
 
 logger = logging.getLogger(__name__)
 
-Output = Any  # an item of crawler.zhihu.items, or a Request
+Output = ZhihuItem | Request
 # request meta keys (all JSON values)
 SOURCE = "zhihu_source"  # the seed URL or search keyword, copied into items
 ENDPOINT = "zhihu_endpoint"  # name of the endpoint template the request was built from
@@ -53,7 +60,6 @@ MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
     ("member_articles", "article_count"),
     ("member_zvideos", "zvideo_count"),
 )
-UNPARSED_MAX_CHARS = 65_536  # of a raw payload in a dead-lettered zhihu_unparsed item
 
 
 class ZhihuChains(RedisSpider):
@@ -177,16 +183,7 @@ class ZhihuChains(RedisSpider):
             return
         for event, value in self.completeness.record(endpoint, owner, tally).items():
             self._stat(event, value)
-        yield ZhihuListItem(
-            list=endpoint,
-            owner_id=owner,
-            declared=tally.declared,
-            excused=tally.excused,
-            collected=tally.collected,
-            shortfall=tally.shortfall,
-            source=str(response.meta.get(SOURCE, "")),
-            crawled_at=datetime.now(UTC),
-        )
+        yield tally.item(endpoint, owner, str(response.meta.get(SOURCE, "")))
 
     def _next_page(
         self,
@@ -225,15 +222,7 @@ class ZhihuChains(RedisSpider):
     ) -> ZhihuUnparsedItem:
         """A payload or entry no item could be made of, for the dead-letter topic."""
         self._stat(f"unparsed/{endpoint}")
-        return ZhihuUnparsedItem(
-            endpoint=endpoint,
-            url=response.url,
-            error=str(error)[:1000],
-            body=raw[:UNPARSED_MAX_CHARS],
-            truncated=len(raw) > UNPARSED_MAX_CHARS,
-            source=ctx.source,
-            crawled_at=ctx.crawled_at,
-        )
+        return unparsed_item(endpoint, response.url, raw, error, ctx)
 
     def _entry_unparsed(
         self, response: Response, endpoint: str, entry: JSON, exc: ParseError, ctx: Context
@@ -249,14 +238,7 @@ class ZhihuChains(RedisSpider):
         page = list_page(body, response.url)
         tally = Tally.of(response.meta)
         if endpoint == "root_comment":  # children declare their total at the root
-            counts = body.get("counts")
-            counts = counts if isinstance(counts, Mapping) else {}
-            hidden = sum(
-                value
-                for key in ("collapsed_counts", "reviewing_counts")
-                if isinstance(value := counts.get(key), int)
-            )
-            tally = tally.declare(page.totals, hidden)
+            tally = tally.declare(page.totals, excused_comments(body))
         repeated = set(response.meta.get(SKIP) or ())
         count, limit = int(response.meta.get(COUNT, 0)), self.config.max_comments
         for obj in page.data:

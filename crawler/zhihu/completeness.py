@@ -14,7 +14,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
+
+from crawler.zhihu.items import ZhihuListItem
 
 TALLY = "zhihu_tally"  # request meta key: [declared or null, excused, collected]
 STAT_EVENTS = ("declared", "excused", "collected", "shortfall", "short_lists")
@@ -53,6 +56,19 @@ class Tally:
     @property
     def shortfall(self) -> int:
         return max(0, self.expected - self.collected)
+
+    def item(self, list_name: str, owner_id: str, source: str) -> ZhihuListItem:
+        """The ``zhihu_list`` record of the finished list."""
+        return ZhihuListItem(
+            list=list_name,
+            owner_id=owner_id,
+            declared=self.declared or 0,
+            excused=self.excused,
+            collected=self.collected,
+            shortfall=self.shortfall,
+            source=source,
+            crawled_at=datetime.now(UTC),
+        )
 
     def wants_more(self) -> bool:
         """The list declared more than was collected: worth a page past ``is_end``."""

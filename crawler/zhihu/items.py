@@ -142,3 +142,13 @@ class ZhihuUnparsedItem:
     truncated: bool
     source: str
     crawled_at: datetime
+
+
+ZhihuItem = (
+    ZhihuContentItem
+    | ZhihuCommentItem
+    | ZhihuCreatorItem
+    | ZhihuQuestionItem
+    | ZhihuListItem
+    | ZhihuUnparsedItem
+)

@@ -19,6 +19,7 @@ from crawler.zhihu.items import (
     ZhihuContentItem,
     ZhihuCreatorItem,
     ZhihuQuestionItem,
+    ZhihuUnparsedItem,
 )
 from crawler.zhihu.payloads import (
     JSON,
@@ -35,6 +36,7 @@ from crawler.zhihu.privacy import Privacy
 from crawler.zhihu.urls import Endpoints
 
 CONTENT_TYPES: tuple[ContentType, ...] = ("answer", "article", "zvideo")
+UNPARSED_MAX_CHARS = 65_536  # of a raw payload in a dead-lettered zhihu_unparsed item
 SEARCH_ENTRIES = ("search_result", "zvideo")  # entry types that carry a result object
 WRAPPERS = ("target", "object")  # keys under which a wrapper object holds the result
 
@@ -197,6 +199,31 @@ def question_item(obj: Mapping[str, Any], ctx: Context) -> ZhihuQuestionItem:
             if isinstance(t, Mapping) and t.get("name")
         ],
         author=author_of(obj, ctx),
+        source=ctx.source,
+        crawled_at=ctx.crawled_at,
+    )
+
+
+def excused_comments(body: Mapping[str, Any]) -> int:
+    """Comments a comment_v5 list counts but does not serve: ``counts.collapsed_counts`` +
+    ``counts.reviewing_counts``."""
+    counts = body.get("counts")
+    if not isinstance(counts, Mapping):
+        return 0
+    values = (counts.get(key) for key in ("collapsed_counts", "reviewing_counts"))
+    return sum(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+
+
+def unparsed_item(
+    endpoint: str, url: str, raw: str, error: Exception, ctx: Context
+) -> ZhihuUnparsedItem:
+    """A payload (or entry) no item could be made of, its raw text bounded."""
+    return ZhihuUnparsedItem(
+        endpoint=endpoint,
+        url=url,
+        error=str(error)[:1000],
+        body=raw[:UNPARSED_MAX_CHARS],
+        truncated=len(raw) > UNPARSED_MAX_CHARS,
         source=ctx.source,
         crawled_at=ctx.crawled_at,
     )

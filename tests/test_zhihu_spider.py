@@ -1,0 +1,127 @@
+"""The zhihu spider's parse step on hand-made responses: counts drive child pages, lists go past
+``is_end`` while short, unusable payloads become ``zhihu_unparsed`` (dead-lettered) items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from scrapy import Request
+from scrapy.http import TextResponse
+from scrapy.utils.test import get_crawler
+
+from crawler.spiders.zhihu import ZhihuSpider
+from crawler.zhihu.items import ZhihuCommentItem, ZhihuListItem, ZhihuUnparsedItem
+from crawler.zhihu.parsers import UNPARSED_MAX_CHARS
+from settings import base
+
+API = "http://zhihu.test/api/v4"
+
+
+def spider() -> ZhihuSpider:
+    values = {k: v for k, v in vars(base).items() if k.isupper()}
+    values |= {
+        "REDIS_URL": "",
+        "ZHIHU_PRIVACY": False,
+        "ZHIHU_CREATORS": False,
+        "ZHIHU_WWW_URL": "http://zhihu.test",
+        "ZHIHU_ZHUANLAN_URL": "http://zhihu.test",
+        "ZHIHU_API_URL": API,
+    }
+    crawler = get_crawler(ZhihuSpider, values)
+    found = ZhihuSpider.from_crawler(crawler)
+    crawler.spider = found
+    return found
+
+
+def parse(zhihu: ZhihuSpider, url: str, body: Any, **meta: Any) -> list[Any]:
+    raw = body if isinstance(body, bytes) else orjson.dumps(body)
+    request = Request(url, meta={"zhihu_source": "seed", **meta})
+    return list(zhihu.parse(TextResponse(url, body=raw, request=request, encoding="utf-8")))
+
+
+def comment(cid: str, children: int = 0, previews: list[Any] | None = None) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "type": "comment",
+        "content": f"<p>{cid}</p>",
+        "created_time": 1_700_000_000,
+        "like_count": 1,
+        "dislike_count": 0,
+        "reply_comment_id": "0" if previews is not None else "1",
+        "child_comment_count": children,
+        "child_comment_next_offset": None,
+        "child_comments": previews or [],
+        "author": {"id": "a", "url_token": "tok", "name": "n"},
+    }
+
+
+def page(data: list[Any], *, is_end: bool, totals: int, next_url: str) -> dict[str, Any]:
+    return {"paging": {"is_end": is_end, "next": next_url, "totals": totals}, "data": data}
+
+
+ROOTS = f"{API}/comment_v5/answers/9/root_comment?order=score&offset=&limit=20"
+CONTENT = {"zhihu_endpoint": "root_comment", "zhihu_content": ["answer", "9"], "zhihu_owner": "9"}
+
+
+def test_a_root_without_preview_nor_cursor_has_its_children_fetched_from_the_first() -> None:
+    zhihu = spider()
+    body = page([comment("1", children=3, previews=[])], is_end=True, totals=1, next_url="")
+    out = parse(zhihu, ROOTS, body, **CONTENT)
+    (child,) = [r for r in out if isinstance(r, Request)]
+    assert "/comment/1/child_comment?order=sort&offset=&limit=20" in child.url
+    assert (child.meta["zhihu_tally"], child.meta["zhihu_skip"]) == ([3, 0, 0], [])
+    (record,) = [i for i in out if isinstance(i, ZhihuListItem)]  # the root list: complete
+    assert (record.list, record.declared, record.collected, record.shortfall) == (
+        "root_comment",
+        1,
+        1,
+        0,
+    )
+
+
+def test_a_first_child_page_skips_the_previews_it_repeats() -> None:
+    zhihu = spider()
+    root = comment("1", children=3, previews=[comment("2")])
+    out = parse(zhihu, ROOTS, page([root], is_end=True, totals=1, next_url=""), **CONTENT)
+    (child,) = [r for r in out if isinstance(r, Request)]
+    assert child.meta["zhihu_skip"] == ["2"]
+    children = page([comment("2"), comment("3"), comment("4")], is_end=True, totals=3, next_url="")
+    meta = {**child.meta, "zhihu_endpoint": "child_comment"}
+    again = parse(zhihu, child.url, children, **meta)
+    ids = [i.comment_id for i in again if isinstance(i, ZhihuCommentItem)]
+    (record,) = [i for i in again if isinstance(i, ZhihuListItem)]
+    assert ids == ["3", "4"]
+    assert (record.owner_id, record.declared, record.collected, record.shortfall) == ("1", 3, 3, 0)
+
+
+def test_a_list_short_of_its_total_goes_past_is_end_then_records_the_shortfall() -> None:
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    out = parse(
+        zhihu,
+        ROOTS,
+        page([comment("1", previews=[])], is_end=True, totals=2, next_url=following),
+        **CONTENT,
+    )
+    (more,) = [r for r in out if isinstance(r, Request)]
+    assert more.meta["zhihu_tally"] == [2, 0, 1] and not any(
+        isinstance(i, ZhihuListItem) for i in out
+    )
+    last = parse(zhihu, more.url, page([], is_end=True, totals=2, next_url=""), **more.meta)
+    (record,) = [i for i in last if isinstance(i, ZhihuListItem)]
+    assert (record.declared, record.collected, record.shortfall) == (2, 1, 1)
+    stats = zhihu.crawler.stats
+    assert stats is not None and stats.get_value("zhihu/shortfall/root_comment") == 1
+
+
+def test_a_payload_that_is_no_json_is_dead_lettered_with_its_raw_body() -> None:
+    zhihu = spider()
+    raw = b"<html>" + b"x" * UNPARSED_MAX_CHARS + b"</html>"
+    url = f"{API}/questions/1/answers?limit=20&offset=0"
+    (item,) = parse(zhihu, url, raw, zhihu_endpoint="question_answers", zhihu_owner="1")
+    assert isinstance(item, ZhihuUnparsedItem)
+    assert (item.endpoint, item.url, item.truncated) == ("question_answers", url, True)
+    assert item.body == raw.decode()[:UNPARSED_MAX_CHARS]
+    stats = zhihu.crawler.stats
+    assert stats is not None and stats.get_value("zhihu/unparsed/question_answers") == 1
