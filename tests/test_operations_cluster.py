@@ -14,9 +14,7 @@ as an operator runs them, and the tests run in file order.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -39,6 +37,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.dead_letters import DeadLetterQueues, Span
 from crawler.kafka.reader import read_topic
 from crawler.sessions import Health, RedisSessionStore
+from tests.cli_process import crawler_process, ok
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit
 
 SPIDER = "pages"
@@ -53,23 +52,7 @@ STOPPED_ITEMS = 5  # pages the node with Kafka unreachable fetches before it is 
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """``crawler <args>`` as a process; Redis and Kafka only from the flags given."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "KAFKA_BOOTSTRAP_SERVERS")}
-    return subprocess.run(
-        [sys.executable, "-m", "crawler", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return crawler_process(*args, stdin=stdin)
 
 
 def wait_until(condition: Callable[[], object], timeout: float) -> bool:

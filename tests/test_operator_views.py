@@ -15,7 +15,6 @@ states that last under a second). Tests run in file order.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site, page_path
 from crawler.devservices import free_port
 from crawler.frontier.keys import FrontierKeys
+from tests.cli_process import crawler_process, ok
 from tests.cluster import logs, running_nodes
 
 SPIDER = "pages"
@@ -48,21 +48,7 @@ KILLED = "node-2"
 
 
 def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL",)}
-    return subprocess.run(
-        [sys.executable, "-m", "crawler", *args, "--redis", redis_url],
-        cwd=REPO_ROOT,
-        env={**env, **CLI_ENV},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return crawler_process(*args, "--redis", redis_url, env=CLI_ENV)
 
 
 def wait_until(condition: Callable[[], object], timeout: float, pause: float = 0.2) -> bool:

@@ -121,32 +121,27 @@ class LeaseKeeper:
         """Redis lost the frontier's data: re-enqueue what this node holds. An operator's
         purge (``crawler purge --force`` writes a ``purged:`` epoch) is not a loss: what the
         node holds is dropped instead; a recrawl (``recrawl:``) only empties its seen-cache."""
-        if found.startswith(RECRAWL_EPOCH):
-            self.holder.forget_seen()
-            self.epoch = found
-            self.stats.inc_value("frontier/recrawl")
-            logger.warning(
-                "The frontier %s forgot every URL it had seen (crawler seed --recrawl): "
-                "forgot this node's seen-cache",
-                self.client.keys.queue,
-            )
-            return
-        if found.startswith(PURGED_EPOCH):
-            held = self.holder.forget_held()
-            self.epoch = found
-            self.stats.inc_value("frontier/purged")
-            logger.warning(
-                "The frontier %s was purged by an operator: dropped the %d requests this node "
-                "held and its seen-cache",
-                self.client.keys.queue,
-                held,
-            )
+        if found.startswith((RECRAWL_EPOCH, PURGED_EPOCH)):
+            self._operator_reset(found)
             return
         recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
         self.epoch = recovery.epoch
         self.stats.inc_value("frontier/epoch_lost")
         self.stats.inc_value("frontier/requeued_after_loss", recovery.requeued)
         self.holder.work_arrived()
+
+    def _operator_reset(self, found: str) -> None:
+        """Adopt the epoch an operator's reset wrote; a recrawl keeps the work held."""
+        self.epoch = found
+        if found.startswith(RECRAWL_EPOCH):
+            self.holder.forget_seen()
+            self.stats.inc_value("frontier/recrawl")
+            what = "forgot every URL it had seen (crawler seed --recrawl): forgot this node's"
+        else:
+            held = self.holder.forget_held()
+            self.stats.inc_value("frontier/purged")
+            what = f"was purged by an operator: dropped the {held} requests this node held and its"
+        logger.warning("The frontier %s %s seen-cache", self.client.keys.queue, what)
 
     def stale(self) -> bool:
         """True while no heartbeat reached Redis for a lease timeout."""
