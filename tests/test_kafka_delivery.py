@@ -19,7 +19,7 @@ from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import end_offsets, read_topic
-from crawler.kafka.spool import decode_record
+from crawler.kafka.spool import DEAD_LETTER_DIR, decode_record
 from tests.cluster import log_lines, logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import FAST_LEASES, wait_for_hits
 from tests.services import unavailable
@@ -79,7 +79,8 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
 
     (record,) = [
         decode_record(line)
-        for line in (spool / "faulty" / "dead-letters.jsonl").read_bytes().splitlines()
+        for path in (spool / "faulty" / DEAD_LETTER_DIR).glob("*.jsonl")
+        for line in path.read_bytes().splitlines()
     ]
     assert record.reason.startswith("msg_size_too_large")
     assert record.message.topic == f"{topic}.dlq"

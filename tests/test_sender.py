@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import JsonLinesLog, decode_record
+from crawler.kafka.spool import JsonLinesLog, dead_letter_file, decode_record
 
 Report = Callable[[KafkaError | None, Any], None]
 
@@ -75,7 +75,7 @@ def sender(tmp_path: Path, counts: Counter[str]) -> ItemSender:
                 producer_config={"bootstrap.servers": "unused:1"},
                 dlq_topic_template="{topic}.dlq",
                 spool_dir=tmp_path / "spool",
-                dead_letter_file=tmp_path / "spool" / "dead-letters.jsonl",
+                dead_letter_file=dead_letter_file(tmp_path / "spool", "n1"),
                 node_id="n1",
             ),
             count=lambda stat, n: counts.update({stat: n}),
@@ -133,8 +133,27 @@ def test_too_large_goes_to_the_dlq_then_the_local_file(tmp_path: Path) -> None:
     assert ("dlq_reason", b"msg_size_too_large") in dlq.headers
     producer.report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     assert outcomes == ["dead_lettered"]
-    (line,) = (tmp_path / "spool" / "dead-letters.jsonl").read_bytes().splitlines()
+    (line,) = dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()
     assert decode_record(line).reason == "msg_size_too_large; dlq: msg_size_too_large"
+
+
+def test_a_replay_never_takes_the_dead_letter_file_for_a_segment(tmp_path: Path) -> None:
+    """Once its node closed it, the dead-letter file is not replayed into the item topic (and
+    not held by a replay, which would block the next dead letter on its lock), nor counted
+    as spool bytes."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    first = sender(tmp_path, counts)
+    send_all(first, [message(1)], outcomes)
+    FakeProducer.made[0].report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    FakeProducer.made[0].report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    assert outcomes == ["dead_lettered"]
+    asyncio.run(SENDERS.pop().close(0))  # its node stops: the file's lock is released
+    second = sender(tmp_path, counts)
+    second.replay()
+    assert FakeProducer.made[-1].queued == []  # nothing replayed
+    assert second.spool.segments() == [] and second.spool.size() == 0
+    assert len(dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()) == 1
 
 
 def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import orjson
 from crawler.cli.config import add_kafka_option, add_spool_options, kafka_bootstrap, spool_dir
 from crawler.kafka.producer import producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import claim, read_segment
+from crawler.kafka.spool import claim, dead_letter_file, read_segment
 from crawler.node import resolve_node_id
 
 
@@ -35,8 +35,6 @@ def run_list(args: argparse.Namespace) -> int:
     directory = spool_dir(args)
     rows: list[dict[str, object]] = []
     for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
-        if segment.name == "dead-letters.jsonl":
-            continue
         handle = claim(segment)
         if handle is None:
             rows.append({"segment": segment.name, "state": "being written"})
@@ -67,13 +65,14 @@ def run_list(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     directory = spool_dir(args)
     counts: Counter[str] = Counter()
+    node_id = resolve_node_id("")
     sender = ItemSender(
         SenderConfig(
             producer_config=producer_config(kafka_bootstrap(args), {}),
             dlq_topic_template="{topic}.dlq",
             spool_dir=directory,
-            dead_letter_file=directory / "dead-letters.jsonl",
-            node_id=resolve_node_id(""),
+            dead_letter_file=dead_letter_file(directory, node_id),
+            node_id=node_id,
         ),
         count=lambda stat, n: counts.update({stat: n}),
     )

@@ -55,9 +55,9 @@ def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
     if not live or force:
         return None
     return (
-        f"{len(live)} nodes of {spider!r} are live ({', '.join(sorted(live))}): stop them first, or pass "
-        "--force (they then drop what they hold and their seen-caches, and the purge waits "
-        "until they have)"
+        f"{len(live)} nodes of {spider!r} are live ({', '.join(sorted(live))}): stop them "
+        "first, or pass --force (they then drop what they hold and their seen-caches, and the "
+        "purge waits until they have)"
     )
 
 

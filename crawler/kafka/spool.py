@@ -177,3 +177,13 @@ def read_segment(handle: IO[bytes]) -> tuple[list[SpooledMessage], int]:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             broken += 1
     return records, broken
+
+
+DEAD_LETTER_DIR = "dead-letters"  # in a spider's spool folder: not a segment, never replayed
+
+
+def dead_letter_file(spool_dir: Path, node_id: str) -> Path:
+    """A node's dead-letter file: one per node, so nodes sharing a spool volume never wait
+    on each other's lock, and in a folder of its own, so a replay never takes it for a
+    segment (its records would go back to the topic that refused them)."""
+    return spool_dir / DEAD_LETTER_DIR / f"{node_id}.jsonl"

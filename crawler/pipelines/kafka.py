@@ -43,6 +43,7 @@ from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
 from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
+from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicSpec
 from crawler.node import resolve_node_id
 from crawler.settings_values import get_typed_list, text
@@ -125,7 +126,7 @@ class KafkaPipeline:
                 producer_config=self.settings.producer_config,
                 dlq_topic_template=self.settings.dlq_topic_template,
                 spool_dir=spool_dir,
-                dead_letter_file=spool_dir / "dead-letters.jsonl",
+                dead_letter_file=dead_letter_file(spool_dir, self.settings.node_id),
                 node_id=self.settings.node_id,
                 backpressure_wait=self.settings.backpressure_wait,
                 replay_interval=self.settings.replay_interval,
