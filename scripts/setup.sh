@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the crawler, `make demo` and `make test` need on a fresh Debian machine:
 # Debian packages (Redis, kcat, Chromium, Java, Maven, Prometheus), the virtualenv in .venv
-# with the project and its dev extras, and the Kafka broker jars (cached in ~/.cache). Idempotent:
+# with the project and its dev extras, the Kafka broker jars (cached in ~/.cache) and, without
+# kubectl, kustomize (built with Go into .venv/bin). Idempotent:
 # a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,5 +45,13 @@ if [[ ! -f "$stamp" ]]; then
     touch "$stamp"
 fi
 
+# kustomize for the Kubernetes manifest tests: kubectl carries it; else built with Go
+# (the module proxy) into .venv/bin, once.
+KUSTOMIZE_VERSION=v5.7.1  # the newest that builds with Go 1.26
+if ! command -v kubectl >/dev/null 2>&1 && [[ ! -x .venv/bin/kustomize ]]; then
+    echo "setup: building kustomize $KUSTOMIZE_VERSION with Go into .venv/bin" >&2
+    GOBIN="$PWD/.venv/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+fi
+
 .venv/bin/python -c "from crawler.devservices import ensure_kafka_jars; ensure_kafka_jars()"
-echo "setup: ready (.venv, redis-server, Kafka jars, chromium, prometheus)" >&2
+echo "setup: ready (.venv, redis-server, Kafka jars, chromium, prometheus, kustomize)" >&2

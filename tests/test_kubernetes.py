@@ -1,7 +1,7 @@
 """deploy/kubernetes: the manifests parse, reference only files that exist, build with
-kustomize (``kubectl kustomize``), and agree with the image (user, port, volumes, command)
-and with the project's settings (every variable is one the project reads, and the values
-resolve and validate as a node would read them)."""
+kustomize (``kubectl kustomize`` or ``kustomize build``), and agree with the image (user, port,
+volumes, command) and with the project's settings (every variable is one the project reads,
+and the values resolve and validate as a node would read them)."""
 
 from __future__ import annotations
 
@@ -41,13 +41,22 @@ def documents(path: Path) -> list[dict[str, Any]]:
     return loaded
 
 
+def kustomize_command() -> list[str]:
+    """``kubectl kustomize``, else the ``kustomize`` binary ``make setup`` builds into .venv/bin
+    with Go when there is no kubectl."""
+    if shutil.which("kubectl") is not None:
+        return ["kubectl", "kustomize"]
+    for binary in (shutil.which("kustomize"), REPO_ROOT / ".venv" / "bin" / "kustomize"):
+        if binary is not None and Path(binary).is_file():
+            return [str(binary), "build"]
+    unavailable("neither kubectl nor kustomize is installed (make setup builds kustomize)")
+
+
 @functools.cache
 def built(kustomization: str) -> tuple[dict[str, Any], ...]:
-    """The objects ``kubectl kustomize`` renders for a kustomization folder."""
-    if shutil.which("kubectl") is None:
-        unavailable("kubectl is not installed (it carries kustomize)")
+    """The objects kustomize renders for a kustomization folder."""
     done = subprocess.run(
-        ["kubectl", "kustomize", str(KUBERNETES / kustomization)],
+        [*kustomize_command(), str(KUBERNETES / kustomization)],
         capture_output=True,
         text=True,
         check=False,
