@@ -11,7 +11,7 @@ import pytest
 import redis
 from redis.asyncio import Redis
 
-from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.client import Completion, Finish, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
 
@@ -212,3 +212,34 @@ def test_only_unseen_links_travel_with_their_bodies(redis_url: str, mode: DedupM
     assert checked == plain == [(), (0, 2, 4), (3, 2)]
     assert plain_bodies == [3, 5]
     assert checked_bodies == [3, 3]  # a2 and a1 were looked up and not sent; b1 twice is sent
+
+
+def test_one_call_finishes_many_leases_each_as_told(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> Completion:
+        a, b = client_for(redis_url, "a"), client_for(redis_url, "b")
+        await a.complete(None, "done", [new(f"r{i}") for i in range(4)])
+        done, failed, requeued = await a.lease(3, 60_000)
+        (theirs,) = await b.lease(1, 60_000)
+        result = await a.complete_many(
+            [
+                Finish(done.id, "done"),
+                Finish(failed.id, "failed", b'{"reason":"boom"}'),
+                Finish(requeued.id, "requeue"),
+                Finish(theirs.id, "done"),  # b holds it: not a's to finish
+                Finish("ffffffffffff", "done"),  # no such lease
+            ],
+            [new("child"), new("r0")],
+        )
+        await a.aclose()
+        await b.aclose()
+        return result
+
+    result = run(scenario())
+    assert result.statuses == ("done", "failed", "requeue", "stolen", "gone")
+    assert result.status == "done"
+    assert (result.added, result.dropped) == (1, (1,))
+    assert redis_client.hlen(KEYS.failed) == 1
+    assert redis_client.zcard(KEYS.leases) == 1  # b's
+    assert redis_client.zcard(KEYS.queue) == 2  # the requeued one and the child

@@ -35,10 +35,20 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class Finish:
+    """A lease to finish in a completion: its outcome, and its failure record if it failed."""
+
+    lease_id: str
+    outcome: str  # done | failed | requeue
+    failure: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
-    status: str
+    status: str  # of the first lease finished; 'none' when none was
     added: int
     dropped: tuple[int, ...]  # positions of the children found already seen
+    statuses: tuple[str, ...] = ()  # of each lease finished, in order
 
     @property
     def duplicates(self) -> int:
@@ -111,20 +121,34 @@ class FrontierClient:
         failure: bytes = b"",
     ) -> Completion:
         """Finish ``lease_id`` (if any) with ``outcome`` and enqueue the unseen ``children``,
-        atomically. With ``link_check``, their fingerprints are looked up first (read-only,
+        atomically (``complete_many`` with one lease or none)."""
+        finishes = [Finish(lease_id, outcome, failure)] if lease_id else []
+        return await self.complete_many(finishes, children)
+
+    async def complete_many(self, finishes: list[Finish], children: list[NewRequest]) -> Completion:
+        """Finish every lease of ``finishes`` and enqueue the unseen ``children``, in one atomic
+        step. With ``link_check``, the children's fingerprints are looked up first (read-only,
         ``seen``) and only the unseen ones travel with their bodies; the script checks those
         again in its atomic step."""
         known = await self._known_children(children)
         sent = [i for i in range(len(children)) if i not in known]
         encode = self.dedup.encode
-        args: list[Any] = [lease_id or "", self.node_id, outcome, failure, *self.dedup.args]
+        args: list[Any] = [
+            ",".join(finish.lease_id for finish in finishes),
+            self.node_id,
+            ",".join(finish.outcome for finish in finishes),
+            b"\n".join(finish.failure for finish in finishes),
+            *self.dedup.args,
+        ]
         for i in sent:
             child = children[i]
             score = f"F{child.score!r}" if child.force else repr(child.score)
             args += [encode(child.fingerprint), score, child.body]
-        status, added, dropped = await self._complete(keys=self._complete_keys, args=args)
+        statuses, added, dropped = await self._complete(keys=self._complete_keys, args=args)
         positions = known | {sent[int(i)] for i in dropped}
-        return Completion(text(status), int(added), tuple(sorted(positions)))
+        found = tuple(text(status) for status in statuses)
+        first = found[0] if found else "none"
+        return Completion(first, int(added), tuple(sorted(positions)), found)
 
     async def _known_children(self, children: list[NewRequest]) -> set[int]:
         """Positions of the children the dedup already holds (none without ``link_check``, or

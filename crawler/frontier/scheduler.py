@@ -32,7 +32,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
-from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
+from crawler.frontier.client import Completion, Finish, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import FrontierKeys
@@ -74,6 +74,7 @@ class LeasingScheduler:
         self._fresh: list[NewRequest] = []
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
         self._fresh_waiters: list[str] = []  # leases held until the fresh batch is written
+        self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
         self._empty_until = 0.0
@@ -83,7 +84,7 @@ class LeasingScheduler:
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
-        self._flushes: set[asyncio.Future[Any]] = set()  # writes of fresh batches
+        self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
@@ -134,7 +135,7 @@ class LeasingScheduler:
         return deferred_from_coro(self._close(reason))
 
     def has_pending_requests(self) -> bool:
-        return bool(self._buffer or self._fresh or len(self.tracker))
+        return bool(self._buffer or self._fresh or self._finishing or len(self.tracker))
 
     def __len__(self) -> int:
         return len(self._buffer)
@@ -177,13 +178,17 @@ class LeasingScheduler:
 
     def _enqueue_fresh(self, requests: list[NewRequest], waiter: str | None = None) -> None:
         """Write requests at the end of this reactor turn; then release ``waiter``'s hold."""
-        if not self._fresh and not self._fresh_waiters:
-            flush = self._spawn(self._flush_fresh())
-            self._flushes.add(flush)
-            flush.add_done_callback(self._flushes.discard)
+        self._write_this_turn()
         self._fresh.extend(requests)
         if waiter is not None:
             self._fresh_waiters.append(waiter)
+
+    def _write_this_turn(self) -> None:
+        """Schedule the one write of this reactor turn, unless it is scheduled already."""
+        if not self._fresh and not self._fresh_waiters and not self._finishing:
+            flush = self._spawn(self._flush_turn())
+            self._flushes.add(flush)
+            flush.add_done_callback(self._flushes.discard)
 
     def _on_progress(self, lease_id: str, children: list[NewRequest]) -> None:
         self._enqueue_fresh(children, waiter=lease_id)
@@ -213,7 +218,7 @@ class LeasingScheduler:
             reason = f"decode/{type(exc).__name__}"
             logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
             state = LeaseState(lease.id, lease.body, failure=reason)
-            self._spawn(self._complete(state))
+            self._on_complete(state)
             return None
         request.meta[LEASE_META] = lease.id
         return request
@@ -270,33 +275,38 @@ class LeasingScheduler:
                 self._buffer.append((lease, request))
         wake_engine(self.crawler)
 
-    async def _flush_fresh(self) -> None:
-        await asyncio.sleep(0)  # gather the requests of this reactor turn
+    async def _flush_turn(self) -> None:
+        """Write what this reactor turn produced in one atomic step: the new requests and the
+        leases settled (their children with them), then release the held leases."""
+        await asyncio.sleep(0)  # gather the requests and the settled leases of this turn
         batch, self._fresh = self._fresh, []
         waiters, self._fresh_waiters = self._fresh_waiters, []
-        if batch:
-            result = await self._guarded(lambda: self.client.complete(None, "done", batch))
-            self._count_children(result, batch)
+        states, self._finishing = self._finishing, []
+        if batch or states:
+            finishes = [
+                Finish(state.lease_id, state.outcome, failure_record(state, self.node_id))
+                for state in states
+            ]
+            children = batch + [child for state in states for child in state.children]
+            result = await self._guarded(lambda: self.client.complete_many(finishes, children))
+            self.stats.inc_value("frontier/writes")
+            self._count_children(result, children)
+            for state, status in zip(states, result.statuses, strict=True):
+                self._settled(state, status)
         for lease_id in waiters:
             self.tracker.release(lease_id)
 
     def _on_complete(self, state: LeaseState) -> None:
-        self._spawn(self._complete(state))
+        self._write_this_turn()
+        self._finishing.append(state)
 
-    async def _complete(self, state: LeaseState) -> None:
-        failure = failure_record(state, self.node_id)
-        outcome = state.outcome
-        result = await self._guarded(
-            lambda: self.client.complete(state.lease_id, outcome, state.children, failure)
-        )
-        self._count_children(result, state.children)
-        if result.status in ("gone", "stolen"):
-            self.stats.inc_value(f"frontier/lease_lost/{result.status}")
-            logger.warning("Lease %s was %s before it completed", state.lease_id, result.status)
-            return
-        if outcome == "failed":
+    def _settled(self, state: LeaseState, status: str) -> None:
+        if status in ("gone", "stolen"):
+            self.stats.inc_value(f"frontier/lease_lost/{status}")
+            logger.warning("Lease %s was %s before it completed", state.lease_id, status)
+        elif status == "failed":
             self.stats.inc_value(f"frontier/failed/{state.failure}")
-        elif outcome == "requeue":
+        elif status == "requeue":
             self.stats.inc_value(f"frontier/requeued/{state.requeue_reason}")
         else:
             self.stats.inc_value("frontier/done")
@@ -343,6 +353,7 @@ class LeasingScheduler:
         dropped = len(self._buffer) + self.tracker.void_all()
         self._buffer.clear()
         self._fresh.clear()  # links not yet written (their leases are released as usual)
+        self._finishing.clear()  # leases the purge took: their output is not written
         self._seen.clear()
         return dropped
 
@@ -382,8 +393,8 @@ class LeasingScheduler:
         self._closing = True
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        if self._fresh or self._fresh_waiters:
-            await self._flush_fresh()
+        if self._fresh or self._fresh_waiters or self._finishing:
+            await self._flush_turn()
         pending = [task for task in self._tasks if not task.done()]
         if pending:
             left = self.context.close_deadline() - time.monotonic()
