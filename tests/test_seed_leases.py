@@ -12,12 +12,15 @@ import orjson
 import pytest
 import redis
 import redis.asyncio
+from scrapy import Request
+from scrapy.utils.request import fingerprint
 
 from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.site import Site
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_queue import SeedKeys, SeedQueue
 from crawler.frontier.seed_settings import SeedSource
+from crawler.lua import text
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, wait_for_log
 from tests.faults import FAST_LEASES
 
@@ -142,19 +145,45 @@ def test_nodes_killed_every_2s_lose_no_seed(
             time.sleep(2)
         finally:
             codes = [stop_node(process) for process in everyone]
-    waiting = redis_client.llen("pages:start_urls")
-    held = sum(
-        redis_client.llen(key) for key in redis_client.scan_iter("{pages:start_urls}:taken:*")
-    )
-    known = redis_client.scard(FrontierKeys.for_spider("pages").dupefilter)
-    lost = SEEDS - waiting - held - known
+
+    def urls_in(key: str) -> set[str]:
+        return {orjson.loads(seed)["url"] for seed in redis_client.lrange(key, 0, -1)}
+
+    waiting = urls_in("pages:start_urls")
+    held = {
+        text(key).rsplit(":", 1)[-1]: urls_in(text(key))
+        for key in redis_client.scan_iter("{pages:start_urls}:taken:*")
+    }
+    held_urls = set().union(*held.values())
+    urls = [site.url(i) for i in range(SEEDS)]
+    fingerprints = [fingerprint(Request(url)).hex() for url in urls]
+    dupefilter = FrontierKeys.for_spider("pages").dupefilter
+    known = {
+        url
+        for start in range(0, SEEDS, 10_000)
+        for url, flag in zip(
+            urls[start : start + 10_000],
+            redis_client.smismember(dupefilter, fingerprints[start : start + 10_000]),
+            strict=True,
+        )
+        if flag
+    }
+    present = waiting | known | held_urls
+    lost = [url for url in urls if url not in present]
+    # A seed both waiting and known: its node was killed after writing its request and before
+    # marking it done (at-least-once: it is fetched again), never a loss. A node killed last
+    # may still hold its batch (its hold had not expired when the others stopped): the next
+    # node to run returns it.
     print(
-        f"seeds={SEEDS} kills={KILLS} waiting={waiting} held={held} in frontier={known} lost={lost}"
+        f"seeds={SEEDS} kills={KILLS} waiting={len(waiting)} in frontier={len(known)} "
+        f"held={ {node: len(seeds) for node, seeds in held.items()} } "
+        f"both={len(waiting & known)} lost={len(lost)}"
     )
     assert codes == [0, *[-signal.SIGKILL] * KILLS, 0], logs(tmp_path)
-    assert known > 1000  # the nodes did take seeds
-    assert lost == 0
-    assert held == 0  # the graceful stops returned what they held
+    assert len(known) > 1000  # the nodes did take seeds
+    assert lost == []
+    killed = {"node-b", *(f"node-b{kill}" for kill in range(1, KILLS))}
+    assert set(held) <= killed  # the graceful stops returned what they held
     everything = "".join(path.read_text() for path in tmp_path.glob("node-*.log"))
     assert "held by stopped nodes" in everything  # a live node returned the dead ones' seeds
 
