@@ -10,7 +10,7 @@ import orjson
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.reset import live_nodes
+from crawler.frontier.reset import live_nodes, reset_note, reset_wait
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +29,6 @@ def run(args: argparse.Namespace) -> int:
         present_keys,
         purge,
         refusal,
-        reset_note,
-        reset_wait,
     )
 
     spider = args.spider

@@ -23,10 +23,11 @@ from scrapy.settings import Settings
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler, load_object
 
-from crawler.frontier.dedup import DedupConfig, DedupStep
+from crawler.frontier.dedup import DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed
+from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import SyncRedis
 from crawler.spiders.base import RedisSpider
 
@@ -78,12 +79,7 @@ class SeedChecker:
         logging.getLogger("scrapy").setLevel(logging.WARNING)
         self.crawler = crawler
         self.spider: RedisSpider = spider_class.from_crawler(crawler)
-        self.dedup = DedupConfig.parse(
-            mode=crawler.settings.get("FRONTIER_DUPEFILTER"),
-            ttl=crawler.settings.getint("FRONTIER_DEDUP_TTL"),
-            capacity=crawler.settings.getint("FRONTIER_DEDUP_CAPACITY"),
-            error_rate=crawler.settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
-        )
+        self.dedup = FrontierSettings.from_settings(crawler.settings).dedup
 
     @property
     def seed_settings(self) -> SeedSettings:

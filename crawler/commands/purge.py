@@ -19,7 +19,14 @@ from scrapy.exceptions import UsageError
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import FrontierKeys, fence_pattern, node_epoch_pattern, start_pattern
-from crawler.frontier.reset import Acknowledged, live_nodes, new_epoch, wait_for_nodes
+from crawler.frontier.reset import (
+    Acknowledged,
+    live_nodes,
+    new_epoch,
+    reset_note,
+    reset_wait,
+    wait_for_nodes,
+)
 from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
 from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
@@ -74,24 +81,6 @@ def purge(
     epoch = new_epoch(PURGED_EPOCH)
     client.set(keys.epoch, epoch)
     return deleted, wait_for_nodes(client, keys, epoch, live, wait)
-
-
-def reset_wait(heartbeat_interval: float) -> float:
-    """How long a reset waits for the live nodes: a heartbeat to notice it, one to answer."""
-    return 3 * heartbeat_interval
-
-
-def reset_note(acknowledged: Acknowledged | None) -> str:
-    """What the live nodes did about a reset, for the operator."""
-    if acknowledged is None or not (acknowledged.nodes or acknowledged.late):
-        return ""
-    note = f"; {len(acknowledged.nodes)} live nodes reset"
-    if acknowledged.late:
-        note += (
-            f", {len(acknowledged.late)} did not answer in time ({', '.join(acknowledged.late)}): "
-            "they reset at their next heartbeat"
-        )
-    return note
 
 
 class Command(ScrapyCommand):

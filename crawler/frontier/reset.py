@@ -56,6 +56,24 @@ def wait_for_nodes(
     return Acknowledged(epoch, [node for node in nodes if node not in waiting], waiting)
 
 
+def reset_wait(heartbeat_interval: float) -> float:
+    """How long a reset waits for the live nodes: a heartbeat to notice it, one to answer."""
+    return 3 * heartbeat_interval
+
+
+def reset_note(acknowledged: Acknowledged | None) -> str:
+    """What the live nodes did about a reset, for the operator."""
+    if acknowledged is None or not (acknowledged.nodes or acknowledged.late):
+        return ""
+    note = f"; {len(acknowledged.nodes)} live nodes reset"
+    if acknowledged.late:
+        note += (
+            f", {len(acknowledged.late)} did not answer in time ({', '.join(acknowledged.late)}): "
+            "they reset at their next heartbeat"
+        )
+    return note
+
+
 def forget_seen(client: SyncRedis, keys: FrontierKeys, wait: float) -> Acknowledged:
     """Empty the frontier's dedup (every mode's keys) for a recrawl and write a ``recrawl:``
     epoch; then wait up to ``wait`` seconds for the live nodes to forget their seen-caches.
