@@ -8,7 +8,7 @@ from pathlib import Path
 
 import redis
 
-from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.login_site import LoginSite
 from tests.services import unavailable
 
@@ -34,6 +34,8 @@ def test_one_login_serves_every_node_and_one_relogin_after_expiry(
         with running_nodes(
             3, workdir=tmp_path, env=env, settings=settings, spider="members"
         ) as nodes:
+            for index in range(3):  # a node still starting when the crawl ends would use no session
+                assert wait_for_log(tmp_path / f"node-{index}.log", "Reading seeds", 60), logs(tmp_path)
             redis_client.lpush("members:start_urls", f"{site.base_url}/members/0")
             deadline = time.monotonic() + 120
             while sum(site.member_hits.values()) < MEMBERS // 3 and time.monotonic() < deadline:
