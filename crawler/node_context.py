@@ -10,7 +10,9 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
 - the node id (``CRAWLER_NODE_ID``, validated);
 - the outage policy (:mod:`crawler.redis_outage`): one guard per component, counting
   ``<component>/redis_error`` and ``redis/outage/<reason>``;
-- the lease tracker of the node's ``LeasingScheduler`` (once it is open);
+- the lease tracker of the node's ``LeasingScheduler`` (once it is open), and whether
+  the scheduler may use the frontier (:meth:`NodeContext.frontier_open`): seeds and start
+  requests are read only once it may, and never by a node it refused;
 - the cluster clock (Redis server time);
 - one deadline for the last Redis work of every component at a stop (short during an
   outage, so Ctrl-C stops a node in seconds whatever Redis is doing);
@@ -59,6 +61,8 @@ class NodeContext:
         self.stats: StatsCollector = crawler.stats
         self.redis: AsyncRedis = async_client(self.config, max_connections=max_connections)
         self.tracker: AckTracker | None = None  # set by the LeasingScheduler when it opens
+        self._frontier_checked = asyncio.Event()
+        self._frontier_usable = False
         self.close_timeout = settings.getfloat("FRONTIER_CLOSE_TIMEOUT")
         self._close_by: float | None = None
         self._guards: dict[str, OutageGuard] = {}
@@ -113,6 +117,17 @@ class NodeContext:
             budget = OUTAGE_CLOSE_BUDGET if self.redis_down else self.close_timeout
             self._close_by = time.monotonic() + budget
         return self._close_by
+
+    def frontier_checked(self, usable: bool) -> None:
+        """The scheduler found the frontier usable by this node, or refused it."""
+        self._frontier_usable = usable
+        self._frontier_checked.set()
+
+    async def frontier_open(self) -> bool:
+        """Wait until the scheduler has checked the frontier; False when it refused it
+        (``FRONTIER_PARTITIONS`` is not the crawl's): read no seeds then."""
+        await self._frontier_checked.wait()
+        return self._frontier_usable
 
     async def now_ms(self, component: str) -> int:
         """The cluster clock: Redis server time in milliseconds, through outages."""

@@ -42,6 +42,7 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
+FRONTIER_PARTITIONS = 1  # int 1-1024: parts of a spider's frontier, by site (fixed per crawl)
 FRONTIER_LINK_CHECK = None  # bool: look links up first, bodies only for unseen (None: exact only)
 # The project's middlewares, pipeline and extensions are added by ClusterAddon
 # (crawler.addon.COMPONENTS) to whatever SPIDER_MIDDLEWARES, DOWNLOADER_MIDDLEWARES,

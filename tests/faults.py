@@ -7,6 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 import pytest
@@ -70,7 +71,11 @@ def crawl_with_interruptions(
     return urls, codes, killed
 
 
-def assert_nothing_lost(urls: Counter[str], site: Site, allowed_duplicates: int) -> None:
+class Pages(Protocol):
+    def all_urls(self) -> set[str]: ...
+
+
+def assert_nothing_lost(urls: Counter[str], site: Pages, allowed_duplicates: int) -> None:
     missing = site.all_urls() - set(urls)
     assert missing == set(), f"{len(missing)} pages never reached Kafka"
     duplicates = sum(urls.values()) - len(urls)

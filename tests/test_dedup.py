@@ -95,7 +95,7 @@ def test_each_mode_dedups_within_one_call_and_across_calls(
     assert (first.added, first.dropped) == (301, (300, 302))
     assert (again.added, again.dropped) == (6, tuple(range(1, 11)))
     assert redis_client.zcard(KEYS.queue) == 307
-    summary = dedup_summary(redis_client, KEYS)
+    summary = dedup_summary(redis_client, [KEYS])
     assert [(s.mode, s.entries) for s in summary] == [(name.replace("compact+ttl", "compact"), 305)]
     assert summary[0].bytes > 0
 
@@ -193,7 +193,7 @@ def test_ttl_lets_a_url_be_crawled_again(
     assert run(scenario()) == [15, 0, 3, 0, 1]
     # Expired entries are forgotten: the sorted set prunes them on each call, a compact bucket
     # when its entry count reaches a multiple of 16 (here: 15 + 1).
-    summary = dedup_summary(redis_client, KEYS)
+    summary = dedup_summary(redis_client, [KEYS])
     assert [s.entries for s in summary] == [4]
 
 
@@ -299,7 +299,7 @@ def test_bloom_grows_slices_and_keeps_its_false_positive_rate(
         *chunks,
         0,
     ]
-    (summary,) = dedup_summary(redis_client, KEYS)
+    (summary,) = dedup_summary(redis_client, [KEYS])
     assert (summary.mode, summary.entries) == ("bloom", state.entries)
     assert summary.fill == pytest.approx(state.count / 32_000)
 
@@ -341,7 +341,7 @@ def test_a_filter_of_the_single_string_layout_does_not_break_anything(
     added, again, state = run(scenario())
     assert (added, again, state.slices) == (60, 0, 2)
     assert 0 < state.false_positive_rate < 1
-    (summary,) = dedup_summary(redis_client, KEYS)
+    (summary,) = dedup_summary(redis_client, [KEYS])
     assert summary.entries == 60
 
 
@@ -496,7 +496,7 @@ def test_bloom_crawl_gets_every_page_exactly_once(
         assert {site.base_url + path for path in site.hits} >= site.all_urls()
         assert [path for path, hits in site.hits.items() if hits > 1] == []
     keys = FrontierKeys.for_spider("pages")
-    (summary,) = dedup_summary(redis_client, keys)
+    (summary,) = dedup_summary(redis_client, [keys])
     assert (summary.mode, summary.entries) == ("bloom", site.pages)
     assert not redis_client.exists(keys.dupefilter)
     assert discover_spiders(redis_client) == ["pages"]  # found by its Bloom keys alone

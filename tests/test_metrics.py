@@ -437,7 +437,7 @@ def test_read_cluster_counts_queue_and_live_nodes(
     async def read() -> tuple[int, int] | None:
         client = AsyncRedis.from_url(redis_url)
         try:
-            return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 5.0)
+            return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 1, 5.0)
         finally:
             await client.aclose()
 
@@ -477,7 +477,7 @@ def test_read_cluster_without_redis_is_none(busy_port: int) -> None:
     async def read() -> tuple[int, int] | None:
         client = AsyncRedis.from_url(f"redis://127.0.0.1:{busy_port}/0", socket_timeout=0.5)
         try:
-            return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 5.0)
+            return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 1, 5.0)
         finally:
             await client.aclose()
 

@@ -194,7 +194,7 @@ def test_seed_sources_take_batches_atomically(redis_url: str, source: SeedSource
     else:
         sync.zadd(key, {url: i for i, url in enumerate(urls)})
 
-    keys = SeedKeys(key, "invalid", FrontierKeys.for_spider("s"))
+    keys = SeedKeys(key, "invalid", (FrontierKeys.for_spider("s"),))
 
     async def take_all() -> list[list[bytes]]:
         client = redis.asyncio.Redis.from_url(redis_url)
@@ -229,7 +229,7 @@ def test_a_seed_key_of_the_wrong_type_is_named(redis_url: str) -> None:
 
     async def pop() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
-        keys = SeedKeys("myspider:start_urls", "invalid", FrontierKeys.for_spider("myspider"))
+        keys = SeedKeys("myspider:start_urls", "invalid", (FrontierKeys.for_spider("myspider"),))
         try:
             await SeedQueue(client, keys, node_id="n1", hold_ms=1000).take(1, 0.1)
         finally:

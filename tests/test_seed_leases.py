@@ -24,7 +24,9 @@ from crawler.lua import text
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, wait_for_log
 from tests.faults import FAST_LEASES
 
-KEYS = SeedKeys("spider:start_urls", "spider:start_urls:invalid", FrontierKeys.for_spider("spider"))
+KEYS = SeedKeys(
+    "spider:start_urls", "spider:start_urls:invalid", (FrontierKeys.for_spider("spider"),)
+)
 
 
 def _fill(client: redis.Redis, source: SeedSource, seeds: list[str]) -> None:
@@ -93,7 +95,7 @@ def test_a_graceful_stop_returns_what_is_not_done(
 
 
 def test_a_seed_key_with_a_hash_tag_keeps_its_slot() -> None:
-    tagged = SeedKeys("{zhihu}:start_urls", "i", FrontierKeys.for_spider("zhihu"))
+    tagged = SeedKeys("{zhihu}:start_urls", "i", (FrontierKeys.for_spider("zhihu"),))
     assert tagged.takers == "{zhihu}:start_urls:takers"
     assert KEYS.taken("n1") == "{spider:start_urls}:taken:n1"
 

@@ -35,7 +35,9 @@ def test_one_login_serves_every_node_and_one_relogin_after_expiry(
             3, workdir=tmp_path, env=env, settings=settings, spider="members"
         ) as nodes:
             for index in range(3):  # a node still starting when the crawl ends would use no session
-                assert wait_for_log(tmp_path / f"node-{index}.log", "Reading seeds", 60), logs(tmp_path)
+                assert wait_for_log(tmp_path / f"node-{index}.log", "Reading seeds", 60), logs(
+                    tmp_path
+                )
             redis_client.lpush("members:start_urls", f"{site.base_url}/members/0")
             deadline = time.monotonic() + 120
             while sum(site.member_hits.values()) < MEMBERS // 3 and time.monotonic() < deadline:

@@ -19,6 +19,7 @@ from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict
 
 from crawler.addon import COMPONENTS, ClusterAddon
+from crawler.cli.spiders import project_spiders
 from crawler.extensions.cluster_logstats import ClusterLogStatsSettings
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.metrics import MetricsSettings
@@ -161,3 +162,9 @@ def test_a_projects_own_component_dicts_keep_the_projects_components() -> None:
             expected = None if path.endswith("PrometheusMetrics") else order
             assert given[path] == expected, (name, path)
     assert settings.getdict("DOWNLOADER_MIDDLEWARES")[MINE] == 500
+
+
+def test_the_cli_reads_spider_modules_given_as_one_comma_separated_string() -> None:
+    """``CRAWLER_SETTING_SPIDER_MODULES=a,b`` names two modules, as ``-s`` does for nodes."""
+    assert "hopper" in project_spiders({"SPIDER_MODULES": "crawler.spiders, tests.spiders"})
+    assert project_spiders({"SPIDER_MODULES": ["crawler.spiders"]}) == ["pages", "zhihu"]

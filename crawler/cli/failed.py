@@ -103,9 +103,7 @@ def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
         counts = {"spider": args.spider, "retried": retried, "skipped": skipped}
         print(orjson.dumps(counts).decode())
     else:
-        print(
-            f"Retried {retried} {_which(args)}: back in {inspector.keys.queue}; {skipped} skipped"
-        )
+        print(f"Retried {retried} {_which(args)}: back in {inspector.queue_key}; {skipped} skipped")
     return 1 if skipped else 0
 
 

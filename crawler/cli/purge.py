@@ -9,7 +9,7 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import spider_parts
 from crawler.frontier.reset import live_nodes, reset_note, reset_wait
 
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     client = redis_client(args)
     acknowledged = None
     try:
-        live = live_nodes(client, FrontierKeys.for_spider(spider))
+        live = live_nodes(client, spider_parts(client, spider))
         if (why := refusal(live, spider, force=args.force)) is not None:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1

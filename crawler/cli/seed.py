@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
@@ -23,6 +24,7 @@ from crawler.cli.seed_check import Outcome, SeedChecker, SeedReport
 from crawler.cli.spiders import require_spider, spider_class
 from crawler.frontier.client import pending_requests_sync
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import spider_parts
 from crawler.frontier.reset import forget_seen, reset_note, reset_wait
 from crawler.frontier.seed_settings import SeedSource
 from crawler.redis_connection import SyncRedis
@@ -120,8 +122,8 @@ def print_reports(reports: list[SeedReport]) -> None:
             print(f"... and {count - LINES_SHOWN} more {outcome.value} seeds")
 
 
-def refuse_recrawl(client: SyncRedis, keys: FrontierKeys, spider: str) -> None:
-    queued, leased = pending_requests_sync(client, keys)
+def refuse_recrawl(client: SyncRedis, parts: Sequence[FrontierKeys], spider: str) -> None:
+    queued, leased = pending_requests_sync(client, parts)
     if queued or leased:
         raise SystemExit(
             f"crawler: not recrawled: the crawl of {spider!r} still has {queued} queued and "
@@ -141,11 +143,11 @@ def run(args: argparse.Namespace) -> int:
     note = ""
     try:
         if args.recrawl:
-            keys = FrontierKeys.for_spider(args.spider)
-            refuse_recrawl(client, keys, args.spider)
+            parts = spider_parts(client, args.spider)
+            refuse_recrawl(client, parts, args.spider)
             wait = reset_wait(float(settings["FRONTIER_HEARTBEAT_INTERVAL"]))
             note = "Forgot every URL the crawl had seen" + reset_note(
-                forget_seen(client, keys, wait)
+                forget_seen(client, parts, wait)
             )
         reports = check(checker, client, seeds)
         pushed = to_push(reports)

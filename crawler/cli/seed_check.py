@@ -24,11 +24,12 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.frontier.dedup import DedupStep
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import part_of, spider_parts
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import SyncRedis
+from crawler.scope import site_of
 from crawler.spiders.base import RedisSpider
 
 
@@ -110,13 +111,10 @@ class SeedChecker:
                 made.append((raw, self.requests(raw)))
             except InvalidSeed as exc:
                 made.append(SeedReport(raw, Outcome.INVALID, reason=exc.reason, error=str(exc)))
-        fingerprints = [
-            self.fingerprint(request)
-            for entry in made
-            if not isinstance(entry, SeedReport)
-            for request in entry[1]
+        requests = [
+            request for entry in made if not isinstance(entry, SeedReport) for request in entry[1]
         ]
-        seen = iter(self._seen(client, fingerprints))
+        seen = iter(self._seen(client, requests))
         reports: list[SeedReport] = []
         for entry in made:
             if isinstance(entry, SeedReport):
@@ -134,10 +132,19 @@ class SeedChecker:
             )
         return reports
 
-    def _seen(self, client: SyncRedis, fingerprints: list[str]) -> list[bool]:
-        if not fingerprints:
-            return []
+    def _seen(self, client: SyncRedis, requests: list[Request]) -> list[bool]:
+        """Whether the dedup holds each request, looked up in the part of its site."""
         step = DedupStep.for_config(self.dedup)
         script = client.register_script(step.script("seen"))
-        keys = step.script_keys(FrontierKeys.for_spider(self.spider.name))
-        return [bool(flag) for flag in script(keys=keys, args=step.seen_args(fingerprints))]
+        parts = spider_parts(client, self.spider.name)
+        by_part: dict[int, list[int]] = {}
+        for index, request in enumerate(requests):
+            by_part.setdefault(part_of(site_of(request.url), len(parts)), []).append(index)
+        flags = [False] * len(requests)
+        for part, indexes in by_part.items():
+            fingerprints = [self.fingerprint(requests[i]) for i in indexes]
+            keys = step.script_keys(parts[part])
+            found = script(keys=keys, args=step.seen_args(fingerprints))
+            for index, flag in zip(indexes, found, strict=True):
+                flags[index] = bool(flag)
+        return flags

@@ -33,9 +33,17 @@ def _loader(modules: tuple[str, ...]) -> SpiderLoaderProtocol:
     return get_spider_loader(Settings({"SPIDER_MODULES": list(modules)}))
 
 
+def _modules(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """``SPIDER_MODULES`` as Scrapy's ``getlist`` reads it: a list, or a comma-separated
+    string (as ``CRAWLER_SETTING_SPIDER_MODULES`` gives it)."""
+    value = settings["SPIDER_MODULES"]
+    names = value.split(",") if isinstance(value, str) else value
+    return tuple(name.strip() for name in names if name.strip())
+
+
 def project_spiders(settings: Mapping[str, Any]) -> list[str]:
     """The spider names of the project (``SPIDER_MODULES``)."""
-    return sorted(_loader(tuple(settings["SPIDER_MODULES"])).list())
+    return sorted(_loader(_modules(settings)).list())
 
 
 def require_spider(name: str, settings: Mapping[str, Any]) -> None:
@@ -51,13 +59,13 @@ def require_spider(name: str, settings: Mapping[str, Any]) -> None:
 
 def spider_class(name: str, settings: Mapping[str, Any]) -> type[Any]:
     """The class of a spider of the project (``require_spider`` checked the name)."""
-    spider: type[Any] = _loader(tuple(settings["SPIDER_MODULES"])).load(name)
+    spider: type[Any] = _loader(_modules(settings)).load(name)
     return spider
 
 
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
     try:
-        spider_class = _loader(tuple(settings["SPIDER_MODULES"])).load(name)
+        spider_class = _loader(_modules(settings)).load(name)
     except KeyError:
         spider_class = None
     custom = {**settings, **(getattr(spider_class, "custom_settings", None) or {})}

@@ -18,7 +18,8 @@ from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.epoch import PURGED_EPOCH
-from crawler.frontier.keys import FrontierKeys, fence_pattern, node_epoch_pattern, start_pattern
+from crawler.frontier.keys import fence_pattern, frontier_parts, node_epoch_pattern, start_pattern
+from crawler.frontier.partitions import spider_parts
 from crawler.frontier.reset import (
     Acknowledged,
     live_nodes,
@@ -26,32 +27,32 @@ from crawler.frontier.reset import (
     reset_note,
     reset_wait,
     wait_for_nodes,
+    write_epoch,
 )
 from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
 from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
 
 
-def spider_keys(spider: str, *, keep_seeds: bool) -> list[str]:
-    keys = [*FrontierKeys.for_spider(spider).all(), f"{spider}:start_urls:invalid"]
+def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[str]:
+    parts = frontier_parts(spider, partitions)
+    keys = [key for part in parts for key in part.all()] + [f"{spider}:start_urls:invalid"]
     if not keep_seeds:
         keys.append(f"{spider}:start_urls")
     return keys
 
 
 def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[str]:
-    """The spider's keys that exist: the frontier's, its seeds, the start-request claims
-    of every crawl and the crawl ledgers."""
-    present = [key for key in spider_keys(spider, keep_seeds=keep_seeds) if client.exists(key)]
-    patterns = [
-        start_pattern(spider),
-        pattern_for_spider(spider),
-        fence_pattern(spider),
-        node_epoch_pattern(spider),
-    ]
+    """The spider's keys that exist: the frontier's (every part), its seeds, the
+    start-request claims of every crawl and the crawl ledgers."""
+    parts = spider_parts(client, spider)
+    keys = spider_keys(spider, keep_seeds=keep_seeds, partitions=len(parts))
+    present = [key for key in keys if client.exists(key)]
+    patterns = [start_pattern(spider), pattern_for_spider(spider)]
+    for part in parts:
+        patterns += [fence_pattern(part), node_epoch_pattern(part)]
     if not keep_seeds:  # the nodes' holds of taken seeds
-        frontier = FrontierKeys.for_spider(spider)
-        patterns.append(SeedKeys(f"{spider}:start_urls", "", frontier).holds_pattern)
+        patterns.append(SeedKeys(f"{spider}:start_urls", "", parts).holds_pattern)
     for pattern in patterns:
         present += sorted(text(key) for key in client.scan_iter(match=pattern))
     return present
@@ -74,13 +75,14 @@ def purge(
     """Delete ``present``. With ``live`` nodes, write a ``purged:`` epoch and wait up to
     ``wait`` seconds until each has reset (``crawler.frontier.reset``): they do instead of
     taking the purge for lost data, and a seed pushed next meets nodes that forgot."""
+    parts = spider_parts(client, spider)
     deleted = sum(int(client.delete(key)) for key in present)
     if not live:
         return deleted, None
-    keys = FrontierKeys.for_spider(spider)
+    client.set(parts[0].partitions, len(parts))  # the live nodes go on with their parts
     epoch = new_epoch(PURGED_EPOCH)
-    client.set(keys.epoch, epoch)
-    return deleted, wait_for_nodes(client, keys, epoch, live, wait)
+    write_epoch(client, parts, epoch)
+    return deleted, wait_for_nodes(client, parts, epoch, live, wait)
 
 
 class Command(ScrapyCommand):
@@ -109,7 +111,7 @@ class Command(ScrapyCommand):
         redis = RedisConfig.from_url(url)
         client = sync_client(redis)
         try:
-            live = live_nodes(client, FrontierKeys.for_spider(args[0]))
+            live = live_nodes(client, spider_parts(client, args[0]))
             if (why := refusal(live, args[0], force=opts.force)) is not None:
                 print(f"Not purged: {why}", file=sys.stderr)
                 self.exitcode = 1

@@ -27,7 +27,7 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.reactor import is_asyncio_reactor_installed
 
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import frontier_parts
 from crawler.node_context import NodeContext
 
 logger = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ LEASE_END_PREFIXES = ("frontier/failed/", "frontier/requeued/", "frontier/lease_
 @dataclass(frozen=True, slots=True)
 class ClusterLogStatsSettings:
     interval: float
+    partitions: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
@@ -56,7 +57,7 @@ class ClusterLogStatsSettings:
         interval = settings.getfloat("CLUSTER_LOGSTATS_INTERVAL")
         if interval <= 0:
             raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
-        return cls(interval=interval)
+        return cls(interval=interval, partitions=settings.getint("FRONTIER_PARTITIONS") or 1)
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:
@@ -97,15 +98,19 @@ def summary(
     )
 
 
-async def read_cluster(script: AsyncScript, spider: str, timeout: float) -> tuple[int, int] | None:
-    """(queue depth, live nodes) of ``spider``; None when Redis does not answer."""
-    keys = FrontierKeys.for_spider(spider)
-    try:  # one short command per interval: skipped, not queued, behind a dead Redis
-        depth, live = await asyncio.wait_for(script(keys=[keys.queue, keys.nodes]), timeout)
+async def read_cluster(
+    script: AsyncScript, spider: str, partitions: int, timeout: float
+) -> tuple[int, int] | None:
+    """(queue depth over every part, live nodes) of ``spider``; None when Redis does not
+    answer. Every node beats in every part: part 0 counts the live nodes."""
+    parts = frontier_parts(spider, partitions)
+    calls = (script(keys=[keys.queue, keys.nodes]) for keys in parts)
+    try:  # one short command per part and interval: skipped, not queued, behind a dead Redis
+        replies = await asyncio.wait_for(asyncio.gather(*calls), timeout)
     except (RedisError, OSError, TimeoutError) as exc:
         logger.debug("Cluster stats: Redis did not answer: %s", exc)
         return None
-    return int(depth), int(live)
+    return sum(int(depth) for depth, _ in replies), int(replies[0][1])
 
 
 class ClusterLogStats:
@@ -141,7 +146,9 @@ class ClusterLogStats:
         previous = (0, 0)
         while True:
             await asyncio.sleep(self.settings.interval)
-            cluster = await read_cluster(script, spider, min(5.0, self.settings.interval))
+            cluster = await read_cluster(
+                script, spider, self.settings.partitions, min(5.0, self.settings.interval)
+            )
             stats = dict(self.stats.get_stats())
             line = summary(node_id, stats, previous, self.settings.interval, cluster)
             logger.info("%s", line)

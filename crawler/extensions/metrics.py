@@ -162,7 +162,8 @@ class PrometheusMetrics:
                 socket_connect_timeout=REDIS_TIMEOUT,
             )
             platform = getattr(crawler.spidercls, "session_platform", None)
-            self.cluster = ClusterReader(client, self.labels["spider"], platform)
+            partitions = crawler.settings.getint("FRONTIER_PARTITIONS") or 1
+            self.cluster = ClusterReader(client, self.labels["spider"], platform, partitions)
         registry = CollectorRegistry(auto_describe=False)
         # Scrapes run in the server's thread: copy the dict (atomic under the GIL).
         registry.register(StatsMetrics(lambda: dict(stats.get_stats()), self.labels))

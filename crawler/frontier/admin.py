@@ -20,7 +20,8 @@ import orjson
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
-from crawler.frontier.keys import FrontierKeys, glob_escape
+from crawler.frontier.keys import glob_escape
+from crawler.frontier.partitions import spider_parts
 from crawler.lua import script_text, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
@@ -132,7 +133,8 @@ class FrontierAdmin:
     ) -> None:
         self.redis = client
         self.spider = spider
-        self.keys = FrontierKeys.for_spider(spider)
+        self.parts = spider_parts(client, spider)
+        self.keys = self.parts[0]  # the spider's own keys: incidents, the server clock
         self.seeds_key = seeds_key % {"name": spider}
         self.invalid_key = invalid_key % {"name": spider}
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
@@ -141,43 +143,48 @@ class FrontierAdmin:
         self._requeue = client.register_script(script_text("crawler.frontier", "requeue"))
 
     def snapshot(self) -> Snapshot:
+        """The spider's state now, summed over every part of its frontier."""
         k = self.keys
         now_ms = server_time_ms(self.redis, k.queue)
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(k.queue)
-            pipe.zrange(k.leases, 0, -1, withscores=True)
-            pipe.hvals(k.inflight)
-            pipe.hlen(k.failed)
             pipe.llen(self.invalid_key)
             pipe.llen(self.seeds_key)
-            pipe.zrange(k.nodes, 0, -1, withscores=True)
             pipe.lrange(k.incidents, -INCIDENTS_SHOWN, -1)
-            queued, leases, inflight, failed, invalid, seeds, nodes, incidents = pipe.execute()
+            for part in self.parts:
+                pipe.zcard(part.queue)
+                pipe.zrange(part.leases, 0, -1, withscores=True)
+                pipe.hvals(part.inflight)
+                pipe.hlen(part.failed)
+                pipe.zrange(part.nodes, 0, -1, withscores=True)
+            invalid, seeds, incidents, *counts = pipe.execute()
+        queued = sum(int(n) for n in counts[0::5])
+        leases = [lease for found in counts[1::5] for lease in found]
+        per_node = leases_per_node(record for found in counts[2::5] for record in found)
+        nodes: dict[str, float] = {}  # every node beats in every part: its latest beat counts
+        for found in counts[4::5]:
+            for node, alive_until in found:
+                nodes[text(node)] = max(alive_until, nodes.get(text(node), alive_until))
         dedup = [
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
-            for d in dedup_summary(self.redis, k)
+            for d in dedup_summary(self.redis, self.parts)
         ]
-        per_node = leases_per_node(inflight)
         return Snapshot(
             spider=self.spider,
             server_time=now_ms / 1000,
-            queued=int(queued),
+            queued=queued,
             leased=len(leases),
             expired=sum(1 for _, deadline in leases if deadline <= now_ms),
             dedup=sum(mode["entries"] for mode in dedup),
             dedup_modes=dedup,
-            failed=int(failed),
+            failed=sum(int(n) for n in counts[3::5]),
             failed_by_reason=self._failed_reasons(),
             invalid_seeds=int(invalid),
             invalid_by_reason=self._invalid_reasons(),
             seeds_waiting=int(seeds),
-            nodes=sorted(
-                (
-                    self._node(text(node), alive_until, now_ms, per_node)
-                    for node, alive_until in nodes
-                ),
-                key=lambda info: info["node"],
-            ),
+            nodes=[
+                self._node(node, alive_until, now_ms, per_node)
+                for node, alive_until in sorted(nodes.items())
+            ],
             politeness=self._politeness(now_ms),
             incidents=[orjson.loads(record) for record in incidents],
         )
@@ -201,7 +208,8 @@ class FrontierAdmin:
     def _failed_reasons(self) -> dict[str, int]:
         reasons = Counter(
             _reason(record)
-            for _, record in self.redis.hscan_iter(self.keys.failed, count=SCAN_COUNT)
+            for part in self.parts
+            for _, record in self.redis.hscan_iter(part.failed, count=SCAN_COUNT)
         )
         return dict(reasons.most_common())
 
@@ -273,10 +281,21 @@ class FrontierAdmin:
         )
 
     def requeue_expired(self, crawl_id: str | None = None) -> int:
-        """Return every expired lease to the queue now; count them in the crawl's ledger."""
-        keys = [self.keys.leases, self.keys.inflight, self.keys.queue]
-        if crawl_id is not None:
-            keys.append(LedgerKeys.for_crawl(self.spider, crawl_id).total)
+        """Return every expired lease to the queue now (every part); count them in the
+        crawl's ledger (in the same step in part 0, whose hash tag the ledger shares)."""
+        ledger = LedgerKeys.for_crawl(self.spider, crawl_id).total if crawl_id else None
+        total = 0
+        for part in self.parts:
+            keys = [part.leases, part.inflight, part.queue]
+            if ledger is not None and part.part == 0:
+                keys.append(ledger)
+            returned = self._requeue_part(keys)
+            if ledger is not None and part.part and returned:
+                self.redis.hincrby(ledger, "reclaimed", returned)
+            total += returned
+        return total
+
+    def _requeue_part(self, keys: list[str]) -> int:
         total = 0
         while True:
             returned, examined = self._requeue(keys=keys, args=[REQUEUE_BATCH])

@@ -8,6 +8,7 @@ hash, or done (gone). Times are Redis server time, never the client's clock.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ class NewRequest:
     score: float  # queue order: lower first (the negated priority)
     body: bytes
     force: bool = False  # enqueue even if seen, but record the fingerprint (seeds)
+    site: str = ""  # the URL's host: which part of a partitioned frontier holds it
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +65,26 @@ class Heartbeat:
     epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
 
 
-async def pending_requests(client: AsyncRedis, keys: FrontierKeys) -> int:
-    """Requests queued or leased by any node (one round trip)."""
+def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
+    return sum(int(n) for n in counts[0::2]), sum(int(n) for n in counts[1::2])
+
+
+async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
+    """Requests queued or leased by any node, in every part (one round trip)."""
     async with client.pipeline(transaction=False) as pipe:
-        pipe.zcard(keys.queue)
-        pipe.zcard(keys.leases)
-        queued, leased = await pipe.execute()
-    return int(queued) + int(leased)
+        for keys in parts:
+            pipe.zcard(keys.queue)
+            pipe.zcard(keys.leases)
+        return sum(_queued_and_leased(await pipe.execute()))
 
 
-def pending_requests_sync(client: SyncRedis, keys: FrontierKeys) -> tuple[int, int]:
-    """Requests queued, and leased by any node (operator tools)."""
+def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> tuple[int, int]:
+    """Requests queued, and leased by any node, in every part (operator tools)."""
     with client.pipeline(transaction=False) as pipe:
-        pipe.zcard(keys.queue)
-        pipe.zcard(keys.leases)
-        queued, leased = pipe.execute()
-    return int(queued), int(leased)
+        for keys in parts:
+            pipe.zcard(keys.queue)
+            pipe.zcard(keys.leases)
+        return _queued_and_leased(pipe.execute())
 
 
 class FrontierClient:
@@ -102,6 +108,7 @@ class FrontierClient:
         self._complete_keys = self.dedup.script_keys(keys)
         self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
         self._release = client.register_script(script_text("crawler.frontier", "release"))
+        self.queued = 0  # requests left in the queue after this node's last lease call
 
     async def lease(self, count: int, lease_ms: int, call: str = "") -> list[Lease]:
         """Lease up to ``count`` requests. Sent again with the same ``call`` id (after a
@@ -111,6 +118,7 @@ class FrontierClient:
             keys=[k.queue, k.data, k.leases, k.inflight, k.lease_fence(self.node_id)],
             args=[self.node_id, count, lease_ms, call or uuid.uuid4().hex],
         )
+        self.queued = int(flat.pop())
         return [Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     async def complete(
@@ -213,7 +221,7 @@ class FrontierClient:
 
     async def pending(self) -> int:
         """Requests queued or leased by any node."""
-        return await pending_requests(self.redis, self.keys)
+        return await pending_requests(self.redis, [self.keys])
 
     async def aclose(self) -> None:
         await self.redis.aclose()

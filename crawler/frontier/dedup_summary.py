@@ -6,6 +6,7 @@ mode whose keys exist (one, unless a crawl changed mode).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawler.frontier.dedup_bloom import BloomState
@@ -22,8 +23,26 @@ class DedupSummary:
     fp_rate: float  # estimated chance that a new URL is taken for a seen one (0: exact modes)
 
 
-def dedup_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
-    """One summary per dedup mode with keys in Redis (a few commands, none scans)."""
+def dedup_summary(client: SyncRedis, parts: Sequence[FrontierKeys]) -> list[DedupSummary]:
+    """One summary per dedup mode with keys in Redis, over every part of the frontier
+    (entries and bytes summed; a Bloom filter's fill and rate are its fullest part's)."""
+    merged: dict[str, DedupSummary] = {}
+    for keys in parts:
+        for part in _part_summary(client, keys):
+            seen = merged.get(part.mode)
+            merged[part.mode] = part if seen is None else _merged(seen, part)
+    return list(merged.values())
+
+
+def _merged(a: DedupSummary, b: DedupSummary) -> DedupSummary:
+    fill = None if b.fill is None else max(b.fill, a.fill or 0.0)
+    return DedupSummary(
+        a.mode, a.entries + b.entries, a.bytes + b.bytes, fill, max(a.fp_rate, b.fp_rate)
+    )
+
+
+def _part_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
+    """One summary per dedup mode with keys in one part (a few commands, none scans)."""
     with client.pipeline(transaction=False) as pipe:
         pipe.scard(keys.dupefilter)
         pipe.zcard(keys.dupefilter_ttl)

@@ -24,12 +24,23 @@ from dataclasses import dataclass
 import orjson
 
 from crawler.frontier import codec
-from crawler.frontier.client import FrontierClient, NewRequest
+from crawler.frontier.client import NewRequest
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.scope import site_of
 
 logger = logging.getLogger(__name__)
 
 PURGED_EPOCH = "purged:"  # the prefix of the epoch a forced purge writes
 RECRAWL_EPOCH = "recrawl:"  # ``crawler seed --recrawl``: the dedup was emptied, keep the work
+
+
+def operator_reset(epoch: str) -> str | None:
+    """The reset an operator wrote into some part of ``epoch`` (``PURGED_EPOCH`` or
+    ``RECRAWL_EPOCH``; a reset writes every part, a node may see it half written)."""
+    for prefix in (PURGED_EPOCH, RECRAWL_EPOCH):
+        if any(part.startswith(prefix) for part in epoch.split(" ")):
+            return prefix
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,25 +49,29 @@ class Recovery:
     requeued: int
 
 
-def _score(body: bytes) -> float:
+def _requeued(body: bytes) -> NewRequest:
+    """A held request, queued again in the part of its site with its priority."""
     try:
-        priority = codec.loads(body).get("priority", 0)
-        return -float(priority)
+        stored = codec.loads(body)
+        score, site = -float(stored.get("priority", 0)), site_of(str(stored.get("url", "")))
     except (ValueError, TypeError, AttributeError):
-        return 0.0
+        score, site = 0.0, ""
+    return NewRequest(fingerprint="", score=score, body=body, site=site)
 
 
-async def recover(client: FrontierClient, known: str, found: str, held: list[bytes]) -> Recovery:
-    """The frontier's epoch is ``found`` ("" = none), not ``known``: adopt it, record the
-    incident and re-enqueue ``held`` (the request bodies this node holds)."""
-    epoch = found or await client.open_epoch()
+async def recover(
+    client: PartitionedFrontier, known: str, found: str, held: list[bytes]
+) -> Recovery:
+    """The frontier's epoch is ``found`` ("" for a part = none), not ``known``: adopt it,
+    record the incident and re-enqueue ``held`` (the request bodies this node holds)."""
+    epoch = found if client.whole(found) else await client.open_epoch()
     logger.error(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
         "persistence, flushed or replaced. Re-enqueuing the %d requests this node holds; "
         "requests that were only queued are lost (crawler status shows the incident)",
         client.keys.queue,
         known,
-        epoch if found else f"{epoch} (new)",
+        epoch if client.whole(found) else f"{epoch} (new)",
         len(held),
     )
     await client.record_incident(
@@ -72,6 +87,5 @@ async def recover(client: FrontierClient, known: str, found: str, held: list[byt
         )
     )
     if held:
-        requests = [NewRequest(fingerprint="", score=_score(body), body=body) for body in held]
-        await client.complete(None, "done", requests)
+        await client.complete(None, "done", [_requeued(body) for body in held])
     return Recovery(epoch=epoch, requeued=len(held))

@@ -1,7 +1,8 @@
 """``FrontierInspector``: the queue, failed requests and leases of one spider, request by
 request (``crawler queue``, ``crawler failed``, ``crawler leases``; no Scrapy).
 
-Keys as in docs/redis-keys.md, all under the spider's hash tag (one slot of a Redis Cluster).
+Keys as in docs/redis-keys.md, each part's under its hash tag (``PartInspector``);
+``FrontierInspector`` looks at every part of the spider's frontier.
 Collections that can grow large are walked with ZSCAN/HSCAN (or ZRANGE by rank) in steps of
 ``SCAN_COUNT``, their request JSON fetched per step, so memory stays bounded by one step plus
 what is returned. ``retry`` moves a failure record back into the queue with
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import part_of, spider_parts
 from crawler.lua import script_text, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 from crawler.scope import site_of
@@ -95,11 +97,12 @@ def _queued(request_id: str, score: float, body: bytes | str | None) -> QueuedRe
     )
 
 
-class FrontierInspector:
-    def __init__(self, client: SyncRedis, spider: str) -> None:
+class PartInspector:
+    """One part of a spider's frontier (the whole frontier of an unpartitioned spider)."""
+
+    def __init__(self, client: SyncRedis, keys: FrontierKeys) -> None:
         self.redis = client
-        self.spider = spider
-        self.keys = FrontierKeys.for_spider(spider)
+        self.keys = keys
         self._retry = client.register_script(script_text("crawler.frontier", "retry_failed"))
 
     def _with_bodies(self, reply: Any) -> list[QueuedRequest]:
@@ -182,7 +185,8 @@ class FrontierInspector:
         return dropped
 
     def leases(self, lease_ms: int) -> list[NodeLeases]:
-        """Leases per node; a lease's age is estimated as now - (deadline - ``lease_ms``)."""
+        """Leases per node; a lease's age is estimated as now - (deadline - ``lease_ms``).
+        The URLs are those of the node's oldest leases, with their deadlines first."""
         k = self.keys
         now_ms = server_time_ms(self.redis, k.leases)
         nodes: dict[str, NodeLeases] = {}
@@ -213,4 +217,69 @@ class FrontierInspector:
             nodes[node].urls = [str(_request(body).get("url", NO_DATA)) for body in bodies]
             taken_ms = -by_age[0][0] - lease_ms
             nodes[node].oldest_age = round(max(0.0, now_ms - taken_ms) / 1000, 3)
+        return sorted(nodes.values(), key=lambda held: held.node)
+
+
+class FrontierInspector:
+    """Every part of a spider's frontier, as one: heads merged in lease order, counts summed.
+    With more than one part, a failure record's id is ``<part>/<id>``."""
+
+    def __init__(self, client: SyncRedis, spider: str) -> None:
+        self.spider = spider
+        self.parts = [PartInspector(client, keys) for keys in spider_parts(client, spider)]
+        self.queue_key = self.parts[0].keys.queue + ("" if len(self.parts) == 1 else " (and parts)")
+
+    def _record_id(self, part: int, record_id: str) -> str:
+        return record_id if len(self.parts) == 1 else f"{part}/{record_id}"
+
+    def _part(self, record_id: str) -> tuple[PartInspector, str]:
+        if len(self.parts) == 1:
+            return self.parts[0], record_id
+        part, _, raw = record_id.partition("/")
+        return self.parts[int(part)], raw
+
+    def queue_head(self, top: int, site: str | None = None, limit: int = 0) -> list[QueuedRequest]:
+        """The first ``top`` requests nodes will lease (each part's head, merged by priority;
+        of ``site`` only if given, in the one part that holds it)."""
+        parts = self.parts if site is None else [self.parts[part_of(site, len(self.parts))]]
+        heads = [part.queue_head(top, site, limit) for part in parts]
+        return heapq.nsmallest(top, (r for head in heads for r in head), key=lambda r: -r.priority)
+
+    def site_counts(self, limit: int = 0) -> SiteCounts:
+        """Queued requests per site over every part (``limit`` entries at most per part)."""
+        counts: Counter[str] = Counter()
+        scanned = queued = 0
+        for part in self.parts:
+            found = part.site_counts(limit)
+            counts.update(found.sites)
+            scanned += found.scanned
+            queued += found.queued
+        return SiteCounts(dict(counts.most_common()), scanned, queued)
+
+    def failed(self, reason_prefix: str = "") -> Iterator[FailedRecord]:
+        for index, part in enumerate(self.parts):
+            for record in part.failed(reason_prefix):
+                yield FailedRecord(self._record_id(index, record.id), record.stored, record.fields)
+
+    def retry(self, record: FailedRecord) -> str:
+        part, raw = self._part(record.id)
+        return part.retry(FailedRecord(raw, record.stored, record.fields))
+
+    def drop(self, ids: Sequence[str]) -> int:
+        by_part: dict[int, list[str]] = {}
+        for record_id in ids:
+            part, raw = self._part(record_id)
+            by_part.setdefault(self.parts.index(part), []).append(raw)
+        return sum(self.parts[index].drop(raw) for index, raw in by_part.items())
+
+    def leases(self, lease_ms: int) -> list[NodeLeases]:
+        nodes: dict[str, NodeLeases] = {}
+        for part in self.parts:
+            for found in part.leases(lease_ms):
+                held = nodes.setdefault(found.node, NodeLeases(found.node))
+                if found.oldest_age > held.oldest_age:
+                    held.urls = found.urls
+                held.leases += found.leases
+                held.expired += found.expired
+                held.oldest_age = max(held.oldest_age, found.oldest_age)
         return sorted(nodes.values(), key=lambda held: held.node)

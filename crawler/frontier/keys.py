@@ -1,13 +1,24 @@
 """Redis key names of one spider's frontier (layout in docs/redis-keys.md).
 
-Every frontier key carries the hash tag ``{<spider>}`` so the Lua scripts, which
-touch several keys at once, also run on a Redis Cluster. The seed list keeps
-the plain name ``<spider>:start_urls`` users already push to.
+Every frontier key carries the hash tag of its part so the Lua scripts, which
+touch several keys at once, also run on a Redis Cluster: ``{<spider>}`` for part 0
+(the whole frontier of an unpartitioned spider), ``{<spider>#<n>}`` (or
+``{<spider>#<n>.<k>}``) for part n of a spider split into ``FRONTIER_PARTITIONS``
+parts. The tags are chosen so that the parts' hash slots fall in evenly spaced
+ranges of the 16384 slots (:func:`part_tag`): a cluster whose masters hold equal
+ranges of slots, as ``redis-cli --cluster create`` makes them, gets equal shares of
+the parts. ``{<spider>}:partitions`` holds the count a crawl started with.
+The seed list keeps the plain name ``<spider>:start_urls`` users already push to.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
+
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS as SLOTS
+from redis.crc import key_slot
 
 from crawler.frontier.dedup_bloom import MAX_CHUNKS
 
@@ -29,10 +40,13 @@ class FrontierKeys:
     epoch: str  # the frontier's identity: a wiped or replaced Redis has another or none
     incidents: str  # list of JSON records: frontier state found lost, by whom, what was redone
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
+    partitions: str  # the number of parts the crawl started with (read in part 0)
+    tag: str  # the part's hash tag, braces included
+    part: int = 0
 
     @classmethod
-    def for_spider(cls, spider: str) -> FrontierKeys:
-        tag = f"{{{spider}}}"
+    def for_spider(cls, spider: str, part: int = 0, count: int = 1) -> FrontierKeys:
+        tag = part_tag(spider, part, count)
         return cls(
             queue=f"{tag}:queue",
             data=f"{tag}:data",
@@ -49,6 +63,9 @@ class FrontierKeys:
             epoch=f"{tag}:epoch",
             incidents=f"{tag}:incidents",
             start_prefix=f"{tag}:start:",
+            partitions=f"{tag}:partitions",
+            tag=tag,
+            part=part,
         )
 
     def lease_fence(self, node_id: str) -> str:
@@ -81,7 +98,30 @@ class FrontierKeys:
             self.failed,
             self.epoch,
             self.incidents,
+            self.partitions,
         )
+
+
+def _slot_range(tag: str, count: int) -> int:
+    """Which of ``count`` equal ranges of the hash slots ``tag`` (braces included) is in."""
+    return key_slot(tag[1:-1].encode()) * count // SLOTS
+
+
+@functools.cache
+def part_tag(spider: str, part: int = 0, count: int = 1) -> str:
+    """The hash tag of part ``part`` of ``count``: part 0's is ``{<spider>}``; part n's is
+    the first of ``{<spider>#<n>}``, ``{<spider>#<n>.1}``, ... in the n-th slot range after
+    part 0's, so the parts' slots are evenly spread (the same on every node)."""
+    if part == 0:
+        return f"{{{spider}}}"
+    target = (_slot_range(f"{{{spider}}}", count) + part) % count
+    candidates = (f"{{{spider}#{part}{f'.{k}' if k else ''}}}" for k in itertools.count())
+    return next(tag for tag in candidates if _slot_range(tag, count) == target)
+
+
+def frontier_parts(spider: str, count: int) -> tuple[FrontierKeys, ...]:
+    """The keys of every part of a spider's frontier split into ``count`` parts."""
+    return tuple(FrontierKeys.for_spider(spider, part, count) for part in range(count))
 
 
 def glob_escape(text: str) -> str:
@@ -89,14 +129,14 @@ def glob_escape(text: str) -> str:
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
-def fence_pattern(spider: str) -> str:
-    """SCAN pattern of the lease fences of every node of a spider."""
-    return f"{{{glob_escape(spider)}}}:fence:*"
+def fence_pattern(keys: FrontierKeys) -> str:
+    """SCAN pattern of the lease fences of every node in a part of a spider's frontier."""
+    return f"{glob_escape(keys.tag)}:fence:*"
 
 
-def node_epoch_pattern(spider: str) -> str:
-    """SCAN pattern of the epochs the nodes of a spider last beat in."""
-    return f"{{{glob_escape(spider)}}}:epoch:*"
+def node_epoch_pattern(keys: FrontierKeys) -> str:
+    """SCAN pattern of the epochs the nodes of a spider last beat in, in one part."""
+    return f"{glob_escape(keys.tag)}:epoch:*"
 
 
 def start_pattern(spider: str) -> str:

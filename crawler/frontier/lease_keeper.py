@@ -18,8 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawler.frontier.client import FrontierClient, Heartbeat
-from crawler.frontier.epoch import PURGED_EPOCH, RECRAWL_EPOCH, recover
+from crawler.frontier.client import Heartbeat
+from crawler.frontier.epoch import RECRAWL_EPOCH, operator_reset, recover
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitions import PartitionsChanged
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
@@ -54,6 +56,9 @@ class Holder(Protocol):
     def after_beat(self) -> None:
         """Once per heartbeat, whatever happened (the idle sweep of stragglers)."""
 
+    def refuse(self, reason: PartitionsChanged) -> None:
+        """The frontier can't be used as this node is configured: stop the node."""
+
 
 @dataclass(frozen=True, slots=True)
 class Timing:
@@ -65,7 +70,7 @@ class Timing:
 class LeaseKeeper:
     def __init__(
         self,
-        client: FrontierClient,
+        client: PartitionedFrontier,
         holder: Holder,
         guard: OutageGuard,
         stats: Stats,
@@ -83,7 +88,11 @@ class LeaseKeeper:
     async def run(self) -> None:
         timing = self.timing
         if not self.epoch:
-            self.epoch = await self.guard.run(self.client.open_epoch)
+            try:
+                self.epoch = await self.guard.run(self.client.open_epoch)
+            except PartitionsChanged as exc:
+                self.holder.refuse(exc)
+                return
         while True:
             try:
                 beat = await self.client.heartbeat(
@@ -121,7 +130,7 @@ class LeaseKeeper:
         """Redis lost the frontier's data: re-enqueue what this node holds. An operator's
         purge (``crawler purge --force`` writes a ``purged:`` epoch) is not a loss: what the
         node holds is dropped instead; a recrawl (``recrawl:``) only empties its seen-cache."""
-        if found.startswith((RECRAWL_EPOCH, PURGED_EPOCH)):
+        if operator_reset(found) is not None:
             self._operator_reset(found)
             return
         recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
@@ -133,7 +142,7 @@ class LeaseKeeper:
     def _operator_reset(self, found: str) -> None:
         """Adopt the epoch an operator's reset wrote; a recrawl keeps the work held."""
         self.epoch = found
-        if found.startswith(RECRAWL_EPOCH):
+        if operator_reset(found) == RECRAWL_EPOCH:
             self.holder.forget_seen()
             self.stats.inc_value("frontier/recrawl")
             what = "forgot every URL it had seen (crawler seed --recrawl): forgot this node's"

@@ -20,6 +20,7 @@ from scrapy.utils.request import request_from_dict
 from crawler.frontier import codec
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
+from crawler.scope import site_of
 from crawler.url_credentials import mask_secrets
 
 
@@ -67,7 +68,8 @@ class RequestStore:
         """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
         body = codec.dumps(request.to_dict(spider=self.spider))
         score = -float(request.priority)
-        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed)
+        site = site_of(request.url)
+        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""

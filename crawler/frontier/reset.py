@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawler.frontier.epoch import RECRAWL_EPOCH
@@ -31,25 +32,38 @@ class Acknowledged:
     late: list[str]  # live nodes that did not within the timeout
 
 
-def live_nodes(client: SyncRedis, keys: FrontierKeys) -> list[str]:
-    """Nodes whose heartbeat is still current (Redis time)."""
-    now = server_time_ms(client, keys.nodes)
-    return [text(node) for node in client.zrangebyscore(keys.nodes, now, "+inf")]
+def live_nodes(client: SyncRedis, parts: Sequence[FrontierKeys]) -> list[str]:
+    """Nodes whose heartbeat is still current (Redis time) in some part, sorted."""
+    live: set[str] = set()
+    for keys in parts:
+        now = server_time_ms(client, keys.nodes)
+        live.update(text(node) for node in client.zrangebyscore(keys.nodes, now, "+inf"))
+    return sorted(live)
 
 
 def new_epoch(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex}"
 
 
+def write_epoch(client: SyncRedis, parts: Sequence[FrontierKeys], epoch: str) -> None:
+    for keys in parts:
+        client.set(keys.epoch, epoch)
+
+
+def _beat_in(client: SyncRedis, parts: Sequence[FrontierKeys], epoch: str, node: str) -> bool:
+    """``node`` beat in ``epoch`` in every part."""
+    return all(text(client.get(keys.node_epoch(node))) == epoch for keys in parts)
+
+
 def wait_for_nodes(
-    client: SyncRedis, keys: FrontierKeys, epoch: str, nodes: list[str], timeout: float
+    client: SyncRedis, parts: Sequence[FrontierKeys], epoch: str, nodes: list[str], timeout: float
 ) -> Acknowledged:
-    """Wait until each of ``nodes`` beat in ``epoch`` (or ``timeout`` seconds passed)."""
+    """Wait until each of ``nodes`` beat in ``epoch`` in every part (or ``timeout`` seconds
+    passed)."""
     deadline = time.monotonic() + timeout
     waiting = list(nodes)
     while waiting:
-        beat_in = client.mget([keys.node_epoch(node) for node in waiting])
-        waiting = [node for node, seen in zip(waiting, beat_in, strict=True) if text(seen) != epoch]
+        waiting = [node for node in waiting if not _beat_in(client, parts, epoch, node)]
         if not waiting or time.monotonic() >= deadline:
             break
         time.sleep(POLL_SECONDS)
@@ -74,12 +88,14 @@ def reset_note(acknowledged: Acknowledged | None) -> str:
     return note
 
 
-def forget_seen(client: SyncRedis, keys: FrontierKeys, wait: float) -> Acknowledged:
-    """Empty the frontier's dedup (every mode's keys) for a recrawl and write a ``recrawl:``
-    epoch; then wait up to ``wait`` seconds for the live nodes to forget their seen-caches.
-    The caller checked that nothing is queued or leased (it would be fetched twice)."""
-    live = live_nodes(client, keys)
+def forget_seen(client: SyncRedis, parts: Sequence[FrontierKeys], wait: float) -> Acknowledged:
+    """Empty the frontier's dedup (every mode's keys, every part) for a recrawl and write a
+    ``recrawl:`` epoch; then wait up to ``wait`` seconds for the live nodes to forget their
+    seen-caches. The caller checked that nothing is queued or leased (it would be fetched
+    twice)."""
+    live = live_nodes(client, parts)
     epoch = new_epoch(RECRAWL_EPOCH)
-    client.delete(*keys.dedup_keys())
-    client.set(keys.epoch, epoch)
-    return wait_for_nodes(client, keys, epoch, live, wait)
+    for keys in parts:
+        client.delete(*keys.dedup_keys())
+    write_epoch(client, parts, epoch)
+    return wait_for_nodes(client, parts, epoch, live, wait)

@@ -35,8 +35,10 @@ from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Completion, Finish, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.request_store import RequestStore, failure_record
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
@@ -80,7 +82,9 @@ class LeasingScheduler:
         self._empty_until = 0.0
         self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
         self._closing = False
-        self._client: FrontierClient | None = None
+        self._client: PartitionedFrontier | None = None
+        self._refused = False
+        self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
@@ -92,7 +96,7 @@ class LeasingScheduler:
         return cls(crawler)
 
     @property
-    def client(self) -> FrontierClient:
+    def client(self) -> PartitionedFrontier:
         if self._client is None:
             raise RuntimeError("LeasingScheduler used before open()")
         return self._client
@@ -101,14 +105,17 @@ class LeasingScheduler:
 
     def open(self, spider: Spider) -> None:
         self._store = RequestStore(self.crawler, spider)
-        keys = FrontierKeys.for_spider(spider.name)
-        self._client = FrontierClient(
-            self.context.redis,
-            keys,
-            self.node_id,
-            self.settings.dedup,
-            link_check=self.settings.link_check,
-        )
+        parts = [
+            FrontierClient(
+                self.context.redis,
+                keys,
+                self.node_id,
+                self.settings.dedup,
+                link_check=self.settings.link_check,
+            )
+            for keys in frontier_parts(spider.name, self.settings.partitions)
+        ]
+        self._client = PartitionedFrontier(spider.name, parts)
         self.context.tracker = self.tracker
         timing = Timing(
             self.settings.lease_timeout,
@@ -117,10 +124,11 @@ class LeasingScheduler:
         )
         keeper = self._keeper = LeaseKeeper(self._client, self, self.guard, self.stats, timing)
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
-        self._spawn(self._check_dedup_keys())
+        self._spawn(self._check_frontier())
         logger.info(
-            "Frontier %s on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
-            keys.queue,
+            "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
+            self._client.keys.queue,
+            self.settings.partitions,
             self.context.config.display,
             self.node_id,
             self.settings.lease_timeout,
@@ -247,7 +255,9 @@ class LeasingScheduler:
         return await self.guard.run(op, deadline=deadline)
 
     def _maybe_refill(self) -> None:
-        if self._refilling or self._closing or time.monotonic() < self._empty_until:
+        if self._refilling or self._closing or self._refused:
+            return
+        if time.monotonic() < self._empty_until:
             return
         if self._keeper is not None and self._keeper.stale():
             return  # this node's leases may be other nodes' by now: take no more
@@ -261,6 +271,9 @@ class LeasingScheduler:
             lease_ms = int(self.settings.lease_timeout * 1000)
             call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
             leases = await self._guarded(lambda: self.client.lease(want, lease_ms, call))
+        except PartitionsChanged as exc:
+            self.refuse(exc)
+            return
         finally:
             self._refilling = False
         if not leases:
@@ -282,19 +295,39 @@ class LeasingScheduler:
         batch, self._fresh = self._fresh, []
         waiters, self._fresh_waiters = self._fresh_waiters, []
         states, self._finishing = self._finishing, []
-        if batch or states:
-            finishes = [
-                Finish(state.lease_id, state.outcome, failure_record(state, self.node_id))
+        if (batch or states) and not self._refused:
+            settled = [
+                (
+                    Finish(state.lease_id, state.outcome, failure_record(state, self.node_id)),
+                    state.children,
+                )
                 for state in states
             ]
             children = batch + [child for state in states for child in state.children]
-            result = await self._guarded(lambda: self.client.complete_many(finishes, children))
+            try:
+                result = await self._guarded(lambda: self.client.complete_turn(batch, settled))
+            except PartitionsChanged as exc:
+                self.refuse(exc)
+                return
             self.stats.inc_value("frontier/writes")
             self._count_children(result, children)
             for state, status in zip(states, result.statuses, strict=True):
                 self._settled(state, status)
         for lease_id in waiters:
             self.tracker.release(lease_id)
+
+    def refuse(self, reason: PartitionsChanged) -> None:
+        """This node's ``FRONTIER_PARTITIONS`` is not its crawl's: take and write nothing, stop."""
+        if self._refused:
+            return
+        self._refused = True
+        self.context.frontier_checked(usable=False)
+        self._buffer.clear()
+        self.stats.inc_value("frontier/refused/partitions")
+        logger.error("Node refused: %s", reason)
+        assert self.crawler.engine is not None
+        close = self.crawler.engine.close_spider_async(reason="frontier_partitions_changed")
+        self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
 
     def _on_complete(self, state: LeaseState) -> None:
         self._write_this_turn()
@@ -319,7 +352,14 @@ class LeasingScheduler:
                 wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
         self.dedup_report.completed(result, children)
 
-    async def _check_dedup_keys(self) -> None:
+    async def _check_frontier(self) -> None:
+        """Claim the partition count (or refuse the node), then look for other dedup modes."""
+        try:
+            await self._guarded(self.client.claim)
+        except PartitionsChanged as exc:
+            self.refuse(exc)
+            return
+        self.context.frontier_checked(usable=True)
         try:
             others = await self.client.other_dedup_keys()
         except RedisError:

@@ -49,7 +49,7 @@ def slot_tag(key: str) -> str:
 class SeedKeys:
     seeds: str
     invalid: str
-    frontier: FrontierKeys
+    frontier: tuple[FrontierKeys, ...]  # every part of the spider's frontier
 
     @property
     def takers(self) -> str:

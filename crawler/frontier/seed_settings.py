@@ -15,7 +15,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.settings_values import get_typed_list, text
 
 
@@ -41,7 +41,7 @@ class SeedSettings:
     redis_url: str
     seeds_key: str
     invalid_key: str
-    frontier: FrontierKeys
+    frontier: tuple[FrontierKeys, ...]  # every part of the spider's frontier
     source: SeedSource
     batch_size: int
     encoding: str
@@ -69,7 +69,7 @@ class SeedSettings:
             redis_url=settings.get("REDIS_URL") or "",
             seeds_key=_format_key(key_setting, key_template, name),
             invalid_key=_format_key("SEEDS_INVALID_KEY", settings.get("SEEDS_INVALID_KEY"), name),
-            frontier=FrontierKeys.for_spider(name),
+            frontier=frontier_parts(name, settings.getint("FRONTIER_PARTITIONS") or 1),
             source=_source(settings.get("SEEDS_TYPE")),
             batch_size=(
                 _number("redis_batch_size", batch, int)

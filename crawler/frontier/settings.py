@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.partitions import check_partitions
 
 
 def _link_check(settings: BaseSettings) -> bool:
@@ -31,6 +32,7 @@ class FrontierSettings:
     close_timeout: float
     seen_cache: int
     link_check: bool
+    partitions: int
     dedup: DedupConfig
 
     @classmethod
@@ -45,6 +47,7 @@ class FrontierSettings:
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
             link_check=_link_check(settings),
+            partitions=settings.getint("FRONTIER_PARTITIONS"),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),
                 ttl=settings.getint("FRONTIER_DEDUP_TTL"),
@@ -75,5 +78,6 @@ class FrontierSettings:
             raise ValueError(f"FRONTIER_SEEN_CACHE={self.seen_cache} must be >= 0")
         if self.idle_poll <= 0:
             raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
+        check_partitions(self.partitions)
         if self.close_timeout < 0:
             raise ValueError(f"FRONTIER_CLOSE_TIMEOUT={self.close_timeout} must be >= 0")

@@ -1,7 +1,8 @@
 """The shared state of a spider's cluster, read from Redis at scrape time (no Scrapy).
 
-One Lua call (every key shares the spider's hash tag) counts the queue, the leases, the
-expired ones and the live nodes on Redis server time; a spider with a
+One Lua call per part of the spider's frontier (each part's keys share its hash tag)
+counts the queue, the leases, the expired ones and the live nodes on Redis server time
+(every node beats in every part: part 0 counts the nodes); a spider with a
 ``session_platform`` adds a census of its accounts by health. The metrics server calls
 this from its own thread with a synchronous client and short timeouts, so a scrape never
 touches the reactor and a Redis outage costs a scrape at most a timeout.
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import redis
 
+from crawler.frontier.keys import frontier_parts
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import count_sessions
 from crawler.sessions.keys import SessionKeys
@@ -40,16 +42,22 @@ class ClusterState:
 
 
 class ClusterReader:
-    def __init__(self, client: SyncRedis, spider: str, session_platform: str | None) -> None:
+    def __init__(
+        self, client: SyncRedis, spider: str, session_platform: str | None, partitions: int = 1
+    ) -> None:
         self._client = client
-        self._keys = [f"{{{spider}}}:queue", f"{{{spider}}}:leases", f"{{{spider}}}:nodes"]
+        self._parts = [
+            [keys.queue, keys.leases, keys.nodes] for keys in frontier_parts(spider, partitions)
+        ]
         self._script = client.register_script(CLUSTER_SCRIPT)
         self._sessions = SessionKeys(session_platform) if session_platform else None
 
     def read(self) -> ClusterState | None:
         """The state now; None when Redis does not answer."""
         try:
-            queue, leases, expired, live = self._script(keys=self._keys)
+            counts = [self._script(keys=keys) for keys in self._parts]
+            queue, leases, expired = (sum(int(c[i]) for c in counts) for i in range(3))
+            live = counts[0][3]
             census = count_sessions(self._client, self._sessions) if self._sessions else None
         except (redis.RedisError, OSError):
             return None

@@ -32,7 +32,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
 from crawler.frontier.client import pending_requests
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.node_context import NodeContext
@@ -84,6 +84,8 @@ class ClusterStartMiddleware:
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         spider = self.crawler.spider
         assert spider is not None
+        if not await self.context.frontier_open():
+            return  # the scheduler refused this node (and says why): write no start request
         claim = self._claim(spider)
         while (outcome := await self.guard.run(claim.claim)) is ClaimOutcome.HELD:
             await asyncio.sleep(CLAIM_POLL)
@@ -130,8 +132,8 @@ class ClusterStartMiddleware:
         raise DontCloseSpider
 
     async def _check_cluster(self, spider: Spider) -> None:
-        keys = FrontierKeys.for_spider(spider.name)
-        pending = await self.guard.run(lambda: pending_requests(self._redis, keys))
+        parts = frontier_parts(spider.name, self.crawler.settings.getint("FRONTIER_PARTITIONS"))
+        pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
         if not self._written:
             self._written = await self.guard.run(self._claim(spider).written)
         if pending or not self._written:

@@ -62,6 +62,8 @@ class SeedReader:
 
     async def requests(self, accept: Accept, cluster_idle: IdleCheck) -> AsyncIterator[Request]:
         config = self.config
+        if not await self.context.frontier_open():
+            return  # the scheduler refused this node (and says why): take no seed
         self._keeper = self.context.supervise("seed_hold", self._keep_hold)
         logger.info(
             "Reading seeds from Redis %s %s (batch %d, encoding %s)",

@@ -4,7 +4,7 @@
 --       5 the node's lease fence (string "<call id>\n<id>,<id>,...", lives one lease time)
 -- ARGV: 1 node, 2 count, 3 lease ms, 4 call id: a call sent again after its reply was lost
 --       (a client timeout) gets the leases the first one took, not more
--- Returns a flat list id1, json1, id2, json2, ...
+-- Returns a flat list id1, json1, id2, json2, ..., then the number of requests left queued
 local node, call = ARGV[1], ARGV[4]
 local fence = redis.call('GET', KEYS[5])
 if fence then
@@ -19,6 +19,7 @@ if fence then
         out[#out + 1] = body
       end
     end
+    out[#out + 1] = redis.call('ZCARD', KEYS[1])
     return out
   end
 end
@@ -40,4 +41,5 @@ for i = 1, #picked, 2 do
   end
 end
 redis.call('SET', KEYS[5], call .. '\n' .. table.concat(ids, ','), 'PX', tonumber(ARGV[3]))
+out[#out + 1] = redis.call('ZCARD', KEYS[1])
 return out

@@ -1,0 +1,221 @@
+"""``PartitionedFrontier``: one node's view of a frontier split into parts (no Scrapy imports).
+
+Each part is a whole frontier (``FrontierClient``) under its own hash tag; a request
+goes to the part of its site (``crawler.frontier.partitions``). With one part this
+is exactly ``FrontierClient``: one call per step, lease ids unchanged. With more:
+
+- a lease id is ``<part>/<id>``, so completions, heartbeats and releases go back to
+  the part the lease came from;
+- a lease call starts at a part chosen at random, weighted by the queue depth each
+  part reported last (+1, so an empty or unknown part is still asked), and goes on
+  to the next parts until it has what it asked for;
+- a turn's writes (``complete_turn``) go in two steps: first the links whose part is
+  not their parent's, to their parts; then, per part, the leases that finished there
+  with the links they found for it, in one atomic call each. A crash between the two
+  steps only crawls the parents again (the dedup catches their links): nothing is lost;
+- the heartbeat beats in every part (each part has its own node registry, leases and
+  epoch); the node's epoch is the parts' epochs joined by spaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+
+from crawler.frontier.client import Completion, Finish, FrontierClient, Heartbeat, Lease, NewRequest
+from crawler.frontier.dedup_bloom import BloomState
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import claim_partitions, part_of
+
+
+class PartitionedFrontier:
+    def __init__(self, spider: str, parts: Sequence[FrontierClient]) -> None:
+        self.spider = spider
+        self.parts = tuple(parts)
+        self.node_id = self.parts[0].node_id
+        self.keys: FrontierKeys = self.parts[0].keys  # part 0: the counts, incidents, logs
+        self._claimed = False
+        self._order: tuple[str, list[int]] = ("", [])  # the last lease call and its parts
+
+    @property
+    def count(self) -> int:
+        return len(self.parts)
+
+    # -- routing ------------------------------------------------------------------------------
+
+    def part_of(self, request: NewRequest) -> int:
+        return part_of(request.site, self.count)
+
+    def _lease_id(self, part: int, lease_id: str) -> str:
+        return lease_id if self.count == 1 else f"{part}/{lease_id}"
+
+    def split_lease_id(self, lease_id: str) -> tuple[int, str]:
+        if self.count == 1:
+            return 0, lease_id
+        part, _, raw = lease_id.partition("/")
+        return int(part), raw
+
+    def _by_part(self, lease_ids: list[str]) -> dict[int, list[str]]:
+        grouped: dict[int, list[str]] = {}
+        for lease_id in lease_ids:
+            part, raw = self.split_lease_id(lease_id)
+            grouped.setdefault(part, []).append(raw)
+        return grouped
+
+    async def claim(self) -> None:
+        """Record the spider's number of parts, or raise ``PartitionsChanged`` (once per node)."""
+        if not self._claimed:
+            await claim_partitions(self.parts[0].redis, self.spider, self.count)
+            self._claimed = True
+
+    # -- leasing ------------------------------------------------------------------------------
+
+    def _lease_order(self, call: str) -> list[int]:
+        """The parts a lease call asks, in order (the same for a call sent again)."""
+        if self._order[0] != call:
+            weights = [part.queued + 1 for part in self.parts]
+            first = random.choices(range(self.count), weights=weights)[0]
+            self._order = (call, [(first + step) % self.count for step in range(self.count)])
+        return self._order[1]
+
+    async def lease(self, count: int, lease_ms: int, call: str) -> list[Lease]:
+        await self.claim()
+        leases: list[Lease] = []
+        for index in self._lease_order(call):
+            found = await self.parts[index].lease(count - len(leases), lease_ms, call)
+            leases += [Lease(self._lease_id(index, lease.id), lease.body) for lease in found]
+            if len(leases) >= count:
+                break
+        return leases
+
+    # -- completing ---------------------------------------------------------------------------
+
+    async def complete(
+        self, lease_id: str | None, outcome: str, children: list[NewRequest], failure: bytes = b""
+    ) -> Completion:
+        """Finish ``lease_id`` (if any) and enqueue the unseen ``children`` (``complete_turn``)."""
+        settled = [(Finish(lease_id, outcome, failure), children)] if lease_id else []
+        return await self.complete_turn([] if lease_id else children, settled)
+
+    async def complete_turn(
+        self, fresh: list[NewRequest], settled: list[tuple[Finish, list[NewRequest]]]
+    ) -> Completion:
+        """Enqueue ``fresh`` and finish each lease of ``settled`` with its children. Positions
+        in the result count ``fresh`` first, then each lease's children in order."""
+        await self.claim()
+        children = fresh + [child for _, found in settled for child in found]
+        if self.count == 1:
+            return await self.parts[0].complete_many([finish for finish, _ in settled], children)
+        finishing: dict[int, list[int]] = {}
+        for index, (finish, _) in enumerate(settled):
+            finishing.setdefault(self.split_lease_id(finish.lease_id)[0], []).append(index)
+        early: dict[int, list[int]] = {}  # part -> children written before any lease finishes
+        late: dict[int, list[int]] = {}  # part -> children written with the part's leases
+        owners = [None] * len(fresh) + [
+            self.split_lease_id(finish.lease_id)[0] for finish, found in settled for _ in found
+        ]
+        for position, (child, owner) in enumerate(zip(children, owners, strict=True)):
+            part = self.part_of(child)
+            same = part == owner if owner is not None else part in finishing
+            (late if same else early).setdefault(part, []).append(position)
+        added, dropped = await self._write(early, {}, children, settled)
+        statuses: list[str] = ["none"] * len(settled)
+        later = await self._write(late, finishing, children, settled, statuses)
+        found = tuple(statuses)
+        return Completion(
+            found[0] if found else "none",
+            added + later[0],
+            tuple(sorted(dropped + later[1])),
+            found,
+        )
+
+    async def _write(
+        self,
+        links: dict[int, list[int]],
+        finishing: dict[int, list[int]],
+        children: list[NewRequest],
+        settled: list[tuple[Finish, list[NewRequest]]],
+        statuses: list[str] | None = None,
+    ) -> tuple[int, list[int]]:
+        """One call per part of ``links`` and ``finishing``, at once; (added, dropped)."""
+        parts = sorted(set(links) | set(finishing))
+        results = await asyncio.gather(
+            *(
+                self.parts[part].complete_many(
+                    [self._raw_finish(settled[i][0]) for i in finishing.get(part, [])],
+                    [children[position] for position in links.get(part, [])],
+                )
+                for part in parts
+            )
+        )
+        added, dropped = 0, []
+        for part, result in zip(parts, results, strict=True):
+            added += result.added
+            positions = links.get(part, [])
+            dropped += [positions[i] for i in result.dropped]
+            if statuses is not None:
+                for index, status in zip(finishing.get(part, []), result.statuses, strict=True):
+                    statuses[index] = status
+        return added, dropped
+
+    def _raw_finish(self, finish: Finish) -> Finish:
+        return Finish(self.split_lease_id(finish.lease_id)[1], finish.outcome, finish.failure)
+
+    # -- the node's heartbeat, epochs and release --------------------------------------------
+
+    def whole(self, epoch: str) -> bool:
+        """``epoch`` names an epoch for every part (none is missing: no part lost its data)."""
+        epochs = epoch.split(" ")
+        return len(epochs) == self.count and all(epochs)
+
+    async def open_epoch(self) -> str:
+        """The frontier's epoch (each part's, created where missing), after ``claim``."""
+        await self.claim()
+        epochs = await asyncio.gather(*(part.open_epoch() for part in self.parts))
+        return " ".join(epochs)
+
+    async def heartbeat(
+        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int, epoch: str
+    ) -> Heartbeat:
+        grouped = self._by_part(held)
+        known = epoch.split(" ") if self.count > 1 else [epoch]
+        known += [""] * (self.count - len(known))
+        beats = await asyncio.gather(
+            *(
+                part.heartbeat(grouped.get(i, []), node_ttl_ms, lease_ms, reclaim_limit, known[i])
+                for i, part in enumerate(self.parts)
+            )
+        )
+        return Heartbeat(
+            sum(beat.extended for beat in beats),
+            sum(beat.reclaimed for beat in beats),
+            sum(beat.lost for beat in beats),
+            " ".join(beat.epoch for beat in beats),
+        )
+
+    async def record_incident(self, record: bytes) -> None:
+        await self.parts[0].record_incident(record)
+
+    async def release(self, lease_ids: list[str]) -> int:
+        """Return ``lease_ids`` to their queues and leave every part's node registry."""
+        grouped = self._by_part(lease_ids)
+        released = await asyncio.gather(
+            *(part.release(grouped.get(i, [])) for i, part in enumerate(self.parts))
+        )
+        return sum(released)
+
+    async def pending(self) -> int:
+        """Requests queued or leased by any node, in every part."""
+        return sum(await asyncio.gather(*(part.pending() for part in self.parts)))
+
+    # -- dedup --------------------------------------------------------------------------------
+
+    async def bloom_state(self) -> BloomState:
+        """The fullest part's Bloom filter (mode bloom)."""
+        states = await asyncio.gather(*(part.bloom_state() for part in self.parts))
+        return max(states, key=lambda state: (state.slices, state.fill))
+
+    async def other_dedup_keys(self) -> list[str]:
+        found = await asyncio.gather(*(part.other_dedup_keys() for part in self.parts))
+        return [key for keys in found for key in keys]

@@ -1,0 +1,203 @@
+"""Nodes crawling a frontier split into parts (``FRONTIER_PARTITIONS``): linked local sites
+whose pages mostly link to another site's part, a node SIGKILLed mid-crawl, status and purge
+over every part, and a node started with another count refused before it takes any work."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.demo.site import Site
+from crawler.frontier.keys import frontier_parts
+from crawler.frontier.partitions import part_of
+from crawler.kafka.reader import read_topic
+from crawler.redis_connection import sync_client
+from crawler.scope import site_of
+from tests.cli_process import crawler_process, ok
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
+from tests.faults import FAST_LEASES, VICTIM_WINDOW, assert_nothing_lost
+
+PARTS = 4
+PAGES = 60  # per site
+SPIDER = "hopper"
+TEST_SPIDERS = {"CRAWLER_SETTING_SPIDER_MODULES": "crawler.spiders,tests.spiders"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``crawler <args>`` in a project that has the test spiders."""
+    return crawler_process(*args, env=TEST_SPIDERS)
+
+
+@contextlib.contextmanager
+def one_site_per_part(parts: int, pages: int = PAGES) -> Iterator[list[Site]]:
+    """A slow local site in each part of a frontier of ``parts`` parts (their ports decide:
+    sites are started until every part has one)."""
+    with contextlib.ExitStack() as stack:
+        chosen: dict[int, Site] = {}
+        while len(chosen) < parts:
+            site = stack.enter_context(Site(pages, delay=0.05))
+            chosen.setdefault(part_of(site_of(site.base_url), parts), site)
+        yield [chosen[part] for part in range(parts)]
+
+
+@pytest.fixture
+def sites() -> Iterator[list[Site]]:
+    with one_site_per_part(PARTS) as found:
+        yield found
+
+
+def node_settings(topic_template: str, partitions: int) -> dict[str, str]:
+    return {
+        **FAST_LEASES,
+        "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "FRONTIER_PARTITIONS": str(partitions),
+    }
+
+
+class MultiSite:
+    def __init__(self, sites: list[Site]) -> None:
+        self.sites = sites
+        self.pages = sum(site.pages for site in sites)
+
+    def all_urls(self) -> set[str]:
+        return {url for site in self.sites for url in site.all_urls()}
+
+
+def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_nothing(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    topic_template: str,
+    sites: list[Site],
+    tmp_path: Path,
+) -> None:
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    arguments = {"sites": ",".join(site.base_url for site in sites)}
+    # few requests in flight per node: most of the frontier waits in the queues, to be seen
+    settings = {
+        **node_settings(topic_template, PARTS),
+        "CONCURRENT_REQUESTS": "2",
+        "FRONTIER_PREFETCH": "2",
+    }
+    with running_nodes(
+        3, workdir=tmp_path, env=env, settings=settings, spider=SPIDER, arguments=arguments
+    ) as nodes:
+        deadline = time.monotonic() + 120
+        while sum(sum(site.hits.values()) for site in sites) < PAGES:  # a quarter of the crawl
+            assert time.monotonic() < deadline, logs(tmp_path)
+            time.sleep(0.05)
+        queue = orjson.loads(ok(cli("queue", SPIDER, "--json", "--redis", redis_url)))
+        leased = orjson.loads(ok(cli("leases", SPIDER, "--json", "--redis", redis_url)))
+        nodes[0].send_signal(signal.SIGKILL)
+        codes = wait_for_exit(nodes, timeout=240)
+    assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+
+    topic = topic_template.format(spider=SPIDER)
+    total = MultiSite(sites)
+    messages = read_topic(kafka_bootstrap, topic, expected=total.pages, timeout=90)
+    urls = Counter(orjson.loads(message.value)["url"] for message in messages)
+    assert_nothing_lost(urls, total, VICTIM_WINDOW)
+
+    parts = frontier_parts(SPIDER, PARTS)
+    for part, (keys, site) in enumerate(zip(parts, sites, strict=True)):
+        # each part holds exactly the pages of its site, and nothing is left
+        assert redis_client.scard(keys.dupefilter) == PAGES, (part, site.base_url)
+        assert (redis_client.zcard(keys.queue), redis_client.zcard(keys.leases)) == (0, 0)
+    assert redis_client.get(parts[0].partitions) == str(PARTS).encode()
+
+    (status,) = orjson.loads(ok(cli("status", SPIDER, "--json", "--redis", redis_url)))
+    snapshot = status["snapshot"]
+    assert (snapshot["queued"], snapshot["leased"], snapshot["dedup"]) == (0, 0, total.pages)
+    assert {node["node"] for node in snapshot["nodes"]} >= {"node-0"}  # dead, in every part
+
+    # mid-crawl, the operator views covered every part: the queue of every site, in one head
+    assert len(queue["sites"]) >= 2 and queue["queued"] == sum(queue["sites"].values())
+    assert len({row["site"] for row in queue["head"]}) >= 2
+    assert leased["leases"] == sum(node["leases"] for node in leased["nodes"]) > 0
+    after = orjson.loads(ok(cli("leases", SPIDER, "--json", "--redis", redis_url)))
+    assert after["leases"] == 0
+
+    purged = cli("purge", SPIDER, "--yes", "--json", "--redis", redis_url)
+    assert purged.returncode == 0, purged.stderr
+    left = [key for key in redis_client.scan_iter(match=f"{{{SPIDER}*")]
+    assert left == [], left
+
+
+def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    topic_template: str,
+    tmp_path: Path,
+) -> None:
+    redis_client.set(frontier_parts(SPIDER, 1)[0].partitions, PARTS)  # a crawl in 4 parts
+    with Site(5) as site:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+        with running_nodes(
+            1,
+            workdir=tmp_path,
+            env=env,
+            settings=node_settings(topic_template, 2),
+            spider=SPIDER,
+            arguments={"sites": site.base_url},
+        ) as nodes:
+            log = tmp_path / "node-0.log"
+            assert wait_for_log(log, "Node refused", timeout=60), logs(tmp_path)
+            wait_for_exit(nodes, timeout=60)
+        assert sum(site.hits.values()) == 0
+    text = (tmp_path / "node-0.log").read_text()
+    assert (
+        "the frontier of 'hopper' is split into 4 parts (FRONTIER_PARTITIONS when its crawl "
+        "started), but this node has FRONTIER_PARTITIONS=2" in text
+    )
+    assert "'finish_reason': 'frontier_partitions_changed'" in text
+    assert "'frontier/refused/partitions': 1" in text
+    for keys in frontier_parts(SPIDER, 2):
+        assert redis_client.zcard(keys.queue) == 0
+    assert redis_client.get(frontier_parts(SPIDER, 1)[0].partitions) == str(PARTS).encode()
+
+
+def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(
+    redis_cluster_url: str, kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    cluster = sync_client(redis_cluster_url)
+    assert isinstance(cluster, redis.RedisCluster)
+    parts = frontier_parts(SPIDER, 3)
+    masters = {cluster.get_node_from_key(keys.queue).name for keys in parts}  # type: ignore[no-untyped-call]
+    assert len(masters) == 3  # the hash tags {hopper}, {hopper#1}, {hopper#2} fall apart
+    env = {"REDIS_URL": redis_cluster_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    with one_site_per_part(3, pages=40) as sites:
+        arguments = {"sites": ",".join(site.base_url for site in sites)}
+        with running_nodes(
+            2,
+            workdir=tmp_path,
+            env=env,
+            settings=node_settings(topic_template, 3),
+            spider=SPIDER,
+            arguments=arguments,
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=180) == [0, 0], logs(tmp_path)
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+    total = MultiSite(sites)
+    messages = read_topic(
+        kafka_bootstrap, topic_template.format(spider=SPIDER), expected=total.pages, timeout=60
+    )
+    urls = Counter(orjson.loads(message.value)["url"] for message in messages)
+    assert set(urls) == total.all_urls()
+    # once each, but the roots: fetched as start requests (dont_filter, so not recorded,
+    # as in plain Scrapy) and again when the site before links to them
+    assert {url: n for url, n in urls.items() if n > 1} == {site.url(0): 2 for site in sites}
+    for keys in parts:
+        assert cluster.scard(keys.dupefilter) == 40  # one site per part, on its own master
+    cluster.close()

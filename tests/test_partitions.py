@@ -1,0 +1,224 @@
+"""A spider's frontier split into parts (``FRONTIER_PARTITIONS``), on a real Redis and on the
+3-master Redis Cluster: routing by site, leasing from every part, links for other parts
+written before their parent finishes, heartbeats and release in every part, the count kept."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+import redis
+from redis.asyncio import Redis
+from redis.crc import key_slot
+
+from crawler.frontier.client import Finish, FrontierClient, NewRequest
+from crawler.frontier.keys import frontier_parts, part_tag
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
+from crawler.redis_connection import AsyncRedis, async_client, sync_client
+
+T = TypeVar("T")
+SPIDER = "parts"
+
+
+def run(scenario: Callable[[AsyncRedis], Awaitable[T]], url: str) -> T:
+    """``scenario`` with one client of ``url``, closed after it."""
+
+    async def main() -> T:
+        client = async_client(url, max_connections=8)
+        try:
+            return await scenario(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+def frontier(
+    client: AsyncRedis, node: str, count: int, spider: str = SPIDER
+) -> PartitionedFrontier:
+    parts = [FrontierClient(client, keys, node) for keys in frontier_parts(spider, count)]
+    return PartitionedFrontier(spider, parts)
+
+
+def page(site: str, path: str = "/", priority: int = 0) -> NewRequest:
+    url = f"http://{site}{path}"
+    return NewRequest(url, -float(priority), f'{{"url":"{url}"}}'.encode(), site=site)
+
+
+def sites_by_part(count: int, per_part: int) -> list[list[str]]:
+    """``per_part`` site names for each part of a frontier of ``count`` parts."""
+    found: list[list[str]] = [[] for _ in range(count)]
+    n = 0
+    while min(len(sites) for sites in found) < per_part:
+        site = f"s{n}.test:8080"
+        if len(found[part_of(site, count)]) < per_part:
+            found[part_of(site, count)].append(site)
+        n += 1
+    return found
+
+
+def test_the_parts_hash_slots_are_evenly_spread() -> None:
+    for count in (2, 3, 12, 64):
+        tags = [keys.tag for keys in frontier_parts("pages", count)]
+        assert tags[0] == "{pages}" and len(set(tags)) == count
+        ranges = sorted(key_slot(tag[1:-1].encode()) * count // 16384 for tag in tags)
+        assert ranges == list(range(count))  # one part in each 1/count of the slots
+    assert frontier_parts("pages", 1)[0].queue == "{pages}:queue"  # as before partitions
+
+
+def test_a_sites_part_is_stable_and_parts_are_balanced() -> None:
+    assert part_of("example.com:443", 1) == 0
+    assert part_of("example.com", 7) == part_of("example.com", 7)  # crc32: alike on every node
+    counts = Counter(part_of(f"site{n}.test", 4) for n in range(4000))
+    assert sorted(counts) == [0, 1, 2, 3]
+    assert max(counts.values()) / min(counts.values()) < 1.2
+
+
+def test_requests_go_to_their_sites_part_and_leases_come_from_every_part(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    sites = sites_by_part(3, 4)
+
+    async def scenario(r: AsyncRedis) -> list[str]:
+        node = frontier(r, "a", 3)
+        added = await node.complete_turn([page(s) for part in sites for s in part], [])
+        assert added.added == 12
+        ids: list[str] = []
+        while leases := await node.lease(5, 60_000, call=f"c{len(ids)}"):
+            ids += [lease.id for lease in leases]
+        done = await node.complete_turn([], [(Finish(i, "done"), []) for i in ids])
+        assert set(done.statuses) == {"done"}
+        assert await node.pending() == 0
+        return ids
+
+    for part, keys in enumerate(frontier_parts(SPIDER, 3)):
+        assert keys.queue == f"{part_tag(SPIDER, part, 3)}:queue"
+    ids = run(scenario, redis_url)
+    assert sorted(Counter(lease_id.split("/")[0] for lease_id in ids).items()) == [
+        ("0", 4),
+        ("1", 4),
+        ("2", 4),
+    ]
+    for part, keys in enumerate(frontier_parts(SPIDER, 3)):
+        assert redis_client.scard(keys.dupefilter) == 4, part  # each part dedups its own sites
+    assert stored_partitions(redis_client, SPIDER) == 3
+
+
+def test_links_for_other_parts_are_in_redis_before_their_parent_finishes(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A crash between the two steps of a turn only re-crawls the parent."""
+    (home, *_), (away, *_) = sites_by_part(2, 1)
+
+    async def scenario(r: AsyncRedis) -> None:
+        node = frontier(r, "a", 2)
+        await node.complete_turn([page(home)], [])
+        (parent,) = await node.lease(1, 300, call="one")
+        real = node.parts[0].complete_many
+
+        async def crash_when_finishing(finishes: list[Finish], children: list[Any]) -> Any:
+            if finishes:
+                raise ConnectionError("the node died here")
+            return await real(finishes, children)
+
+        node.parts[0].complete_many = crash_when_finishing  # type: ignore[method-assign]
+        turn = [(Finish(parent.id, "done"), [page(home, "/same"), page(away, "/other")])]
+        with pytest.raises(ConnectionError):
+            await node.complete_turn([], turn)
+        await asyncio.sleep(0.4)
+        other = frontier(r, "b", 2)
+        beat = await other.heartbeat([], 60_000, 60_000, 10, await other.open_epoch())
+        assert beat.reclaimed == 1  # the parent is queued again: its page is crawled again
+        assert await other.pending() == 2
+
+    run(scenario, redis_url)
+    home_keys, away_keys = frontier_parts(SPIDER, 2)
+    assert redis_client.zcard(away_keys.queue) == 1  # the link to the other part is kept
+    assert redis_client.zcard(home_keys.queue) == 1  # the parent, back; "/same" comes with it
+
+
+def test_heartbeats_reclaim_and_release_in_every_part(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    sites = sites_by_part(3, 2)
+
+    async def scenario(r: AsyncRedis) -> None:
+        dead = frontier(r, "dead", 3)
+        live = frontier(r, "live", 3)
+        await dead.complete_turn([page(s) for part in sites for s in part], [])
+        epoch = await live.open_epoch()
+        assert len(await dead.lease(6, 200, call="x")) == 6
+        await asyncio.sleep(0.3)
+        beat = await live.heartbeat([], 60_000, 60_000, 10, epoch)
+        assert (beat.reclaimed, beat.epoch) == (6, epoch)
+        held = await live.lease(6, 60_000, call="y")
+        beat = await live.heartbeat([lease.id for lease in held], 60_000, 60_000, 10, epoch)
+        assert (beat.extended, beat.lost) == (6, 0)
+        assert await live.release([lease.id for lease in held]) == 6
+
+    run(scenario, redis_url)
+    for keys in frontier_parts(SPIDER, 3):
+        assert redis_client.zcard(keys.queue) == 2
+        assert redis_client.zcard(keys.nodes) == 0  # live left every registry (dead never beat)
+
+
+def test_lease_calls_start_at_a_part_weighted_by_its_depth() -> None:
+    node = frontier(Redis.from_url("redis://127.0.0.1:1"), "a", 3)  # never connects
+    for part, depth in zip(node.parts, (60, 20, 0), strict=True):
+        part.queued = depth
+    firsts = Counter(node._lease_order(f"call-{n}")[0] for n in range(4000))
+    assert 0.65 < firsts[0] / 4000 < 0.77  # 61/83
+    assert 0.19 < firsts[1] / 4000 < 0.31  # 21/83
+    assert firsts[2] > 0  # an empty part is still asked, first now and then
+    assert node._lease_order("again") == node._lease_order("again")  # a call sent again
+    assert sorted(node._lease_order("any")) == [0, 1, 2]  # and every part after the first
+
+
+def test_a_crawl_keeps_the_partition_count_it_started_with(redis_url: str) -> None:
+    async def scenario(r: AsyncRedis) -> str:
+        await frontier(r, "a", 3).open_epoch()
+        with pytest.raises(PartitionsChanged) as refused:
+            await frontier(r, "b", 2).lease(1, 1000, call="c")
+        return str(refused.value)
+
+    message = run(scenario, redis_url)
+    assert "split into 3 parts" in message
+    assert "FRONTIER_PARTITIONS=2" in message
+    assert "-s FRONTIER_PARTITIONS=3" in message
+    assert f"crawler purge {SPIDER}" in message
+
+
+def test_a_partitioned_spider_spreads_over_the_cluster_masters(redis_cluster_url: str) -> None:
+    spider = "spread"
+    cluster = sync_client(redis_cluster_url)
+    assert isinstance(cluster, redis.RedisCluster)
+    masters = Counter(
+        cluster.get_node_from_key(keys.queue).name  # type: ignore[no-untyped-call]
+        for keys in frontier_parts(spider, 6)
+    )
+    cluster.close()
+    assert sorted(masters.values()) == [2, 2, 2]  # the parts' slots are evenly spread
+    sites = sites_by_part(6, 3)
+
+    async def scenario(r: AsyncRedis) -> None:
+        node = frontier(r, "n", 6, spider)
+        await node.complete_turn([page(s) for part in sites for s in part], [])
+        taken = 0
+        while leases := await node.lease(4, 60_000, call=f"c{taken}"):
+            taken += len(leases)
+            # each parent links to a page of every site: most go to other parts (other masters)
+            links = [page(s, "/next") for part in sites for s in part]
+            done = await node.complete_turn([], [(Finish(leases[0].id, "done"), links)])
+            assert done.statuses == ("done",)
+            rest: list[tuple[Finish, list[NewRequest]]] = [
+                (Finish(lease.id, "done"), []) for lease in leases[1:]
+            ]
+            await node.complete_turn([], rest)
+        assert taken == 36  # 18 roots, then 18 links found once each (the dedup dropped the rest)
+        assert await node.pending() == 0
+
+    run(scenario, redis_cluster_url)
