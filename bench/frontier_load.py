@@ -55,6 +55,7 @@ from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import script_text
 from crawler.redis_connection import RedisConfig, async_client
+from crawler.scope import site_of
 
 KEYS = FrontierKeys.for_spider("load")
 LEASE_BATCH, LINKS, NEW_LINKS = 8, 20, 4
@@ -125,7 +126,10 @@ def link_request(url: str, parent: str) -> Request:
 def new_request(request: Request, lean: bool) -> NewRequest:
     body = codec.dumps(request.to_dict(spider=SPIDER), lean=lean)
     return NewRequest(
-        fingerprint=fingerprint(request).hex(), score=-float(request.priority), body=body
+        fingerprint=fingerprint(request).hex(),
+        score=-float(request.priority),
+        body=body,
+        site=site_of(request.url),
     )
 
 

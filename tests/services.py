@@ -202,3 +202,21 @@ def _container(module: str, class_name: str, image: str) -> Iterator[Any]:
         unavailable(f"a Docker engine answers but testcontainers is not installed: {exc}")
     with container_class(image) as container:
         yield container
+
+
+@contextlib.contextmanager
+def own_kafka_broker(data_dir: Path) -> Iterator[KafkaBroker]:
+    """A Kafka broker of its own, that a test may pause (SIGSTOP) or stop; resumed and
+    stopped at the end."""
+    config = KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=data_dir)
+    broker = KafkaBroker(config)
+    try:
+        broker.start()
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local Kafka broker could not be started: {exc}")
+    try:
+        yield broker
+    finally:
+        if broker.pid is not None:
+            broker.resume()
+        broker.stop()

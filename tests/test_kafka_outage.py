@@ -19,11 +19,11 @@ import pytest
 import redis
 
 from crawler.demo.site import Site
-from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
+from crawler.devservices import KafkaBroker
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
-from tests.services import unavailable
+from tests.services import own_kafka_broker, unavailable
 
 # Leases and idle close fast enough for short crawls (as the frontier fault tests use them).
 FAST_LEASES = {
@@ -38,20 +38,8 @@ RESUMED = "Kafka answers again: crawl resumed"
 
 @pytest.fixture(scope="module")
 def module_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    config = KafkaBrokerConfig(
-        port=free_port(), controller_port=free_port(), data_dir=tmp_path_factory.mktemp("kafka")
-    )
-    broker = KafkaBroker(config)
-    try:
-        broker.start()
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local Kafka broker could not be started: {exc}")
-    try:
+    with own_kafka_broker(tmp_path_factory.mktemp("kafka")) as broker:
         yield broker
-    finally:
-        if broker.pid is not None:
-            broker.resume()
-        broker.stop()
 
 
 @pytest.fixture

@@ -13,12 +13,15 @@ import pytest
 import redis
 from redis.asyncio import Redis
 from redis.crc import key_slot
+from scrapy.settings import Settings
 
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.keys import frontier_parts, part_tag
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
+from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import AsyncRedis, async_client, sync_client
+from settings.resolve import resolve_settings
 
 T = TypeVar("T")
 SPIDER = "parts"
@@ -222,3 +225,31 @@ def test_a_partitioned_spider_spreads_over_the_cluster_masters(redis_cluster_url
         assert await node.pending() == 0
 
     run(scenario, redis_cluster_url)
+
+
+@pytest.mark.parametrize(
+    ("given", "refusal"),
+    [
+        ({"FRONTIER_PARTITIONS": "0"}, "FRONTIER_PARTITIONS=0 must be between 1 and 1024"),
+        ({"FRONTIER_PARTITIONS": "2000"}, "FRONTIER_PARTITIONS=2000 must be between 1 and 1024"),
+        ({"FRONTIER_QUEUE_MAX": "-1"}, r"FRONTIER_QUEUE_MAX=-1 must be >= 0"),
+        (
+            {"FRONTIER_QUEUE_MAX": "1000", "KAFKA_BOOTSTRAP_SERVERS": ""},
+            "FRONTIER_QUEUE_MAX=1000 spills to Kafka, but KAFKA_BOOTSTRAP_SERVERS is empty",
+        ),
+        (
+            {
+                "FRONTIER_QUEUE_MAX": "10",
+                "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+                "FRONTIER_SPILL_BATCH": "0",
+            },
+            "FRONTIER_SPILL_BATCH=0 must be >= 1",
+        ),
+    ],
+)
+def test_wrong_partition_and_bound_settings_are_refused_at_start(
+    given: dict[str, str], refusal: str
+) -> None:
+    settings = Settings({**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:6379", **given})
+    with pytest.raises(ValueError, match=refusal):
+        FrontierSettings.from_settings(settings)

@@ -325,7 +325,9 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         + ("  (INCOMPLETE: frontier data lost, see incidents)" if snap["incidents"] else ""),
         f"  done/failed    {totals.get('done', 0)} done, {totals.get('failed', 0)} failed,"
         f" {totals.get('enqueued', 0)} enqueued, {totals.get('pages', 0)} pages",
-        f"  queue          {snap['queued']} queued, {snap['leased']} leased"
+        f"  queue          {snap['queued']} queued"
+        + (f" ({snap['spilled']} in Kafka)" if snap["spilled"] else "")
+        + f", {snap['leased']} leased"
         f" ({snap['expired']} expired), {snap['dedup']} seen{dedup_detail(snap)},"
         f" {snap['seeds_waiting']} seeds waiting",
         f"  rates          {status['pages_per_minute']} pages/min,"

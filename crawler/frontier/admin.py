@@ -61,7 +61,8 @@ class DedupInfo(TypedDict):
 class Snapshot(TypedDict):
     spider: str
     server_time: float  # Redis TIME, epoch seconds
-    queued: int
+    queued: int  # in Redis and, with FRONTIER_QUEUE_MAX, spilled to Kafka
+    spilled: int  # of those, waiting in the Kafka backlog
     leased: int
     expired: int
     dedup: int  # URLs recorded by the dupefilter (every mode whose keys exist)
@@ -156,12 +157,14 @@ class FrontierAdmin:
                 pipe.hvals(part.inflight)
                 pipe.hlen(part.failed)
                 pipe.zrange(part.nodes, 0, -1, withscores=True)
+                pipe.get(part.backlog)
             invalid, seeds, incidents, *counts = pipe.execute()
-        queued = sum(int(n) for n in counts[0::5])
-        leases = [lease for found in counts[1::5] for lease in found]
-        per_node = leases_per_node(record for found in counts[2::5] for record in found)
+        spilled = sum(max(0, int(n or 0)) for n in counts[5::6])
+        queued = sum(int(n) for n in counts[0::6]) + spilled
+        leases = [lease for found in counts[1::6] for lease in found]
+        per_node = leases_per_node(record for found in counts[2::6] for record in found)
         nodes: dict[str, float] = {}  # every node beats in every part: its latest beat counts
-        for found in counts[4::5]:
+        for found in counts[4::6]:
             for node, alive_until in found:
                 nodes[text(node)] = max(alive_until, nodes.get(text(node), alive_until))
         dedup = [
@@ -172,11 +175,12 @@ class FrontierAdmin:
             spider=self.spider,
             server_time=now_ms / 1000,
             queued=queued,
+            spilled=spilled,
             leased=len(leases),
             expired=sum(1 for _, deadline in leases if deadline <= now_ms),
             dedup=sum(mode["entries"] for mode in dedup),
             dedup_modes=dedup,
-            failed=sum(int(n) for n in counts[3::5]),
+            failed=sum(int(n) for n in counts[3::6]),
             failed_by_reason=self._failed_reasons(),
             invalid_seeds=int(invalid),
             invalid_by_reason=self._invalid_reasons(),

@@ -66,24 +66,31 @@ class Heartbeat:
 
 
 def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
-    return sum(int(n) for n in counts[0::2]), sum(int(n) for n in counts[1::2])
+    """(queued, leased) from ZCARD queue, ZCARD leases, GET backlog per part: requests
+    spilled to Kafka count as queued."""
+    queued = sum(int(n) for n in counts[0::3]) + sum(max(0, int(n or 0)) for n in counts[2::3])
+    return queued, sum(int(n) for n in counts[1::3])
 
 
 async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
-    """Requests queued or leased by any node, in every part (one round trip)."""
+    """Requests queued (in Redis or spilled to Kafka) or leased by any node, in every part
+    (one round trip)."""
     async with client.pipeline(transaction=False) as pipe:
         for keys in parts:
             pipe.zcard(keys.queue)
             pipe.zcard(keys.leases)
+            pipe.get(keys.backlog)
         return sum(_queued_and_leased(await pipe.execute()))
 
 
 def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> tuple[int, int]:
-    """Requests queued, and leased by any node, in every part (operator tools)."""
+    """Requests queued (in Redis or spilled to Kafka), and leased by any node, in every part
+    (operator tools)."""
     with client.pipeline(transaction=False) as pipe:
         for keys in parts:
             pipe.zcard(keys.queue)
             pipe.zcard(keys.leases)
+            pipe.get(keys.backlog)
         return _queued_and_leased(pipe.execute())
 
 

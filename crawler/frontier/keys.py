@@ -41,6 +41,7 @@ class FrontierKeys:
     incidents: str  # list of JSON records: frontier state found lost, by whom, what was redone
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
     partitions: str  # the number of parts the crawl started with (read in part 0)
+    backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
     tag: str  # the part's hash tag, braces included
     part: int = 0
 
@@ -64,6 +65,7 @@ class FrontierKeys:
             incidents=f"{tag}:incidents",
             start_prefix=f"{tag}:start:",
             partitions=f"{tag}:partitions",
+            backlog=f"{tag}:backlog",
             tag=tag,
             part=part,
         )
@@ -99,6 +101,7 @@ class FrontierKeys:
             self.epoch,
             self.incidents,
             self.partitions,
+            self.backlog,
         )
 
 

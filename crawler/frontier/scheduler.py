@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -32,6 +33,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
+from crawler.frontier.backlog import Backlog
 from crawler.frontier.client import Completion, Finish, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
@@ -85,6 +87,8 @@ class LeasingScheduler:
         self._client: PartitionedFrontier | None = None
         self._refused = False
         self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
+        self._backlog: Backlog | None = None  # FRONTIER_QUEUE_MAX: the rest in Kafka
+        self._backlog_loop: asyncio.Task[None] | None = None
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
@@ -116,6 +120,13 @@ class LeasingScheduler:
             for keys in frontier_parts(spider.name, self.settings.partitions)
         ]
         self._client = PartitionedFrontier(spider.name, parts)
+        if self.settings.backlog.queue_max:
+            backlog_settings = replace(
+                self.settings.backlog, topic=self.settings.backlog.topic.format(spider=spider.name)
+            )
+            lease_ms = int(self.settings.lease_timeout * 1000)
+            self._backlog = Backlog(parts, backlog_settings, lease_ms)
+            self._spawn(self._run_backlog(self._backlog))
         self.context.tracker = self.tracker
         timing = Timing(
             self.settings.lease_timeout,
@@ -135,6 +146,11 @@ class LeasingScheduler:
             self.settings.heartbeat_interval,
             self.settings.dedup.mode.value,
         )
+
+    async def _run_backlog(self, backlog: Backlog) -> None:
+        if await self.context.frontier_open():
+            loop = self.context.supervise("backlog", lambda: backlog.run(self.guard, self.stats))
+            self._backlog_loop = loop
 
     def _on_flush_signal(self) -> Deferred[None]:
         return deferred_from_coro(self.flushed())
@@ -433,6 +449,10 @@ class LeasingScheduler:
         self._closing = True
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._backlog_loop is not None:
+            self._backlog_loop.cancel()
+        if self._backlog is not None:
+            await self._backlog.close()
         if self._fresh or self._fresh_waiters or self._finishing:
             await self._flush_turn()
         pending = [task for task in self._tasks if not task.done()]

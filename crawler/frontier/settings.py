@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
+from crawler.frontier.backlog import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
 
@@ -34,6 +35,7 @@ class FrontierSettings:
     link_check: bool
     partitions: int
     dedup: DedupConfig
+    backlog: BacklogSettings  # its topic still holds {spider}
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
@@ -48,6 +50,15 @@ class FrontierSettings:
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
             link_check=_link_check(settings),
             partitions=settings.getint("FRONTIER_PARTITIONS"),
+            backlog=BacklogSettings(
+                queue_max=settings.getint("FRONTIER_QUEUE_MAX"),
+                batch=settings.getint("FRONTIER_SPILL_BATCH"),
+                interval=settings.getfloat("FRONTIER_SPILL_INTERVAL"),
+                topic=settings.get("FRONTIER_BACKLOG_TOPIC") or "",
+                bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
+                replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
+                flush_timeout=settings.getfloat("KAFKA_FLUSH_TIMEOUT"),
+            ),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),
                 ttl=settings.getint("FRONTIER_DEDUP_TTL"),
@@ -79,5 +90,6 @@ class FrontierSettings:
         if self.idle_poll <= 0:
             raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
         check_partitions(self.partitions)
+        self.backlog.validate()
         if self.close_timeout < 0:
             raise ValueError(f"FRONTIER_CLOSE_TIMEOUT={self.close_timeout} must be >= 0")

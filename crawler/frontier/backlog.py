@@ -1,0 +1,264 @@
+"""Bounded Redis memory: requests beyond ``FRONTIER_QUEUE_MAX`` per part spill to Kafka
+(no Scrapy imports).
+
+Each part of a spider's frontier keeps at most ``FRONTIER_QUEUE_MAX`` queued requests in
+Redis; the rest wait in the backlog topic ``FRONTIER_BACKLOG_TOPIC`` (one Kafka partition
+per part), with the same at-least-once rule as everything else:
+
+- **spill** (any node, every ``FRONTIER_SPILL_INTERVAL``, for every part over its bound):
+  ``spill_take.lua`` leases the lowest-priority requests beyond the bound to the node, like
+  any lease (a node that dies meanwhile only returns them to the queue when it expires);
+  the node produces them to the part's partition and waits for the broker; those Kafka
+  acknowledged leave Redis (``spill_done.lua``, which also counts them in
+  ``{<part>}:backlog``), the others are released back to the queue;
+- **refill** (nodes in the consumer group ``<topic>``, each reading the partitions Kafka
+  assigns it): while a part holds fewer than half its bound, its partition is read and
+  the requests are queued again (``spill_back.lua``: new ids, no dedup, since they were
+  recorded when first queued; the backlog count goes down), and only then are the offsets
+  committed. A crash in between reads them again: a request may be crawled twice, never lost.
+
+The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
+while requests wait in Kafka. Kafka's blocking calls run in threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from crawler.frontier.client import Finish, FrontierClient
+from crawler.frontier.keys import FrontierKeys
+from crawler.kafka.health import LIBRDKAFKA_LOG
+from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.lua import script_text, text
+from crawler.redis_connection import AsyncRedis
+from crawler.redis_outage import OutageGuard
+
+logger = logging.getLogger(__name__)
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogSettings:
+    queue_max: int  # FRONTIER_QUEUE_MAX: queued requests a part keeps in Redis (0 = no bound)
+    batch: int  # FRONTIER_SPILL_BATCH: requests spilled or read back per part and step
+    interval: float  # FRONTIER_SPILL_INTERVAL: seconds between steps
+    topic: str  # FRONTIER_BACKLOG_TOPIC, formatted with the spider's name
+    bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
+    replication: int  # KAFKA_TOPIC_REPLICATION
+    flush_timeout: float  # seconds a spill waits for the broker's acknowledgements
+
+    def validate(self) -> None:
+        if self.queue_max < 0:
+            raise ValueError(f"FRONTIER_QUEUE_MAX={self.queue_max} must be >= 0 (0: no bound)")
+        if not self.queue_max:
+            return
+        if not self.bootstrap:
+            raise ValueError(
+                f"FRONTIER_QUEUE_MAX={self.queue_max} spills to Kafka, but "
+                "KAFKA_BOOTSTRAP_SERVERS is empty: set it, or FRONTIER_QUEUE_MAX=0"
+            )
+        if self.batch < 1:
+            raise ValueError(f"FRONTIER_SPILL_BATCH={self.batch} must be >= 1")
+        if self.interval <= 0:
+            raise ValueError(f"FRONTIER_SPILL_INTERVAL={self.interval} must be > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    spilled: int
+    refilled: int
+    refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
+
+
+class Backlog:
+    def __init__(
+        self, parts: Sequence[FrontierClient], settings: BacklogSettings, lease_ms: int
+    ) -> None:
+        self.clients = tuple(parts)
+        self.parts = tuple(client.keys for client in parts)
+        self.redis: AsyncRedis = parts[0].redis
+        self.node_id = parts[0].node_id
+        self.settings = settings
+        self.lease_ms = lease_ms
+        self._take = self.redis.register_script(script_text("crawler.frontier", "spill_take"))
+        self._done = self.redis.register_script(script_text("crawler.frontier", "spill_done"))
+        self._back = self.redis.register_script(script_text("crawler.frontier", "spill_back"))
+        config = producer_config(settings.bootstrap, {"linger.ms": 5})
+        self.producer = Producer(config)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": settings.bootstrap,
+                "group.id": settings.topic,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "logger": LIBRDKAFKA_LOG,
+            }
+        )
+        self._subscribed = False
+
+    async def open(self) -> None:
+        """Create the backlog topic (one partition per part) and join its consumer group."""
+        await ItemProducer(producer_config(self.settings.bootstrap, {})).ensure_topics(
+            [self.settings.topic], len(self.parts), self.settings.replication
+        )
+        self.consumer.subscribe([self.settings.topic])
+        self._subscribed = True
+
+    async def step(self) -> Step:
+        """Spill every part over its bound, refill the assigned parts under half of it."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for keys in self.parts:
+                pipe.zcard(keys.queue)
+            depths = [int(n) for n in await pipe.execute()]
+        spilled = refused = 0
+        for keys, depth in zip(self.parts, depths, strict=True):
+            if depth > self.settings.queue_max:
+                done, failed = await self._spill(keys)
+                spilled, refused = spilled + done, refused + failed
+        refilled = await self._refill(depths)
+        return Step(spilled, refilled, refused)
+
+    # -- spilling -----------------------------------------------------------------------------
+
+    async def _spill(self, keys: FrontierKeys) -> tuple[int, int]:
+        flat = await self._take(
+            keys=[keys.queue, keys.data, keys.leases, keys.inflight],
+            args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
+        )
+        if not flat:
+            return 0, 0
+        entries = [
+            (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
+        ]
+        acked: list[str] = []
+        failed: list[str] = []
+
+        def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
+            def delivered(error: KafkaError | None, _message: Message) -> None:
+                (failed if error is not None else acked).append(lease_id)
+
+            return delivered
+
+        for lease_id, score, body in entries:
+            value = orjson.dumps({"score": float(score), "request": orjson.Fragment(body)})
+            self.producer.produce(
+                self.settings.topic,
+                value=value,
+                key=lease_id.encode(),
+                partition=keys.part,
+                on_delivery=report(lease_id),
+            )
+        left = await asyncio.to_thread(self.producer.flush, self.settings.flush_timeout)
+        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in acked + failed]
+        if acked:
+            await self._done(
+                keys=[keys.leases, keys.inflight, keys.data, keys.backlog],
+                args=[self.node_id, *acked],
+            )
+        back = failed + unanswered
+        if back:  # Kafka did not take them: they stay queued in Redis
+            requeue = [Finish(lease_id, "requeue") for lease_id in back]
+            await self.clients[keys.part].complete_many(requeue, [])
+            logger.warning(
+                "Kafka did not acknowledge %d of %d requests spilled from %s (%d still in "
+                "flight): they stay queued in Redis",
+                len(back),
+                len(entries),
+                keys.queue,
+                left,
+            )
+        return len(acked), len(back)
+
+    # -- refilling ----------------------------------------------------------------------------
+
+    async def _refill(self, depths: list[int]) -> int:
+        assigned = await asyncio.to_thread(self.consumer.assignment)
+        low = self.settings.queue_max // 2
+        wanted = [tp for tp in assigned if depths[tp.partition] < low]
+        full = [tp for tp in assigned if depths[tp.partition] >= low]
+        if full:
+            await asyncio.to_thread(self.consumer.pause, full)
+        if wanted:
+            await asyncio.to_thread(self.consumer.resume, wanted)
+        room = sum(self.settings.queue_max - depths[tp.partition] for tp in wanted)
+        # At most the room under the bound (nothing read back is spilled again); one while
+        # there is none, so the group's assignments still go on (they happen in consume).
+        count = min(self.settings.batch, max(1, room))
+        messages = await asyncio.to_thread(self.consumer.consume, count, 0.2 if room else 0)
+        by_part: dict[int, list[Message]] = {}
+        for message in messages:
+            part = message.partition()
+            if message.error() is None and part is not None and part < len(self.parts):
+                by_part.setdefault(part, []).append(message)
+        open_parts = {tp.partition for tp in wanted}
+        for part, found in list(by_part.items()):
+            # beyond the part's room (or read while it had none): read again later, not now
+            room_left = self.settings.queue_max - depths[part] if part in open_parts else 0
+            if len(found) > room_left:
+                back = TopicPartition(self.settings.topic, part, found[room_left].offset() or 0)
+                await asyncio.to_thread(self.consumer.seek, back)
+                by_part[part] = found[:room_left]
+                if not room_left:
+                    del by_part[part]
+        refilled = 0
+        for part, found in by_part.items():
+            keys = self.parts[part]
+            args: list[Any] = []
+            for message in found:
+                stored = orjson.loads(message.value() or b"{}")
+                args += [repr(float(stored["score"])), orjson.dumps(stored["request"])]
+            refilled += int(
+                await self._back(keys=[keys.queue, keys.data, keys.seq, keys.backlog], args=args)
+            )
+            offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
+            await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)
+        return refilled
+
+    async def run(self, guard: OutageGuard, stats: Stats) -> None:
+        """Open, then step every ``FRONTIER_SPILL_INTERVAL`` (Redis outages through the node's
+        guard; a Kafka error skips a step and is counted)."""
+        while True:
+            try:
+                await self.open()
+                break
+            except KafkaException as exc:
+                stats.inc_value("frontier/backlog_error")
+                logger.warning(
+                    "Backlog topic %s not ready (%s): retrying", self.settings.topic, exc
+                )
+                await asyncio.sleep(max(1.0, self.settings.interval))
+        logger.info(
+            "Backlog: at most %d queued requests per part in Redis, the rest in Kafka topic %s",
+            self.settings.queue_max,
+            self.settings.topic,
+        )
+        while True:
+            try:
+                step = await guard.run(self.step)
+            except KafkaException as exc:
+                stats.inc_value("frontier/backlog_error")
+                logger.warning("Backlog step skipped: Kafka error %s", exc)
+            else:
+                for name, count in (
+                    ("frontier/spilled", step.spilled),
+                    ("frontier/refilled", step.refilled),
+                    ("frontier/spill_refused", step.refused),
+                ):
+                    if count:
+                        stats.inc_value(name, count)
+            await asyncio.sleep(self.settings.interval)
+
+    async def close(self) -> None:
+        if self._subscribed:
+            await asyncio.to_thread(self.consumer.close)
+        await asyncio.to_thread(self.producer.flush, 1.0)

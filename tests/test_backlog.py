@@ -1,0 +1,178 @@
+"""Bounded Redis memory (``FRONTIER_QUEUE_MAX``): requests beyond the bound spill to a Kafka
+backlog topic and come back as the queue drains, each exactly once, with a broker of this
+module's own that a test pauses mid-spill; then nodes crawl a site through the backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from crawler.demo.site import Site
+from crawler.devservices import KafkaBroker
+from crawler.frontier.backlog import Backlog, BacklogSettings
+from crawler.frontier.client import Finish, FrontierClient, NewRequest, pending_requests
+from crawler.frontier.keys import frontier_parts
+from crawler.frontier.partitions import part_of
+from crawler.kafka.reader import end_offsets, read_topic
+from crawler.redis_connection import async_client
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+from tests.services import own_kafka_broker
+
+SPIDER = "spill"
+MAX = 40
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    with own_kafka_broker(tmp_path_factory.mktemp("kafka")) as started:
+        yield started
+
+
+@pytest.fixture
+def kafka(broker: KafkaBroker) -> Iterator[KafkaBroker]:
+    yield broker
+    broker.resume()
+
+
+def settings(broker: KafkaBroker, topic: str, flush_timeout: float = 10.0) -> BacklogSettings:
+    return BacklogSettings(
+        queue_max=MAX,
+        batch=1000,
+        interval=0.1,
+        topic=topic,
+        bootstrap=broker.bootstrap_servers,
+        replication=1,
+        flush_timeout=flush_timeout,
+    )
+
+
+def request(n: int) -> NewRequest:
+    url = f"http://site{n % 7}.test/p/{n}"
+    return NewRequest(url, float(n), orjson.dumps({"url": url}), site=f"site{n % 7}.test")
+
+
+def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    parts = frontier_parts(SPIDER, 2)
+    topic = "backlog-once"
+    sizes = Counter(part_of(request(n).site, 2) for n in range(300))
+    spilled = sum(max(0, size - MAX) for size in sizes.values())
+    assert spilled > 0
+
+    async def scenario() -> list[str]:
+        client = async_client(redis_url, max_connections=8)
+        nodes = [FrontierClient(client, keys, "n1") for keys in parts]
+        backlog = Backlog(nodes, settings(kafka, topic), lease_ms=60_000)
+        try:
+            await backlog.open()
+            by_part: dict[int, list[NewRequest]] = {0: [], 1: []}
+            for n in range(300):
+                by_part[part_of(request(n).site, 2)].append(request(n))
+            for part, found in by_part.items():
+                await nodes[part].complete(None, "done", found)
+            first = await backlog.step()
+            assert first.spilled == spilled and first.refused == 0
+            for keys, found in zip(parts, by_part.values(), strict=True):
+                assert redis_client.zcard(keys.queue) == min(MAX, len(found))  # the bound holds
+            assert await pending_requests(client, parts) == 300  # spilled ones count as queued
+            crawled: list[str] = []
+            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
+            while time.monotonic() < deadline:  # lease everything, stepping as a node does
+                for node in nodes:
+                    for lease in await node.lease(25, 60_000):
+                        crawled.append(orjson.loads(lease.body)["url"])
+                        await node.complete_many([Finish(lease.id, "done")], [])
+                await backlog.step()
+                if len(crawled) >= 300 and not await pending_requests(client, parts):
+                    break
+                await asyncio.sleep(0.05)
+            return crawled
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    crawled = asyncio.run(scenario())
+    counts = Counter(crawled)
+    assert set(counts) == {request(n).fingerprint for n in range(300)}
+    assert max(counts.values()) == 1  # every request exactly once
+    for keys in parts:
+        assert int(redis_client.get(keys.backlog) or 0) == 0
+    high = sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values())
+    assert high == spilled
+
+
+def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = "backlog-paused"
+
+    async def scenario() -> tuple[int, int]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic, flush_timeout=2.0), lease_ms=60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            kafka.pause()  # the broker stops answering mid-crawl
+            paused = await backlog.step()
+            assert (paused.spilled, paused.refused) == (0, 100 - MAX)
+            assert redis_client.zcard(keys.queue) == 100  # nothing left Redis unacknowledged
+            assert redis_client.zcard(keys.leases) == 0
+            kafka.resume()
+            for _ in range(50):
+                answered = await backlog.step()
+                if answered.spilled:
+                    return answered.spilled, redis_client.zcard(keys.queue)
+                await asyncio.sleep(0.2)
+            raise AssertionError("the spill never succeeded after the broker came back")
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    spilled, queued = asyncio.run(scenario())
+    assert spilled >= 100 - MAX  # librdkafka may deliver the first attempt's too, once
+    assert queued == MAX
+    stored = read_topic(kafka.bootstrap_servers, topic, expected=spilled, timeout=30)
+    bodies = Counter(orjson.loads(message.value)["request"]["url"] for message in stored)
+    assert len(bodies) == 100 - MAX  # the lowest-priority 60, none twice in Redis and Kafka
+
+
+def test_nodes_crawl_a_site_through_the_backlog_every_page_once(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    topic_template = "spill-items-{spider}"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    node_settings = {
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "FRONTIER_QUEUE_MAX": "15",
+        "FRONTIER_SPILL_INTERVAL": "0.2",
+        "FRONTIER_BACKLOG_TOPIC": "spill-backlog-{spider}",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        "CONCURRENT_REQUESTS": "4",
+    }
+    with (
+        Site(300) as site,
+        running_nodes(2, workdir=tmp_path, env=env, settings=node_settings) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        assert wait_for_exit(nodes, timeout=240) == [0, 0], logs(tmp_path)
+    assert tracebacks(tmp_path) == [], logs(tmp_path)
+    messages = read_topic(
+        kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=300, timeout=60
+    )
+    urls = Counter(orjson.loads(message.value)["url"] for message in messages)
+    assert set(urls) == site.all_urls()
+    assert max(urls.values()) == 1
+    text = "".join((tmp_path / f"node-{i}.log").read_text() for i in range(2))
+    assert "'frontier/spilled'" in text and "'frontier/refilled'" in text
+    offsets = end_offsets(kafka.bootstrap_servers, "spill-backlog-pages")
+    assert sum(high for _, high in offsets.values()) > 0
