@@ -239,11 +239,16 @@ class FrontierInspector:
         return self.parts[int(part)], raw
 
     def queue_head(self, top: int, site: str | None = None, limit: int = 0) -> list[QueuedRequest]:
-        """The first ``top`` requests nodes will lease (each part's head, merged by priority;
-        of ``site`` only if given, in the one part that holds it)."""
+        """The first ``top`` requests nodes will lease: each part's head, merged by priority
+        and, among equal priorities, by place in their part's queue (nodes lease from every
+        part); of ``site`` only if given, in the one part that holds it."""
         parts = self.parts if site is None else [self.parts[part_of(site, len(self.parts))]]
-        heads = [part.queue_head(top, site, limit) for part in parts]
-        return heapq.nsmallest(top, (r for head in heads for r in head), key=lambda r: -r.priority)
+        ranked = [
+            (-request.priority, place, index, request)
+            for index, part in enumerate(parts)
+            for place, request in enumerate(part.queue_head(top, site, limit))
+        ]
+        return [entry[3] for entry in heapq.nsmallest(top, ranked, key=lambda e: e[:3])]
 
     def site_counts(self, limit: int = 0) -> SiteCounts:
         """Queued requests per site over every part (``limit`` entries at most per part)."""
