@@ -7,7 +7,7 @@ of 8, the batch's completions written as one reactor turn (``complete_turn``: li
 other parts first, then one call per part), a heartbeat in every part every 5 s, on the
 workload of ``bench.frontier_load`` (20 links per page, 16 of them seen before). Links go
 to the parent's own site with the share ``--same-site`` (default 0.8: pages mostly link
-within their site) and to any of 50 sites otherwise; a link to a site of another part is
+within their site) and to any of ``--sites`` (500) otherwise; a link to a site of another part is
 a cross-part write.
 
 Each variant runs on a fresh cluster (3 masters, equal slot ranges, no persistence).
@@ -43,7 +43,7 @@ from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.redis_connection import AsyncRedis, async_client
 
 SPIDER = "load"
-SITES, LINKS, NEW_LINKS = 50, 20, 4
+LINKS, NEW_LINKS = 20, 4
 MASTERS = 3
 
 
@@ -51,11 +51,12 @@ class SiteSpace:
     """URLs per site: a page links 4 new URLs and 16 enqueued before, each on the parent's
     site with the share ``same``, else on a random site."""
 
-    def __init__(self, seed: int, same: float) -> None:
+    def __init__(self, seed: int, same: float, sites: int) -> None:
         self.random = random.Random(seed)
         self.same = same
+        self.sites = sites
         self.count = 0
-        self.known: list[list[str]] = [[] for _ in range(SITES)]
+        self.known: list[list[str]] = [[] for _ in range(sites)]
 
     def fresh(self, site: int) -> str:
         self.count += 1
@@ -64,7 +65,7 @@ class SiteSpace:
         return url
 
     def _site(self, parent: int) -> int:
-        return parent if self.random.random() < self.same else self.random.randrange(SITES)
+        return parent if self.random.random() < self.same else self.random.randrange(self.sites)
 
     def links(self, parent_url: str) -> list[str]:
         parent = int(parent_url.split("/")[2].split(".", maxsplit=1)[0].removeprefix("site"))
@@ -81,6 +82,7 @@ class Result:
     parts: int
     pages: int
     cpu_us: list[float]  # per master, per page
+    commands: float  # commands run per page, every master (those scripts run included)
 
     @property
     def busiest(self) -> float:
@@ -94,7 +96,8 @@ class Result:
         balance = max(self.cpu_us) / max(1e-9, min(self.cpu_us))
         return (
             f"| {self.parts} | {' / '.join(f'{cpu:.0f}' for cpu in self.cpu_us)} us | {shares} "
-            f"| {balance:.2f} | {total:.0f} us | {capacity:,.0f} ({ratio:.2f}x) |"
+            f"| {balance:.2f} | {total:.0f} us | {self.commands:.1f} "
+            f"| {capacity:,.0f} ({ratio:.2f}x) |"
         )
 
 
@@ -114,10 +117,10 @@ def fresh_cluster(workdir: Path) -> Iterator[tuple[LocalRedisCluster, list[redis
 
 
 class ClusterLoad:
-    def __init__(self, parts: int, nodes: int, same: float) -> None:
+    def __init__(self, parts: int, nodes: int, same: float, sites: int) -> None:
         self.parts = parts
         self.nodes = nodes
-        self.space = SiteSpace(1, same)
+        self.space = SiteSpace(1, same, sites)
 
     def frontier(self, client: AsyncRedis, node: str) -> PartitionedFrontier:
         config = DedupConfig()
@@ -133,7 +136,7 @@ class ClusterLoad:
     async def fill(self, url: str, count: int) -> None:
         client = async_client(url, max_connections=8)
         frontier = self.frontier(client, "filler")
-        urls = [self.space.fresh(n % SITES) for n in range(count)]
+        urls = [self.space.fresh(n % self.space.sites) for n in range(count)]
         for start in range(0, count, 500):
             batch = [self._new(u, "http://seed/") for u in urls[start : start + 500]]
             await frontier.complete_turn(batch, [])
@@ -173,7 +176,7 @@ class ClusterLoad:
 
 def measure(parts: int, args: argparse.Namespace, workdir: Path) -> Result:
     with fresh_cluster(workdir / f"parts-{parts}") as (cluster, masters):
-        load = ClusterLoad(parts, args.nodes, args.same_site)
+        load = ClusterLoad(parts, args.nodes, args.same_site, args.sites)
         asyncio.run(load.fill(cluster.url, 2000))
         before = [Counters.read(master) for master in masters]
         asyncio.run(load.run(cluster.url, args.pages))
@@ -182,7 +185,8 @@ def measure(parts: int, args: argparse.Namespace, workdir: Path) -> Result:
         (a.user + a.system - b.user - b.system) * 1e6 / args.pages
         for a, b in zip(after, before, strict=True)
     ]
-    return Result(parts, args.pages, cpu)
+    commands = sum(a.commands - b.commands for a, b in zip(after, before, strict=True))
+    return Result(parts, args.pages, cpu, commands / args.pages)
 
 
 def main() -> None:
@@ -191,20 +195,23 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=6)
     parser.add_argument("--parts", default="1,3,12")
     parser.add_argument("--same-site", type=float, default=0.8)
+    parser.add_argument("--sites", type=int, default=500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="frontier-cluster-") as tmp:
         results = [measure(int(parts), args, Path(tmp)) for parts in args.parts.split(",")]
     baseline = results[0]
     print(
         f"\n{args.pages} pages, {args.nodes} simulated nodes, {LINKS} links per page "
-        f"({LINKS - NEW_LINKS} seen, {args.same_site:.0%} on the parent's site), exact dedup, "
+        f"({LINKS - NEW_LINKS} seen, {args.same_site:.0%} on the parent's site, "
+        f"{args.sites} sites), exact dedup, "
         f"{MASTERS} masters; ratios against {baseline.parts} part\n"
     )
     print(
         "| FRONTIER_PARTITIONS | Redis CPU per page, each master | share per master "
-        "| busiest / idlest | cluster CPU per page | cluster capacity, pages/s |"
+        "| busiest / idlest | cluster CPU per page | commands per page "
+        "| cluster capacity, pages/s |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for result in results:
         print(result.row(baseline))
 

@@ -38,20 +38,21 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextlib.contextmanager
-def one_site_per_part(parts: int, pages: int = PAGES) -> Iterator[list[Site]]:
+def one_site_per_part(parts: int, pages: int = PAGES, delay: float = 0.05) -> Iterator[list[Site]]:
     """A slow local site in each part of a frontier of ``parts`` parts (their ports decide:
     sites are started until every part has one)."""
     with contextlib.ExitStack() as stack:
         chosen: dict[int, Site] = {}
         while len(chosen) < parts:
-            site = stack.enter_context(Site(pages, delay=0.05))
+            site = stack.enter_context(Site(pages, delay=delay))
             chosen.setdefault(part_of(site_of(site.base_url), parts), site)
         yield [chosen[part] for part in range(parts)]
 
 
 @pytest.fixture
 def sites() -> Iterator[list[Site]]:
-    with one_site_per_part(PARTS) as found:
+    """Slow enough (0.2 s a page, 30 pages/s for 3 nodes) to be looked at mid-crawl."""
+    with one_site_per_part(PARTS, delay=0.2) as found:
         yield found
 
 

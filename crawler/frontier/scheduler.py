@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from redis.exceptions import RedisError
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -33,6 +32,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
+from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.client import Completion, Finish, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
@@ -85,10 +85,7 @@ class LeasingScheduler:
         self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
         self._closing = False
         self._client: PartitionedFrontier | None = None
-        self._refused = False
-        self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
-        self._backlog: Backlog | None = None  # FRONTIER_QUEUE_MAX: the rest in Kafka
-        self._backlog_loop: asyncio.Task[None] | None = None
+        self._admission: FrontierAdmission | None = None
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
@@ -120,13 +117,19 @@ class LeasingScheduler:
             for keys in frontier_parts(spider.name, self.settings.partitions)
         ]
         self._client = PartitionedFrontier(spider.name, parts)
+        backlog = None
         if self.settings.backlog.queue_max:
-            backlog_settings = replace(
-                self.settings.backlog, topic=self.settings.backlog.topic.format(spider=spider.name)
-            )
+            topic = self.settings.backlog.topic.format(spider=spider.name)
             lease_ms = int(self.settings.lease_timeout * 1000)
-            self._backlog = Backlog(parts, backlog_settings, lease_ms)
-            self._spawn(self._run_backlog(self._backlog))
+            backlog = Backlog(parts, replace(self.settings.backlog, topic=topic), lease_ms)
+        self._admission = FrontierAdmission(
+            self.crawler,
+            self._client,
+            self.settings,
+            self.guard,
+            on_refused=self._buffer.clear,
+            backlog=backlog,
+        )
         self.context.tracker = self.tracker
         timing = Timing(
             self.settings.lease_timeout,
@@ -135,7 +138,7 @@ class LeasingScheduler:
         )
         keeper = self._keeper = LeaseKeeper(self._client, self, self.guard, self.stats, timing)
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
-        self._spawn(self._check_frontier())
+        self._spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
             self._client.keys.queue,
@@ -146,11 +149,6 @@ class LeasingScheduler:
             self.settings.heartbeat_interval,
             self.settings.dedup.mode.value,
         )
-
-    async def _run_backlog(self, backlog: Backlog) -> None:
-        if await self.context.frontier_open():
-            loop = self.context.supervise("backlog", lambda: backlog.run(self.guard, self.stats))
-            self._backlog_loop = loop
 
     def _on_flush_signal(self) -> Deferred[None]:
         return deferred_from_coro(self.flushed())
@@ -332,18 +330,13 @@ class LeasingScheduler:
         for lease_id in waiters:
             self.tracker.release(lease_id)
 
+    @property
+    def _refused(self) -> bool:
+        return self._admission is not None and self._admission.refused
+
     def refuse(self, reason: PartitionsChanged) -> None:
-        """This node's ``FRONTIER_PARTITIONS`` is not its crawl's: take and write nothing, stop."""
-        if self._refused:
-            return
-        self._refused = True
-        self.context.frontier_checked(usable=False)
-        self._buffer.clear()
-        self.stats.inc_value("frontier/refused/partitions")
-        logger.error("Node refused: %s", reason)
-        assert self.crawler.engine is not None
-        close = self.crawler.engine.close_spider_async(reason="frontier_partitions_changed")
-        self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
+        assert self._admission is not None
+        self._admission.refuse(reason)
 
     def _on_complete(self, state: LeaseState) -> None:
         self._write_this_turn()
@@ -367,26 +360,6 @@ class LeasingScheduler:
             if not self._buffer:
                 wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
         self.dedup_report.completed(result, children)
-
-    async def _check_frontier(self) -> None:
-        """Claim the partition count (or refuse the node), then look for other dedup modes."""
-        try:
-            await self._guarded(self.client.claim)
-        except PartitionsChanged as exc:
-            self.refuse(exc)
-            return
-        self.context.frontier_checked(usable=True)
-        try:
-            others = await self.client.other_dedup_keys()
-        except RedisError:
-            return  # Redis is down: the first frontier operations will say so
-        if others:
-            logger.warning(
-                "FRONTIER_DUPEFILTER=%s, but dedup keys of another mode exist (%s): requests "
-                "recorded there are not known to this mode and may be crawled again",
-                self.settings.dedup.mode.value,
-                ", ".join(others),
-            )
 
     def _new_work(self) -> None:
         """Work reached the shared queue: lease again now, even if a lease just came back empty."""
@@ -449,10 +422,8 @@ class LeasingScheduler:
         self._closing = True
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        if self._backlog_loop is not None:
-            self._backlog_loop.cancel()
-        if self._backlog is not None:
-            await self._backlog.close()
+        if self._admission is not None:
+            await self._admission.close()
         if self._fresh or self._fresh_waiters or self._finishing:
             await self._flush_turn()
         pending = [task for task in self._tasks if not task.done()]

@@ -1,0 +1,104 @@
+"""``FrontierAdmission``: whether this node may use its spider's frontier, checked once at start.
+
+The first step of a node on the frontier claims the partition count
+(``crawler.frontier.partitions``): a node whose ``FRONTIER_PARTITIONS`` is not the
+crawl's is refused (``frontier/refused/partitions``, ERROR log, the spider closes with
+``frontier_partitions_changed``) before it reads a seed or writes a start request
+(both wait for :meth:`NodeContext.frontier_open`). An admitted node then warns about
+dedup keys of another mode and, with ``FRONTIER_QUEUE_MAX``, starts the backlog loop
+(``crawler.frontier.backlog``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from redis.exceptions import RedisError
+from scrapy.crawler import Crawler
+from scrapy.statscollectors import StatsCollector
+
+from crawler.frontier.backlog import Backlog
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.settings import FrontierSettings
+from crawler.node_context import NodeContext
+from crawler.redis_outage import OutageGuard
+
+logger = logging.getLogger(__name__)
+
+REFUSED_REASON = "frontier_partitions_changed"  # the spider's finish reason
+
+
+class FrontierAdmission:
+    def __init__(
+        self,
+        crawler: Crawler,
+        client: PartitionedFrontier,
+        settings: FrontierSettings,
+        guard: OutageGuard,
+        *,
+        on_refused: Callable[[], None],
+        backlog: Backlog | None = None,
+    ) -> None:
+        self.crawler = crawler
+        self.context = NodeContext.required(crawler, "LeasingScheduler")
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.client = client
+        self.settings = settings
+        self.guard = guard
+        self.backlog = backlog
+        self.refused = False
+        self._on_refused = on_refused
+        self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
+        self._backlog_loop: asyncio.Task[None] | None = None
+
+    async def check(self) -> None:
+        """Claim the partition count (or refuse the node), then look for other dedup modes
+        and start the backlog loop."""
+        try:
+            await self.guard.run(self.client.claim)
+        except PartitionsChanged as exc:
+            self.refuse(exc)
+            return
+        self.context.frontier_checked(usable=True)
+        if self.backlog is not None:
+            backlog = self.backlog
+            self._backlog_loop = self.context.supervise(
+                "backlog", lambda: backlog.run(self.guard, self.stats)
+            )
+        await self._check_dedup_keys()
+
+    def refuse(self, reason: PartitionsChanged) -> None:
+        """This node's ``FRONTIER_PARTITIONS`` is not its crawl's: take and write nothing, stop."""
+        if self.refused:
+            return
+        self.refused = True
+        self.context.frontier_checked(usable=False)
+        self._on_refused()
+        self.stats.inc_value("frontier/refused/partitions")
+        logger.error("Node refused: %s", reason)
+        assert self.crawler.engine is not None
+        close = self.crawler.engine.close_spider_async(reason=REFUSED_REASON)
+        self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
+
+    async def _check_dedup_keys(self) -> None:
+        try:
+            others = await self.client.other_dedup_keys()
+        except RedisError:
+            return  # Redis is down: the first frontier operations will say so
+        if others:
+            logger.warning(
+                "FRONTIER_DUPEFILTER=%s, but dedup keys of another mode exist (%s): requests "
+                "recorded there are not known to this mode and may be crawled again",
+                self.settings.dedup.mode.value,
+                ", ".join(others),
+            )
+
+    async def close(self) -> None:
+        if self._backlog_loop is not None:
+            self._backlog_loop.cancel()
+        if self.backlog is not None:
+            await self.backlog.close()
