@@ -34,7 +34,7 @@ return {
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
-    queue: int  # requests waiting in ``{spider}:queue``
+    queue: int  # requests waiting in the queue of every part (``{spider}:queue`` ...)
     leases: int  # requests leased by any node
     expired_leases: int  # leases past their deadline, not reclaimed yet
     live_nodes: int  # nodes whose heartbeat has not run out
