@@ -16,10 +16,12 @@ import pytest
 import redis
 
 from crawler.demo.site import Site
+from crawler.devservices import KafkaBroker
 from crawler.redis_connection import sync_client
 from tests.faults import own_redis, slow_site
 from tests.services import (
     kafka_service,
+    own_kafka_broker,
     redis_cluster_service,
     redis_sentinel_service,
     redis_service,
@@ -152,3 +154,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.line("|---|---|---|---|")
         for row in CONFORMANCE_ROWS:
             terminalreporter.line(row)
+
+
+@pytest.fixture(scope="module")
+def module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A Kafka broker of one test module's own, which its tests may pause or stop."""
+    with own_kafka_broker(tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
+
+
+@pytest.fixture
+def module_kafka(module_broker: KafkaBroker) -> Iterator[KafkaBroker]:
+    """The module's own broker; running and answering again after each test."""
+    yield module_broker
+    if module_broker.pid is None:
+        module_broker.start()
+    else:
+        module_broker.resume()

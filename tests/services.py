@@ -178,18 +178,8 @@ def kafka_service(workdir: Path) -> Iterator[tuple[str, KafkaBroker | None]]:
         with _container("testcontainers.kafka", "KafkaContainer", KAFKA_IMAGE) as container:
             yield container.get_bootstrap_server(), None
     else:
-        config = KafkaBrokerConfig(
-            port=free_port(), controller_port=free_port(), data_dir=workdir / "kafka"
-        )
-        broker = KafkaBroker(config)
-        try:
-            broker.start()
-        except (RuntimeError, OSError) as exc:
-            unavailable(f"a local Kafka broker could not be started: {exc}")
-        try:
+        with own_kafka_broker(workdir / "kafka") as broker:
             yield broker.bootstrap_servers, broker
-        finally:
-            broker.stop()
 
 
 @contextlib.contextmanager
@@ -206,8 +196,8 @@ def _container(module: str, class_name: str, image: str) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def own_kafka_broker(data_dir: Path) -> Iterator[KafkaBroker]:
-    """A Kafka broker of its own, that a test may pause (SIGSTOP) or stop; resumed and
-    stopped at the end."""
+    """A local Kafka broker, which a test may pause (SIGSTOP) or stop; resumed and stopped
+    at the end."""
     config = KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=data_dir)
     broker = KafkaBroker(config)
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -23,22 +22,14 @@ from crawler.frontier.partitions import part_of
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.redis_connection import async_client
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
-from tests.services import own_kafka_broker
 
 SPIDER = "spill"
 MAX = 40
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    with own_kafka_broker(tmp_path_factory.mktemp("kafka")) as started:
-        yield started
-
-
 @pytest.fixture
-def kafka(broker: KafkaBroker) -> Iterator[KafkaBroker]:
-    yield broker
-    broker.resume()
+def kafka(module_kafka: KafkaBroker) -> KafkaBroker:
+    return module_kafka
 
 
 def settings(broker: KafkaBroker, topic: str, flush_timeout: float = 10.0) -> BacklogSettings:

@@ -15,31 +15,21 @@ import pytest
 import redis
 
 from crawler.demo.site import Site
-from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
+from crawler.devservices import KafkaBroker
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import DEAD_LETTER_DIR, decode_record
 from tests.cluster import log_lines, logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import FAST_LEASES, wait_for_hits
-from tests.services import unavailable
+from tests.services import own_kafka_broker
 
 
 @pytest.fixture
 def own_kafka(tmp_path: Path) -> Iterator[KafkaBroker]:
     """A Kafka broker this test may pause (SIGSTOP) and resume."""
-    broker = KafkaBroker(
-        KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=tmp_path / "k")
-    )
-    try:
-        broker.start()
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local Kafka broker could not be started: {exc}")
-    try:
+    with own_kafka_broker(tmp_path / "k") as broker:
         yield broker
-    finally:
-        broker.resume()
-        broker.stop()
 
 
 def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(

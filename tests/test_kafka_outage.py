@@ -23,7 +23,7 @@ from crawler.devservices import KafkaBroker
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
-from tests.services import own_kafka_broker, unavailable
+from tests.services import unavailable
 
 # Leases and idle close fast enough for short crawls (as the frontier fault tests use them).
 FAST_LEASES = {
@@ -36,20 +36,9 @@ PAUSED = "crawl paused until Kafka answers"
 RESUMED = "Kafka answers again: crawl resumed"
 
 
-@pytest.fixture(scope="module")
-def module_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    with own_kafka_broker(tmp_path_factory.mktemp("kafka")) as broker:
-        yield broker
-
-
 @pytest.fixture
-def kafka(module_kafka: KafkaBroker) -> Iterator[KafkaBroker]:
-    """The module's broker; running and answering again after the test."""
-    yield module_kafka
-    if module_kafka.pid is None:
-        module_kafka.start()
-    else:
-        module_kafka.resume()
+def kafka(module_kafka: KafkaBroker) -> KafkaBroker:
+    return module_kafka
 
 
 def wait_for_hits(site: Site, hits: int, timeout: float = 120) -> None:

@@ -4,8 +4,9 @@ Every ``CLUSTER_LOGSTATS_INTERVAL`` seconds: this node's pages and items (totals
 per minute), Kafka delivered and failed, the leases it holds (estimated from its
 stats), and, from Redis in one round trip per part of the frontier (a Lua script on
 Redis server time, the parts at once), the shared queue depth (``{spider}:queue`` and
-every other part's) and the live nodes (``{spider}:nodes`` alive after now). The round trip is asynchronous (redis.asyncio) and bounded by a timeout;
-when Redis does not answer the line says so and the crawl goes on. Cluster mode only
+every other part's) and the live nodes (``{spider}:nodes`` alive after now). The round
+trip is asynchronous (redis.asyncio) and bounded by a timeout; when Redis does not
+answer the line says so and the crawl goes on. Cluster mode only
 (``REDIS_URL``); needs the asyncio reactor.
 """
 
