@@ -21,6 +21,7 @@ from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitions import part_of
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.redis_connection import async_client
+from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 
 SPIDER = "spill"
@@ -167,3 +168,22 @@ def test_nodes_crawl_a_site_through_the_backlog_every_page_once(
     assert "'frontier/spilled'" in text and "'frontier/refilled'" in text
     offsets = end_offsets(kafka.bootstrap_servers, "spill-backlog-pages")
     assert sum(high for _, high in offsets.values()) > 0
+
+    # a purge ends the crawl's backlog too: its requests would come back into the next crawl
+    purged = crawler_process(
+        "purge",
+        "pages",
+        "--yes",
+        "--json",
+        "--redis",
+        redis_url,
+        env={
+            "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+            **{f"CRAWLER_SETTING_{name}": value for name, value in node_settings.items()},
+        },
+    )
+    assert purged.returncode == 0, purged.stderr
+    assert orjson.loads(purged.stdout)["backlog"] == (
+        "deleted the Kafka backlog topic spill-backlog-pages"
+    )
+    assert end_offsets(kafka.bootstrap_servers, "spill-backlog-pages", timeout=5) == {}

@@ -9,6 +9,7 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
+from crawler.frontier.backlog import purge_backlog
 from crawler.frontier.partitions import spider_parts
 from crawler.frontier.reset import live_nodes, reset_note, reset_wait
 
@@ -53,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
             deleted, acknowledged = purge(client, spider, present, live=live, wait=wait)
     finally:
         client.close()
+    backlog = purge_backlog(
+        int(settings["FRONTIER_QUEUE_MAX"]),
+        str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
+        str(settings["FRONTIER_BACKLOG_TOPIC"]).format(spider=spider),
+    )
     if args.json:
         reset = (
             None
@@ -61,13 +67,21 @@ def run(args: argparse.Namespace) -> int:
         )
         print(
             orjson.dumps(
-                {"spider": spider, "deleted": deleted, "keys": present, "reset": reset}
+                {
+                    "spider": spider,
+                    "deleted": deleted,
+                    "keys": present,
+                    "reset": reset,
+                    "backlog": backlog.removeprefix("; "),
+                }
             ).decode()
         )
     elif present:
         print(
-            f"Purged {deleted} keys of {spider!r}: {', '.join(present)}" + reset_note(acknowledged)
+            f"Purged {deleted} keys of {spider!r}: {', '.join(present)}"
+            + reset_note(acknowledged)
+            + backlog
         )
     else:
-        print(f"Nothing to purge for {spider!r}")
+        print(f"Nothing to purge for {spider!r}" + backlog)
     return 0

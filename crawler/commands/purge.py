@@ -17,6 +17,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
+from crawler.frontier.backlog import purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import fence_pattern, frontier_parts, node_epoch_pattern, start_pattern
 from crawler.frontier.partitions import spider_parts
@@ -128,9 +129,15 @@ class Command(ScrapyCommand):
                     return
             wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
             deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            backlog = purge_backlog(
+                self.settings.getint("FRONTIER_QUEUE_MAX"),
+                self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
+                str(self.settings.get("FRONTIER_BACKLOG_TOPIC")).format(spider=args[0]),
+            )
             print(
                 f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
                 + reset_note(acknowledged)
+                + backlog
             )
         finally:
             client.close()

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from crawler.frontier.client import Finish, FrontierClient
 from crawler.frontier.keys import FrontierKeys
@@ -262,3 +263,29 @@ class Backlog:
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await asyncio.to_thread(self.producer.flush, 1.0)
+
+
+def purge_backlog(queue_max: int, bootstrap: str, topic: str, timeout: float = 10.0) -> str:
+    """Delete the backlog topic of a purged crawl (its requests would come back into the
+    next crawl); a note for the operator ("" when the crawl has no backlog)."""
+    if not queue_max or not bootstrap:
+        return ""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}
+    admin = AdminClient(config)
+    try:
+        admin.delete_topics([topic], operation_timeout=timeout, request_timeout=timeout)[
+            topic
+        ].result(timeout)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return ""  # nothing was ever spilled
+        reason = error.str()
+    except TimeoutError:
+        reason = f"Kafka at {bootstrap} did not answer in {timeout:.0f}s"
+    else:
+        return f"; deleted the Kafka backlog topic {topic}"
+    return (
+        f"; the Kafka backlog topic {topic} could not be deleted ({reason}): delete it before "
+        "the next crawl, or the requests it holds come back into it"
+    )
