@@ -287,7 +287,7 @@ class FrontierAdmin:
     def requeue_expired(self, crawl_id: str | None = None) -> int:
         """Return every expired lease to the queue now (every part); count them in the
         crawl's ledger (in the same step in part 0, whose hash tag the ledger shares)."""
-        ledger = LedgerKeys.for_crawl(self.spider, crawl_id).total if crawl_id else None
+        ledger = LedgerKeys.for_crawl(self.spider, crawl_id).total if crawl_id is not None else None
         total = 0
         for part in self.parts:
             keys = [part.leases, part.inflight, part.queue]

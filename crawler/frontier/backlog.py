@@ -160,7 +160,8 @@ class Backlog:
                 on_delivery=report(lease_id),
             )
         left = await asyncio.to_thread(self.producer.flush, self.settings.flush_timeout)
-        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in acked + failed]
+        answered = {*acked, *failed}
+        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if acked:
             await self._done(
                 keys=[keys.leases, keys.inflight, keys.data, keys.backlog],

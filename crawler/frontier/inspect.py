@@ -232,11 +232,12 @@ class FrontierInspector:
     def _record_id(self, part: int, record_id: str) -> str:
         return record_id if len(self.parts) == 1 else f"{part}/{record_id}"
 
-    def _part(self, record_id: str) -> tuple[PartInspector, str]:
+    def _part(self, record_id: str) -> tuple[int, str]:
+        """The part of a record id given by ``failed``, and the id in that part."""
         if len(self.parts) == 1:
-            return self.parts[0], record_id
+            return 0, record_id
         part, _, raw = record_id.partition("/")
-        return self.parts[int(part)], raw
+        return int(part), raw
 
     def queue_head(self, top: int, site: str | None = None, limit: int = 0) -> list[QueuedRequest]:
         """The first ``top`` requests nodes will lease: each part's head, merged by priority
@@ -268,13 +269,13 @@ class FrontierInspector:
 
     def retry(self, record: FailedRecord) -> str:
         part, raw = self._part(record.id)
-        return part.retry(FailedRecord(raw, record.stored, record.fields))
+        return self.parts[part].retry(FailedRecord(raw, record.stored, record.fields))
 
     def drop(self, ids: Sequence[str]) -> int:
         by_part: dict[int, list[str]] = {}
         for record_id in ids:
             part, raw = self._part(record_id)
-            by_part.setdefault(self.parts.index(part), []).append(raw)
+            by_part.setdefault(part, []).append(raw)
         return sum(self.parts[index].drop(raw) for index, raw in by_part.items())
 
     def leases(self, lease_ms: int) -> list[NodeLeases]:
