@@ -1,7 +1,8 @@
 -- Finish leases (if any) and enqueue new requests, atomically.
 -- crawler.frontier.dedup puts the dedup snippet of FRONTIER_DUPEFILTER (lua/dedup_*.lua) before
--- this body: it defines DEDUP_ARGC and dedup_open(), dedup_add(fingerprint) (true: new, now
--- recorded), dedup_close().
+-- this body: it defines DEDUP_ARGC, dedup_open(), dedup_close(), and either dedup_add_many(list
+-- of fingerprints) (a list of true: new, now recorded / false), or dedup_add_many = false and
+-- dedup_add(fingerprint) (the same for one).
 -- KEYS: 1 queue, 2 data, 3 seq (counter), 4 leases, 5 inflight, 6 failed (hash id -> failure
 --       JSON), 7.. the dedup snippet's keys
 -- ARGV: 1 lease ids, comma-separated ('' = none), 2 node id, 3 their outcomes, comma-separated:
@@ -25,67 +26,99 @@ local function split(text, separator)
   end
 end
 
+-- Flat list `items` in variadic `command`s on `key`, `per` items a call (a command called from
+-- a script costs more than the entries it touches; unpack takes at most a few thousand).
+local CHUNK = 1000
+local function in_chunks(command, key, items, per)
+  for from = 1, #items, per * CHUNK do
+    redis.call(command, key, unpack(items, from, math.min(#items, from + per * CHUNK - 1)))
+  end
+end
+
+-- Whether each fingerprint is new ('' always is, and is not recorded), recording the new ones.
+local function dedup_add_all(fingerprints)
+  if dedup_add_many then
+    return dedup_add_many(fingerprints)
+  end
+  local new = {}
+  for n, fingerprint in ipairs(fingerprints) do
+    new[n] = fingerprint == '' or dedup_add(fingerprint)
+  end
+  return new
+end
+
 local node = ARGV[2]
 local statuses = {}
 if ARGV[1] ~= '' then
   local leases, outcomes, failures = split(ARGV[1], ','), split(ARGV[3], ','), split(ARGV[4], '\n')
+  local records = {}
+  for from = 1, #leases, CHUNK do
+    local found = redis.call('HMGET', KEYS[5], unpack(leases, from, math.min(#leases, from + CHUNK - 1)))
+    for n = 1, #found do
+      records[from + n - 1] = found[n]
+    end
+  end
+  local finished, requeued, failed, dropped_data, settled = {}, {}, {}, {}, {}
   for n, lease in ipairs(leases) do
-    local outcome, status = outcomes[n], 'gone'
-    local record = redis.call('HGET', KEYS[5], lease)
-    if record then
+    local outcome, status, record = outcomes[n], 'gone', records[n]
+    if record and not settled[lease] then
       local tab = string.find(record, '\t', 1, true)
       if string.sub(record, 1, tab - 1) ~= node then
         status = 'stolen'
       else
-        redis.call('ZREM', KEYS[4], lease)
-        redis.call('HDEL', KEYS[5], lease)
+        settled[lease] = true
+        finished[#finished + 1] = lease
         if outcome == 'requeue' then
-          redis.call('ZADD', KEYS[1], string.sub(record, tab + 1), lease)
+          requeued[#requeued + 1], requeued[#requeued + 2] = string.sub(record, tab + 1), lease
         else
           if outcome == 'failed' then
-            redis.call('HSET', KEYS[6], lease, failures[n])
+            failed[#failed + 1], failed[#failed + 2] = lease, failures[n]
           end
-          redis.call('HDEL', KEYS[2], lease)
+          dropped_data[#dropped_data + 1] = lease
         end
         status = outcome
       end
     end
     statuses[n] = status
   end
+  in_chunks('ZREM', KEYS[4], finished, 1)
+  in_chunks('HDEL', KEYS[5], finished, 1)
+  in_chunks('ZADD', KEYS[1], requeued, 2)
+  in_chunks('HSET', KEYS[6], failed, 2)
+  in_chunks('HDEL', KEYS[2], dropped_data, 1)
 end
 local first = 5 + DEDUP_ARGC
 local added, dropped = 0, {}
 if #ARGV >= first then
   dedup_open()
-  local bodies, scores = {}, {}
+  local fingerprints = {}
   for i = first, #ARGV, 3 do
-    local fingerprint, score = ARGV[i], ARGV[i + 1]
-    local forced = string.byte(score, 1) == 70 -- 'F'
-    if forced then
-      score = string.sub(score, 2)
-    end
-    local new = fingerprint == '' or dedup_add(fingerprint)
-    if new or forced then
-      added = added + 1
-      bodies[added], scores[added] = ARGV[i + 2], score
-    else
-      dropped[#dropped + 1] = (i - first) / 3
-    end
+    fingerprints[#fingerprints + 1] = ARGV[i]
   end
+  local new = dedup_add_all(fingerprints)
   dedup_close()
   -- The new requests' ids (in order) from one INCRBY; their data and queue entries written
-  -- with one HSET and one ZADD per CHUNK requests (fewer calls: most of a call's cost).
-  local CHUNK = 1000
-  local next_id = added > 0 and redis.call('INCRBY', KEYS[3], added) - added + 1 or 0
-  for from = 1, added, CHUNK do
-    local data, queue = {}, {}
-    for k = from, math.min(added, from + CHUNK - 1) do
-      local id = string.format('%012x', next_id + k - 1)
-      data[#data + 1], data[#data + 2] = id, bodies[k]
-      queue[#queue + 1], queue[#queue + 2] = scores[k], id
+  -- with one HSET and one ZADD per CHUNK requests.
+  local data, queue = {}, {}
+  for n = 1, #fingerprints do
+    local i = first + 3 * (n - 1)
+    local score = ARGV[i + 1]
+    local forced = string.byte(score, 1) == 70 -- 'F'
+    if new[n] or forced then
+      added = added + 1
+      data[2 * added], queue[2 * added - 1] = ARGV[i + 2], forced and string.sub(score, 2) or score
+    else
+      dropped[#dropped + 1] = n - 1
     end
-    redis.call('HSET', KEYS[2], unpack(data))
-    redis.call('ZADD', KEYS[1], unpack(queue))
+  end
+  if added > 0 then
+    local next_id = redis.call('INCRBY', KEYS[3], added) - added
+    for k = 1, added do
+      local id = string.format('%012x', next_id + k)
+      data[2 * k - 1], queue[2 * k] = id, id
+    end
+    in_chunks('HSET', KEYS[2], data, 2)
+    in_chunks('ZADD', KEYS[1], queue, 2)
   end
 end
 return {statuses, added, dropped}

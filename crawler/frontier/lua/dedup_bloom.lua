@@ -15,6 +15,7 @@
 -- slice. A full slice is followed by the next one of the layout; the last one takes more than
 -- its capacity (its false-positive rate rises, as the reported estimate shows).
 local DEDUP_ARGC = 1
+local dedup_add_many = false  -- complete.lua adds one fingerprint at a time
 local BLOCK, BLOCK_BITS = 256, 2048
 local sbyte, schar, floor = string.byte, string.char, math.floor
 local band, bor, lshift = bit.band, bit.bor, bit.lshift

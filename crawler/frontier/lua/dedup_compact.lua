@@ -13,6 +13,7 @@
 -- Fingerprints arrive as bytes (at least 12). With a ttl, a bucket drops its expired entries
 -- when its entry count reaches a multiple of 16.
 local DEDUP_ARGC = 2
+local dedup_add_many = false  -- complete.lua adds one fingerprint at a time
 local WIDTH, SWEEP_EVERY = 12, 16
 local SPLIT_AT, FANOUT, MAX_DEPTH, SPLIT = 256, 16, 6, '*'
 local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.floor

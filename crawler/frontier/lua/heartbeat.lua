@@ -19,24 +19,43 @@ local node = ARGV[1]
 local prefix = node .. '\t'
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
+-- Variadic commands, CHUNK ids at a time: a command called from a script costs more than the
+-- entries it touches.
+local CHUNK = 1000
 local extended = 0
-for i = 6, #ARGV do
-  local record = redis.call('HGET', KEYS[3], ARGV[i])
-  if record and string.sub(record, 1, #prefix) == prefix then
-    redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[3]), ARGV[i])
-    extended = extended + 1
+for from = 6, #ARGV, CHUNK do
+  local to = math.min(#ARGV, from + CHUNK - 1)
+  local records = redis.call('HMGET', KEYS[3], unpack(ARGV, from, to))
+  local deadlines = {}
+  for n = 1, to - from + 1 do
+    local record = records[n]
+    if record and string.sub(record, 1, #prefix) == prefix then
+      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = now + tonumber(ARGV[3]), ARGV[from + n - 1]
+    end
+  end
+  if #deadlines > 0 then
+    redis.call('ZADD', KEYS[2], 'XX', unpack(deadlines))
+    extended = extended + #deadlines / 2
   end
 end
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-for _, id in ipairs(expired) do
-  local record = redis.call('HGET', KEYS[3], id)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
-  if record then
-    local tab = string.find(record, '\t', 1, true)
-    redis.call('ZADD', KEYS[4], string.sub(record, tab + 1), id)
-    reclaimed = reclaimed + 1
+for from = 1, #expired, CHUNK do
+  local ids = {unpack(expired, from, math.min(#expired, from + CHUNK - 1))}
+  local records = redis.call('HMGET', KEYS[3], unpack(ids))
+  redis.call('ZREM', KEYS[2], unpack(ids))
+  redis.call('HDEL', KEYS[3], unpack(ids))
+  local queued = {}
+  for n, id in ipairs(ids) do
+    local record = records[n]
+    if record then
+      local tab = string.find(record, '\t', 1, true)
+      queued[#queued + 1], queued[#queued + 2] = string.sub(record, tab + 1), id
+    end
+  end
+  if #queued > 0 then
+    redis.call('ZADD', KEYS[4], unpack(queued))
+    reclaimed = reclaimed + #queued / 2
   end
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).

@@ -4,19 +4,30 @@
 --       5 the node's lease fence (string "<call id>\n<id>,<id>,...", lives one lease time)
 -- ARGV: 1 node, 2 count, 3 lease ms, 4 call id: a call sent again after its reply was lost
 --       (a client timeout) gets the leases the first one took, not more
--- Returns a flat list id1, json1, id2, json2, ..., then the number of requests left queued
+-- Returns a flat list id1, json1, id2, json2, ..., then the number of requests left queued.
+-- Variadic commands, CHUNK requests at a time: a command called from a script costs more than
+-- the entries it touches.
+local CHUNK = 1000
 local node, call = ARGV[1], ARGV[4]
+local out = {}
 local fence = redis.call('GET', KEYS[5])
 if fence then
   local sep = string.find(fence, '\n', 1, true)
   if string.sub(fence, 1, sep - 1) == call then
-    local out, prefix = {}, node .. '\t'
+    local prefix, ids = node .. '\t', {}
     for id in string.gmatch(string.sub(fence, sep + 1), '[^,]+') do
-      local record = redis.call('HGET', KEYS[4], id)
-      local body = redis.call('HGET', KEYS[2], id)
-      if record and body and string.sub(record, 1, #prefix) == prefix then
-        out[#out + 1] = id
-        out[#out + 1] = body
+      ids[#ids + 1] = id
+    end
+    for from = 1, #ids, CHUNK do
+      local to = math.min(#ids, from + CHUNK - 1)
+      local records = redis.call('HMGET', KEYS[4], unpack(ids, from, to))
+      local bodies = redis.call('HMGET', KEYS[2], unpack(ids, from, to))
+      for n = 1, to - from + 1 do
+        local record, body = records[n], bodies[n]
+        if record and body and string.sub(record, 1, #prefix) == prefix then
+          out[#out + 1] = ids[from + n - 1]
+          out[#out + 1] = body
+        end
       end
     end
     out[#out + 1] = redis.call('ZCARD', KEYS[1])
@@ -24,22 +35,35 @@ if fence then
   end
 end
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local deadline = now + tonumber(ARGV[3])
-local picked = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
-local out, ids = {}, {}
-for i = 1, #picked, 2 do
-  local id, score = picked[i], picked[i + 1]
-  redis.call('ZREM', KEYS[1], id)
-  local body = redis.call('HGET', KEYS[2], id)
-  if body then
-    redis.call('ZADD', KEYS[3], deadline, id)
-    redis.call('HSET', KEYS[4], id, node .. '\t' .. score)
-    out[#out + 1] = id
-    out[#out + 1] = body
-    ids[#ids + 1] = id
+local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+local leased = {}
+local left = tonumber(ARGV[2])
+while left > 0 do
+  local picked = redis.call('ZPOPMIN', KEYS[1], math.min(left, CHUNK))
+  if #picked == 0 then
+    break
+  end
+  left = left - #picked / 2
+  local ids = {}
+  for i = 1, #picked, 2 do
+    ids[#ids + 1] = picked[i]
+  end
+  local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
+  local deadlines, records = {}, {}
+  for n, id in ipairs(ids) do
+    local body = bodies[n]
+    if body then  -- a request without data (deleted by hand) is dropped
+      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, id
+      records[#records + 1], records[#records + 2] = id, node .. '\t' .. picked[2 * n]
+      out[#out + 1], out[#out + 2] = id, body
+      leased[#leased + 1] = id
+    end
+  end
+  if #deadlines > 0 then
+    redis.call('ZADD', KEYS[3], unpack(deadlines))
+    redis.call('HSET', KEYS[4], unpack(records))
   end
 end
-redis.call('SET', KEYS[5], call .. '\n' .. table.concat(ids, ','), 'PX', tonumber(ARGV[3]))
+redis.call('SET', KEYS[5], call .. '\n' .. table.concat(leased, ','), 'PX', tonumber(ARGV[3]))
 out[#out + 1] = redis.call('ZCARD', KEYS[1])
 return out
