@@ -28,6 +28,7 @@ from crawler.frontier.dedup_bloom import (
     CHUNKS_PER_SLICE,
     GROWTH,
     MAX_BYTES,
+    MAX_CHUNK_BYTES,
     MAX_CHUNKS,
     TIGHTENING,
     BloomSlice,
@@ -207,13 +208,19 @@ def test_bloom_layout_grows_and_tightens_within_the_error_rate() -> None:
     miss = math.prod(1 - s.false_positive_rate(s.capacity) for s in layout)
     assert 1 - miss <= 0.001
     assert layout[0].false_positive_rate(10_000) <= 0.001 * (1 - TIGHTENING)
-    # As many slices as fit in 512 MB and in the chunk keys.
-    total = sum(s.size for s in layout)
-    assert len(layout) == 12 and total <= MAX_BYTES < total + GROWTH * layout[-1].size
+    # As many slices as fit in MAX_BYTES and in the chunk keys.
+    assert len(layout) == 15 and sum(s.size for s in layout) <= MAX_BYTES
     assert sum(len(s.chunks) for s in layout) <= MAX_CHUNKS
     assert sum(len(s.chunks) for s in bloom_layout(1, 0.001)) <= MAX_CHUNKS
-    assert all(len(s.chunks) <= CHUNKS_PER_SLICE for s in layout)
+    longest = chunk_lengths()[-1]
+    for piece in layout:  # beyond CHUNKS_PER_SLICE, only the longest chunks
+        assert len([c for c in piece.chunks if c != longest]) <= CHUNKS_PER_SLICE
     assert decode_layout(encode_layout(layout)) == layout
+    # Past what one Redis string holds: from the default capacity to 1e9 URLs in 6 GB.
+    default = bloom_layout(1_000_000, 0.001)
+    assert sum(s.capacity for s in default) > 1e9
+    assert sum(s.size for s in default) > 10 * MAX_CHUNK_BYTES
+    assert all(c <= MAX_CHUNK_BYTES for s in default for c in s.chunks)
     # Under 2 bytes per URL at 0.1% (a classic filter needs 1.8), at any capacity.
     for capacity in (10_000, 1_000_000, 3_000_000, 10_000_000, 17_000_000):
         assert 1.8 < bloom_layout(capacity, 0.001)[0].size / capacity < 1.95
@@ -241,13 +248,17 @@ def test_bloom_slices_waste_little_of_their_chunks() -> None:
         chunks = split_in_chunks(size)
         assert len(chunks) <= CHUNKS_PER_SLICE
         assert size <= sum(chunks) < 1.02 * size + 2 * BLOCK_BYTES
-    assert split_in_chunks(MAX_BYTES - 1) == (MAX_BYTES - BLOCK_BYTES, BLOCK_BYTES)
+    longest = MAX_CHUNK_BYTES - BLOCK_BYTES
+    assert split_in_chunks(MAX_CHUNK_BYTES - 1) == (longest, BLOCK_BYTES)
+    five_gb = split_in_chunks(5 * 2**30)
+    assert five_gb[:10] == (longest,) * 10 and len(five_gb) == 11 and five_gb[10] < 4096
+    assert 5 * 2**30 <= sum(five_gb) < 1.02 * 5 * 2**30
     needed = slice_for(1_000_000, 0.0008)
     assert needed is not None and needed.chunks == split_in_chunks(needed.size)
 
 
 def test_bloom_sizing_is_validated() -> None:
-    with pytest.raises(ValueError, match=r"FRONTIER_DEDUP_CAPACITY=10000000000 .*512 MB"):
+    with pytest.raises(ValueError, match=r"FRONTIER_DEDUP_CAPACITY=10000000000 .*16 GB"):
         DedupConfig.parse("bloom", 0, 10_000_000_000, 0.001)
 
 
@@ -343,6 +354,34 @@ def test_a_filter_of_the_single_string_layout_does_not_break_anything(
     assert 0 < state.false_positive_rate < 1
     (summary,) = dedup_summary(redis_client, [KEYS])
     assert summary.entries == 60
+
+
+def test_a_slice_larger_than_a_redis_string_lies_in_several(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A filter grows past 512 MB, what one Redis string holds: its second slice here is
+    768 MB in two strings, and fingerprints land in both."""
+    longest = MAX_CHUNK_BYTES - BLOCK_BYTES
+    layout = f"2048:7:4,{longest}+{MAX_CHUNK_BYTES // 2}:10:1000"
+    redis_client.hset(KEYS.bloom_meta, mapping={"layout": layout, "slices": 1})
+    redis_client.setrange(KEYS.bloom_chunks[0], 2047, b"\0")
+
+    async def scenario() -> tuple[int, int, BloomState]:
+        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
+        added = (await complete(client, requests("big", 300))).added
+        again = (await complete(client, requests("big", 300))).added
+        state = await client.bloom_state()
+        await client.aclose()
+        return added, again, state
+
+    try:
+        added, again, state = run(scenario())
+        assert (added, again, state.slices, state.entries) == (300, 0, 2, 300)
+        second = [KEYS.bloom_chunks[1], KEYS.bloom_chunks[2]]
+        assert [redis_client.strlen(key) for key in second] == [longest, MAX_CHUNK_BYTES // 2]
+        assert all(redis_client.bitcount(key) > 0 for key in second)
+    finally:
+        redis_client.delete(KEYS.bloom_meta, *KEYS.bloom_chunks[:3])
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,16 @@ the filter's rate stays below ``error_rate`` (a geometric series; Almeida et al.
 "Scalable Bloom Filters", 2007). Each slice is sized for ``MARGIN`` of its rate, so
 that measured rates, which scatter around the estimate, stay below it too.
 
-A slice is stored in at most ``CHUNKS_PER_SLICE`` Redis strings ("chunks", whole
-blocks each), each as long as fits exactly in one of the allocation sizes of Redis's
-jemalloc (four per power of two): one string would be rounded up by as much as 25%,
-a few chunks sized one after the other waste under 2%. The chunks of all slices are
-numbered in order, ``MAX_CHUNKS`` at most (the keys ``lua/dedup_bloom.lua`` is
-given); the layout lists every slice that fits in them and in ``MAX_BYTES``, and is
-stored with the filter when the filter is created.
+A slice is stored in Redis strings ("chunks", whole blocks each), each as long as fits
+exactly in one of the allocation sizes of Redis's jemalloc (four per power of two): one
+string would be rounded up by as much as 25%, a few chunks sized one after the other
+waste under 2%. A slice up to three of the longest chunks takes at most
+``CHUNKS_PER_SLICE``; a larger one takes as many of the longest as it needs (a string
+holds at most ``MAX_CHUNK_BYTES``), then at most three more. The chunks of all slices are
+numbered in order, ``MAX_CHUNKS`` at most (the keys ``lua/dedup_bloom.lua`` is given);
+the layout lists every slice that fits in them and in ``MAX_BYTES``, and is stored with
+the filter when the filter is created. From the default capacity (1M URLs at 0.1%) a
+part's filter grows to ten slices: 6 GB for about 1e9 URLs.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ BLOCK_BITS = 2048  # bits of a block (256 bytes); lua/dedup_bloom.lua uses the s
 BLOCK_BYTES = BLOCK_BITS // 8
 CHUNKS_PER_SLICE = 3
 MAX_CHUNKS = 48  # chunk keys of a filter (crawler.frontier.keys)
-MAX_BYTES = 2**29  # all slices together: 512 MB, what a Redis string holds (so a chunk too)
+MAX_CHUNK_BYTES = 2**29  # what a Redis string holds (proto-max-bulk-len's default): 512 MB
+MAX_BYTES = 2**34  # all slices of a filter (a part's) together: 16 GB
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,24 +88,29 @@ def chunk_lengths() -> tuple[int, ...]:
     once (``SETRANGE`` on a new key) gets exactly its length plus ``_sds_overhead``.
     """
     lengths = set()
-    for power in range(6, MAX_BYTES.bit_length()):
+    for power in range(6, MAX_CHUNK_BYTES.bit_length()):
         for quarter in range(1, 5):
             allocation = 2**power + quarter * 2 ** (power - 2)
             length = (allocation - _sds_overhead(allocation)) // BLOCK_BYTES * BLOCK_BYTES
-            if 0 < length <= MAX_BYTES:
+            if 0 < length <= MAX_CHUNK_BYTES:
                 lengths.add(length)
     return tuple(sorted(lengths))
 
 
 def split_in_chunks(size: int) -> tuple[int, ...]:
-    """Chunks holding at least ``size`` bytes (at most ``MAX_BYTES``): each the longest that
-    fits in what is left, the last one the shortest that holds the rest."""
+    """Chunks holding at least ``size`` bytes: the longest chunks while more than one is left,
+    then each the longest that fits in what is left, the last one the shortest that holds the
+    rest (at most ``CHUNKS_PER_SLICE`` after the longest)."""
     lengths = chunk_lengths()
     chunks: list[int] = []
     left = size
+    while left > CHUNKS_PER_SLICE * lengths[-1]:
+        chunks.append(lengths[-1])
+        left -= lengths[-1]
+    rest = len(chunks) + CHUNKS_PER_SLICE
     while left > 0:
         below = bisect.bisect_right(lengths, left) - 1
-        if below >= 0 and len(chunks) < CHUNKS_PER_SLICE - 1:
+        if below >= 0 and len(chunks) < rest - 1:
             chunks.append(lengths[below])
         else:
             chunks.append(lengths[bisect.bisect_left(lengths, left)])
@@ -140,7 +149,7 @@ def bloom_layout(capacity: int, error_rate: float) -> tuple[BloomSlice, ...]:
     rate = error_rate * (1 - TIGHTENING)
     first = slice_for(capacity, rate * MARGIN)
     if first is None:
-        raise ValueError(f"a Bloom filter for {capacity} URLs needs more than 512 MB")
+        raise ValueError(f"a Bloom filter for {capacity} URLs needs more than 16 GB")
     slices = [first]
     while True:
         capacity, rate = capacity * GROWTH, rate * TIGHTENING
