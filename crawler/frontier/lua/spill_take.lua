@@ -11,18 +11,32 @@ end
 local t = redis.call('TIME')
 local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4])
 local count = math.min(excess, tonumber(ARGV[3]))
-local picked = redis.call('ZRANGE', KEYS[1], -count, -1, 'WITHSCORES')
+-- Variadic commands, CHUNK requests at a time, in the queue's order (the tail's first chunk
+-- first: the indices from the end of the requests after it do not change).
+local CHUNK = 1000
 local out = {}
-for i = 1, #picked, 2 do
-  local id, score = picked[i], picked[i + 1]
-  redis.call('ZREM', KEYS[1], id)
-  local body = redis.call('HGET', KEYS[2], id)
-  if body then
-    redis.call('ZADD', KEYS[3], deadline, id)
-    redis.call('HSET', KEYS[4], id, ARGV[1] .. '\t' .. score)
-    out[#out + 1] = id
-    out[#out + 1] = score
-    out[#out + 1] = body
+while count > 0 do
+  local size = math.min(count, CHUNK)
+  local picked = redis.call('ZRANGE', KEYS[1], -count, size - count - 1, 'WITHSCORES')
+  count = count - size
+  local ids = {}
+  for i = 1, #picked, 2 do
+    ids[#ids + 1] = picked[i]
+  end
+  redis.call('ZREM', KEYS[1], unpack(ids))
+  local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
+  local deadlines, records = {}, {}
+  for n, id in ipairs(ids) do
+    local body = bodies[n]
+    if body then  -- a request without data (deleted by hand) is dropped
+      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, id
+      records[#records + 1], records[#records + 2] = id, ARGV[1] .. '\t' .. picked[2 * n]
+      out[#out + 1], out[#out + 2], out[#out + 3] = id, picked[2 * n], body
+    end
+  end
+  if #deadlines > 0 then
+    redis.call('ZADD', KEYS[3], unpack(deadlines))
+    redis.call('HSET', KEYS[4], unpack(records))
   end
 end
 return out
