@@ -138,6 +138,35 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     assert len(bodies) == 100 - MAX  # the lowest-priority 60, none twice in Redis and Kafka
 
 
+def test_kafka_errors_while_reading_back_are_logged_and_counted(
+    redis_url: str, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A consumer error is an event, not a record: it is logged and counted, never skipped
+    in silence (here: the backlog topic is gone, as after a purge)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> int:
+        client = async_client(redis_url, max_connections=8)
+        backlog = Backlog(
+            [FrontierClient(client, keys, "n1")], settings(kafka, "never-made"), 60_000
+        )
+        backlog.consumer.subscribe(["never-made"])  # joined, but the topic does not exist
+        try:
+            for _ in range(100):
+                if errors := (await backlog.step()).read_errors:
+                    return errors
+                await asyncio.sleep(0.1)
+            raise AssertionError("no Kafka error reached the backlog")
+        finally:
+            backlog.consumer.close()  # subscribed here, not by open()
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level("WARNING", logger="crawler.frontier.backlog"):
+        assert asyncio.run(scenario()) >= 1
+    assert "Backlog read: " in caplog.text and "never-made" in caplog.text
+
+
 def test_nodes_crawl_a_site_through_the_backlog_every_page_once(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ class Step:
     spilled: int
     refilled: int
     refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
+    read_errors: int = 0  # errors the consumer reported instead of messages
 
 
 class Backlog:
@@ -126,8 +127,8 @@ class Backlog:
             if depth > self.settings.queue_max:
                 done, failed = await self._spill(keys)
                 spilled, refused = spilled + done, refused + failed
-        refilled = await self._refill(depths)
-        return Step(spilled, refilled, refused)
+        refilled, read_errors = await self._refill(depths)
+        return Step(spilled, refilled, refused, read_errors)
 
     # -- spilling -----------------------------------------------------------------------------
 
@@ -183,7 +184,8 @@ class Backlog:
 
     # -- refilling ----------------------------------------------------------------------------
 
-    async def _refill(self, depths: list[int]) -> int:
+    async def _refill(self, depths: list[int]) -> tuple[int, int]:
+        """Read back into the assigned parts under half their bound: (requests, read errors)."""
         assigned = await asyncio.to_thread(self.consumer.assignment)
         low = self.settings.queue_max // 2
         wanted = [tp for tp in assigned if depths[tp.partition] < low]
@@ -198,6 +200,9 @@ class Backlog:
         count = min(self.settings.batch, max(1, room))
         messages = await asyncio.to_thread(self.consumer.consume, count, 0.2 if room else 0)
         by_part: dict[int, list[Message]] = {}
+        errors = [message.error() for message in messages if message.error() is not None]
+        if errors:  # events, not records: the records around them are read as usual
+            logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
         for message in messages:
             part = message.partition()
             if message.error() is None and part is not None and part < len(self.parts):
@@ -224,7 +229,7 @@ class Backlog:
             )
             offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
             await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)
-        return refilled
+        return refilled, len(errors)
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
         """Open, then step every ``FRONTIER_SPILL_INTERVAL`` (Redis outages through the node's
@@ -255,6 +260,7 @@ class Backlog:
                     ("frontier/spilled", step.spilled),
                     ("frontier/refilled", step.refilled),
                     ("frontier/spill_refused", step.refused),
+                    ("frontier/backlog_read_error", step.read_errors),
                 ):
                     if count:
                         stats.inc_value(name, count)
