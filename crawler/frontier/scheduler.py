@@ -34,16 +34,17 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.backlog import Backlog
-from crawler.frontier.client import Completion, Finish, FrontierClient, Lease, NewRequest
+from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged
-from crawler.frontier.request_store import RequestStore, failure_record
+from crawler.frontier.request_store import RequestStore
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
+from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
@@ -75,10 +76,8 @@ class LeasingScheduler:
         check_fingerprints(self.settings.dedup, sample)
         self.guard = self.context.guard("frontier")
         self._buffer: deque[tuple[Lease, Request]] = deque()
-        self._fresh: list[NewRequest] = []
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
-        self._fresh_waiters: list[str] = []  # leases held until the fresh batch is written
-        self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
+        self.writer = TurnWriter(self)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._refilling = False
         self._empty_until = 0.0
@@ -89,7 +88,6 @@ class LeasingScheduler:
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
-        self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
@@ -138,7 +136,7 @@ class LeasingScheduler:
         )
         keeper = self._keeper = LeaseKeeper(self._client, self, self.guard, self.stats, timing)
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
-        self._spawn(self._admission.check())
+        self.spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
             self._client.keys.queue,
@@ -157,7 +155,7 @@ class LeasingScheduler:
         return deferred_from_coro(self._close(reason))
 
     def has_pending_requests(self) -> bool:
-        return bool(self._buffer or self._fresh or self._finishing or len(self.tracker))
+        return bool(self._buffer or self.writer.has_work or len(self.tracker))
 
     def __len__(self) -> int:
         return len(self._buffer)
@@ -192,28 +190,14 @@ class LeasingScheduler:
         elif self.tracker.tracks(lease_id):
             self.tracker.replace(lease_id, new)  # redirect or retry of a leased request
         else:
-            self._enqueue_fresh([new])
+            self.writer.add_fresh([new])
         if new is None:
             return False
         self.stats.inc_value("frontier/enqueued")
         return True
 
-    def _enqueue_fresh(self, requests: list[NewRequest], waiter: str | None = None) -> None:
-        """Write requests at the end of this reactor turn; then release ``waiter``'s hold."""
-        self._write_this_turn()
-        self._fresh.extend(requests)
-        if waiter is not None:
-            self._fresh_waiters.append(waiter)
-
-    def _write_this_turn(self) -> None:
-        """Schedule the one write of this reactor turn, unless it is scheduled already."""
-        if not self._fresh and not self._fresh_waiters and not self._finishing:
-            flush = self._spawn(self._flush_turn())
-            self._flushes.add(flush)
-            flush.add_done_callback(self._flushes.discard)
-
     def _on_progress(self, lease_id: str, children: list[NewRequest]) -> None:
-        self._enqueue_fresh(children, waiter=lease_id)
+        self.writer.add_fresh(children, waiter=lease_id)
 
     def next_request(self) -> Request | None:
         if len(self._buffer) <= self.settings.prefetch // 2:
@@ -247,7 +231,7 @@ class LeasingScheduler:
 
     # -- Redis work (all asynchronous, retried through outages) -------------------------------
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -255,8 +239,7 @@ class LeasingScheduler:
 
     async def flushed(self) -> None:
         """Return once every request handed to ``enqueue_request`` so far is in Redis."""
-        while self._flushes:
-            await asyncio.wait(list(self._flushes))
+        await self.writer.flushed()
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -264,19 +247,19 @@ class LeasingScheduler:
         if exc is not None and not isinstance(exc, GaveUp):
             logger.error("Frontier task failed: %r", exc, exc_info=exc)
 
-    async def _guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+    async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
         deadline = self.context.close_deadline() if self._closing else None
         return await self.guard.run(op, deadline=deadline)
 
     def _maybe_refill(self) -> None:
-        if self._refilling or self._closing or self._refused:
+        if self._refilling or self._closing or self.refused:
             return
         if time.monotonic() < self._empty_until:
             return
         if self._keeper is not None and self._keeper.stale():
             return  # this node's leases may be other nodes' by now: take no more
         self._refilling = True
-        self._spawn(self._refill())
+        self.spawn(self._refill())
 
     async def _refill(self) -> None:
         work_seen = self._work_seen
@@ -284,7 +267,7 @@ class LeasingScheduler:
             want = self.settings.prefetch - len(self._buffer)
             lease_ms = int(self.settings.lease_timeout * 1000)
             call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
-            leases = await self._guarded(lambda: self.client.lease(want, lease_ms, call))
+            leases = await self.guarded(lambda: self.client.lease(want, lease_ms, call))
         except PartitionsChanged as exc:
             self.refuse(exc)
             return
@@ -302,36 +285,8 @@ class LeasingScheduler:
                 self._buffer.append((lease, request))
         wake_engine(self.crawler)
 
-    async def _flush_turn(self) -> None:
-        """Write what this reactor turn produced in one atomic step: the new requests and the
-        leases settled (their children with them), then release the held leases."""
-        await asyncio.sleep(0)  # gather the requests and the settled leases of this turn
-        batch, self._fresh = self._fresh, []
-        waiters, self._fresh_waiters = self._fresh_waiters, []
-        states, self._finishing = self._finishing, []
-        if (batch or states) and not self._refused:
-            settled = [
-                (
-                    Finish(state.lease_id, state.outcome, failure_record(state, self.node_id)),
-                    state.children,
-                )
-                for state in states
-            ]
-            children = batch + [child for state in states for child in state.children]
-            try:
-                result = await self._guarded(lambda: self.client.complete_turn(batch, settled))
-            except PartitionsChanged as exc:
-                self.refuse(exc)
-                return
-            self.stats.inc_value("frontier/writes")
-            self._count_children(result, children)
-            for state, status in zip(states, result.statuses, strict=True):
-                self._settled(state, status)
-        for lease_id in waiters:
-            self.tracker.release(lease_id)
-
     @property
-    def _refused(self) -> bool:
+    def refused(self) -> bool:
         return self._admission is not None and self._admission.refused
 
     def refuse(self, reason: PartitionsChanged) -> None:
@@ -339,8 +294,20 @@ class LeasingScheduler:
         self._admission.refuse(reason)
 
     def _on_complete(self, state: LeaseState) -> None:
-        self._write_this_turn()
-        self._finishing.append(state)
+        self.writer.add_settled(state)
+
+    # -- what the turn writer asks (crawler.frontier.turn_writer.TurnOwner) -------------------
+
+    def written(
+        self, result: Completion, children: list[NewRequest], states: list[LeaseState]
+    ) -> None:
+        self.stats.inc_value("frontier/writes")
+        self._count_children(result, children)
+        for state, status in zip(states, result.statuses, strict=True):
+            self._settled(state, status)
+
+    def release(self, lease_id: str) -> None:
+        self.tracker.release(lease_id)
 
     def _settled(self, state: LeaseState, status: str) -> None:
         if status in ("gone", "stolen"):
@@ -381,8 +348,7 @@ class LeasingScheduler:
     def forget_held(self) -> int:
         dropped = len(self._buffer) + self.tracker.void_all()
         self._buffer.clear()
-        self._fresh.clear()  # links not yet written (their leases are released as usual)
-        self._finishing.clear()  # leases the purge took: their output is not written
+        self.writer.forget()  # the purge took the leases: their output is not written
         self._seen.clear()
         return dropped
 
@@ -424,8 +390,8 @@ class LeasingScheduler:
             self._heartbeat.cancel()
         if self._admission is not None:
             await self._admission.close()
-        if self._fresh or self._fresh_waiters or self._finishing:
-            await self._flush_turn()
+        if self.writer.pending:
+            await self.writer.flush()
         pending = [task for task in self._tasks if not task.done()]
         if pending:
             left = self.context.close_deadline() - time.monotonic()
@@ -434,7 +400,7 @@ class LeasingScheduler:
         unfinished += [lease.id for lease, _ in self._buffer]
         self._buffer.clear()
         try:
-            released = await self._guarded(lambda: self.client.release(unfinished))
+            released = await self.guarded(lambda: self.client.release(unfinished))
         except GaveUp:
             released = 0
             if unfinished:

@@ -1,0 +1,116 @@
+"""The one frontier write of a reactor turn (no Scrapy imports).
+
+Requests enqueued and leases settled during one turn of the event loop are gathered and
+written in one atomic step (``PartitionedFrontier.complete_turn``): their new requests,
+and each settled lease with the links its page produced. Then the leases waiting for
+their links to be written are released (``AckTracker.release``). One call per turn, not
+per request: a call costs Redis more than the entries it carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from crawler.frontier.acks import LeaseState
+from crawler.frontier.client import Completion, Finish, NewRequest
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.request_store import failure_record
+
+
+class TurnOwner(Protocol):
+    """What the writer needs from the scheduler."""
+
+    node_id: str
+
+    @property
+    def client(self) -> PartitionedFrontier: ...
+
+    @property
+    def refused(self) -> bool: ...
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]: ...
+
+    async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any: ...
+
+    def refuse(self, reason: PartitionsChanged) -> None: ...
+
+    def written(
+        self, result: Completion, children: list[NewRequest], states: list[LeaseState]
+    ) -> None: ...
+
+    def release(self, lease_id: str) -> None: ...
+
+
+class TurnWriter:
+    def __init__(self, owner: TurnOwner) -> None:
+        self._owner = owner
+        self._fresh: list[NewRequest] = []
+        self._waiters: list[str] = []  # leases held until the fresh batch is written
+        self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
+        self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
+
+    @property
+    def has_work(self) -> bool:
+        """Requests or settled leases wait for this turn's write."""
+        return bool(self._fresh or self._finishing)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._fresh or self._waiters or self._finishing)
+
+    def add_fresh(self, requests: list[NewRequest], waiter: str | None = None) -> None:
+        """Write requests at the end of this reactor turn; then release ``waiter``'s hold."""
+        self._schedule()
+        self._fresh.extend(requests)
+        if waiter is not None:
+            self._waiters.append(waiter)
+
+    def add_settled(self, state: LeaseState) -> None:
+        self._schedule()
+        self._finishing.append(state)
+
+    def forget(self) -> None:
+        """Drop what waits (a purge took the leases): the waiting holds are still released."""
+        self._fresh.clear()
+        self._finishing.clear()
+
+    async def flushed(self) -> None:
+        """Return once every write scheduled so far is done."""
+        while self._flushes:
+            await asyncio.wait(list(self._flushes))
+
+    def _schedule(self) -> None:
+        """Schedule the one write of this reactor turn, unless it is scheduled already."""
+        if not self.pending:
+            flush = self._owner.spawn(self.flush())
+            self._flushes.add(flush)
+            flush.add_done_callback(self._flushes.discard)
+
+    async def flush(self) -> None:
+        """Write what this reactor turn produced in one atomic step: the new requests and the
+        leases settled (their children with them), then release the held leases."""
+        await asyncio.sleep(0)  # gather the requests and the settled leases of this turn
+        owner = self._owner
+        batch, self._fresh = self._fresh, []
+        waiters, self._waiters = self._waiters, []
+        states, self._finishing = self._finishing, []
+        if (batch or states) and not owner.refused:
+            settled = [
+                (
+                    Finish(state.lease_id, state.outcome, failure_record(state, owner.node_id)),
+                    state.children,
+                )
+                for state in states
+            ]
+            children = batch + [child for state in states for child in state.children]
+            try:
+                result = await owner.guarded(lambda: owner.client.complete_turn(batch, settled))
+            except PartitionsChanged as exc:
+                owner.refuse(exc)
+                return
+            owner.written(result, children, states)
+        for lease_id in waiters:
+            owner.release(lease_id)
