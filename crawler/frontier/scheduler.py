@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -34,13 +32,14 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.backlog import Backlog
-from crawler.frontier.client import Completion, FrontierClient, Lease, NewRequest
+from crawler.frontier.client import FrontierClient, Lease, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.request_store import RequestStore
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
@@ -75,13 +74,15 @@ class LeasingScheduler:
         sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
         check_fingerprints(self.settings.dedup, sample)
         self.guard = self.context.guard("frontier")
-        self._buffer: deque[tuple[Lease, Request]] = deque()
+        self.prefetch: Prefetch[Request] = Prefetch(
+            self,
+            self.settings.prefetch,
+            int(self.settings.lease_timeout * 1000),
+            self.settings.idle_poll,
+        )
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
-        self.writer = TurnWriter(self)
+        self.writer = TurnWriter(self, self.stats, self.dedup_report)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._refilling = False
-        self._empty_until = 0.0
-        self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
         self._closing = False
         self._client: PartitionedFrontier | None = None
         self._admission: FrontierAdmission | None = None
@@ -125,7 +126,7 @@ class LeasingScheduler:
             self._client,
             self.settings,
             self.guard,
-            on_refused=self._buffer.clear,
+            on_refused=self.prefetch.clear,
             backlog=backlog,
         )
         self.context.tracker = self.tracker
@@ -155,10 +156,10 @@ class LeasingScheduler:
         return deferred_from_coro(self._close(reason))
 
     def has_pending_requests(self) -> bool:
-        return bool(self._buffer or self.writer.has_work or len(self.tracker))
+        return bool(self.prefetch or self.writer.has_work or len(self.tracker))
 
     def __len__(self) -> int:
-        return len(self._buffer)
+        return len(self.prefetch)
 
     def enqueue_request(self, request: Request) -> bool:
         lease_id = request.meta.pop(LEASE_META, None)
@@ -200,11 +201,10 @@ class LeasingScheduler:
         self.writer.add_fresh(children, waiter=lease_id)
 
     def next_request(self) -> Request | None:
-        if len(self._buffer) <= self.settings.prefetch // 2:
-            self._maybe_refill()
-        if not self._buffer:
+        taken = self.prefetch.take()
+        if taken is None:
             return None
-        lease, request = self._buffer.popleft()
+        lease, request = taken
         self.tracker.start(lease.id, lease.body)
         self.stats.inc_value("frontier/dequeued")
         return request
@@ -217,7 +217,7 @@ class LeasingScheduler:
             raise RuntimeError("LeasingScheduler used before open()")
         return self._store
 
-    def _decode(self, lease: Lease) -> Request | None:
+    def decode(self, lease: Lease) -> Request | None:
         try:
             request = self.store.decode(lease)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -251,38 +251,18 @@ class LeasingScheduler:
         deadline = self.context.close_deadline() if self._closing else None
         return await self.guard.run(op, deadline=deadline)
 
-    def _maybe_refill(self) -> None:
-        if self._refilling or self._closing or self.refused:
-            return
-        if time.monotonic() < self._empty_until:
-            return
-        if self._keeper is not None and self._keeper.stale():
-            return  # this node's leases may be other nodes' by now: take no more
-        self._refilling = True
-        self.spawn(self._refill())
+    # -- what the prefetch buffer asks (crawler.frontier.prefetch.PrefetchOwner) -------------
 
-    async def _refill(self) -> None:
-        work_seen = self._work_seen
-        try:
-            want = self.settings.prefetch - len(self._buffer)
-            lease_ms = int(self.settings.lease_timeout * 1000)
-            call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
-            leases = await self.guarded(lambda: self.client.lease(want, lease_ms, call))
-        except PartitionsChanged as exc:
-            self.refuse(exc)
-            return
-        finally:
-            self._refilling = False
-        if not leases:
-            if self._work_seen == work_seen:
-                self._empty_until = time.monotonic() + self.settings.idle_poll
-            else:  # work arrived while this lease was on its way: ask again now
-                wake_engine(self.crawler)
-            return
-        self.stats.inc_value("frontier/leased", len(leases))
-        for lease in leases:
-            if (request := self._decode(lease)) is not None:
-                self._buffer.append((lease, request))
+    def may_lease(self) -> bool:
+        if self._closing or self.refused:
+            return False
+        # A stale keeper: this node's leases may be other nodes' by now: take no more.
+        return self._keeper is None or not self._keeper.stale()
+
+    def leased(self, count: int) -> None:
+        self.stats.inc_value("frontier/leased", count)
+
+    def wake(self) -> None:
         wake_engine(self.crawler)
 
     @property
@@ -298,56 +278,29 @@ class LeasingScheduler:
 
     # -- what the turn writer asks (crawler.frontier.turn_writer.TurnOwner) -------------------
 
-    def written(
-        self, result: Completion, children: list[NewRequest], states: list[LeaseState]
-    ) -> None:
-        self.stats.inc_value("frontier/writes")
-        self._count_children(result, children)
-        for state, status in zip(states, result.statuses, strict=True):
-            self._settled(state, status)
+    def new_work(self) -> None:
+        self.prefetch.new_work()
+        if not self.prefetch:
+            wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
 
     def release(self, lease_id: str) -> None:
         self.tracker.release(lease_id)
 
-    def _settled(self, state: LeaseState, status: str) -> None:
-        if status in ("gone", "stolen"):
-            self.stats.inc_value(f"frontier/lease_lost/{status}")
-            logger.warning("Lease %s was %s before it completed", state.lease_id, status)
-        elif status == "failed":
-            self.stats.inc_value(f"frontier/failed/{state.failure}")
-        elif status == "requeue":
-            self.stats.inc_value(f"frontier/requeued/{state.requeue_reason}")
-        else:
-            self.stats.inc_value("frontier/done")
-
-    def _count_children(self, result: Completion, children: list[NewRequest]) -> None:
-        if result.added:
-            self._new_work()
-            self.stats.inc_value("frontier/added", result.added)
-            if not self._buffer:
-                wake_engine(self.crawler)  # new work: lease it now, not after FRONTIER_IDLE_POLL
-        self.dedup_report.completed(result, children)
-
-    def _new_work(self) -> None:
-        """Work reached the shared queue: lease again now, even if a lease just came back empty."""
-        self._work_seen += 1
-        self._empty_until = 0.0
-
     # -- what the lease keeper asks (crawler.frontier.lease_keeper.Holder) ------------------
 
     def held_leases(self) -> list[str]:
-        return self.tracker.held() + [lease.id for lease, _ in self._buffer]
+        return self.tracker.held() + [lease.id for lease in self.prefetch.leases()]
 
     def give_up_held(self) -> list[bytes]:
         held = [state.body for state in self.tracker.states()]
-        held += [lease.body for lease, _ in self._buffer]
-        self._buffer.clear()  # not started: only their copies in the new queue are crawled
+        held += [lease.body for lease in self.prefetch.leases()]
+        self.prefetch.clear()  # not started: only their copies in the new queue are crawled
         self._seen.clear()  # what this node sent to the dedup set is no longer there
         return held
 
     def forget_held(self) -> int:
-        dropped = len(self._buffer) + self.tracker.void_all()
-        self._buffer.clear()
+        dropped = len(self.prefetch) + self.tracker.void_all()
+        self.prefetch.clear()
         self.writer.forget()  # the purge took the leases: their output is not written
         self._seen.clear()
         return dropped
@@ -356,7 +309,7 @@ class LeasingScheduler:
         self._seen.clear()
 
     def work_arrived(self) -> None:
-        self._new_work()
+        self.prefetch.new_work()
         wake_engine(self.crawler)
 
     async def on_beat(self) -> None:
@@ -397,8 +350,8 @@ class LeasingScheduler:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait(pending, timeout=max(0.0, left))
         unfinished = [state.lease_id for state in self.tracker.drain()]
-        unfinished += [lease.id for lease, _ in self._buffer]
-        self._buffer.clear()
+        unfinished += [lease.id for lease in self.prefetch.leases()]
+        self.prefetch.clear()
         try:
             released = await self.guarded(lambda: self.client.release(unfinished))
         except GaveUp:

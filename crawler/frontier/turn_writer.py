@@ -10,14 +10,22 @@ per request: a call costs Redis more than the entries it carries.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from crawler.frontier.acks import LeaseState
-from crawler.frontier.client import Completion, Finish, NewRequest
+from crawler.frontier.client import Finish, NewRequest
+from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.request_store import failure_record
+
+logger = logging.getLogger(__name__)
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
 
 
 class TurnOwner(Protocol):
@@ -37,16 +45,17 @@ class TurnOwner(Protocol):
 
     def refuse(self, reason: PartitionsChanged) -> None: ...
 
-    def written(
-        self, result: Completion, children: list[NewRequest], states: list[LeaseState]
-    ) -> None: ...
+    def new_work(self) -> None:
+        """A write added requests to the shared queue."""
 
     def release(self, lease_id: str) -> None: ...
 
 
 class TurnWriter:
-    def __init__(self, owner: TurnOwner) -> None:
+    def __init__(self, owner: TurnOwner, stats: Stats, dedup_report: DedupReport) -> None:
         self._owner = owner
+        self._stats = stats
+        self._dedup_report = dedup_report
         self._fresh: list[NewRequest] = []
         self._waiters: list[str] = []  # leases held until the fresh batch is written
         self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
@@ -111,6 +120,23 @@ class TurnWriter:
             except PartitionsChanged as exc:
                 owner.refuse(exc)
                 return
-            owner.written(result, children, states)
+            self._stats.inc_value("frontier/writes")
+            if result.added:
+                self._stats.inc_value("frontier/added", result.added)
+                owner.new_work()
+            self._dedup_report.completed(result, children)
+            for state, status in zip(states, result.statuses, strict=True):
+                self._settled(state, status)
         for lease_id in waiters:
             owner.release(lease_id)
+
+    def _settled(self, state: LeaseState, status: str) -> None:
+        if status in ("gone", "stolen"):
+            self._stats.inc_value(f"frontier/lease_lost/{status}")
+            logger.warning("Lease %s was %s before it completed", state.lease_id, status)
+        elif status == "failed":
+            self._stats.inc_value(f"frontier/failed/{state.failure}")
+        elif status == "requeue":
+            self._stats.inc_value(f"frontier/requeued/{state.requeue_reason}")
+        else:
+            self._stats.inc_value("frontier/done")
