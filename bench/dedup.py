@@ -13,8 +13,8 @@ keys (Redis keeps about 300 KB after its first large script call, in no key). Fa
 positives: N/10 fresh fingerprints sent the same way, counted
 when reported as seen; a Bloom filter is probed on a copy, refreshed every
 N/1000 probes, so probing does not fill it. The Bloom filter is sized for N
-(``FRONTIER_DEDUP_CAPACITY = N``); ``bloom/8`` is sized for N/8, so it grows
-three slices. Insert rate: fingerprints per second of ``complete`` calls, one
+(``FRONTIER_DEDUP_CAPACITY = N``); ``bloom/10`` is sized for N/10: at 10x its capacity it
+uses four slices. Insert rate: fingerprints per second of ``complete`` calls, one
 client, one call at a time.
 """
 
@@ -41,7 +41,7 @@ MODES = {
     "exact": (DedupMode.EXACT, 1),
     "compact": (DedupMode.COMPACT, 1),
     "bloom": (DedupMode.BLOOM, 1),
-    "bloom/8": (DedupMode.BLOOM, 8),
+    "bloom/10": (DedupMode.BLOOM, 10),
 }
 
 
