@@ -50,7 +50,7 @@ from scrapy.utils.request import fingerprint
 
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, NewRequest
+from crawler.frontier.client import Finish, FrontierClient, NewRequest, leasing_script
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import script_text
@@ -315,7 +315,8 @@ class Load(Protocol):
 def script_names(client: redis.Redis) -> dict[str, str]:
     """sha1 -> script name, for the frontier's scripts of every dedup mode."""
     names: dict[str, str] = {}
-    for name in ("lease", "heartbeat", "release"):
+    names[hashlib.sha1(leasing_script("lease").encode()).hexdigest()] = "lease"
+    for name in ("heartbeat", "release"):
         names[hashlib.sha1(script_text("crawler.frontier", name).encode()).hexdigest()] = name
     for mode in DedupMode:
         step = DedupStep.for_config(DedupConfig(mode))

@@ -334,6 +334,16 @@ def test_a_filter_keeps_the_layout_it_was_created_with(
     assert state.layout == bloom_layout(1000, 0.001)
 
 
+async def added_twice(redis_url: str, prefix: str, count: int) -> tuple[int, int, BloomState]:
+    """Requests added into the bloom filter, then the same again; the filter's state after."""
+    client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
+    added = (await complete(client, requests(prefix, count))).added
+    again = (await complete(client, requests(prefix, count))).added
+    state = await client.bloom_state()
+    await client.aclose()
+    return added, again, state
+
+
 def test_a_filter_of_the_single_string_layout_does_not_break_anything(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
@@ -341,15 +351,7 @@ def test_a_filter_of_the_single_string_layout_does_not_break_anything(
     redis_client.hset(KEYS.bloom_meta, mapping={"layout": "64:7:20,4096:9:40", "slices": 1})
     redis_client.set("{unit}:dupefilter:bloom", bytes(4160))
 
-    async def scenario() -> tuple[int, int, BloomState]:
-        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
-        added = (await complete(client, requests("s", 60))).added
-        again = (await complete(client, requests("s", 60))).added
-        state = await client.bloom_state()
-        await client.aclose()
-        return added, again, state
-
-    added, again, state = run(scenario())
+    added, again, state = run(added_twice(redis_url, "s", 60))
     assert (added, again, state.slices) == (60, 0, 2)
     assert 0 < state.false_positive_rate < 1
     (summary,) = dedup_summary(redis_client, [KEYS])
@@ -366,16 +368,8 @@ def test_a_slice_larger_than_a_redis_string_lies_in_several(
     redis_client.hset(KEYS.bloom_meta, mapping={"layout": layout, "slices": 1})
     redis_client.setrange(KEYS.bloom_chunks[0], 2047, b"\0")
 
-    async def scenario() -> tuple[int, int, BloomState]:
-        client = FrontierClient(Redis.from_url(redis_url), KEYS, "a", CONFIGS["bloom"])
-        added = (await complete(client, requests("big", 300))).added
-        again = (await complete(client, requests("big", 300))).added
-        state = await client.bloom_state()
-        await client.aclose()
-        return added, again, state
-
     try:
-        added, again, state = run(scenario())
+        added, again, state = run(added_twice(redis_url, "big", 300))
         assert (added, again, state.slices, state.entries) == (300, 0, 2, 300)
         second = [KEYS.bloom_chunks[1], KEYS.bloom_chunks[2]]
         assert [redis_client.strlen(key) for key in second] == [longest, MAX_CHUNK_BYTES // 2]

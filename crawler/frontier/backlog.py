@@ -33,7 +33,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from crawler.frontier.client import Finish, FrontierClient
+from crawler.frontier.client import Finish, FrontierClient, leasing_script
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.producer import ItemProducer, producer_config
@@ -92,7 +92,7 @@ class Backlog:
         self.node_id = parts[0].node_id
         self.settings = settings
         self.lease_ms = lease_ms
-        self._take = self.redis.register_script(script_text("crawler.frontier", "spill_take"))
+        self._take = self.redis.register_script(leasing_script("spill_take"))
         self._done = self.redis.register_script(script_text("crawler.frontier", "spill_done"))
         self._back = self.redis.register_script(script_text("crawler.frontier", "spill_back"))
         config = producer_config(settings.bootstrap, {"linger.ms": 5})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from crawler.frontier.dedup import DedupConfig, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
@@ -94,6 +94,11 @@ def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> t
         return _queued_and_leased(pipe.execute())
 
 
+def leasing_script(name: Literal["lease", "spill_take"]) -> str:
+    """``lua/<name>.lua`` after ``lua/take.lua``, the lease step both share."""
+    return script_text("crawler.frontier", "take") + "\n" + script_text("crawler.frontier", name)
+
+
 class FrontierClient:
     def __init__(
         self,
@@ -109,7 +114,7 @@ class FrontierClient:
         self.node_id = node_id
         self.dedup = DedupStep.for_config(dedup)
         self.link_check = link_check  # FRONTIER_LINK_CHECK: bodies only for unseen links
-        self._lease = client.register_script(script_text("crawler.frontier", "lease"))
+        self._lease = client.register_script(leasing_script("lease"))
         self._complete = client.register_script(self.dedup.script())
         self._seen = client.register_script(self.dedup.script("seen"))
         self._complete_keys = self.dedup.script_keys(keys)

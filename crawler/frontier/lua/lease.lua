@@ -1,12 +1,12 @@
--- Lease up to ARGV[2] requests for node ARGV[1] for ARGV[3] milliseconds (Redis server time).
+-- Lease up to ARGV[2] requests for node ARGV[1] for ARGV[3] milliseconds (Redis server time);
+-- lua/take.lua comes before this body.
 -- KEYS: 1 queue (zset id -> score), 2 data (hash id -> request JSON),
 --       3 leases (zset id -> deadline ms), 4 inflight (hash id -> "<node>\t<score>"),
 --       5 the node's lease fence (string "<call id>\n<id>,<id>,...", lives one lease time)
 -- ARGV: 1 node, 2 count, 3 lease ms, 4 call id: a call sent again after its reply was lost
 --       (a client timeout) gets the leases the first one took, not more
 -- Returns a flat list id1, json1, id2, json2, ..., then the number of requests left queued.
--- Variadic commands, CHUNK requests at a time: a command called from a script costs more than
--- the entries it touches.
+-- Variadic commands, CHUNK requests at a time.
 local CHUNK = 1000
 local node, call = ARGV[1], ARGV[4]
 local out = {}
@@ -44,24 +44,12 @@ while left > 0 do
     break
   end
   left = left - #picked / 2
-  local ids = {}
+  local ids, scores = {}, {}
   for i = 1, #picked, 2 do
-    ids[#ids + 1] = picked[i]
+    ids[#ids + 1], scores[#scores + 1] = picked[i], picked[i + 1]
   end
-  local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
-  local deadlines, records = {}, {}
-  for n, id in ipairs(ids) do
-    local body = bodies[n]
-    if body then  -- a request without data (deleted by hand) is dropped
-      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, id
-      records[#records + 1], records[#records + 2] = id, node .. '\t' .. picked[2 * n]
-      out[#out + 1], out[#out + 2] = id, body
-      leased[#leased + 1] = id
-    end
-  end
-  if #deadlines > 0 then
-    redis.call('ZADD', KEYS[3], unpack(deadlines))
-    redis.call('HSET', KEYS[4], unpack(records))
+  for _, id in ipairs(take(ids, scores, node, deadline, out, false)) do
+    leased[#leased + 1] = id
   end
 end
 redis.call('SET', KEYS[5], call .. '\n' .. table.concat(leased, ','), 'PX', tonumber(ARGV[3]))

@@ -1,6 +1,7 @@
 -- Lease the lowest-priority requests a part holds beyond its bound to node ARGV[1], to be
 -- spilled to Kafka (crawler.frontier.backlog): a lease like any other, so a node that dies
--- while spilling only returns them to the queue when the lease expires.
+-- while spilling only returns them to the queue when the lease expires. lua/take.lua comes
+-- before this body.
 -- KEYS: 1 queue, 2 data, 3 leases, 4 inflight
 -- ARGV: 1 node, 2 requests to keep queued (FRONTIER_QUEUE_MAX), 3 most to take, 4 lease ms
 -- Returns a flat list id1, score1, json1, ... (the tail of the queue, lowest priority last)
@@ -19,24 +20,11 @@ while count > 0 do
   local size = math.min(count, CHUNK)
   local picked = redis.call('ZRANGE', KEYS[1], -count, size - count - 1, 'WITHSCORES')
   count = count - size
-  local ids = {}
+  local ids, scores = {}, {}
   for i = 1, #picked, 2 do
-    ids[#ids + 1] = picked[i]
+    ids[#ids + 1], scores[#scores + 1] = picked[i], picked[i + 1]
   end
   redis.call('ZREM', KEYS[1], unpack(ids))
-  local bodies = redis.call('HMGET', KEYS[2], unpack(ids))
-  local deadlines, records = {}, {}
-  for n, id in ipairs(ids) do
-    local body = bodies[n]
-    if body then  -- a request without data (deleted by hand) is dropped
-      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, id
-      records[#records + 1], records[#records + 2] = id, ARGV[1] .. '\t' .. picked[2 * n]
-      out[#out + 1], out[#out + 2], out[#out + 3] = id, picked[2 * n], body
-    end
-  end
-  if #deadlines > 0 then
-    redis.call('ZADD', KEYS[3], unpack(deadlines))
-    redis.call('HSET', KEYS[4], unpack(records))
-  end
+  take(ids, scores, ARGV[1], deadline, out, true)
 end
 return out
