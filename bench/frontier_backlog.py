@@ -16,7 +16,8 @@ so a request lost or leased twice shows.
 
 Baseline in the same run: bytes per queued request of the same requests with no bound
 (``--baseline`` of them, in another fresh Redis), and the memory the whole run would
-take unbounded at that rate; ``--unbounded`` measures the whole run unbounded instead.
+take unbounded at that rate; ``--unbounded`` measures the whole run unbounded instead, and
+``--baseline-only`` measures only the baseline.
 """
 
 from __future__ import annotations
@@ -189,12 +190,16 @@ def main() -> None:
     parser.add_argument("--call", type=int, default=5_000, help="requests per complete()")
     parser.add_argument("--baseline", type=int, default=1_000_000)
     parser.add_argument("--unbounded", action="store_true", help="baseline: all --requests")
+    parser.add_argument("--baseline-only", action="store_true", help="no bounded run")
     args = parser.parse_args()
     baseline = args.requests if args.unbounded else min(args.baseline, args.requests)
     with tempfile.TemporaryDirectory(prefix="frontier-backlog-") as tmp:
         workdir = Path(tmp)
         with fresh_redis(workdir / "unbounded") as (_, url):
             per_request = asyncio.run(unbounded(url, baseline, args.call))
+        if args.baseline_only:
+            print(f"\n{baseline:,} requests queued, no bound: {per_request:.0f} B per request")
+            return
         with (
             kafka(workdir / "kafka") as (bootstrap, log_dirs),
             fresh_redis(workdir / "bounded") as (
