@@ -17,7 +17,7 @@ from crawler.demo.site import Site
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.kafka.reader import read_topic
 from tests.cluster import running_nodes, wait_for_exit
-from tests.services import unavailable
+from tests.services import started
 
 CONCURRENCY = 8
 PREFETCH = 4
@@ -86,14 +86,6 @@ def assert_nothing_lost(urls: Counter[str], site: Pages, allowed_duplicates: int
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis server (AOF on) this test may restart."""
-    server = RedisServer(
-        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
-    )
-    try:
-        server.start()
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local redis-server could not be started: {exc}")
-    try:
+    config = RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
+    with started(RedisServer(config), "redis-server") as server:
         yield server
-    finally:
-        server.stop()

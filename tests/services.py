@@ -19,7 +19,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import pytest
 import redis
@@ -99,21 +99,35 @@ def redis_service(workdir: Path) -> Iterator[tuple[str, RedisServer | None]]:
             host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
             yield f"redis://{host}:{port}/0", None
     else:
-        server = RedisServer(RedisServerConfig(port=free_port(), data_dir=workdir / "redis"))
-        try:
-            server.start()
-        except (RuntimeError, OSError) as exc:
-            unavailable(f"a local redis-server could not be started: {exc}")
-        try:
+        config = RedisServerConfig(port=free_port(), data_dir=workdir / "redis")
+        with started(RedisServer(config), "redis-server") as server:
             yield server.url, server
-        finally:
-            server.stop()
 
 
 class _Launcher(Protocol):
-    def start(self, timeout: float) -> None: ...
+    def start(self, timeout: float = ...) -> None: ...
 
     def stop(self) -> None: ...
+
+
+Launched = TypeVar("Launched", bound=_Launcher)
+
+
+@contextlib.contextmanager
+def started(server: Launched, what: str, timeout: float | None = None) -> Iterator[Launched]:
+    """``server`` started here (it failing: a local ``what`` is unavailable), stopped at the
+    end; ``timeout``: the server's own start timeout unless given."""
+    try:
+        if timeout is None:
+            server.start()
+        else:
+            server.start(timeout)
+    except (RuntimeError, OSError) as exc:
+        unavailable(f"a local {what} could not be started: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @contextlib.contextmanager
@@ -126,14 +140,8 @@ def _redis_topology(
         yield url
         return
     server, url = launcher()
-    try:
-        server.start(30.0)
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local {what} could not be started: {exc}")
-    try:
+    with started(server, what, timeout=30.0):
         yield url
-    finally:
-        server.stop()
 
 
 def redis_cluster_service(workdir: Path) -> contextlib.AbstractContextManager[str]:
@@ -199,14 +207,9 @@ def own_kafka_broker(data_dir: Path) -> Iterator[KafkaBroker]:
     """A local Kafka broker, which a test may pause (SIGSTOP) or stop; resumed and stopped
     at the end."""
     config = KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=data_dir)
-    broker = KafkaBroker(config)
-    try:
-        broker.start()
-    except (RuntimeError, OSError) as exc:
-        unavailable(f"a local Kafka broker could not be started: {exc}")
-    try:
-        yield broker
-    finally:
-        if broker.pid is not None:
-            broker.resume()
-        broker.stop()
+    with started(KafkaBroker(config), "Kafka broker") as broker:
+        try:
+            yield broker
+        finally:
+            if broker.pid is not None:
+                broker.resume()  # a paused broker does not stop
