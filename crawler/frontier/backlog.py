@@ -200,13 +200,15 @@ class Backlog:
         count = min(self.settings.batch, max(1, room))
         messages = await asyncio.to_thread(self.consumer.consume, count, 0.2 if room else 0)
         by_part: dict[int, list[Message]] = {}
-        errors = [message.error() for message in messages if message.error() is not None]
-        if errors:  # events, not records: the records around them are read as usual
-            logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
+        errors: list[KafkaError] = []  # events, not records: the records around them are read
         for message in messages:
-            part = message.partition()
-            if message.error() is None and part is not None and part < len(self.parts):
+            error, part = message.error(), message.partition()
+            if error is not None:
+                errors.append(error)
+            elif part is not None and part < len(self.parts):
                 by_part.setdefault(part, []).append(message)
+        if errors:
+            logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
         open_parts = {tp.partition for tp in wanted}
         for part, found in list(by_part.items()):
             # beyond the part's room (or read while it had none): read again later, not now

@@ -98,24 +98,22 @@ def chunk_lengths() -> tuple[int, ...]:
 
 
 def split_in_chunks(size: int) -> tuple[int, ...]:
-    """Chunks holding at least ``size`` bytes: the longest chunks while more than one is left,
-    then each the longest that fits in what is left, the last one the shortest that holds the
-    rest (at most ``CHUNKS_PER_SLICE`` after the longest)."""
+    """Chunks holding at least ``size`` bytes: the longest chunks (whole strings) while more
+    than ``CHUNKS_PER_SLICE`` of them are left; then at most ``CHUNKS_PER_SLICE``, each the
+    longest that fits in what is left, the last one the shortest that holds the rest."""
     lengths = chunk_lengths()
-    chunks: list[int] = []
-    left = size
+    left, whole = size, 0
     while left > CHUNKS_PER_SLICE * lengths[-1]:
-        chunks.append(lengths[-1])
-        left -= lengths[-1]
-    rest = len(chunks) + CHUNKS_PER_SLICE
+        whole, left = whole + 1, left - lengths[-1]
+    tail: list[int] = []
     while left > 0:
         below = bisect.bisect_right(lengths, left) - 1
-        if below >= 0 and len(chunks) < rest - 1:
-            chunks.append(lengths[below])
+        if below >= 0 and len(tail) < CHUNKS_PER_SLICE - 1:
+            tail.append(lengths[below])
         else:
-            chunks.append(lengths[bisect.bisect_left(lengths, left)])
-        left -= chunks[-1]
-    return tuple(chunks)
+            tail.append(lengths[bisect.bisect_left(lengths, left)])
+        left -= tail[-1]
+    return (lengths[-1],) * whole + tuple(tail)
 
 
 def slice_for(capacity: int, error_rate: float) -> BloomSlice | None:

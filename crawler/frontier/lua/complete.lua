@@ -53,9 +53,9 @@ if ARGV[1] ~= '' then
   local leases, outcomes, failures = split(ARGV[1], ','), split(ARGV[3], ','), split(ARGV[4], '\n')
   local records = {}
   for from = 1, #leases, CHUNK do
-    local found = redis.call('HMGET', KEYS[5], unpack(leases, from, math.min(#leases, from + CHUNK - 1)))
-    for n = 1, #found do
-      records[from + n - 1] = found[n]
+    local to = math.min(#leases, from + CHUNK - 1)
+    for n, record in ipairs(redis.call('HMGET', KEYS[5], unpack(leases, from, to))) do
+      records[from + n - 1] = record
     end
   end
   local finished, requeued, failed, dropped_data, settled = {}, {}, {}, {}, {}
@@ -97,25 +97,27 @@ if #ARGV >= first then
   end
   local new = dedup_add_all(fingerprints)
   dedup_close()
-  -- The new requests' ids (in order) from one INCRBY; their data and queue entries written
-  -- with one HSET and one ZADD per CHUNK requests.
-  local data, queue = {}, {}
+  local kept = {}  -- positions of the requests to enqueue
   for n = 1, #fingerprints do
-    local i = first + 3 * (n - 1)
-    local score = ARGV[i + 1]
-    local forced = string.byte(score, 1) == 70 -- 'F'
-    if new[n] or forced then
-      added = added + 1
-      data[2 * added], queue[2 * added - 1] = ARGV[i + 2], forced and string.sub(score, 2) or score
+    if new[n] or string.byte(ARGV[first + 3 * n - 2], 1) == 70 then -- score 'F...': forced
+      kept[#kept + 1] = n
     else
       dropped[#dropped + 1] = n - 1
     end
   end
+  added = #kept
+  -- The new requests' ids (in order) from one INCRBY; their data and queue entries written
+  -- with one HSET and one ZADD per CHUNK requests.
   if added > 0 then
     local next_id = redis.call('INCRBY', KEYS[3], added) - added
-    for k = 1, added do
-      local id = string.format('%012x', next_id + k)
-      data[2 * k - 1], queue[2 * k] = id, id
+    local data, queue = {}, {}
+    for k, n in ipairs(kept) do
+      local id, score = string.format('%012x', next_id + k), ARGV[first + 3 * n - 2]
+      if string.byte(score, 1) == 70 then
+        score = string.sub(score, 2)
+      end
+      data[2 * k - 1], data[2 * k] = id, ARGV[first + 3 * n - 1]
+      queue[2 * k - 1], queue[2 * k] = score, id
     end
     in_chunks('HSET', KEYS[2], data, 2)
     in_chunks('ZADD', KEYS[1], queue, 2)
