@@ -4,10 +4,10 @@
         [--unbounded]
 
 On a fresh ``redis-server`` (no persistence) and a Kafka broker (``KAFKA_BOOTSTRAP_SERVERS``,
-else one started here), ``--requests`` requests, each a different URL with the lean body
-of a typical link (the shape of ``bench.frontier_load``'s), go through the real path:
-``FrontierClient.complete`` in calls of ``--call`` requests into a frontier with the bloom
-dedup sized for all of them, and the real ``Backlog`` stepping after every call, as a
+else one started here, as ``make demo`` does), ``--requests`` requests, each a different URL
+with the lean body of a typical link (the shape of ``bench.frontier_load``'s), go through
+the real path: ``FrontierClient.complete`` in calls of ``--call`` requests into a frontier
+with the bloom dedup sized for all of them, and the real ``Backlog`` stepping after every call, as a
 node does every ``FRONTIER_SPILL_INTERVAL``, with ``FRONTIER_QUEUE_MAX = --bound``. Redis's
 ``used_memory`` is read after every step (its peak is reported). Then everything is
 drained as nodes do: leases of 1,000 finished at once, the backlog stepping between
@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import hashlib
-import os
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from bench.frontier_load import SPIDER, fresh_redis, link_request
-from crawler.devservices import KafkaBroker, KafkaBrokerConfig, free_port
+from crawler.demo.run import kafka_service
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings
 from crawler.frontier.client import Finish, FrontierClient, NewRequest, pending_requests
@@ -49,22 +46,6 @@ KEYS = FrontierKeys.for_spider("spill")
 TOPIC = "bench-backlog"
 LEASE = 1000
 SITES = 50
-
-
-@contextlib.contextmanager
-def kafka(workdir: Path) -> Iterator[tuple[str, Path | None]]:
-    """The broker's bootstrap servers, and its log directory when started here."""
-    if bootstrap := os.environ.get("KAFKA_BOOTSTRAP_SERVERS", ""):
-        yield bootstrap, None
-        return
-    broker = KafkaBroker(
-        KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=workdir)
-    )
-    broker.start()
-    try:
-        yield broker.bootstrap_servers, broker.log_dirs
-    finally:
-        broker.stop()
 
 
 class Requests:
@@ -201,14 +182,11 @@ def main() -> None:
             print(f"\n{baseline:,} requests queued, no bound: {per_request:.0f} B per request")
             return
         with (
-            kafka(workdir / "kafka") as (bootstrap, log_dirs),
-            fresh_redis(workdir / "bounded") as (
-                _,
-                url,
-            ),
+            kafka_service(workdir) as (bootstrap, broker),
+            fresh_redis(workdir / "bounded") as (_, url),
         ):
             run = asyncio.run(bounded(url, bootstrap, args))
-            segments = log_dirs.rglob(f"{TOPIC}-*/*.log") if log_dirs else ()
+            segments = broker.log_dirs.rglob(f"{TOPIC}-*/*.log") if broker else ()
             kafka_bytes = sum(segment.stat().st_size for segment in segments)
     held = run.peak_memory - run.empty_memory
     projected = per_request * args.requests

@@ -40,26 +40,34 @@ def say(message: str) -> None:
 
 
 @contextlib.contextmanager
+def kafka_service(workdir: Path) -> Iterator[tuple[str, KafkaBroker | None]]:
+    """Yield (kafka bootstrap, the broker if started here): from the environment, else a
+    local broker started in ``workdir / "kafka"``."""
+    if bootstrap := os.environ.get("KAFKA_BOOTSTRAP_SERVERS", ""):
+        yield bootstrap, None
+        return
+    say("Starting a local Kafka broker (KRaft)...")
+    broker = KafkaBroker(
+        KafkaBrokerConfig(port=free_port(), controller_port=free_port(), data_dir=workdir / "kafka")
+    )
+    broker.start()
+    try:
+        yield broker.bootstrap_servers, broker
+    finally:
+        broker.stop()
+
+
+@contextlib.contextmanager
 def services(workdir: Path) -> Iterator[tuple[str, str]]:
     """Yield (redis url, kafka bootstrap): from the environment, else started here."""
     redis_url = os.environ.get("REDIS_URL", "")
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
     with contextlib.ExitStack() as stack:
         if not redis_url:
             server = RedisServer(RedisServerConfig(port=free_port(), data_dir=workdir / "redis"))
             server.start()
             stack.callback(server.stop)
             redis_url = server.url
-        if not bootstrap:
-            say("Starting a local Kafka broker (KRaft)...")
-            broker = KafkaBroker(
-                KafkaBrokerConfig(
-                    port=free_port(), controller_port=free_port(), data_dir=workdir / "kafka"
-                )
-            )
-            broker.start()
-            stack.callback(broker.stop)
-            bootstrap = broker.bootstrap_servers
+        bootstrap, _ = stack.enter_context(kafka_service(workdir))
         yield redis_url, bootstrap
 
 
