@@ -53,6 +53,7 @@ from crawler.frontier import codec
 from crawler.frontier.client import Finish, FrontierClient, NewRequest, leasing_script
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.seen_cache import SeenCache
 from crawler.lua import script_text
 from crawler.redis_connection import RedisConfig, async_client
 from crawler.scope import site_of
@@ -177,6 +178,7 @@ class OursLoad:
     lean: bool  # lean request JSON (codec.dumps(lean=True))
     check: bool  # FRONTIER_LINK_CHECK
     batched: bool = False  # a lease batch's completions in one call (settled in one turn)
+    seen_cache: int = 0  # FRONTIER_SEEN_CACHE: links this node sent before are dropped unsent
 
     def client(self, url: str, node: str) -> FrontierClient:
         redis_client = async_client(RedisConfig.from_url(url))
@@ -205,10 +207,24 @@ class OursLoad:
     def _new(self, url: str, parent: str) -> NewRequest:
         return new_request(link_request(url, parent), self.lean)
 
+    def _children(self, cache: SeenCache, links: list[str], parent: str) -> list[NewRequest]:
+        """The page's links as the scheduler enqueues them: one whose fingerprint the node's
+        ``SeenCache`` holds (it sent it before) is dropped without a call."""
+        children = []
+        for link in links:
+            request = link_request(link, parent)
+            if fingerprint(request).hex() in cache:
+                continue
+            child = new_request(request, self.lean)
+            cache.add(child.fingerprint)
+            children.append(child)
+        return children
+
     async def _node(self, node: str, url: str, space: UrlSpace, quota: list[int]) -> None:
         client = self.client(url, node)
         loop = asyncio.get_running_loop()
         epoch = await client.open_epoch()
+        cache = SeenCache(self.seen_cache)
         held: set[str] = set()
         next_beat = loop.time() + HEARTBEAT_SECONDS
         try:
@@ -216,10 +232,7 @@ class OursLoad:
                 leases = await client.lease(LEASE_BATCH, 60_000)
                 held |= {lease.id for lease in leases}
                 pages = [
-                    (
-                        lease,
-                        [self._new(link, codec.loads(lease.body)["url"]) for link in space.links()],
-                    )
+                    (lease, self._children(cache, space.links(), codec.loads(lease.body)["url"]))
                     for lease in leases
                 ]
                 if self.batched and pages:

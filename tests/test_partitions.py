@@ -17,7 +17,7 @@ from scrapy.settings import Settings
 
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.keys import frontier_parts, part_tag
-from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.partitioned import FULL_DEPTH, PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import AsyncRedis, async_client, sync_client
@@ -179,6 +179,36 @@ def test_lease_calls_start_at_a_part_weighted_by_its_depth() -> None:
     assert firsts[2] > 0  # an empty part is still asked, first now and then
     assert node._lease_order("again") == node._lease_order("again")  # a call sent again
     assert sorted(node._lease_order("any")) == [0, 1, 2]  # and every part after the first
+
+
+def test_deep_parts_and_parts_not_heard_from_are_asked_alike() -> None:
+    """Past FULL_DEPTH a part's depth no longer weighs (its own links would make the deepest
+    part grow fastest); a part that has not reported a depth yet counts as full, not empty."""
+    node = frontier(Redis.from_url("redis://127.0.0.1:1"), "a", 3)  # never connects
+    for part, depth in zip(node.parts, (50 * FULL_DEPTH, FULL_DEPTH, None), strict=True):
+        part.queued = depth
+    firsts = Counter(node._lease_order(f"call-{n}")[0] for n in range(6000))
+    for part in range(3):
+        assert 0.29 < firsts[part] / 6000 < 0.38
+
+
+def test_the_heartbeat_refreshes_the_depth_of_parts_the_node_does_not_lease_from(
+    redis_url: str,
+) -> None:
+    """A part this node seldom leases from would keep the depth it saw last, however its
+    queue grew since (other nodes' links): a stale weight that starves it."""
+    home, away = sites_by_part(2, 1)
+
+    async def scenario(r: AsyncRedis) -> tuple[int, int]:
+        node, other = frontier(r, "node", 2), frontier(r, "other", 2)
+        epoch = await node.open_epoch()
+        await other.complete_turn([page(home[0], "/0")], [])
+        assert len(await node.lease(1, 60_000, call="first")) == 1  # both parts asked: empty
+        await other.complete_turn([page(away[0], f"/{n}") for n in range(40)], [])
+        await node.heartbeat([], 60_000, 60_000, 10, epoch)
+        return node.parts[0].queued, node.parts[1].queued
+
+    assert run(scenario, redis_url) == (0, 40)
 
 
 def test_a_crawl_keeps_the_partition_count_it_started_with(redis_url: str) -> None:

@@ -63,6 +63,7 @@ class Heartbeat:
     reclaimed: int
     lost: int
     epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
+    queued: int  # requests in the queue (of every part) after the beat
 
 
 def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
@@ -120,7 +121,8 @@ class FrontierClient:
         self._complete_keys = self.dedup.script_keys(keys)
         self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
         self._release = client.register_script(script_text("crawler.frontier", "release"))
-        self.queued = 0  # requests left in the queue after this node's last lease call
+        # Requests in the queue after this node's last lease call or heartbeat (None: not yet).
+        self.queued: int | None = None
 
     async def lease(self, count: int, lease_ms: int, call: str = "") -> list[Lease]:
         """Lease up to ``count`` requests. Sent again with the same ``call`` id (after a
@@ -215,11 +217,12 @@ class FrontierClient:
         """Extend ``held``, reclaim expired leases; nothing but the check when the frontier's
         epoch is no longer ``epoch`` (see ``Heartbeat.epoch``)."""
         k = self.keys
-        extended, reclaimed, lost, current = await self._heartbeat(
+        extended, reclaimed, lost, current, queued = await self._heartbeat(
             keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch, k.node_epoch(self.node_id)],
             args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
-        return Heartbeat(int(extended), int(reclaimed), int(lost), text(current))
+        self.queued = int(queued)
+        return Heartbeat(int(extended), int(reclaimed), int(lost), text(current), self.queued)
 
     async def record_incident(self, record: bytes) -> None:
         await self.redis.rpush(self.keys.incidents, record)

@@ -6,12 +6,13 @@
 --       reset waits until every live node beats in its new epoch)
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6.. lease ids held
--- Returns {extended, reclaimed, lost, epoch}: lost = ids held by the node that are no longer its;
--- epoch is the frontier's epoch now. When it is not the node's (Redis lost its data, or is
--- another server), nothing else is done: the node must re-enqueue what it holds first.
+-- Returns {extended, reclaimed, lost, epoch, queued}: lost = ids held by the node that are no
+-- longer its; epoch is the frontier's epoch now; queued the queue's length after the beat (a
+-- node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
+-- is another server), nothing else is done: the node must re-enqueue what it holds first.
 local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
-  return {0, 0, #ARGV - 5, epoch}
+  return {0, 0, #ARGV - 5, epoch, redis.call('ZCARD', KEYS[4])}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -60,4 +61,4 @@ for from = 1, #expired, CHUNK do
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-return {extended, reclaimed, #ARGV - 5 - extended, epoch}
+return {extended, reclaimed, #ARGV - 5 - extended, epoch, redis.call('ZCARD', KEYS[4])}
