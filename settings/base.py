@@ -44,7 +44,7 @@ FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Red
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
 FRONTIER_PARTITIONS = 1  # int 1-1024: parts of a spider's frontier, by site (fixed per crawl)
 FRONTIER_QUEUE_MAX = 0  # int >= 0: queued requests a part keeps in Redis, more go to Kafka (0: all)
-FRONTIER_SPILL_BATCH = 1000  # int >= 1: requests spilled to Kafka or read back, per part and step
+FRONTIER_SPILL_BATCH = 1000  # int 1-100000: requests spilled to Kafka or read back, per part, step
 FRONTIER_SPILL_INTERVAL = 1.0  # float s > 0: how often a node spills and refills
 FRONTIER_BACKLOG_TOPIC = "{spider}-frontier-backlog"  # str: spilled requests, a partition per part
 FRONTIER_LINK_CHECK = None  # bool: look links up first, bodies only for unseen (None: exact only)

@@ -5,9 +5,12 @@ module's own that a test pauses mid-spill; then nodes crawl a site through the b
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -136,6 +139,60 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     stored = read_topic(kafka.bootstrap_servers, topic, expected=spilled, timeout=30)
     bodies = Counter(orjson.loads(message.value)["request"]["url"] for message in stored)
     assert len(bodies) == 100 - MAX  # the lowest-priority 60, none twice in Redis and Kafka
+
+
+def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """librdkafka's local queue full (BufferError: large requests): the requests it did
+    not take are released back to the queue, logged and counted as refused."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    room = 15
+
+    async def scenario() -> tuple[int, int]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, "backlog-full"), lease_ms=60_000)
+        produce = backlog.producer._producer.produce
+        taken = [0]
+
+        def produce_with_little_room(*args: object, **kwargs: object) -> None:
+            if taken[0] >= room:
+                raise BufferError("Local: Queue full")
+            taken[0] += 1
+            produce(*args, **kwargs)
+
+        try:
+            await backlog.open()
+            backlog.producer._producer = _Producing(
+                backlog.producer._producer, produce_with_little_room
+            )
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            step = await backlog.step()
+            return step.spilled, step.refused
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.backlog"):
+        assert asyncio.run(scenario()) == (room, 100 - MAX - room)
+    assert redis_client.zcard(keys.queue) == 100 - room
+    assert redis_client.zcard(keys.leases) == 0
+    assert "Kafka did not acknowledge 45 of 60 requests" in caplog.text
+
+
+class _Producing:
+    """A confluent-kafka producer whose ``produce`` is replaced (its type is not patchable)."""
+
+    def __init__(self, producer: Any, produce: Callable[..., None]) -> None:
+        self._producer = producer
+        self.produce = produce
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._producer, name)
+
+    def __len__(self) -> int:
+        return len(self._producer)
 
 
 def test_kafka_errors_while_reading_back_are_logged_and_counted(

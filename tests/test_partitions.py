@@ -275,6 +275,14 @@ def test_a_partitioned_spider_spreads_over_the_cluster_masters(redis_cluster_url
             },
             "FRONTIER_SPILL_BATCH=0 must be >= 1",
         ),
+        (
+            {
+                "FRONTIER_QUEUE_MAX": "10",
+                "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+                "FRONTIER_SPILL_BATCH": "200000",
+            },
+            r"FRONTIER_SPILL_BATCH=200000 must be <= 100000 \(the Kafka producer's local queue",
+        ),
     ],
 )
 def test_wrong_partition_and_bound_settings_are_refused_at_start(

@@ -30,18 +30,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from crawler.frontier.client import Finish, FrontierClient, leasing_script
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
+from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
+
+MAX_SPILL_BATCH = 100_000  # librdkafka's queue.buffering.max.messages (its default)
 
 
 class Stats(Protocol):
@@ -68,8 +71,13 @@ class BacklogSettings:
                 f"FRONTIER_QUEUE_MAX={self.queue_max} spills to Kafka, but "
                 "KAFKA_BOOTSTRAP_SERVERS is empty: set it, or FRONTIER_QUEUE_MAX=0"
             )
-        if self.batch < 1:
-            raise ValueError(f"FRONTIER_SPILL_BATCH={self.batch} must be >= 1")
+        if not 1 <= self.batch <= MAX_SPILL_BATCH:
+            raise ValueError(
+                f"FRONTIER_SPILL_BATCH={self.batch} must be >= 1"
+                if self.batch < 1
+                else f"FRONTIER_SPILL_BATCH={self.batch} must be <= {MAX_SPILL_BATCH} (the Kafka "
+                "producer's local queue holds that many messages, and a spill waits for all)"
+            )
         if self.interval <= 0:
             raise ValueError(f"FRONTIER_SPILL_INTERVAL={self.interval} must be > 0")
 
@@ -95,8 +103,7 @@ class Backlog:
         self._take = self.redis.register_script(leasing_script("spill_take"))
         self._done = self.redis.register_script(script_text("crawler.frontier", "spill_done"))
         self._back = self.redis.register_script(script_text("crawler.frontier", "spill_back"))
-        config = producer_config(settings.bootstrap, {"linger.ms": 5})
-        self.producer = Producer(config)
+        self.producer = ItemProducer(producer_config(settings.bootstrap, {"linger.ms": 5}))
         self.consumer = Consumer(
             {
                 "bootstrap.servers": settings.bootstrap,
@@ -110,7 +117,7 @@ class Backlog:
 
     async def open(self) -> None:
         """Create the backlog topic (one partition per part) and join its consumer group."""
-        await ItemProducer(producer_config(self.settings.bootstrap, {})).ensure_topics(
+        await self.producer.ensure_topics(
             [self.settings.topic], len(self.parts), self.settings.replication
         )
         self.consumer.subscribe([self.settings.topic])
@@ -153,14 +160,12 @@ class Backlog:
 
         for lease_id, score, body in entries:
             value = orjson.dumps({"score": float(score), "request": orjson.Fragment(body)})
-            self.producer.produce(
-                self.settings.topic,
-                value=value,
-                key=lease_id.encode(),
-                partition=keys.part,
-                on_delivery=report(lease_id),
+            message = OutgoingMessage(
+                self.settings.topic, lease_id.encode(), value, [], 0, keys.part
             )
-        left = await asyncio.to_thread(self.producer.flush, self.settings.flush_timeout)
+            if not self.producer.send(message, report(lease_id)):
+                break  # the local queue is full (large requests): the rest stay queued
+        left = await self.producer.drain(self.settings.flush_timeout)
         answered = {*acked, *failed}
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if acked:
@@ -271,7 +276,7 @@ class Backlog:
     async def close(self) -> None:
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
-        await asyncio.to_thread(self.producer.flush, 1.0)
+        await self.producer.drain(1.0)
 
 
 def purge_backlog(queue_max: int, bootstrap: str, topic: str, timeout: float = 10.0) -> str:

@@ -32,7 +32,8 @@ class OutgoingMessage:
     key: bytes | None
     value: bytes
     headers: list[tuple[str, str | bytes | None]]
-    timestamp_ms: int
+    timestamp_ms: int  # 0: the producer's clock
+    partition: int = -1  # -1: the partitioner's choice (by key)
 
 
 URL_PARTS = re.compile(r"^([^:/?#]+)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")

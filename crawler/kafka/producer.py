@@ -59,6 +59,7 @@ class ItemProducer:
                 key=message.key,
                 headers=message.headers,
                 timestamp=message.timestamp_ms,
+                partition=message.partition,
                 on_delivery=on_delivery,
             )
         except BufferError:
