@@ -6,7 +6,11 @@ Simulated nodes drive the frontier's Lua scripts exactly as ``LeasingScheduler``
 does, without Scrapy's engine in the loop: lease batches of 8; for each leased
 page one ``complete`` with 20 links, 16 of them already seen by the cluster (links
 to pages enqueued before) and 4 new; a heartbeat every 5 s with the leases held.
-Request bodies are real ``Request.to_dict()`` output through the frontier's codec.
+Request bodies are real ``Request.to_dict()`` output through the frontier's codec. Each
+node keeps the scheduler's ``SeenCache`` (``--seen-cache``, ``FRONTIER_SEEN_CACHE``'s
+default): a link it sent before is dropped without a call. The seen links are drawn
+uniformly from every URL of the crawl, so the cache catches few of them (a real site's
+pages repeat their navigation links, which it catches all but once per node).
 Variants, each on a fresh ``redis-server`` (no persistence), in one run:
 
 - ``ours before``: every link's body sent, full request JSON (``FRONTIER_LINK_CHECK``
@@ -426,6 +430,12 @@ def main() -> None:
     parser.add_argument("--modes", default="exact,compact,bloom")
     parser.add_argument("--no-scrapy-redis", action="store_true")
     parser.add_argument(
+        "--seen-cache",
+        type=int,
+        default=100_000,
+        help="each node's FRONTIER_SEEN_CACHE (its default; 0: every link goes to Redis)",
+    )
+    parser.add_argument(
         "--link-check", action="store_true", help="'ours now' checks links in every mode"
     )
     args = parser.parse_args()
@@ -438,10 +448,11 @@ def main() -> None:
         for mode in args.modes.split(","):
             config = DedupConfig(DedupMode(mode), capacity=1_000_000)
             check = args.link_check or mode == "exact"  # the default
+            cache = args.seen_cache
             for variant, ours in (
-                ("ours before", OursLoad(config, args.nodes, lean=False, check=False)),
-                ("ours now", OursLoad(config, args.nodes, lean=True, check=check)),
-                ("ours now, 8 per call", OursLoad(config, args.nodes, True, check, batched=True)),
+                ("ours before", OursLoad(config, args.nodes, False, False, seen_cache=cache)),
+                ("ours now", OursLoad(config, args.nodes, True, check, seen_cache=cache)),
+                ("ours now, 8 per call", OursLoad(config, args.nodes, True, check, True, cache)),
             ):
                 results.append(measure(variant, mode, ours, args, workdir))
     print_tables(results, args)
