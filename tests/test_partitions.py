@@ -123,10 +123,12 @@ def test_links_for_other_parts_are_in_redis_before_their_parent_finishes(
         (parent,) = await node.lease(1, 300, call="one")
         real = node.parts[0].complete_many
 
-        async def crash_when_finishing(finishes: list[Finish], children: list[Any]) -> Any:
+        async def crash_when_finishing(
+            finishes: list[Finish], children: list[Any], known: Any = None
+        ) -> Any:
             if finishes:
                 raise ConnectionError("the node died here")
-            return await real(finishes, children)
+            return await real(finishes, children, known)
 
         node.parts[0].complete_many = crash_when_finishing  # type: ignore[method-assign]
         turn = [(Finish(parent.id, "done"), [page(home, "/same"), page(away, "/other")])]
@@ -142,6 +144,32 @@ def test_links_for_other_parts_are_in_redis_before_their_parent_finishes(
     home_keys, away_keys = frontier_parts(SPIDER, 2)
     assert redis_client.zcard(away_keys.queue) == 1  # the link to the other part is kept
     assert redis_client.zcard(home_keys.queue) == 1  # the parent, back; "/same" comes with it
+
+
+def test_a_turn_looks_its_links_up_once_per_part(redis_url: str, redis_client: redis.Redis) -> None:
+    """Links found for a part both by its own parents and by other parts' (written in two
+    steps) are looked up in one lookup per part, sent at once: not one per step."""
+    (home, *_), (away, *_) = sites_by_part(2, 1)
+    links = {site: [page(site, f"/link{n}") for n in range(3)] for site in (home, away)}
+
+    async def scenario(r: AsyncRedis) -> tuple[int, tuple[int, ...]]:
+        node = frontier(r, "a", 2)
+        await node.complete_turn([page(home), page(away)], [])
+        parents = await node.lease(2, 60_000, call="both")
+        await node.complete_turn(links[home] + links[away], [])  # seen before the turn
+        by_part = {node.split_lease_id(lease.id)[0]: lease for lease in parents}
+        turn = [
+            (Finish(by_part[0].id, "done"), links[home] + links[away]),  # both parts' links
+            (Finish(by_part[1].id, "done"), links[away] + links[home]),
+        ]
+        redis_client.config_resetstat()
+        done = await node.complete_turn([], turn)
+        lookups = redis_client.info("commandstats")["cmdstat_smismember"]["calls"]
+        return lookups, done.dropped
+
+    lookups, dropped = run(scenario, redis_url)
+    assert dropped == tuple(range(12))  # every link was seen before
+    assert lookups == 2
 
 
 def test_heartbeats_reclaim_and_release_in_every_part(
@@ -188,8 +216,8 @@ def test_deep_parts_and_parts_not_heard_from_are_asked_alike() -> None:
     for part, depth in zip(node.parts, (50 * FULL_DEPTH, FULL_DEPTH, None), strict=True):
         part.queued = depth
     firsts = Counter(node._lease_order(f"call-{n}")[0] for n in range(6000))
-    for part in range(3):
-        assert 0.29 < firsts[part] / 6000 < 0.38
+    for index in range(3):
+        assert 0.29 < firsts[index] / 6000 < 0.38
 
 
 def test_the_heartbeat_refreshes_the_depth_of_parts_the_node_does_not_lease_from(
@@ -199,7 +227,7 @@ def test_the_heartbeat_refreshes_the_depth_of_parts_the_node_does_not_lease_from
     queue grew since (other nodes' links): a stale weight that starves it."""
     home, away = sites_by_part(2, 1)
 
-    async def scenario(r: AsyncRedis) -> tuple[int, int]:
+    async def scenario(r: AsyncRedis) -> tuple[int | None, int | None]:
         node, other = frontier(r, "node", 2), frontier(r, "other", 2)
         epoch = await node.open_epoch()
         await other.complete_turn([page(home[0], "/0")], [])

@@ -7,8 +7,9 @@ hash, or done (gone). Times are Redis server time, never the client's clock.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -71,6 +72,35 @@ def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
     spilled to Kafka count as queued."""
     queued = sum(int(n) for n in counts[0::3]) + sum(max(0, int(n or 0)) for n in counts[2::3])
     return queued, sum(int(n) for n in counts[1::3])
+
+
+async def known_in_parts(asks: Sequence[tuple[FrontierClient, list[NewRequest]]]) -> list[set[int]]:
+    """For each (part, children): the positions of the children its dedup already holds, of
+    those ``to_look_up``. Sent at once: one pipeline of ``SMISMEMBER`` when every part's lookup
+    is plain and they share a client (one round trip per master), else one call per part."""
+    looked = [(client, client.to_look_up(children), children) for client, children in asks]
+    asked = [
+        (client, [children[i].fingerprint for i in positions])
+        for client, positions, children in looked
+    ]
+    plain = [client for client, fingerprints in asked if fingerprints]
+    if len(plain) > 1 and all(c.plain_lookup and c.redis is plain[0].redis for c in plain):
+        async with plain[0].redis.pipeline(transaction=False) as pipe:
+            for client, fingerprints in asked:
+                if fingerprints:
+                    pipe.smismember(client.keys.dupefilter, fingerprints)
+            answers = iter(await pipe.execute())
+        flags = [
+            [bool(f) for f in next(answers)] if fingerprints else [] for _, fingerprints in asked
+        ]
+    else:
+        flags = list(
+            await asyncio.gather(*(client.seen(fingerprints) for client, fingerprints in asked))
+        )
+    return [
+        {i for i, flag in zip(positions, found, strict=True) if flag}
+        for (_, positions, _), found in zip(looked, flags, strict=True)
+    ]
 
 
 async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
@@ -147,12 +177,19 @@ class FrontierClient:
         finishes = [Finish(lease_id, outcome, failure)] if lease_id else []
         return await self.complete_many(finishes, children)
 
-    async def complete_many(self, finishes: list[Finish], children: list[NewRequest]) -> Completion:
+    async def complete_many(
+        self,
+        finishes: list[Finish],
+        children: list[NewRequest],
+        known: Collection[int] | None = None,
+    ) -> Completion:
         """Finish every lease of ``finishes`` and enqueue the unseen ``children``, in one atomic
         step. With ``link_check``, the children's fingerprints are looked up first (read-only,
-        ``seen``) and only the unseen ones travel with their bodies; the script checks those
-        again in its atomic step."""
-        known = await self._known_children(children)
+        ``seen``; ``known``: the positions such a lookup already found, see ``known_in_parts``)
+        and only the unseen ones travel with their bodies; the script checks those again in
+        its atomic step."""
+        if known is None:
+            (known,) = await known_in_parts([(self, children)])
         sent = [i for i in range(len(children)) if i not in known]
         encode = self.dedup.encode
         args: list[Any] = [
@@ -167,25 +204,27 @@ class FrontierClient:
             score = f"F{child.score!r}" if child.force else repr(child.score)
             args += [encode(child.fingerprint), score, child.body]
         statuses, added, dropped = await self._complete(keys=self._complete_keys, args=args)
-        positions = known | {sent[int(i)] for i in dropped}
+        positions = {*known, *(sent[int(i)] for i in dropped)}
         found = tuple(text(status) for status in statuses)
         first = found[0] if found else "none"
         return Completion(first, int(added), tuple(sorted(positions)), found)
 
-    async def _known_children(self, children: list[NewRequest]) -> set[int]:
-        """Positions of the children the dedup already holds (none without ``link_check``, or
-        with fewer than ``LINK_CHECK_MIN`` that could be: not worth a round trip)."""
+    def to_look_up(self, children: list[NewRequest]) -> list[int]:
+        """Positions of the children a completion looks up first: none without ``link_check``,
+        or with fewer than ``LINK_CHECK_MIN`` that could be seen (not worth a round trip)."""
         checked = [i for i, child in enumerate(children) if child.fingerprint and not child.force]
-        if not self.link_check or len(checked) < LINK_CHECK_MIN:
-            return set()
-        flags = await self.seen([children[i].fingerprint for i in checked])
-        return {i for i, flag in zip(checked, flags, strict=True) if flag}
+        return checked if self.link_check and len(checked) >= LINK_CHECK_MIN else []
+
+    @property
+    def plain_lookup(self) -> bool:
+        """``seen`` is one plain command (``SMISMEMBER``: exact dedup without TTL)."""
+        return self.dedup.snippet == "dedup_set"
 
     async def seen(self, fingerprints: list[str]) -> list[bool]:
         """Whether the dedup has recorded each hex fingerprint (read-only: records none)."""
         if not fingerprints:
             return []
-        if self.dedup.snippet == "dedup_set":  # exact, no TTL: one plain command
+        if self.plain_lookup:
             flags = await self.redis.smismember(self.keys.dupefilter, fingerprints)
         else:
             args = self.dedup.seen_args(fingerprints)

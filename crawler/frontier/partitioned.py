@@ -17,7 +17,8 @@ is exactly ``FrontierClient``: one call per step, lease ids unchanged. With more
   grows with other nodes' links;
 - a turn's writes (``complete_turn``) go in two steps: first the links whose part is
   not their parent's, to their parts; then, per part, the leases that finished there
-  with the links they found for it, in one atomic call each. A crash between the two
+  with the links they found for it, in one atomic call each. The link check (read-only)
+  runs once for both steps, every part's at once. A crash between the two
   steps only crawls the parents again (the dedup catches their links): nothing is lost;
 - the heartbeat beats in every part (each part has its own node registry, leases and
   epoch); the node's epoch is the parts' epochs joined by spaces.
@@ -29,7 +30,15 @@ import asyncio
 import random
 from collections.abc import Sequence
 
-from crawler.frontier.client import Completion, Finish, FrontierClient, Heartbeat, Lease, NewRequest
+from crawler.frontier.client import (
+    Completion,
+    Finish,
+    FrontierClient,
+    Heartbeat,
+    Lease,
+    NewRequest,
+    known_in_parts,
+)
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import claim_partitions, part_of
@@ -130,9 +139,10 @@ class PartitionedFrontier:
             part = self.part_of(child)
             same = part == owner if owner is not None else part in finishing
             (late if same else early).setdefault(part, []).append(position)
-        added, dropped = await self._write(early, {}, children, settled)
+        known = await self._known(children, early, late)
+        added, dropped = await self._write(early, {}, children, settled, known)
         statuses: list[str] = ["none"] * len(settled)
-        later = await self._write(late, finishing, children, settled, statuses)
+        later = await self._write(late, finishing, children, settled, known, statuses=statuses)
         found = tuple(statuses)
         return Completion(
             found[0] if found else "none",
@@ -141,12 +151,29 @@ class PartitionedFrontier:
             found,
         )
 
+    async def _known(
+        self, children: list[NewRequest], early: dict[int, list[int]], late: dict[int, list[int]]
+    ) -> set[int]:
+        """Positions of the children the dedup holds, looked up once per part for both steps
+        (one round trip per master for the exact dedup)."""
+        parts = sorted(set(early) | set(late))
+        positions = [early.get(part, []) + late.get(part, []) for part in parts]
+        found = await known_in_parts(
+            [
+                (self.parts[part], [children[i] for i in in_part])
+                for part, in_part in zip(parts, positions, strict=True)
+            ]
+        )
+        return {in_part[k] for in_part, ks in zip(positions, found, strict=True) for k in ks}
+
     async def _write(
         self,
         links: dict[int, list[int]],
         finishing: dict[int, list[int]],
         children: list[NewRequest],
         settled: list[tuple[Finish, list[NewRequest]]],
+        known: set[int],
+        *,
         statuses: list[str] | None = None,
     ) -> tuple[int, list[int]]:
         """One call per part of ``links`` and ``finishing``, at once; (added, dropped)."""
@@ -156,6 +183,7 @@ class PartitionedFrontier:
                 self.parts[part].complete_many(
                     [self._raw_finish(settled[i][0]) for i in finishing.get(part, [])],
                     [children[position] for position in links.get(part, [])],
+                    {k for k, position in enumerate(links.get(part, [])) if position in known},
                 )
                 for part in parts
             )
