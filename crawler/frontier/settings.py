@@ -11,14 +11,10 @@ from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
 
 
-def _link_check(settings: BaseSettings) -> bool:
-    """``FRONTIER_LINK_CHECK``; unset (None): on with the exact dedup, whose check is one
-    plain ``SMISMEMBER``, off with compact and bloom, whose check is a script that costs
-    more Redis CPU than the bodies it saves (bench.frontier_load)."""
+def _link_check(settings: BaseSettings) -> bool | None:
+    """``FRONTIER_LINK_CHECK``; unset (None): where it pays (``FrontierClient.to_look_up``)."""
     if settings.get("FRONTIER_LINK_CHECK") is None:
-        return settings.get("FRONTIER_DUPEFILTER") == "exact" and not settings.getint(
-            "FRONTIER_DEDUP_TTL"
-        )
+        return None
     return settings.getbool("FRONTIER_LINK_CHECK")
 
 
@@ -32,7 +28,7 @@ class FrontierSettings:
     idle_poll: float
     close_timeout: float
     seen_cache: int
-    link_check: bool
+    link_check: bool | None  # None: where it pays
     partitions: int
     dedup: DedupConfig
     backlog: BacklogSettings  # its topic still holds {spider}
