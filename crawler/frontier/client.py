@@ -21,9 +21,9 @@ from crawler.redis_connection import AsyncRedis, SyncRedis
 
 LINK_CHECK_MIN = 2  # children that could be seen before complete() looks them up first
 # ... when the lookup is a script (compact, bloom, a TTL) and FRONTIER_LINK_CHECK is unset: its
-# call costs about what not sending the bodies of 130 seen links saves (bench.frontier_load:
-# the same CPU at 160 links a call, 1.5x at 20; a third of the bytes either way).
-SCRIPT_CHECK_MIN = 128
+# call costs about what not sending the bodies of a hundred links saves (bench.frontier_load:
+# the same CPU at 8 pages of 20 links a call, 1.5x at one page; a third of the bytes).
+SCRIPT_CHECK_MIN = 96
 
 
 @dataclass(frozen=True, slots=True)
