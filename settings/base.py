@@ -47,7 +47,7 @@ FRONTIER_QUEUE_MAX = 0  # int >= 0: queued requests a part keeps in Redis, more 
 FRONTIER_SPILL_BATCH = 1000  # int 1-100000: requests spilled to Kafka or read back, per part, step
 FRONTIER_SPILL_INTERVAL = 1.0  # float s > 0: how often a node spills and refills
 FRONTIER_BACKLOG_TOPIC = "{spider}-frontier-backlog"  # str: spilled requests, a partition per part
-FRONTIER_LINK_CHECK = None  # bool: look links up first, bodies only for unseen (None: exact only)
+FRONTIER_LINK_CHECK = None  # bool: look links up first, send unseen bodies (None: where it pays)
 # The project's middlewares, pipeline and extensions are added by ClusterAddon
 # (crawler.addon.COMPONENTS) to whatever SPIDER_MIDDLEWARES, DOWNLOADER_MIDDLEWARES,
 # ITEM_PIPELINES and EXTENSIONS a project or -s gives; list one with None to turn it off.

@@ -432,12 +432,9 @@ def test_the_link_check_runs_where_it_saves_redis_cpu(
     settings = Settings({k: v for k, v in vars(base).items() if k.isupper()})
     settings.setdict({"REDIS_URL": "redis://localhost:6379/0", **values}, priority="cmdline")
     frontier = FrontierSettings.from_settings(settings)
+    never_connects = Redis.from_url("redis://127.0.0.1:1")
     client = FrontierClient(
-        Redis.from_url("redis://127.0.0.1:1"),
-        KEYS,
-        "n",
-        frontier.dedup,  # never connects
-        link_check=frontier.link_check,
+        never_connects, KEYS, "n", frontier.dedup, link_check=frontier.link_check
     )
     found = tuple(bool(client.to_look_up(requests("p", links))) for links in (20, 160))
     assert found == looked_up

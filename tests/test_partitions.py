@@ -231,7 +231,7 @@ def test_the_heartbeat_refreshes_the_depth_of_parts_the_node_does_not_lease_from
         node, other = frontier(r, "node", 2), frontier(r, "other", 2)
         epoch = await node.open_epoch()
         await other.complete_turn([page(home[0], "/0")], [])
-        assert len(await node.lease(1, 60_000, call="first")) == 1  # both parts asked: empty
+        assert len(await node.lease(1, 60_000, call="first")) == 1  # its part says 0 left
         await other.complete_turn([page(away[0], f"/{n}") for n in range(40)], [])
         await node.heartbeat([], 60_000, 60_000, 10, epoch)
         return node.parts[0].queued, node.parts[1].queued

@@ -161,7 +161,7 @@ class Backlog:
         for lease_id, score, body in entries:
             value = orjson.dumps({"score": float(score), "request": orjson.Fragment(body)})
             message = OutgoingMessage(
-                self.settings.topic, lease_id.encode(), value, [], 0, keys.part
+                self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
             )
             if not self.producer.send(message, report(lease_id)):
                 break  # the local queue is full (large requests): the rest stay queued

@@ -87,9 +87,9 @@ async def known_in_parts(asks: Sequence[tuple[FrontierClient, list[NewRequest]]]
         (client, [children[i].fingerprint for i in positions])
         for client, positions, children in looked
     ]
-    plain = [client for client, fingerprints in asked if fingerprints]
-    if len(plain) > 1 and all(c.plain_lookup and c.redis is plain[0].redis for c in plain):
-        async with plain[0].redis.pipeline(transaction=False) as pipe:
+    asking = [client for client, fingerprints in asked if fingerprints]
+    if len(asking) > 1 and all(c.plain_lookup and c.redis is asking[0].redis for c in asking):
+        async with asking[0].redis.pipeline(transaction=False) as pipe:
             for client, fingerprints in asked:
                 if fingerprints:
                     pipe.smismember(client.keys.dupefilter, fingerprints)

@@ -92,7 +92,7 @@ class PartitionedFrontier:
         """The parts a lease call asks, in order (the same for a call sent again)."""
         if self._order[0] != call:
             weights = [
-                min(FULL_DEPTH if part.queued is None else part.queued, FULL_DEPTH) + 1
+                (FULL_DEPTH if part.queued is None else min(part.queued, FULL_DEPTH)) + 1
                 for part in self.parts
             ]
             first = random.choices(range(self.count), weights=weights)[0]
