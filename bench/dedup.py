@@ -31,7 +31,7 @@ from pathlib import Path
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, queue_pattern
 from crawler.redis_connection import AsyncRedis, async_client
 
 KEYS = FrontierKeys.for_spider("bench")
@@ -79,7 +79,8 @@ async def used_memory(redis: AsyncRedis) -> int:
 
 
 async def drop_queue(redis: AsyncRedis, keys: FrontierKeys) -> None:
-    await redis.delete(keys.queue, keys.data, keys.seq)
+    queue = [key async for key in redis.scan_iter(match=queue_pattern(keys))]
+    await redis.delete(*queue, keys.seq)
 
 
 async def insert(client: FrontierClient, size: int, batch: int) -> float:

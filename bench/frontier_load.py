@@ -43,6 +43,7 @@ import random
 import statistics
 import tempfile
 import threading
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,11 +56,11 @@ from scrapy.utils.request import fingerprint
 
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, NewRequest, leasing_script
+from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
-from crawler.lua import script_text
+from crawler.lua import frontier_script
 from crawler.redis_connection import RedisConfig, async_client
 from crawler.scope import site_of
 
@@ -232,22 +233,29 @@ class OursLoad:
         cache = SeenCache(self.seen_cache)
         held: set[str] = set()
         next_beat = loop.time() + HEARTBEAT_SECONDS
+        leases = await client.lease(LEASE_BATCH, 60_000) if self.batched else []
         try:
             while quota[0] > 0:
-                leases = await client.lease(LEASE_BATCH, 60_000)
+                if not self.batched:
+                    leases = await client.lease(LEASE_BATCH, 60_000)
                 held |= {lease.id for lease in leases}
                 pages = [
                     (lease, self._children(cache, space.links(), codec.loads(lease.body)["url"]))
                     for lease in leases
                 ]
-                if self.batched and pages:
+                quota[0] -= len(leases)
+                if self.batched:  # the turn's write finishes the batch and leases the next
                     finishes = [Finish(lease.id, "done") for lease, _ in pages]
-                    await client.complete_many(finishes, [c for _, kids in pages for c in kids])
+                    ask = LeaseAsk(LEASE_BATCH if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
+                    write = await client.complete_many(
+                        finishes, [c for _, kids in pages for c in kids], lease=ask
+                    )
+                    held.difference_update(lease.id for lease in leases)
+                    leases = list(write.leases)
                 else:
                     for lease, children in pages:
                         await client.complete(lease.id, "done", children)
-                held.difference_update(lease.id for lease in leases)
-                quota[0] -= len(leases)
+                    held.difference_update(lease.id for lease in leases)
                 if loop.time() >= next_beat:
                     await client.heartbeat(list(held), 60_000, 60_000, 100, epoch)
                     next_beat += HEARTBEAT_SECONDS
@@ -333,12 +341,11 @@ class Load(Protocol):
 def script_names(client: redis.Redis) -> dict[str, str]:
     """sha1 -> script name, for the frontier's scripts of every dedup mode."""
     names: dict[str, str] = {}
-    names[hashlib.sha1(leasing_script("lease").encode()).hexdigest()] = "lease"
     for name in ("heartbeat", "release"):
-        names[hashlib.sha1(script_text("crawler.frontier", name).encode()).hexdigest()] = name
+        names[hashlib.sha1(frontier_script("queue", name).encode()).hexdigest()] = name
     for mode in DedupMode:
         step = DedupStep.for_config(DedupConfig(mode))
-        names[hashlib.sha1(step.script("complete").encode()).hexdigest()] = "complete"
+        names[hashlib.sha1(step.script("turn").encode()).hexdigest()] = "turn"
         names[hashlib.sha1(step.script("seen").encode()).hexdigest()] = "seen"
     return names
 

@@ -17,6 +17,12 @@ def script_text(package: str, name: str) -> str:
     return resources.files(package).joinpath(f"lua/{name}.lua").read_text()
 
 
+def frontier_script(*names: str) -> str:
+    """The frontier's script made of ``crawler/frontier/lua/<name>.lua`` for each of ``names``,
+    in order: snippets that define functions, then the body that uses them."""
+    return "\n".join(script_text("crawler.frontier", name) for name in names)
+
+
 def text(value: object) -> str:
     """A Redis reply (bytes or str) as text; undecodable bytes are replaced."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -22,6 +22,7 @@ import redis
 
 from crawler.frontier.keys import FrontierKeys
 from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.frontier_state import queued
 
 NODE_SETTINGS = {
     "SPIDER_MODULES": "crawler.spiders,tests.spiders",
@@ -74,7 +75,7 @@ def crawl(
         assert codes == [0], logs(workdir)
         keys = FrontierKeys.for_spider(spider)
         failed = [orjson.loads(value) for value in client.hvals(keys.failed)]
-        leftover = int(client.zcard(keys.queue)) + int(client.zcard(keys.leases))
+        leftover = queued(client, keys) + int(client.zcard(keys.leases))
     finally:
         client.close()
     lines = feed.read_text().splitlines() if feed.exists() else []

@@ -11,9 +11,10 @@ import pytest
 import redis
 from redis.asyncio import Redis
 
-from crawler.frontier.client import Completion, Finish, FrontierClient, NewRequest
+from crawler.frontier.client import Completion, Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
+from tests.frontier_state import queue_entries, queued
 
 T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("unit")
@@ -74,9 +75,8 @@ def test_complete_enqueues_children_and_only_owner_completes(
         await b.aclose()
 
     run(scenario())
-    assert redis_client.zcard(KEYS.leases) == 0
-    assert redis_client.zcard(KEYS.queue) == 2
-    assert redis_client.hlen(KEYS.data) == 2  # the finished root's body is gone
+    assert redis_client.zcard(KEYS.leases) == redis_client.hlen(KEYS.inflight) == 0
+    assert queue_entries(redis_client, KEYS) == [(0, b'{"url":"child1"}'), (0, b'{"url":"child2"}')]
 
 
 def test_failed_and_requeued_outcomes(redis_url: str, redis_client: redis.Redis) -> None:
@@ -87,12 +87,12 @@ def test_failed_and_requeued_outcomes(redis_url: str, redis_client: redis.Redis)
         assert (await a.complete(x.id, "failed", [], b'{"reason":"boom"}')).status == "failed"
         assert (await a.complete(y.id, "requeue", [])).status == "requeue"
         (again,) = await a.lease(5, 60_000)
-        assert again.id == y.id
+        assert (again.body, again.id) == (y.body, "000000000003")  # a new lease, a new id
         await a.aclose()
 
     run(scenario())
     assert redis_client.hgetall(KEYS.failed) == {b"000000000001": b'{"reason":"boom"}'}
-    assert redis_client.zscore(KEYS.queue, "000000000002") is None  # leased again
+    assert queued(redis_client, KEYS) == 0
 
 
 def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
@@ -108,7 +108,7 @@ def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
         # live's own lease was extended before the reclaim, so only dead's comes back.
         assert (beat.extended, beat.reclaimed, beat.lost) == (1, 1, 1)
         (back,) = await live.lease(5, 60_000)
-        assert back.id == lost[0].id
+        assert back.body == lost[0].body
         await dead.aclose()
         await live.aclose()
 
@@ -175,7 +175,7 @@ def test_a_lease_call_sent_again_gets_the_same_leases(
     assert first == again
     assert len(other) == 2 and not set(other) & set(first)
     assert redis_client.zcard(KEYS.leases) == 4
-    assert redis_client.zcard(KEYS.queue) == 1
+    assert queued(redis_client, KEYS) == 1
 
 
 @pytest.mark.parametrize("mode", list(DedupMode))
@@ -195,13 +195,13 @@ def test_only_unseen_links_travel_with_their_bodies(redis_url: str, mode: DedupM
             config,
             link_check=link_check,
         )
-        script, bodies = client._complete, []
+        script, bodies = client._turn, []
 
         async def counting(keys: list[str], args: list[Any]) -> object:
-            bodies.append((len(args) - 4 - len(client.dedup.args)) // 3)
+            bodies.append((len(args) - 7 - len(client.dedup.args)) // 3)
             return await script(keys=keys, args=args)
 
-        client._complete = counting  # type: ignore[assignment]
+        client._turn = counting  # type: ignore[assignment]
         first = await client.complete(None, "done", links(["a1", "a2", "a3"]))
         again = await client.complete(None, "done", links(["a2", "b1", "a1", "b2", "b1"]))
         await client.aclose()
@@ -242,4 +242,52 @@ def test_one_call_finishes_many_leases_each_as_told(
     assert (result.added, result.dropped) == (1, (1,))
     assert redis_client.hlen(KEYS.failed) == 1
     assert redis_client.zcard(KEYS.leases) == 1  # b's
-    assert redis_client.zcard(KEYS.queue) == 2  # the requeued one and the child
+    assert [body for _, body in queue_entries(redis_client, KEYS)] == [
+        b'{"url":"r2"}',  # requeued: back at the head of its level
+        b'{"url":"child"}',
+    ]
+
+
+def test_the_queue_is_fifo_within_a_priority_and_returned_leases_go_first(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> list[list[bytes]]:
+        a = client_for(redis_url, "a")
+        await a.complete(None, "done", [new(f"p{i}", 0) for i in range(4)] + [new("hi", 2)])
+        first = await a.lease(3, 60_000)  # hi, p0, p1
+        await a.release([first[2].id, first[1].id])  # back in their order: p0, p1
+        second = await a.lease(3, 60_000)
+        await a.complete(None, "done", [new("p4", 0)])
+        rest = await a.lease(10, 60_000)
+        await a.aclose()
+        return [[lease.body for lease in found] for found in (first, second, rest)]
+
+    first, second, rest = run(scenario())
+    assert first == [b'{"url":"hi"}', b'{"url":"p0"}', b'{"url":"p1"}']
+    assert second == [b'{"url":"p0"}', b'{"url":"p1"}', b'{"url":"p2"}']
+    assert rest == [b'{"url":"p3"}', b'{"url":"p4"}']
+    assert queued(redis_client, KEYS) == 0
+    assert redis_client.exists(KEYS.queue_levels) == 0  # emptied levels are taken off
+
+
+def test_one_write_finishes_enqueues_and_leases_more(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """The write of a turn takes the node's next leases too (one call instead of two); its
+    lease part is fenced by its call id like a lease call."""
+
+    async def scenario() -> tuple[Completion, Completion]:
+        a = client_for(redis_url, "a")
+        (root,) = (await a.complete_many([], [new("root")], lease=LeaseAsk(1, 60_000, "c0"))).leases
+        ask = LeaseAsk(5, 60_000, "c1")
+        write = await a.complete_many([Finish(root.id, "done")], [new("x"), new("y")], lease=ask)
+        again = await a.complete_many([], [], set(), lease=ask)  # the same call, sent again
+        await a.aclose()
+        return write, again
+
+    write, again = run(scenario())
+    assert (write.statuses, write.added) == (("done",), 2)
+    assert [lease.body for lease in write.leases] == [b'{"url":"x"}', b'{"url":"y"}']
+    assert again.leases == write.leases
+    assert queued(redis_client, KEYS) == 0
+    assert redis_client.zcard(KEYS.leases) == 2

@@ -431,7 +431,7 @@ def test_read_cluster_counts_queue_and_live_nodes(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     now_ms = int(time.time() * 1000)
-    redis_client.zadd("{pages}:queue", {"a": 0, "b": 0, "c": 1})
+    redis_client.set("{pages}:queue:count", 3)
     redis_client.zadd("{pages}:nodes", {"alive": now_ms + 60_000, "dead": now_ms - 60_000})
 
     async def read() -> tuple[int, int] | None:
@@ -448,7 +448,7 @@ def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     now_ms = int(time.time() * 1000)
-    redis_client.zadd("{zhihu}:queue", {"a": 0, "b": 0})
+    redis_client.set("{zhihu}:queue:count", 2)
     redis_client.zadd("{zhihu}:leases", {"c": now_ms + 60_000, "d": now_ms - 60_000})
     redis_client.zadd("{zhihu}:nodes", {"alive": now_ms + 60_000, "dead": now_ms - 60_000})
     redis_client.zadd("sessions:{zhihu}:accounts", {"a1": 0, "a2": 0, "a3": 0})

@@ -33,6 +33,7 @@ from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
+from tests.frontier_state import put_lease, put_queued, queue_entries, queued
 
 KEYS = FrontierKeys.for_spider("pages")
 
@@ -62,10 +63,10 @@ def server_ms(client: redis.Redis) -> int:
 
 def test_snapshot_reads_every_part_of_the_shared_state(redis_client: redis.Redis) -> None:
     now = server_ms(redis_client)
-    redis_client.zadd(KEYS.queue, {"000000000001": 0, "000000000002": -5})
-    redis_client.zadd(KEYS.leases, {"000000000003": now - 1000, "000000000004": now + 60_000})
-    redis_client.hset(KEYS.inflight, "000000000003", "node-a\t0")
-    redis_client.hset(KEYS.inflight, "000000000004", "node-b\t-1")
+    put_queued(redis_client, KEYS, 0, [b'{"url": "http://h/1"}'])
+    put_queued(redis_client, KEYS, 5, [b'{"url": "http://h/2"}'])
+    put_lease(redis_client, KEYS, "000000000003", "node-a", deadline_ms=now - 1000)
+    put_lease(redis_client, KEYS, "000000000004", "node-b", priority=1, deadline_ms=now + 60_000)
     redis_client.sadd(KEYS.dupefilter, "f1", "f2", "f3", "f4")
     for n, reason in enumerate(["download/TimeoutError", "download/TimeoutError", "decode/X"]):
         record = {"reason": reason, "node": "node-a", "at": 1.0, "request": {"url": "http://h/"}}
@@ -203,22 +204,21 @@ def test_seed_reads_stdin(redis_url: str, redis_client: redis.Redis) -> None:
 
 
 def test_requeue_returns_an_expired_lease(redis_url: str, redis_client: redis.Redis) -> None:
-    async def lease_briefly() -> str:
+    async def lease_briefly() -> None:
         client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, "gone-node")
         try:
             await client.complete(None, "done", [NewRequest("fp1", -3.0, b'{"url": "http://h/"}')])
-            (lease,) = await client.lease(1, lease_ms=1)
-            return lease.id
+            assert len(await client.lease(1, lease_ms=1)) == 1
         finally:
             await client.aclose()
 
-    lease_id = asyncio.run(lease_briefly())
+    asyncio.run(lease_briefly())
     time.sleep(0.05)
-    assert redis_client.zcard(KEYS.queue) == 0
+    assert queued(redis_client, KEYS) == 0
     result = crawler_cli(redis_url, "requeue", "pages", "--json", "--crawl", "c1")
     assert result.returncode == 0, result.stderr
     assert orjson.loads(result.stdout) == {"spider": "pages", "requeued": 1}
-    assert redis_client.zrange(KEYS.queue, 0, -1, withscores=True) == [(lease_id.encode(), -3.0)]
+    assert queue_entries(redis_client, KEYS) == [(3, b'{"url": "http://h/"}')]
     assert (redis_client.zcard(KEYS.leases), redis_client.hlen(KEYS.inflight)) == (0, 0)
     assert redis_client.hget(LedgerKeys.for_crawl("pages", "c1").total, "reclaimed") == b"1"
     again = crawler_cli(redis_url, "requeue", "pages")
@@ -226,7 +226,7 @@ def test_requeue_returns_an_expired_lease(redis_url: str, redis_client: redis.Re
 
 
 def test_purge_asks_and_deletes_ledgers_too(redis_url: str, redis_client: redis.Redis) -> None:
-    redis_client.zadd(KEYS.queue, {"000000000001": 0})
+    put_queued(redis_client, KEYS, 0, [b"{}"])
     redis_client.lpush("pages:start_urls", "http://h/")
     redis_client.hset(LedgerKeys.for_crawl("pages", "c1").total, "done", 1)
     redis_client.hset(LedgerKeys.for_crawl("pages", "c1").minute(1), "done", 1)
@@ -234,11 +234,11 @@ def test_purge_asks_and_deletes_ledgers_too(redis_url: str, redis_client: redis.
 
     refused = crawler_cli(redis_url, "purge", "pages", stdin="nope\n")
     assert refused.returncode == 1
-    assert redis_client.exists(KEYS.queue) == 1
+    assert queued(redis_client, KEYS) == 1
 
     kept = crawler_cli(redis_url, "purge", "pages", "--yes", "--keep-seeds", "--json")
     assert kept.returncode == 0, kept.stderr
-    assert orjson.loads(kept.stdout)["deleted"] == 3
+    assert orjson.loads(kept.stdout)["deleted"] == 5  # queue levels, count, list; 2 ledger keys
     assert redis_client.keys("*pages*") == [b"pages:start_urls"]
 
     crawler_cli(redis_url, "purge", "pages", "--yes")
@@ -290,19 +290,19 @@ def test_status_into_a_closed_pipe_is_quiet(redis_url: str, redis_client: redis.
 def test_purge_refuses_while_nodes_are_live_unless_forced(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    redis_client.zadd(KEYS.queue, {"000000000001": 0})
+    put_queued(redis_client, KEYS, 0, [b"{}"])
     redis_client.zadd(KEYS.nodes, {"node-a": server_ms(redis_client) + 60_000, "old": 1})
     refused = crawler_cli(redis_url, "purge", "pages", "--yes")
     assert refused.returncode == 1
     assert "1 nodes of 'pages' are live (node-a)" in refused.stderr
-    assert redis_client.exists(KEYS.queue) == 1
+    assert queued(redis_client, KEYS) == 1
 
     # node-a is not running: it never beats in the purge's epoch (0.6 s: 3 heartbeats of 0.2 s)
     fast = {"CRAWLER_SETTING_FRONTIER_HEARTBEAT_INTERVAL": "0.2"}
     forced = crawler_cli(redis_url, "purge", "pages", "--yes", "--force", env=fast)
     assert forced.returncode == 0, forced.stderr
     assert "0 live nodes reset, 1 did not answer in time (node-a)" in forced.stdout
-    assert not redis_client.exists(KEYS.queue)
+    assert not redis_client.exists(KEYS.queue_count, KEYS.queue_levels, KEYS.queue_list("0"))
     epoch = redis_client.get(KEYS.epoch)
     assert isinstance(epoch, bytes)
     assert epoch.startswith(b"purged:")  # running nodes reset at their next heartbeat
@@ -325,8 +325,7 @@ def test_nodes_go_live_late_dead_then_gone(redis_url: str, redis_client: redis.R
         KEYS.nodes,
         {"fresh": now + 59_000, "late": now + 45_000, "dead": now - 1000, "gone": now - 9000},
     )
-    redis_client.zadd(KEYS.leases, {"l1": now + 1000})
-    redis_client.hset(KEYS.inflight, "l1", "dead\t0")
+    put_lease(redis_client, KEYS, "l1", "dead", deadline_ms=now + 1000)
     status = frontier_status(redis_client, "pages", "c1")
     states = {node["node"]: node["state"] for node in status["snapshot"]["nodes"]}
     assert states == {"fresh": "live", "late": "late", "dead": "dead", "gone": "gone"}
@@ -345,7 +344,7 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     redis_client.hset(keys.total, mapping={"done": 100, "started_ms": now - 300_000})
     # One busy minute, three idle ones: 120 pages are 120/min, not 24/min over 5 minutes.
     redis_client.hset(keys.minute(minute - 2), mapping={"pages": 120, "done": 120, "enqueued": 60})
-    redis_client.zadd(KEYS.queue, {"000000000001": 0, "000000000002": 0})
+    put_queued(redis_client, KEYS, 0, [b"{}", b"{}"])
     redis_client.zadd(KEYS.nodes, {"node-a": now + 59_000})
     running = frontier_status(redis_client, "pages", "c1")
     assert running["state"] == "running"

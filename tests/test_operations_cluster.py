@@ -580,10 +580,10 @@ def test_purge_asks_then_deletes_everything_of_the_spider(
     refused = cli(*purge, stdin="nope\n")
     assert refused.returncode == 1
     assert "Not purged." in refused.stdout
-    assert redis_db.exists(KEYS.queue) == 1
+    assert redis_db.exists(KEYS.queue_count) == 1
 
     result = orjson.loads(ok(cli(*purge, "--yes", "--json")))
-    assert {"{pages}:ledger:ops", "{pages}:ledger:ops2", KEYS.queue} <= set(result["keys"])
+    assert {"{pages}:ledger:ops", "{pages}:ledger:ops2", KEYS.queue_count} <= set(result["keys"])
     assert result["deleted"] == len(result["keys"])
     assert [key for key in redis_db.scan_iter("*pages*")] == []
     assert ok(cli("status", "--redis", cluster.redis_url)) == (

@@ -37,6 +37,7 @@ from crawler.devservices import free_port
 from crawler.frontier.keys import FrontierKeys
 from tests.cli_process import crawler_process, ok
 from tests.cluster import logs, running_nodes
+from tests.frontier_state import queued
 
 SPIDER = "pages"
 KEYS = FrontierKeys.for_spider(SPIDER)
@@ -80,7 +81,7 @@ class Views:
 
 
 def idle(client: redis.Redis) -> bool:
-    return client.zcard(KEYS.queue) == 0 and client.zcard(KEYS.leases) == 0
+    return queued(client, KEYS) == 0 and client.zcard(KEYS.leases) == 0
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ from crawler.scope import site_of
 from tests.cli_process import crawler_process, ok
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 from tests.faults import FAST_LEASES, VICTIM_WINDOW, assert_nothing_lost
+from tests.frontier_state import queued
 
 PARTS = 4
 PAGES = 60  # per site
@@ -114,7 +115,7 @@ def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_noth
     for part, (keys, site) in enumerate(zip(parts, sites, strict=True)):
         # each part holds exactly the pages of its site, and nothing is left
         assert redis_client.scard(keys.dupefilter) == PAGES, (part, site.base_url)
-        assert (redis_client.zcard(keys.queue), redis_client.zcard(keys.leases)) == (0, 0)
+        assert (queued(redis_client, keys), redis_client.zcard(keys.leases)) == (0, 0)
     assert redis_client.get(parts[0].partitions) == str(PARTS).encode()
 
     (status,) = orjson.loads(ok(cli("status", SPIDER, "--json", "--redis", redis_url)))
@@ -165,7 +166,7 @@ def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
     assert "'finish_reason': 'frontier_partitions_changed'" in text
     assert "'frontier/refused/partitions': 1" in text
     for keys in frontier_parts(SPIDER, 2):
-        assert redis_client.zcard(keys.queue) == 0
+        assert queued(redis_client, keys) == 0
     assert redis_client.get(frontier_parts(SPIDER, 1)[0].partitions) == str(PARTS).encode()
 
 
@@ -175,7 +176,7 @@ def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(
     cluster = sync_client(redis_cluster_url)
     assert isinstance(cluster, redis.RedisCluster)
     parts = frontier_parts(SPIDER, 3)
-    masters = {cluster.get_node_from_key(keys.queue).name for keys in parts}  # type: ignore[no-untyped-call]
+    masters = {cluster.get_node_from_key(keys.queue_levels).name for keys in parts}  # type: ignore[no-untyped-call]
     assert len(masters) == 3  # the hash tags {hopper}, {hopper#1}, {hopper#2} fall apart
     env = {"REDIS_URL": redis_cluster_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
     with one_site_per_part(3, pages=40) as sites:

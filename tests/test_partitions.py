@@ -22,6 +22,7 @@ from crawler.frontier.partitions import PartitionsChanged, part_of, stored_parti
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import AsyncRedis, async_client, sync_client
 from settings.resolve import resolve_settings
+from tests.frontier_state import queued
 
 T = TypeVar("T")
 SPIDER = "parts"
@@ -70,7 +71,7 @@ def test_the_parts_hash_slots_are_evenly_spread() -> None:
         assert tags[0] == "{pages}" and len(set(tags)) == count
         ranges = sorted(key_slot(tag[1:-1].encode()) * count // 16384 for tag in tags)
         assert ranges == list(range(count))  # one part in each 1/count of the slots
-    assert frontier_parts("pages", 1)[0].queue == "{pages}:queue"  # as before partitions
+    assert frontier_parts("pages", 1)[0].queue_count == "{pages}:queue:count"  # no part tag
 
 
 def test_a_sites_part_is_stable_and_parts_are_balanced() -> None:
@@ -99,7 +100,7 @@ def test_requests_go_to_their_sites_part_and_leases_come_from_every_part(
         return ids
 
     for part, keys in enumerate(frontier_parts(SPIDER, 3)):
-        assert keys.queue == f"{part_tag(SPIDER, part, 3)}:queue"
+        assert keys.queue_levels == f"{part_tag(SPIDER, part, 3)}:queue:levels"
     ids = run(scenario, redis_url)
     assert sorted(Counter(lease_id.split("/")[0] for lease_id in ids).items()) == [
         ("0", 4),
@@ -124,11 +125,11 @@ def test_links_for_other_parts_are_in_redis_before_their_parent_finishes(
         real = node.parts[0].complete_many
 
         async def crash_when_finishing(
-            finishes: list[Finish], children: list[Any], known: Any = None
+            finishes: list[Finish], children: list[Any], known: Any = None, **kwargs: Any
         ) -> Any:
             if finishes:
                 raise ConnectionError("the node died here")
-            return await real(finishes, children, known)
+            return await real(finishes, children, known, **kwargs)
 
         node.parts[0].complete_many = crash_when_finishing  # type: ignore[method-assign]
         turn = [(Finish(parent.id, "done"), [page(home, "/same"), page(away, "/other")])]
@@ -142,8 +143,8 @@ def test_links_for_other_parts_are_in_redis_before_their_parent_finishes(
 
     run(scenario, redis_url)
     home_keys, away_keys = frontier_parts(SPIDER, 2)
-    assert redis_client.zcard(away_keys.queue) == 1  # the link to the other part is kept
-    assert redis_client.zcard(home_keys.queue) == 1  # the parent, back; "/same" comes with it
+    assert queued(redis_client, away_keys) == 1  # the link to the other part is kept
+    assert queued(redis_client, home_keys) == 1  # the parent, back; "/same" comes with it
 
 
 def test_a_turn_looks_its_links_up_once_per_part(redis_url: str, redis_client: redis.Redis) -> None:
@@ -193,7 +194,7 @@ def test_heartbeats_reclaim_and_release_in_every_part(
 
     run(scenario, redis_url)
     for keys in frontier_parts(SPIDER, 3):
-        assert redis_client.zcard(keys.queue) == 2
+        assert queued(redis_client, keys) == 2
         assert redis_client.zcard(keys.nodes) == 0  # live left every registry (dead never beat)
 
 
@@ -258,7 +259,7 @@ def test_a_partitioned_spider_spreads_over_the_cluster_masters(redis_cluster_url
     cluster = sync_client(redis_cluster_url)
     assert isinstance(cluster, redis.RedisCluster)
     masters = Counter(
-        cluster.get_node_from_key(keys.queue).name  # type: ignore[no-untyped-call]
+        cluster.get_node_from_key(keys.queue_levels).name  # type: ignore[no-untyped-call]
         for keys in frontier_parts(spider, 6)
     )
     cluster.close()

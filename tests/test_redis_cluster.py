@@ -118,8 +118,8 @@ def test_frontier_of_spiders_on_three_masters(
     asyncio.run(scenario())
     for spider in SPIDERS:
         keys = FrontierKeys.for_spider(spider)
-        on_master = keys_on(cluster, master_of(cluster, keys.queue))
-        assert {keys.queue, keys.data, keys.dupefilter, keys.seq} <= on_master
+        on_master = keys_on(cluster, master_of(cluster, keys.queue_levels))
+        assert {keys.queue_levels, keys.queue_count, keys.dupefilter, keys.seq} <= on_master
         assert not any(key.startswith("{") and key[1:2] != spider for key in on_master)
     assert discover_spiders(cluster) == list(SPIDERS)  # SCAN went to every master
 
@@ -148,7 +148,7 @@ def test_bloom_filter_on_the_cluster(redis_cluster_url: str, cluster: redis.Redi
     assert all(added > 55 and again == 0 and slices == 3 for added, again, slices in results)
     for spider in SPIDERS:
         keys = FrontierKeys.for_spider(spider)
-        on_master = keys_on(cluster, master_of(cluster, keys.queue))
+        on_master = keys_on(cluster, master_of(cluster, keys.queue_levels))
         assert {keys.bloom_meta, *keys.bloom_chunks[:3]} <= on_master
 
 

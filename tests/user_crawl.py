@@ -169,7 +169,7 @@ def cluster(
         assert codes == [0] * nodes, logs(workdir)
         assert foreign_tracebacks(workdir) == [], logs(workdir)
         keys = FrontierKeys.for_spider(spider)
-        queued, leased = int(client.zcard(keys.queue)), int(client.zcard(keys.leases))
+        queued, leased = int(client.get(keys.queue_count) or 0), int(client.zcard(keys.leases))
         raw = client.hgetall(LedgerKeys.for_crawl(spider, "default").total)
         ledger = {
             str(k.decode() if isinstance(k, bytes) else k): int(float(v))

@@ -1,7 +1,7 @@
 """``crawler failed <spider> list|retry|drop [--reason R]``: the failed requests of a spider.
 
-The records are ``{<spider>}:failed`` (``complete.lua``, outcome ``failed``). ``retry`` puts
-each request back into the queue under a new id, removing its record in the same atomic step;
+The records are ``{<spider>}:failed`` (``turn.lua``, outcome ``failed``). ``retry`` puts
+each request back into the queue, removing its record in the same atomic step;
 nodes lease it like any new request (the dupefilter is not asked: it was seen long ago).
 ``drop`` deletes the records, after asking unless ``--yes``. ``--reason`` keeps the records
 whose reason starts with it.
@@ -89,12 +89,12 @@ def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
     retried = skipped = 0
     for record in inspector.failed(args.reason):
         try:
-            new_id = inspector.retry(record)
+            queued = inspector.retry(record)
         except ValueError as exc:
             print(f"not retried {record.id}: {exc}", file=sys.stderr)
             skipped += 1
             continue
-        if new_id:
+        if queued:
             retried += 1
         else:
             print(f"not retried {record.id}: gone or changed meanwhile", file=sys.stderr)

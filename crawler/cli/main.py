@@ -12,6 +12,7 @@ from crawler.cli import (
     dead_letters,
     failed,
     leases,
+    migrate,
     purge,
     queue,
     requeue,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         seed,
         requeue,
         purge,
+        migrate,
         sessions,
     ):
         module.register(commands)

@@ -19,7 +19,13 @@ from scrapy.exceptions import UsageError
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.backlog import purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
-from crawler.frontier.keys import fence_pattern, frontier_parts, node_epoch_pattern, start_pattern
+from crawler.frontier.keys import (
+    fence_pattern,
+    frontier_parts,
+    node_epoch_pattern,
+    queue_pattern,
+    start_pattern,
+)
 from crawler.frontier.partitions import spider_parts
 from crawler.frontier.reset import (
     Acknowledged,
@@ -49,13 +55,15 @@ def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[st
     parts = spider_parts(client, spider)
     keys = spider_keys(spider, keep_seeds=keep_seeds, partitions=len(parts))
     present = [key for key in keys if client.exists(key)]
+    listed = set(present)
     patterns = [start_pattern(spider), pattern_for_spider(spider)]
     for part in parts:
-        patterns += [fence_pattern(part), node_epoch_pattern(part)]
+        patterns += [queue_pattern(part), fence_pattern(part), node_epoch_pattern(part)]
     if not keep_seeds:  # the nodes' holds of taken seeds
         patterns.append(SeedKeys(f"{spider}:start_urls", "", parts).holds_pattern)
     for pattern in patterns:
-        present += sorted(text(key) for key in client.scan_iter(match=pattern))
+        found = {text(key) for key in client.scan_iter(match=pattern)} - listed
+        present += sorted(found)
     return present
 
 

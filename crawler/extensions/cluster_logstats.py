@@ -3,7 +3,7 @@
 Every ``CLUSTER_LOGSTATS_INTERVAL`` seconds: this node's pages and items (totals and
 per minute), Kafka delivered and failed, the leases it holds (estimated from its
 stats), and, from Redis in one round trip per part of the frontier (a Lua script on
-Redis server time, the parts at once), the shared queue depth (``{spider}:queue`` and
+Redis server time, the parts at once), the shared queue depth (``{spider}:queue:count`` and
 every other part's) and the live nodes (``{spider}:nodes`` alive after now). The round
 trip is asynchronous (redis.asyncio) and bounded by a timeout; when Redis does not
 answer the line says so and the crawl goes on. Cluster mode only
@@ -33,11 +33,12 @@ from crawler.node_context import NodeContext
 
 logger = logging.getLogger(__name__)
 
-# KEYS: 1 queue, 2 nodes. Returns {queue depth, nodes alive after now (server time, ms)}.
+# KEYS: 1 queue count, 2 nodes. Returns {queue depth, nodes alive after now (server time, ms)}.
 CLUSTER_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return {redis.call('ZCARD', KEYS[1]), redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
+local queued = tonumber(redis.call('GET', KEYS[1]) or '0')
+return {queued, redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
 """
 # Stats that end a lease this node took (docs/stats.md).
 LEASE_ENDS = ("frontier/done", "frontier/released", "frontier/stragglers")
@@ -105,7 +106,7 @@ async def read_cluster(
     """(queue depth over every part, live nodes) of ``spider``; None when Redis does not
     answer. Every node beats in every part: part 0 counts the live nodes."""
     parts = frontier_parts(spider, partitions)
-    calls = (script(keys=[keys.queue, keys.nodes]) for keys in parts)
+    calls = (script(keys=[keys.queue_count, keys.nodes]) for keys in parts)
     try:  # one short command per part and interval: skipped, not queued, behind a dead Redis
         replies = await asyncio.wait_for(asyncio.gather(*calls), timeout)
     except (RedisError, OSError, TimeoutError) as exc:

@@ -22,7 +22,7 @@ from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import glob_escape
 from crawler.frontier.partitions import spider_parts
-from crawler.lua import script_text, text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
@@ -107,7 +107,7 @@ def _reason(record: bytes | str) -> str:
 def discover_spiders(client: SyncRedis) -> list[str]:
     """Spiders with a queue, nodes, dedup set or seed list in this Redis database."""
     found: set[str] = set()
-    for suffix in ("queue", "nodes", "dupefilter*"):
+    for suffix in ("queue:levels", "nodes", "dupefilter*"):
         for key in client.scan_iter(match=f"{{*}}:{suffix}", count=SCAN_COUNT):
             found.add(text(key)[1:].split("}:", 1)[0])
     for key in client.scan_iter(match="*:start_urls", count=SCAN_COUNT):
@@ -116,7 +116,8 @@ def discover_spiders(client: SyncRedis) -> list[str]:
 
 
 def leases_per_node(inflight: Iterable[bytes | str]) -> Counter[str]:
-    """Leases each node holds, from the values of the ``inflight`` hash (``<node>\\t<score>``)."""
+    """Leases each node holds, from the values of the ``inflight`` hash
+    (``<node>\\t<score>\\t<JSON>``)."""
     return Counter(text(record).split("\t", 1)[0] for record in inflight)
 
 
@@ -141,18 +142,18 @@ class FrontierAdmin:
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
         self.heartbeat_interval = heartbeat_interval
-        self._requeue = client.register_script(script_text("crawler.frontier", "requeue"))
+        self._requeue = client.register_script(frontier_script("queue", "requeue"))
 
     def snapshot(self) -> Snapshot:
         """The spider's state now, summed over every part of its frontier."""
         k = self.keys
-        now_ms = server_time_ms(self.redis, k.queue)
+        now_ms = server_time_ms(self.redis, k.epoch)
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.llen(self.invalid_key)
             pipe.llen(self.seeds_key)
             pipe.lrange(k.incidents, -INCIDENTS_SHOWN, -1)
             for part in self.parts:
-                pipe.zcard(part.queue)
+                pipe.get(part.queue_count)
                 pipe.zrange(part.leases, 0, -1, withscores=True)
                 pipe.hvals(part.inflight)
                 pipe.hlen(part.failed)
@@ -160,7 +161,7 @@ class FrontierAdmin:
                 pipe.get(part.backlog)
             invalid, seeds, incidents, *counts = pipe.execute()
         spilled = sum(max(0, int(n or 0)) for n in counts[5::6])
-        queued = sum(int(n) for n in counts[0::6]) + spilled
+        queued = sum(max(0, int(n or 0)) for n in counts[0::6]) + spilled
         leases = [lease for found in counts[1::6] for lease in found]
         per_node = leases_per_node(record for found in counts[2::6] for record in found)
         nodes: dict[str, float] = {}  # every node beats in every part: its latest beat counts
@@ -290,7 +291,7 @@ class FrontierAdmin:
         ledger = LedgerKeys.for_crawl(self.spider, crawl_id).total if crawl_id is not None else None
         total = 0
         for part in self.parts:
-            keys = [part.leases, part.inflight, part.queue]
+            keys = [part.leases, part.inflight, part.queue_levels, part.queue_count]
             if ledger is not None and part.part == 0:
                 keys.append(ledger)
             returned = self._requeue_part(keys)

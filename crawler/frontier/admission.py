@@ -1,10 +1,13 @@
 """``FrontierAdmission``: whether this node may use its spider's frontier, checked once at start.
 
 The first step of a node on the frontier claims the partition count
-(``crawler.frontier.partitions``): a node whose ``FRONTIER_PARTITIONS`` is not the
-crawl's is refused (``frontier/refused/partitions``, ERROR log, the spider closes with
-``frontier_partitions_changed``) before it reads a seed or writes a start request
-(both wait for :meth:`NodeContext.frontier_open`). An admitted node then warns about
+(``crawler.frontier.partitions``) and checks the storage layout
+(``crawler.frontier.layout``): a node whose ``FRONTIER_PARTITIONS`` is not the crawl's
+is refused (``frontier/refused/partitions``, ERROR log, the spider closes with
+``frontier_partitions_changed``), and so is one that finds requests stored by an older
+version (``frontier/refused/layout``, ``frontier_layout_old``: ``crawler migrate`` moves
+them), before it reads a seed or writes a start request (both wait for
+:meth:`NodeContext.frontier_open`). An admitted node then warns about
 dedup keys of another mode and, with ``FRONTIER_QUEUE_MAX``, starts the backlog loop
 (``crawler.frontier.backlog``).
 """
@@ -21,14 +24,12 @@ from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
-
-REFUSED_REASON = "frontier_partitions_changed"  # the spider's finish reason
 
 
 class FrontierAdmission:
@@ -60,7 +61,7 @@ class FrontierAdmission:
         and start the backlog loop."""
         try:
             await self.guard.run(self.client.claim)
-        except PartitionsChanged as exc:
+        except FrontierRefused as exc:
             self.refuse(exc)
             return
         self.context.frontier_checked(usable=True)
@@ -71,17 +72,17 @@ class FrontierAdmission:
             )
         await self._check_dedup_keys()
 
-    def refuse(self, reason: PartitionsChanged) -> None:
-        """This node's ``FRONTIER_PARTITIONS`` is not its crawl's: take and write nothing, stop."""
+    def refuse(self, reason: FrontierRefused) -> None:
+        """This node may not use the frontier (``reason``): take and write nothing, stop."""
         if self.refused:
             return
         self.refused = True
         self.context.frontier_checked(usable=False)
         self._on_refused()
-        self.stats.inc_value("frontier/refused/partitions")
+        self.stats.inc_value(f"frontier/refused/{reason.stat}")
         logger.error("Node refused: %s", reason)
         assert self.crawler.engine is not None
-        close = self.crawler.engine.close_spider_async(reason=REFUSED_REASON)
+        close = self.crawler.engine.close_spider_async(reason=reason.finish_reason)
         self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
 
     async def _check_dedup_keys(self) -> None:

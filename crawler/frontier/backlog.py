@@ -13,9 +13,10 @@ per part), with the same at-least-once rule as everything else:
   ``{<part>}:backlog``), the others are released back to the queue;
 - **refill** (nodes in the consumer group ``<topic>``, each reading the partitions Kafka
   assigns it): while a part holds fewer than half its bound, its partition is read and
-  the requests are queued again (``spill_back.lua``: new ids, no dedup, since they were
-  recorded when first queued; the backlog count goes down), and only then are the offsets
-  committed. A crash in between reads them again: a request may be crawled twice, never lost.
+  the requests are queued again (``spill_back.lua``: at the tail of their levels, no
+  dedup, since they were recorded when first queued; the backlog count goes down), and only
+  then are the offsets committed. A crash in between reads them again: a request may be
+  crawled twice, never lost.
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.
@@ -33,12 +34,12 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from crawler.frontier.client import Finish, FrontierClient, leasing_script
+from crawler.frontier.client import Finish, FrontierClient, score_text
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
-from crawler.lua import script_text, text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
@@ -100,9 +101,9 @@ class Backlog:
         self.node_id = parts[0].node_id
         self.settings = settings
         self.lease_ms = lease_ms
-        self._take = self.redis.register_script(leasing_script("spill_take"))
-        self._done = self.redis.register_script(script_text("crawler.frontier", "spill_done"))
-        self._back = self.redis.register_script(script_text("crawler.frontier", "spill_back"))
+        self._take = self.redis.register_script(frontier_script("queue", "lease", "spill_take"))
+        self._done = self.redis.register_script(frontier_script("spill_done"))
+        self._back = self.redis.register_script(frontier_script("queue", "spill_back"))
         self.producer = ItemProducer(producer_config(settings.bootstrap, {"linger.ms": 5}))
         self.consumer = Consumer(
             {
@@ -127,8 +128,8 @@ class Backlog:
         """Spill every part over its bound, refill the assigned parts under half of it."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys in self.parts:
-                pipe.zcard(keys.queue)
-            depths = [int(n) for n in await pipe.execute()]
+                pipe.get(keys.queue_count)
+            depths = [int(n or 0) for n in await pipe.execute()]
         spilled = refused = 0
         for keys, depth in zip(self.parts, depths, strict=True):
             if depth > self.settings.queue_max:
@@ -141,7 +142,7 @@ class Backlog:
 
     async def _spill(self, keys: FrontierKeys) -> tuple[int, int]:
         flat = await self._take(
-            keys=[keys.queue, keys.data, keys.leases, keys.inflight],
+            keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
             args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
         )
         if not flat:
@@ -170,8 +171,7 @@ class Backlog:
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if acked:
             await self._done(
-                keys=[keys.leases, keys.inflight, keys.data, keys.backlog],
-                args=[self.node_id, *acked],
+                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *acked]
             )
         back = failed + unanswered
         if back:  # Kafka did not take them: they stay queued in Redis
@@ -182,7 +182,7 @@ class Backlog:
                 "flight): they stay queued in Redis",
                 len(back),
                 len(entries),
-                keys.queue,
+                keys.tag,
                 left,
             )
         return len(acked), len(back)
@@ -230,9 +230,11 @@ class Backlog:
             args: list[Any] = []
             for message in found:
                 stored = orjson.loads(message.value() or b"{}")
-                args += [repr(float(stored["score"])), orjson.dumps(stored["request"])]
+                args += [score_text(float(stored["score"])), orjson.dumps(stored["request"])]
             refilled += int(
-                await self._back(keys=[keys.queue, keys.data, keys.seq, keys.backlog], args=args)
+                await self._back(
+                    keys=[keys.queue_levels, keys.queue_count, keys.backlog], args=args
+                )
             )
             offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
             await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)

@@ -1,8 +1,10 @@
 """The shared frontier in Redis: lease, complete, heartbeat, release (no Scrapy imports).
 
 Every multi-key step is one Lua script (``crawler/frontier/lua/``), so a
-request is always in exactly one place: the queue, a node's lease, the failed
-hash, or done (gone). Times are Redis server time, never the client's clock.
+request is always in exactly one place: the queue (a list per priority level), a
+node's lease, the failed hash, or done (gone). A node's write of a reactor turn is one
+call (``turn.lua``): it finishes leases, enqueues new requests and leases more. Times
+are Redis server time, never the client's clock.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import asyncio
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from crawler.frontier.dedup import DedupConfig, DedupStep
+from crawler.frontier.bloom_probe import BloomCheck
+from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
-from crawler.lua import script_text, text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
 LINK_CHECK_MIN = 2  # children that could be seen before complete() looks them up first
@@ -51,11 +54,21 @@ class Finish:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseAsk:
+    """Requests to lease in a write (``complete_many``'s ``lease``)."""
+
+    count: int
+    lease_ms: int
+    call: str  # the call's id: a write sent again gets the leases the first one took
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
     status: str  # of the first lease finished; 'none' when none was
     added: int
     dropped: tuple[int, ...]  # positions of the children found already seen
     statuses: tuple[str, ...] = ()  # of each lease finished, in order
+    leases: tuple[Lease, ...] = ()  # taken in the same write (``LeaseAsk``)
 
     @property
     def duplicates(self) -> int:
@@ -71,10 +84,18 @@ class Heartbeat:
     queued: int  # requests in the queue (of every part) after the beat
 
 
+def score_text(score: float) -> str:
+    """A queue score as the scripts take it: the level of the queue it goes to (an integer's
+    text: Scrapy's priorities are integers)."""
+    return str(int(score)) if score.is_integer() else repr(score)
+
+
 def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
-    """(queued, leased) from ZCARD queue, ZCARD leases, GET backlog per part: requests
+    """(queued, leased) from GET queue count, ZCARD leases, GET backlog per part: requests
     spilled to Kafka count as queued."""
-    queued = sum(int(n) for n in counts[0::3]) + sum(max(0, int(n or 0)) for n in counts[2::3])
+    queued = sum(max(0, int(n or 0)) for n in counts[0::3]) + sum(
+        max(0, int(n or 0)) for n in counts[2::3]
+    )
     return queued, sum(int(n) for n in counts[1::3])
 
 
@@ -112,7 +133,7 @@ async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) ->
     (one round trip)."""
     async with client.pipeline(transaction=False) as pipe:
         for keys in parts:
-            pipe.zcard(keys.queue)
+            pipe.get(keys.queue_count)
             pipe.zcard(keys.leases)
             pipe.get(keys.backlog)
         return sum(_queued_and_leased(await pipe.execute()))
@@ -123,15 +144,10 @@ def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> t
     (operator tools)."""
     with client.pipeline(transaction=False) as pipe:
         for keys in parts:
-            pipe.zcard(keys.queue)
+            pipe.get(keys.queue_count)
             pipe.zcard(keys.leases)
             pipe.get(keys.backlog)
         return _queued_and_leased(pipe.execute())
-
-
-def leasing_script(name: Literal["lease", "spill_take"]) -> str:
-    """``lua/<name>.lua`` after ``lua/take.lua``, the lease step both share."""
-    return script_text("crawler.frontier", "take") + "\n" + script_text("crawler.frontier", name)
 
 
 class FrontierClient:
@@ -150,25 +166,22 @@ class FrontierClient:
         self.dedup = DedupStep.for_config(dedup)
         # FRONTIER_LINK_CHECK: bodies only for unseen links (None: where it pays, to_look_up)
         self.link_check = link_check
-        self._lease = client.register_script(leasing_script("lease"))
-        self._complete = client.register_script(self.dedup.script())
+        self._turn = client.register_script(self.dedup.script())
         self._seen = client.register_script(self.dedup.script("seen"))
-        self._complete_keys = self.dedup.script_keys(keys)
-        self._heartbeat = client.register_script(script_text("crawler.frontier", "heartbeat"))
-        self._release = client.register_script(script_text("crawler.frontier", "release"))
+        self._dedup_keys = self.dedup.script_keys(keys)
+        self._turn_keys = [*self._dedup_keys, keys.lease_fence(node_id)]
+        self._heartbeat = client.register_script(frontier_script("queue", "heartbeat"))
+        self._release = client.register_script(frontier_script("queue", "release"))
+        # mode bloom: the link check reads the filter's blocks and compares the bits here
+        self._bloom = BloomCheck(keys) if dedup.mode is DedupMode.BLOOM else None
         # Requests in the queue after this node's last lease call or heartbeat (None: not yet).
         self.queued: int | None = None
 
     async def lease(self, count: int, lease_ms: int, call: str = "") -> list[Lease]:
         """Lease up to ``count`` requests. Sent again with the same ``call`` id (after a
         timeout: the first may have run), it returns the leases the first one took."""
-        k = self.keys
-        flat = await self._lease(
-            keys=[k.queue, k.data, k.leases, k.inflight, k.lease_fence(self.node_id)],
-            args=[self.node_id, count, lease_ms, call or uuid.uuid4().hex],
-        )
-        self.queued = int(flat.pop())
-        return [Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2)]
+        ask = LeaseAsk(count, lease_ms, call or uuid.uuid4().hex)
+        return list((await self.complete_many([], [], set(), lease=ask)).leases)
 
     async def complete(
         self,
@@ -187,32 +200,40 @@ class FrontierClient:
         finishes: list[Finish],
         children: list[NewRequest],
         known: Collection[int] | None = None,
+        *,
+        lease: LeaseAsk | None = None,
     ) -> Completion:
-        """Finish every lease of ``finishes`` and enqueue the unseen ``children``, in one atomic
-        step. With ``link_check``, the children's fingerprints are looked up first (read-only,
-        ``seen``; ``known``: the positions such a lookup already found, see ``known_in_parts``)
-        and only the unseen ones travel with their bodies; the script checks those again in
-        its atomic step."""
+        """Finish every lease of ``finishes``, enqueue the unseen ``children`` and, with
+        ``lease``, lease more, in one atomic step. With ``link_check``, the children's
+        fingerprints are looked up first (read-only, ``seen``; ``known``: the positions such a
+        lookup already found, see ``known_in_parts``) and only the unseen ones travel with
+        their bodies; the script checks those again in its atomic step."""
         if known is None:
             (known,) = await known_in_parts([(self, children)])
         sent = [i for i in range(len(children)) if i not in known]
         encode = self.dedup.encode
+        ask = lease or LeaseAsk(0, 0, "")
         args: list[Any] = [
             ",".join(finish.lease_id for finish in finishes),
             self.node_id,
             ",".join(finish.outcome for finish in finishes),
             b"\n".join(finish.failure for finish in finishes),
             *self.dedup.args,
+            ask.count,
+            ask.lease_ms,
+            ask.call,
         ]
         for i in sent:
             child = children[i]
-            score = f"F{child.score!r}" if child.force else repr(child.score)
-            args += [encode(child.fingerprint), score, child.body]
-        statuses, added, dropped = await self._complete(keys=self._complete_keys, args=args)
+            score = score_text(child.score)
+            args += [encode(child.fingerprint), f"F{score}" if child.force else score, child.body]
+        statuses, added, dropped, flat, queued = await self._turn(keys=self._turn_keys, args=args)
+        self.queued = int(queued)
         positions = {*known, *(sent[int(i)] for i in dropped)}
         found = tuple(text(status) for status in statuses)
         first = found[0] if found else "none"
-        return Completion(first, int(added), tuple(sorted(positions)), found)
+        leases = tuple(Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2))
+        return Completion(first, int(added), tuple(sorted(positions)), found, leases)
 
     def to_look_up(self, children: list[NewRequest]) -> list[int]:
         """Positions of the children a completion looks up first: none with ``link_check``
@@ -221,7 +242,8 @@ class FrontierClient:
         if self.link_check is False:
             return []
         checked = [i for i, child in enumerate(children) if child.fingerprint and not child.force]
-        least = LINK_CHECK_MIN if self.link_check or self.plain_lookup else SCRIPT_CHECK_MIN
+        cheap = self.plain_lookup or self._bloom is not None
+        least = LINK_CHECK_MIN if self.link_check or cheap else SCRIPT_CHECK_MIN
         return checked if len(checked) >= least else []
 
     @property
@@ -233,12 +255,27 @@ class FrontierClient:
         """Whether the dedup has recorded each hex fingerprint (read-only: records none)."""
         if not fingerprints:
             return []
+        if self._bloom is not None:
+            return await self._bloom_seen(self._bloom, fingerprints)
         if self.plain_lookup:
             flags = await self.redis.smismember(self.keys.dupefilter, fingerprints)
         else:
             args = self.dedup.seen_args(fingerprints)
-            flags = await self._seen(keys=self._complete_keys, args=args)
+            flags = await self._seen(keys=self._dedup_keys, args=args)
         return [bool(flag) for flag in flags]
+
+    async def _bloom_seen(self, check: BloomCheck, fingerprints: list[str]) -> list[bool]:
+        """The Bloom filter's blocks read with one pipeline, the bits compared here (again
+        when the filter's meta changed since the last check)."""
+        digests = [self.dedup.digest(fingerprint) for fingerprint in fingerprints]
+        while True:
+            probe = check.probe(digests)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for command in probe.commands:
+                    pipe.execute_command(*command)
+                found = check.evaluate(probe, await pipe.execute())
+            if found is not None:
+                return found
 
     async def bloom_state(self) -> BloomState:
         """The Bloom filter's layout and fill (mode bloom; empty before the first request)."""
@@ -266,7 +303,15 @@ class FrontierClient:
         epoch is no longer ``epoch`` (see ``Heartbeat.epoch``)."""
         k = self.keys
         extended, reclaimed, lost, current, queued = await self._heartbeat(
-            keys=[k.nodes, k.leases, k.inflight, k.queue, k.epoch, k.node_epoch(self.node_id)],
+            keys=[
+                k.nodes,
+                k.leases,
+                k.inflight,
+                k.queue_levels,
+                k.epoch,
+                k.node_epoch(self.node_id),
+                k.queue_count,
+            ],
             args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
         self.queued = int(queued)
@@ -278,7 +323,8 @@ class FrontierClient:
     async def release(self, lease_ids: list[str]) -> int:
         k = self.keys
         released = await self._release(
-            keys=[k.leases, k.inflight, k.queue, k.nodes], args=[self.node_id, *lease_ids]
+            keys=[k.leases, k.inflight, k.queue_levels, k.queue_count, k.nodes],
+            args=[self.node_id, *lease_ids],
         )
         return int(released)
 

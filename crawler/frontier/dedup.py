@@ -1,7 +1,7 @@
 """Dedup modes of the frontier (``FRONTIER_DUPEFILTER``) and the complete script of each.
 
 The check-and-record of a request's fingerprint happens in the same atomic step
-that enqueues it: ``lua/complete.lua``, preceded by the mode's snippet
+that enqueues it: ``lua/turn.lua``, preceded by the queue's snippets and the mode's snippet
 ``lua/dedup_<name>.lua`` (layout in docs/redis-keys.md):
 
 - ``exact``: a set of hex fingerprints (what scrapy-redis keeps); with a TTL, a sorted set
@@ -23,7 +23,7 @@ from typing import Literal
 
 from crawler.frontier.dedup_bloom import bloom_layout, encode_layout
 from crawler.frontier.keys import FrontierKeys
-from crawler.lua import script_text
+from crawler.lua import frontier_script
 
 BUCKET_ENTRIES = 64  # compact: entries per bucket at FRONTIER_DEDUP_CAPACITY
 DIGEST_BYTES = 12  # compact, bloom: fingerprint bytes the scripts use (Scrapy's have 20)
@@ -91,7 +91,7 @@ def check_fingerprints(config: DedupConfig, sample: bytes) -> None:
 
 @dataclass(frozen=True, slots=True)
 class DedupStep:
-    """What ``complete.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
+    """What ``turn.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
 
     snippet: str  # lua/<snippet>.lua
     key_fields: tuple[str, ...]  # FrontierKeys fields of its keys (or key tuples), in KEYS order
@@ -122,15 +122,25 @@ class DedupStep:
         mine = self.keys(keys)
         return [key for key in keys.dedup_keys() if key not in mine]
 
-    def script(self, body: Literal["complete", "seen"] = "complete") -> str:
-        """A script of this mode: the snippet, then the shared body (``lua/complete.lua``
-        records and enqueues; ``lua/seen.lua`` only reads)."""
-        snippet = script_text("crawler.frontier", self.snippet)
-        return snippet + "\n" + script_text("crawler.frontier", body)
+    def script(self, body: Literal["turn", "seen"] = "turn") -> str:
+        """A script of this mode: ``lua/turn.lua`` (finishes leases, records and enqueues,
+        leases) after the queue's snippets and this mode's, or ``lua/seen.lua`` (only reads)
+        after this mode's."""
+        if body == "turn":
+            return frontier_script("queue", "lease", self.snippet, "turn")
+        return frontier_script(self.snippet, "seen")
 
     def script_keys(self, keys: FrontierKeys) -> list[str]:
-        """The KEYS of both scripts: the frontier's six, then the mode's."""
-        frontier = [keys.queue, keys.data, keys.seq, keys.leases, keys.inflight, keys.failed]
+        """The KEYS of both scripts: the frontier's six, then the mode's (``turn.lua`` takes
+        the node's lease fence after them)."""
+        frontier = [
+            keys.queue_levels,
+            keys.queue_count,
+            keys.seq,
+            keys.leases,
+            keys.inflight,
+            keys.failed,
+        ]
         return frontier + self.keys(keys)
 
     def seen_args(self, fingerprints: list[str]) -> list[str | int | bytes]:
@@ -141,6 +151,11 @@ class DedupStep:
         """The fingerprint as the script takes it ('' stays '': never deduplicated)."""
         if not self.binary or not fingerprint:
             return fingerprint
+        return self.digest(fingerprint)
+
+    @staticmethod
+    def digest(fingerprint: str) -> bytes:
+        """The ``DIGEST_BYTES`` first bytes of a hex fingerprint (compact, bloom)."""
         digest = bytes.fromhex(fingerprint[: 2 * DIGEST_BYTES])
         if len(digest) < DIGEST_BYTES:
             raise ValueError(

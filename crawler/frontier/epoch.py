@@ -69,7 +69,7 @@ async def recover(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
         "persistence, flushed or replaced. Re-enqueuing the %d requests this node holds; "
         "requests that were only queued are lost (crawler status shows the incident)",
-        client.keys.queue,
+        client.keys.tag,
         known,
         epoch if client.whole(found) else f"{epoch} (new)",
         len(held),

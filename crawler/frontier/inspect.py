@@ -3,15 +3,16 @@ request (``crawler queue``, ``crawler failed``, ``crawler leases``; no Scrapy).
 
 Keys as in docs/redis-keys.md, each part's under its hash tag (``PartInspector``);
 ``FrontierInspector`` looks at every part of the spider's frontier.
-Collections that can grow large are walked with ZSCAN/HSCAN (or ZRANGE by rank) in steps of
-``SCAN_COUNT``, their request JSON fetched per step, so memory stays bounded by one step plus
-what is returned. ``retry`` moves a failure record back into the queue with
-``lua/retry_failed.lua``, one atomic step per record.
+Collections that can grow large are walked in steps of ``SCAN_COUNT`` (the queue's lists with
+LRANGE, level by level in lease order; leases and failure records with ZSCAN/HSCAN), so memory
+stays bounded by one step plus what is returned. ``retry`` moves a failure record back into
+the queue with ``lua/retry_failed.lua``, one atomic step per record.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,19 +22,18 @@ import orjson
 
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import part_of, spider_parts
-from crawler.lua import script_text, text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 from crawler.scope import site_of
 
 SCAN_COUNT = 1000  # entries asked for per scan step
 URLS_SHOWN = 3  # URLs shown per node: those of its oldest leases
-NO_DATA = "(no data)"  # site of a queued id whose request JSON is gone (lease.lua skips it)
+NO_DATA = "(no data)"  # URL and site of an entry whose request JSON cannot be read
 RETRY_COUNT_META = "retry_times"  # Scrapy's RetryMiddleware count: a retried request starts over
 
 
 @dataclass(frozen=True, slots=True)
 class QueuedRequest:
-    id: str
     priority: int | float  # the negated queue score (Scrapy's request priority)
     url: str
     depth: int | None  # meta['depth'], None when the request has none
@@ -44,7 +44,7 @@ class QueuedRequest:
 class SiteCounts:
     sites: dict[str, int]  # queued requests per site, most first
     scanned: int  # queue entries counted (fewer than queued when capped)
-    queued: int  # ZCARD of the queue when the count started
+    queued: int  # the queue's length when the count started
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,15 @@ class NodeLeases:
     urls: list[str] = field(default_factory=list)  # of its oldest leases, URLS_SHOWN at most
 
 
+def lease_body(record: bytes | str | None) -> bytes | None:
+    """The request JSON of an inflight record ``<node>\t<score>\t<JSON>`` (None: none)."""
+    if record is None:
+        return None
+    found = record if isinstance(record, bytes) else record.encode()
+    parts = found.split(b"\t", 2)
+    return parts[2] if len(parts) == 3 else None
+
+
 def _request(body: bytes | str | None) -> dict[str, Any]:
     if body is None:
         return {}
@@ -82,18 +91,17 @@ def _scored(reply: Any) -> list[tuple[str, float]]:
     return [(text(member), float(score)) for member, score in reply]
 
 
-def _queued(request_id: str, score: float, body: bytes | str | None) -> QueuedRequest:
+def _queued(score: float, body: bytes | str) -> QueuedRequest:
     request = _request(body)
     meta = request.get("meta")
     depth = meta.get("depth") if isinstance(meta, dict) else None
-    url = str(request.get("url", NO_DATA))
+    url = request.get("url")
     priority = -score
     return QueuedRequest(
-        id=request_id,
         priority=int(priority) if priority.is_integer() else priority,
-        url=url,
+        url=url if isinstance(url, str) else NO_DATA,
         depth=depth if isinstance(depth, int) else None,
-        site=site_of(url) if body is not None else NO_DATA,
+        site=site_of(url) if isinstance(url, str) else NO_DATA,
     )
 
 
@@ -103,50 +111,37 @@ class PartInspector:
     def __init__(self, client: SyncRedis, keys: FrontierKeys) -> None:
         self.redis = client
         self.keys = keys
-        self._retry = client.register_script(script_text("crawler.frontier", "retry_failed"))
+        self._retry = client.register_script(frontier_script("queue", "retry_failed"))
 
-    def _with_bodies(self, reply: Any) -> list[QueuedRequest]:
-        """The queue entries of a WITHSCORES or ZSCAN reply, with their request JSON."""
-        entries = _scored(reply)
-        ids = [request_id for request_id, _ in entries]
-        bodies = self.redis.hmget(self.keys.data, ids) if ids else []
-        return [
-            _queued(request_id, score, body)
-            for (request_id, score), body in zip(entries, bodies, strict=True)
-        ]
+    def walk(self, limit: int = 0, step: int = SCAN_COUNT) -> Iterator[QueuedRequest]:
+        """Queued requests in lease order (level by level, each list from its head),
+        ``limit`` at most (0: all), read ``step`` at a time."""
+        walked = 0
+        levels = self.redis.zrange(self.keys.queue_levels, 0, -1, withscores=True)
+        for level, score in _scored(levels):
+            start = 0
+            while not limit or walked < limit:
+                size = step if not limit else min(step, limit - walked)
+                chunk = self.redis.lrange(self.keys.queue_list(level), start, start + size - 1)
+                for body in chunk:
+                    yield _queued(score, body)
+                walked, start = walked + len(chunk), start + len(chunk)
+                if len(chunk) < size:
+                    break
 
     def queue_head(self, top: int, site: str | None = None, limit: int = 0) -> list[QueuedRequest]:
         """The first ``top`` requests nodes will lease, of ``site`` only if given (then the
         queue is walked in lease order, ``limit`` entries at most; 0: no limit)."""
         if site is None:
-            return self._with_bodies(
-                self.redis.zrange(self.keys.queue, 0, top - 1, withscores=True)
-            )
-        found: list[QueuedRequest] = []
-        start = 0
-        while len(found) < top and (not limit or start < limit):
-            step = SCAN_COUNT if not limit else min(SCAN_COUNT, limit - start)
-            chunk = self.redis.zrange(self.keys.queue, start, start + step - 1, withscores=True)
-            found += [r for r in self._with_bodies(chunk) if r.site == site]
-            if len(chunk) < step:
-                break
-            start += step
-        return found[:top]
+            return list(itertools.islice(self.walk(top, min(top, SCAN_COUNT)), top))
+        matching = (request for request in self.walk(limit) if request.site == site)
+        return list(itertools.islice(matching, top))
 
     def site_counts(self, limit: int = 0) -> SiteCounts:
         """Queued requests per site, counted over ``limit`` queue entries at most (0: all)."""
-        queued = int(self.redis.zcard(self.keys.queue))
-        counts: Counter[str] = Counter()
-        scanned = 0
-        cursor = 0
-        while True:
-            cursor, chunk = self.redis.zscan(self.keys.queue, cursor, count=SCAN_COUNT)
-            if limit:
-                chunk = chunk[: limit - scanned]
-            counts.update(r.site for r in self._with_bodies(chunk))
-            scanned += len(chunk)
-            if cursor == 0 or (limit and scanned >= limit):
-                return SiteCounts(dict(counts.most_common()), scanned, queued)
+        queued = int(self.redis.get(self.keys.queue_count) or 0)
+        counts = Counter(request.site for request in self.walk(limit))
+        return SiteCounts(dict(counts.most_common()), sum(counts.values()), queued)
 
     def failed(self, reason_prefix: str = "") -> Iterator[FailedRecord]:
         """The failure records whose reason starts with ``reason_prefix`` (HSCAN order)."""
@@ -155,27 +150,27 @@ class PartInspector:
             if record.reason.startswith(reason_prefix):
                 yield record
 
-    def retry(self, record: FailedRecord) -> str:
-        """Enqueue the record's request again under a new id (returned) and remove the record;
-        the request gets its full download retries again (meta ``retry_times`` removed).
-        Raises ``ValueError`` when the record holds no request that can be queued; returns ''
-        when the record is gone or changed since it was read."""
+    def retry(self, record: FailedRecord) -> bool:
+        """Enqueue the record's request again (at the tail of its priority's level) and remove
+        the record; the request gets its full download retries again (meta ``retry_times``
+        removed). Raises ``ValueError`` when the record holds no request that can be queued;
+        returns False when the record is gone or changed since it was read."""
         request = record.fields.get("request")
         if not isinstance(request, dict) or not isinstance(request.get("url"), str):
             raise ValueError("the record holds no readable request")
         priority = request.get("priority", 0)
-        if not isinstance(priority, int | float) or isinstance(priority, bool):
-            raise ValueError(f"the request's priority {priority!r} is not a number")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ValueError(f"the request's priority {priority!r} is not an integer")
         meta = request.get("meta")
         if isinstance(meta, dict) and RETRY_COUNT_META in meta:
             meta = {key: value for key, value in meta.items() if key != RETRY_COUNT_META}
             request = {**request, "meta": meta}
         k = self.keys
-        new_id = self._retry(
-            keys=[k.failed, k.data, k.queue, k.seq],
-            args=[record.id, record.stored, repr(-float(priority)), orjson.dumps(request)],
+        queued = self._retry(
+            keys=[k.failed, k.queue_levels, k.queue_count],
+            args=[record.id, record.stored, str(-priority), orjson.dumps(request)],
         )
-        return text(new_id)
+        return bool(queued)
 
     def drop(self, ids: Sequence[str]) -> int:
         """Delete these failure records; how many there were."""
@@ -196,11 +191,11 @@ class PartInspector:
             cursor, chunk = self.redis.zscan(k.leases, cursor, count=SCAN_COUNT)
             entries = _scored(chunk)
             ids = [lease_id for lease_id, _ in entries]
-            owners = self.redis.hmget(k.inflight, ids) if ids else []
-            for (lease_id, deadline), owner in zip(entries, owners, strict=True):
-                if owner is None:  # finished between the two reads
+            records = self.redis.hmget(k.inflight, ids) if ids else []
+            for (lease_id, deadline), record in zip(entries, records, strict=True):
+                if record is None:  # finished between the two reads
                     continue
-                node = text(owner).split("\t", 1)[0]
+                node = text(record).split("\t", 1)[0]
                 held = nodes.setdefault(node, NodeLeases(node))
                 held.leases += 1
                 held.expired += deadline <= now_ms
@@ -213,8 +208,10 @@ class PartInspector:
                 break
         for node, heap in oldest.items():
             by_age = sorted(heap, key=lambda entry: (-entry[0], entry[1]))  # oldest first
-            bodies = self.redis.hmget(k.data, [lease_id for _, lease_id in by_age])
-            nodes[node].urls = [str(_request(body).get("url", NO_DATA)) for body in bodies]
+            records = self.redis.hmget(k.inflight, [lease_id for _, lease_id in by_age])
+            nodes[node].urls = [
+                str(_request(lease_body(record)).get("url", NO_DATA)) for record in records
+            ]
             taken_ms = -by_age[0][0] - lease_ms
             nodes[node].oldest_age = round(max(0.0, now_ms - taken_ms) / 1000, 3)
         return sorted(nodes.values(), key=lambda held: held.node)
@@ -227,7 +224,8 @@ class FrontierInspector:
     def __init__(self, client: SyncRedis, spider: str) -> None:
         self.spider = spider
         self.parts = [PartInspector(client, keys) for keys in spider_parts(client, spider)]
-        self.queue_key = self.parts[0].keys.queue + ("" if len(self.parts) == 1 else " (and parts)")
+        queue = self.parts[0].keys.queue_levels.removesuffix(":levels")
+        self.queue_key = queue + ("" if len(self.parts) == 1 else " (and parts)")
 
     def _record_id(self, part: int, record_id: str) -> str:
         return record_id if len(self.parts) == 1 else f"{part}/{record_id}"
@@ -267,7 +265,7 @@ class FrontierInspector:
             for record in part.failed(reason_prefix):
                 yield FailedRecord(self._record_id(index, record.id), record.stored, record.fields)
 
-    def retry(self, record: FailedRecord) -> str:
+    def retry(self, record: FailedRecord) -> bool:
         part, raw = self._part(record.id)
         return self.parts[part].retry(FailedRecord(raw, record.stored, record.fields))
 

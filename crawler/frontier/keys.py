@@ -25,8 +25,8 @@ from crawler.frontier.dedup_bloom import MAX_CHUNKS
 
 @dataclass(frozen=True, slots=True)
 class FrontierKeys:
-    queue: str
-    data: str
+    queue_levels: str  # zset of the priority levels with queued requests (lua/queue.lua)
+    queue_count: str  # string: requests queued in the part (in every level's list)
     dupefilter: str
     dupefilter_ttl: str
     dupefilter_compact: str
@@ -42,6 +42,8 @@ class FrontierKeys:
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
     partitions: str  # the number of parts the crawl started with (read in part 0)
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
+    legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
+    legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     tag: str  # the part's hash tag, braces included
     part: int = 0
 
@@ -49,8 +51,8 @@ class FrontierKeys:
     def for_spider(cls, spider: str, part: int = 0, count: int = 1) -> FrontierKeys:
         tag = part_tag(spider, part, count)
         return cls(
-            queue=f"{tag}:queue",
-            data=f"{tag}:data",
+            queue_levels=f"{tag}:queue:levels",
+            queue_count=f"{tag}:queue:count",
             dupefilter=f"{tag}:dupefilter",
             dupefilter_ttl=f"{tag}:dupefilter:ttl",
             dupefilter_compact=f"{tag}:dupefilter:compact",
@@ -66,13 +68,19 @@ class FrontierKeys:
             start_prefix=f"{tag}:start:",
             partitions=f"{tag}:partitions",
             backlog=f"{tag}:backlog",
+            legacy_queue=f"{tag}:queue",
+            legacy_data=f"{tag}:data",
             tag=tag,
             part=part,
         )
 
+    def queue_list(self, score: str) -> str:
+        """The list of the queue's priority level ``score`` (-priority, an integer's text)."""
+        return f"{self.tag}:queue:{score}"
+
     def lease_fence(self, node_id: str) -> str:
-        """The last lease call of a node (``lease.lua``): a call sent again is answered alike."""
-        return f"{self.queue.removesuffix(':queue')}:fence:{node_id}"
+        """The last lease call of a node (``turn.lua``): a call sent again is answered alike."""
+        return f"{self.tag}:fence:{node_id}"
 
     def node_epoch(self, node_id: str) -> str:
         """The epoch a node last beat in (``heartbeat.lua``; expires with the node)."""
@@ -89,9 +97,11 @@ class FrontierKeys:
         )
 
     def all(self) -> tuple[str, ...]:
+        """Every key of the part but the lists of the queue's levels (``queue_pattern``) and the
+        per-node ones (fences, epochs)."""
         return (
-            self.queue,
-            self.data,
+            self.queue_levels,
+            self.queue_count,
             *self.dedup_keys(),
             self.seq,
             self.leases,
@@ -102,6 +112,8 @@ class FrontierKeys:
             self.incidents,
             self.partitions,
             self.backlog,
+            self.legacy_queue,
+            self.legacy_data,
         )
 
 
@@ -130,6 +142,11 @@ def frontier_parts(spider: str, count: int) -> tuple[FrontierKeys, ...]:
 def glob_escape(text: str) -> str:
     """``text`` matched literally in a SCAN/KEYS pattern."""
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def queue_pattern(keys: FrontierKeys) -> str:
+    """SCAN pattern of the queue's keys in a part: every level's list, the levels, the count."""
+    return f"{glob_escape(keys.tag)}:queue:*"
 
 
 def fence_pattern(keys: FrontierKeys) -> str:

@@ -21,7 +21,7 @@ from typing import Protocol
 from crawler.frontier.client import Heartbeat
 from crawler.frontier.epoch import RECRAWL_EPOCH, operator_reset, recover
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.refusal import FrontierRefused
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Holder(Protocol):
     def after_beat(self) -> None:
         """Once per heartbeat, whatever happened (the idle sweep of stragglers)."""
 
-    def refuse(self, reason: PartitionsChanged) -> None:
+    def refuse(self, reason: FrontierRefused) -> None:
         """The frontier can't be used as this node is configured: stop the node."""
 
 
@@ -90,7 +90,7 @@ class LeaseKeeper:
         if not self.epoch:
             try:
                 self.epoch = await self.guard.run(self.client.open_epoch)
-            except PartitionsChanged as exc:
+            except FrontierRefused as exc:
                 self.holder.refuse(exc)
                 return
         while True:
@@ -150,7 +150,7 @@ class LeaseKeeper:
             held = self.holder.forget_held()
             self.stats.inc_value("frontier/purged")
             what = f"was purged by an operator: dropped the {held} requests this node held and its"
-        logger.warning("The frontier %s %s seen-cache", self.client.keys.queue, what)
+        logger.warning("The frontier %s %s seen-cache", self.client.keys.tag, what)
 
     def stale(self) -> bool:
         """True while no heartbeat reached Redis for a lease timeout."""

@@ -41,6 +41,7 @@ from crawler.frontier.client import (
 )
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.layout import check_layout
 from crawler.frontier.partitions import claim_partitions, part_of
 
 FULL_DEPTH = 1000  # queued requests from which a part is asked as often as any other
@@ -81,9 +82,11 @@ class PartitionedFrontier:
         return grouped
 
     async def claim(self) -> None:
-        """Record the spider's number of parts, or raise ``PartitionsChanged`` (once per node)."""
+        """Record the spider's number of parts, or raise ``PartitionsChanged``; raise
+        ``OldLayout`` for requests stored by an older version (once per node)."""
         if not self._claimed:
             await claim_partitions(self.parts[0].redis, self.spider, self.count)
+            await check_layout(self.parts[0].redis, self.spider, [p.keys for p in self.parts])
             self._claimed = True
 
     # -- leasing ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import zlib
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
+from crawler.frontier.refusal import FrontierRefused
 from crawler.lua import text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
@@ -31,8 +32,11 @@ def check_partitions(count: int) -> None:
         raise ValueError(f"FRONTIER_PARTITIONS={count} must be between 1 and {MAX_PARTITIONS}")
 
 
-class PartitionsChanged(Exception):
+class PartitionsChanged(FrontierRefused):
     """A node's ``FRONTIER_PARTITIONS`` is not the count the spider's crawl started with."""
+
+    stat = "partitions"
+    finish_reason = "frontier_partitions_changed"
 
     def __init__(self, spider: str, stored: int, wanted: int) -> None:
         super().__init__(

@@ -16,7 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from crawler.frontier.client import Lease
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.refusal import FrontierRefused
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -32,7 +32,7 @@ class PrefetchOwner(Protocol[T_co]):
 
     async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any: ...
 
-    def refuse(self, reason: PartitionsChanged) -> None: ...
+    def refuse(self, reason: FrontierRefused) -> None: ...
 
     def may_lease(self) -> bool: ...
 
@@ -90,7 +90,7 @@ class Prefetch(Generic[T]):
             want = self._prefetch - len(self._buffer)
             call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
             leases = await owner.guarded(lambda: owner.client.lease(want, self._lease_ms, call))
-        except PartitionsChanged as exc:
+        except FrontierRefused as exc:
             owner.refuse(exc)
             return
         finally:

@@ -38,8 +38,8 @@ from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.prefetch import Prefetch
+from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.request_store import RequestStore
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.settings import FrontierSettings
@@ -140,7 +140,7 @@ class LeasingScheduler:
         self.spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
-            self._client.keys.queue,
+            self._client.keys.tag,
             self.settings.partitions,
             self.context.config.display,
             self.node_id,
@@ -269,7 +269,7 @@ class LeasingScheduler:
     def refused(self) -> bool:
         return self._admission is not None and self._admission.refused
 
-    def refuse(self, reason: PartitionsChanged) -> None:
+    def refuse(self, reason: FrontierRefused) -> None:
         assert self._admission is not None
         self._admission.refuse(reason)
 

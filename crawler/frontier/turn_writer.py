@@ -18,7 +18,7 @@ from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Finish, NewRequest
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.partitions import PartitionsChanged
+from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.request_store import failure_record
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class TurnOwner(Protocol):
 
     async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any: ...
 
-    def refuse(self, reason: PartitionsChanged) -> None: ...
+    def refuse(self, reason: FrontierRefused) -> None: ...
 
     def new_work(self) -> None:
         """A write added requests to the shared queue."""
@@ -117,7 +117,7 @@ class TurnWriter:
             children = batch + [child for state in states for child in state.children]
             try:
                 result = await owner.guarded(lambda: owner.client.complete_turn(batch, settled))
-            except PartitionsChanged as exc:
+            except FrontierRefused as exc:
                 owner.refuse(exc)
                 return
             self._stats.inc_value("frontier/writes")

@@ -24,7 +24,7 @@ CLUSTER_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return {
-  redis.call('ZCARD', KEYS[1]),
+  tonumber(redis.call('GET', KEYS[1]) or '0'),
   redis.call('ZCARD', KEYS[2]),
   redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. now),
   redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf'),
@@ -34,7 +34,7 @@ return {
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
-    queue: int  # requests waiting in the queue of every part (``{spider}:queue`` ...)
+    queue: int  # requests waiting in the queue of every part (``{spider}:queue:count`` ...)
     leases: int  # requests leased by any node
     expired_leases: int  # leases past their deadline, not reclaimed yet
     live_nodes: int  # nodes whose heartbeat has not run out
@@ -47,7 +47,8 @@ class ClusterReader:
     ) -> None:
         self._client = client
         self._parts = [
-            [keys.queue, keys.leases, keys.nodes] for keys in frontier_parts(spider, partitions)
+            [keys.queue_count, keys.leases, keys.nodes]
+            for keys in frontier_parts(spider, partitions)
         ]
         self._script = client.register_script(CLUSTER_SCRIPT)
         self._sessions = SessionKeys(session_platform) if session_platform else None

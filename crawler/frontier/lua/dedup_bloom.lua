@@ -6,7 +6,7 @@
 -- KEYS[8..]: the chunks, in the layout's order (slice 1's, then slice 2's, ...); each is
 --   allocated whole when its slice comes into use and holds blocks of 256 bytes.
 -- ARGV[5]: the layout of a new filter.
--- Defines dedup_open/add/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
+-- Defines dedup_open/add/close (turn.lua) and dedup_peek_open/has (seen.lua: read-only).
 -- Fingerprints arrive as bytes (at least 12). Bytes 1..6 (h1) choose the block of each slice:
 -- h1 mod the slice's blocks, counted through its chunks; bytes 7..12 (h2) choose the bits in
 -- it: `hashes` draws of the Park-Miller generator (s = s * 16807 mod 2^31 - 1, bit s mod 2048)
@@ -15,7 +15,7 @@
 -- slice. A full slice is followed by the next one of the layout; the last one takes more than
 -- its capacity (its false-positive rate rises, as the reported estimate shows).
 local DEDUP_ARGC = 1
-local dedup_add_many = false  -- complete.lua adds one fingerprint at a time
+local dedup_add_many = false  -- turn.lua adds one fingerprint at a time
 local BLOCK, BLOCK_BITS = 256, 2048
 local sbyte, schar, floor = string.byte, string.char, math.floor
 local band, bor, lshift = bit.band, bit.bor, bit.lshift

@@ -9,11 +9,11 @@
 --   byte, and so on up to MAX_DEPTH levels).
 -- ARGV[5]: ttl seconds (0 = forever; else an entry is new again once the clock passes its
 --   second + ttl); ARGV[6]: bucket count of a new hash.
--- Defines dedup_open/add/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
+-- Defines dedup_open/add/close (turn.lua) and dedup_peek_open/has (seen.lua: read-only).
 -- Fingerprints arrive as bytes (at least 12). With a ttl, a bucket drops its expired entries
 -- when its entry count reaches a multiple of 16.
 local DEDUP_ARGC = 2
-local dedup_add_many = false  -- complete.lua adds one fingerprint at a time
+local dedup_add_many = false  -- turn.lua adds one fingerprint at a time
 local WIDTH, SWEEP_EVERY = 12, 16
 local SPLIT_AT, FANOUT, MAX_DEPTH, SPLIT = 256, 16, 6, '*'
 local sbyte, ssub, sfind, floor = string.byte, string.sub, string.find, math.floor

@@ -1,6 +1,6 @@
 -- Dedup snippet, mode exact: a set of hex fingerprints (what scrapy-redis keeps).
 -- KEYS[7]: set. No arguments.
--- Defines dedup_open/add_many/close (complete.lua) and dedup_peek_open/has (seen.lua: read-only).
+-- Defines dedup_open/add_many/close (turn.lua) and dedup_peek_open/has (seen.lua: read-only).
 local DEDUP_ARGC = 0
 local function dedup_open() end
 -- One SMISMEMBER and one SADD per 1000 fingerprints, not a SADD each; a fingerprint twice in

@@ -3,7 +3,7 @@
 -- ttl and ttl + 1 seconds later). Each call forgets up to 100 expired fingerprints.
 -- KEYS[7]: sorted set. ARGV[5]: ttl seconds (> 0).
 local DEDUP_ARGC = 1
-local dedup_add_many = false  -- complete.lua adds one fingerprint at a time
+local dedup_add_many = false  -- turn.lua adds one fingerprint at a time
 local dedup_now, dedup_cutoff
 local function dedup_peek_open()
   dedup_now = tonumber(redis.call('TIME')[1])

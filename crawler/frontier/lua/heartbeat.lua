@@ -1,9 +1,9 @@
 -- Heartbeat of node ARGV[1]: mark it alive, extend the leases it still holds, and return
--- expired leases (of any node: an owner that stopped extending is dead or stalled) to the
--- queue with their original score.
--- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue, 5 epoch,
+-- expired leases (of any node: an owner that stopped extending is dead or stalled) to the head
+-- of their level of the queue. lua/queue.lua comes before this body.
+-- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue levels, 5 epoch,
 --       6 the node's epoch (the epoch it last beat in, kept for the node ttl: an operator's
---       reset waits until every live node beats in its new epoch)
+--       reset waits until every live node beats in its new epoch), 7 queue count
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6.. lease ids held
 -- Returns {extended, reclaimed, lost, epoch, queued}: lost = ids held by the node that are no
@@ -12,7 +12,7 @@
 -- is another server), nothing else is done: the node must re-enqueue what it holds first.
 local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
-  return {0, 0, #ARGV - 5, epoch, redis.call('ZCARD', KEYS[4])}
+  return {0, 0, #ARGV - 5, epoch, queue_length(KEYS[7])}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -20,18 +20,18 @@ local node = ARGV[1]
 local prefix = node .. '\t'
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
--- Variadic commands, CHUNK ids at a time: a command called from a script costs more than the
--- entries it touches.
-local CHUNK = 1000
+-- Variadic commands, QUEUE_CHUNK ids at a time: a command called from a script costs more than
+-- the entries it touches.
 local extended = 0
-for from = 6, #ARGV, CHUNK do
-  local to = math.min(#ARGV, from + CHUNK - 1)
+local deadline = tostring(now + tonumber(ARGV[3]))
+for from = 6, #ARGV, QUEUE_CHUNK do
+  local to = math.min(#ARGV, from + QUEUE_CHUNK - 1)
   local records = redis.call('HMGET', KEYS[3], unpack(ARGV, from, to))
   local deadlines = {}
   for n = 1, to - from + 1 do
     local record = records[n]
     if record and string.sub(record, 1, #prefix) == prefix then
-      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = now + tonumber(ARGV[3]), ARGV[from + n - 1]
+      deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, ARGV[from + n - 1]
     end
   end
   if #deadlines > 0 then
@@ -41,24 +41,19 @@ for from = 6, #ARGV, CHUNK do
 end
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-for from = 1, #expired, CHUNK do
-  local ids = {unpack(expired, from, math.min(#expired, from + CHUNK - 1))}
+for from = 1, #expired, QUEUE_CHUNK do
+  local ids = {unpack(expired, from, math.min(#expired, from + QUEUE_CHUNK - 1))}
   local records = redis.call('HMGET', KEYS[3], unpack(ids))
   redis.call('ZREM', KEYS[2], unpack(ids))
   redis.call('HDEL', KEYS[3], unpack(ids))
-  local queued = {}
-  for n, id in ipairs(ids) do
-    local record = records[n]
-    if record then
-      local tab = string.find(record, '\t', 1, true)
-      queued[#queued + 1], queued[#queued + 2] = string.sub(record, tab + 1), id
+  local back, found = {}, {}
+  for n = 1, #ids do
+    if records[n] then
+      back[#back + 1], found[#found + 1] = ids[n], records[n]
     end
   end
-  if #queued > 0 then
-    redis.call('ZADD', KEYS[4], unpack(queued))
-    reclaimed = reclaimed + #queued / 2
-  end
+  reclaimed = reclaimed + queue_return(KEYS[4], KEYS[7], back, found)
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-return {extended, reclaimed, #ARGV - 5 - extended, epoch, redis.call('ZCARD', KEYS[4])}
+return {extended, reclaimed, #ARGV - 5 - extended, epoch, queue_length(KEYS[7])}

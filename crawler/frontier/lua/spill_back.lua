@@ -1,20 +1,15 @@
--- Requests read back from the Kafka backlog: queue them again under new ids (no dedup: they
--- were recorded when first queued) and take them off the part's backlog count, atomically.
--- KEYS: 1 queue, 2 data, 3 seq, 4 backlog (counter)
--- ARGV: pairs score, request JSON
+-- Requests read back from the Kafka backlog: queue them again at the tail of their levels (no
+-- dedup: they were recorded when first queued) and take them off the part's backlog count,
+-- atomically. lua/queue.lua comes before this body.
+-- KEYS: 1 queue levels, 2 queue count, 3 backlog (counter)
+-- ARGV: pairs score (an integer's text), request JSON
 -- Returns the number queued.
-local count = #ARGV / 2
-if count == 0 then
-  return 0
+local scores, bodies = {}, {}
+for n = 1, #ARGV, 2 do
+  scores[#scores + 1], bodies[#bodies + 1] = ARGV[n], ARGV[n + 1]
 end
-local first = redis.call('INCRBY', KEYS[3], count) - count
-for n = 1, count do
-  local id = string.format('%012x', first + n)
-  redis.call('HSET', KEYS[2], id, ARGV[2 * n])
-  redis.call('ZADD', KEYS[1], tonumber(ARGV[2 * n - 1]), id)
-end
-local left = tonumber(redis.call('DECRBY', KEYS[4], count))
-if left < 0 then
-  redis.call('SET', KEYS[4], 0)
+local count = queue_push(KEYS[1], KEYS[2], scores, bodies, false)
+if count > 0 and tonumber(redis.call('DECRBY', KEYS[3], count)) < 0 then
+  redis.call('SET', KEYS[3], 0)
 end
 return count
