@@ -12,7 +12,9 @@ first draws of the same sequence. A filter stored by any node reads alike.
 ``GETRANGE`` of a 256-byte block per fingerprint and slice in use, the bits compared here.
 A fingerprint is seen when its bits are all set in some slice. The layout and slices come
 from the meta the previous check read; when the meta read with the blocks says otherwise,
-the check is made again with it.
+the check is made again with it. The same view gives the write its positions (``pack``,
+``view``): ``lua/dedup_bloom.lua`` reads and writes the blocks the node names when the view is
+the filter's, and tells the node the filter's state when it is not (``learn``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.frontier.dedup_bloom import BLOCK_BITS, BLOCK_BYTES, BloomSlice, BloomState
+from crawler.frontier.dedup_bloom import (
+    BLOCK_BITS,
+    BLOCK_BYTES,
+    BloomSlice,
+    BloomState,
+    decode_layout,
+    encode_layout,
+)
 from crawler.frontier.keys import FrontierKeys
 
 MODULUS = 2**31 - 1  # the Park-Miller generator's
@@ -75,6 +84,14 @@ def locate(piece: SliceGeometry, h1: int) -> tuple[int, int]:
             return key, index * BLOCK_BYTES
         index -= blocks
     raise AssertionError("h1 % blocks lies in the slice")
+
+
+def touched(bits: Sequence[int]) -> list[tuple[int, int]]:
+    """The bytes of a block that ``bits`` lie in, ascending, each with its bits' mask."""
+    masks: dict[int, int] = {}
+    for bit in bits:
+        masks[bit >> 3] = masks.get(bit >> 3, 0) | 1 << (bit & 7)
+    return sorted(masks.items())
 
 
 def all_set(block: bytes, bits: Sequence[int]) -> bool:
@@ -132,3 +149,37 @@ class BloomCheck:
                 seen = seen or all_set(block, bits[: piece.hashes])
             found.append(seen)
         return found
+
+    def view(self) -> str:
+        """The filter as the positions of ``pack`` see it (``lua/dedup_bloom.lua``'s ARGV[6]):
+        slices in use, the newest one's capacity, whether it is the layout's last, the layout."""
+        state = self.state
+        if not state.slices:
+            return ""
+        newest = state.layout[state.slices - 1]
+        last = int(state.slices == len(state.layout))
+        return f"{state.slices} {newest.capacity} {last} {encode_layout(state.layout)}"
+
+    def pack(self, digest: bytes) -> bytes:
+        """The digest, then per slice in use its block (chunk key, first byte) and the bytes its
+        bits touch there: the positions the write uses when ``view`` is the filter's."""
+        pieces = geometry(self.state.layout)[: self.state.slices]
+        if not pieces:
+            return digest
+        h1, seed = split_digest(digest)
+        bits = draws(seed, max(piece.hashes for piece in pieces))
+        packed = bytearray(digest)
+        for piece in pieces:
+            key, start = locate(piece, h1)
+            places = touched(bits[: piece.hashes])
+            packed += bytes((key, *start.to_bytes(4, "big"), len(places)))
+            for place, mask in places:
+                packed += bytes((place, mask))
+        return bytes(packed)
+
+    def learn(self, feedback: str) -> None:
+        """The filter's state a write that did not use this node's positions reported
+        (``<slices> <count> <layout>``; "": none)."""
+        if feedback:
+            slices, count, layout = feedback.split(" ", 2)
+            self.state = BloomState(decode_layout(layout), int(slices), int(count))

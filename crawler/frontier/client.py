@@ -212,29 +212,44 @@ class FrontierClient:
         if known is None:
             (known,) = await known_in_parts([(self, children)])
         sent = [i for i in range(len(children)) if i not in known]
-        encode = self.dedup.encode
         ask = lease or LeaseAsk(0, 0, "")
         args: list[Any] = [
             ",".join(finish.lease_id for finish in finishes),
             self.node_id,
             ",".join(finish.outcome for finish in finishes),
             b"\n".join(finish.failure for finish in finishes),
-            *self.dedup.args,
+            *self._dedup_args(),
             ask.count,
             ask.lease_ms,
             ask.call,
         ]
+        encode = self._encode
         for i in sent:
             child = children[i]
             score = score_text(child.score)
             args += [encode(child.fingerprint), f"F{score}" if child.force else score, child.body]
-        statuses, added, dropped, flat, queued = await self._turn(keys=self._turn_keys, args=args)
+        reply = await self._turn(keys=self._turn_keys, args=args)
+        statuses, added, dropped, flat, queued, feedback = reply
         self.queued = int(queued)
+        if self._bloom is not None:
+            self._bloom.learn(text(feedback))
         positions = {*known, *(sent[int(i)] for i in dropped)}
         found = tuple(text(status) for status in statuses)
         first = found[0] if found else "none"
         leases = tuple(Lease(text(flat[i]), bytes(flat[i + 1])) for i in range(0, len(flat), 2))
         return Completion(first, int(added), tuple(sorted(positions)), found, leases)
+
+    def _dedup_args(self) -> tuple[str | int, ...]:
+        """The dedup snippet's arguments; bloom's last one is this node's view of the filter."""
+        if self._bloom is None:
+            return self.dedup.args
+        return (*self.dedup.args[:-1], self._bloom.view())
+
+    def _encode(self, fingerprint: str) -> str | bytes:
+        """A child's fingerprint as the script takes it (bloom: with its positions)."""
+        if self._bloom is None or not fingerprint:
+            return self.dedup.encode(fingerprint)
+        return self._bloom.pack(self.dedup.digest(fingerprint))
 
     def to_look_up(self, children: list[NewRequest]) -> list[int]:
         """Positions of the children a completion looks up first: none with ``link_check``

@@ -102,7 +102,8 @@ class DedupStep:
     def for_config(cls, config: DedupConfig) -> DedupStep:
         if config.mode is DedupMode.BLOOM:
             layout = encode_layout(bloom_layout(config.capacity, config.error_rate))
-            return cls("dedup_bloom", ("bloom_meta", "bloom_chunks"), (layout,), binary=True)
+            # and the node's view of the filter, which FrontierClient fills in per call ("": none)
+            return cls("dedup_bloom", ("bloom_meta", "bloom_chunks"), (layout, ""), binary=True)
         if config.mode is DedupMode.COMPACT:
             buckets = math.ceil(config.capacity / BUCKET_ENTRIES)
             return cls("dedup_compact", ("dupefilter_compact",), (config.ttl, buckets), binary=True)

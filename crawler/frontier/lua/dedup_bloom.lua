@@ -5,8 +5,11 @@
 --   'slices' -> slices in use; 'count' -> fingerprints added to the newest slice.
 -- KEYS[8..]: the chunks, in the layout's order (slice 1's, then slice 2's, ...); each is
 --   allocated whole when its slice comes into use and holds blocks of 256 bytes.
--- ARGV[5]: the layout of a new filter.
--- Defines dedup_open/add/close (turn.lua) and dedup_peek_open/has (seen.lua: read-only).
+-- ARGV[5]: the layout of a new filter; ARGV[6]: the node's view of the filter, which the
+--   fingerprints' positions were computed with (crawler.frontier.bloom_probe):
+--   '<slices> <capacity of the newest> <1: the newest is the layout's last, else 0> <layout>',
+--   or '' (none: the fingerprints are the 12 bytes alone).
+-- Defines dedup_open/add_many/close/feedback (turn.lua) and dedup_peek_open/has (seen.lua).
 -- Fingerprints arrive as bytes (at least 12). Bytes 1..6 (h1) choose the block of each slice:
 -- h1 mod the slice's blocks, counted through its chunks; bytes 7..12 (h2) choose the bits in
 -- it: `hashes` draws of the Park-Miller generator (s = s * 16807 mod 2^31 - 1, bit s mod 2048)
@@ -14,15 +17,20 @@
 -- A fingerprint is seen when all its bits are set in some slice; new ones go to the newest
 -- slice. A full slice is followed by the next one of the layout; the last one takes more than
 -- its capacity (its false-positive rate rises, as the reported estimate shows).
-local DEDUP_ARGC = 1
-local dedup_add_many = false  -- turn.lua adds one fingerprint at a time
+-- Positions from the node: after the 12 bytes, per slice in use (the view's), the chunk's key
+-- (1 byte: KEYS[8 + it]), the block's first byte in the chunk (4 bytes, big-endian), the number
+-- of bytes the fingerprint's bits touch in the block (1 byte), then per such byte, ascending,
+-- its place in the block and the bits (2 bytes). When the view is the filter's (layout and
+-- slices) and no slice can fill up in this call, the script reads and writes blocks where the
+-- node says; else it computes the positions itself from the 12 bytes (the same ones).
+local DEDUP_ARGC = 2
 local BLOCK, BLOCK_BITS = 256, 2048
-local sbyte, schar, floor = string.byte, string.char, math.floor
+local sbyte, schar, ssub, floor = string.byte, string.char, string.sub, math.floor
 local band, bor, lshift = bit.band, bit.bor, bit.lshift
 -- Per slice: its blocks, hashes, capacity, and per chunk {key, blocks}.
 local bloom_blocks, bloom_hashes, bloom_capacity, bloom_chunks = {}, {}, {}, {}
-local bloom_slices, bloom_count
-local bloom_changed = false
+local bloom_slices, bloom_count, bloom_layout, bloom_exists
+local bloom_changed, bloom_parsed, bloom_fast = false, false, false
 
 local function bloom_allocate(slice)
   for _, chunk in ipairs(bloom_chunks[slice]) do
@@ -31,13 +39,20 @@ local function bloom_allocate(slice)
 end
 
 -- Read the filter's layout and fill (a filter not created yet: ARGV[5]'s layout, no slice).
--- Returns the layout and whether the filter exists.
-local function dedup_peek_open()
+local function dedup_open()
   local meta = redis.call('HMGET', KEYS[7], 'layout', 'slices', 'count')
-  local layout = meta[1] or ARGV[5]
+  bloom_layout, bloom_exists = meta[1] or ARGV[5], meta[1] ~= false
   bloom_slices, bloom_count = tonumber(meta[2]) or 0, tonumber(meta[3]) or 0
+end
+
+-- The layout's slices (read once a call, when the script computes positions itself).
+local function bloom_parse()
+  if bloom_parsed then
+    return
+  end
+  bloom_parsed = true
   local key = 8
-  for sizes, hashes, capacity in string.gmatch(layout, '([%d+]+):(%d+):(%d+)') do
+  for sizes, hashes, capacity in string.gmatch(bloom_layout, '([%d+]+):(%d+):(%d+)') do
     local chunks, blocks = {}, 0
     for size in string.gmatch(sizes, '%d+') do
       chunks[#chunks + 1] = {KEYS[key], math.max(1, floor(tonumber(size) / BLOCK))}
@@ -47,14 +62,18 @@ local function dedup_peek_open()
     bloom_blocks[i], bloom_chunks[i] = blocks, chunks
     bloom_hashes[i], bloom_capacity[i] = tonumber(hashes), tonumber(capacity)
   end
-  return layout, meta[1] ~= false
 end
 
-local function dedup_open()
-  local layout, exists = dedup_peek_open()
-  if not exists then
-    redis.call('HSET', KEYS[7], 'layout', layout)
-    bloom_slices, bloom_count, bloom_changed = 1, 0, true
+local function dedup_peek_open()
+  dedup_open()
+  bloom_parse()
+end
+
+-- A filter not created yet: its layout stored and its first slice allocated.
+local function bloom_create()
+  if not bloom_exists then
+    redis.call('HSET', KEYS[7], 'layout', bloom_layout)
+    bloom_slices, bloom_count, bloom_changed, bloom_exists = 1, 0, true, true
     bloom_allocate(1)
   end
 end
@@ -136,8 +155,87 @@ local function dedup_add(fingerprint)
   return true
 end
 
+-- Whether the bytes the node named (pairs from `first` to `last` of `fingerprint`) have their
+-- bits set in `block`.
+local function bloom_pairs_set(block, fingerprint, first, last)
+  for at = first, last, 2 do
+    local place, bits = sbyte(fingerprint, at, at + 1)
+    if band(sbyte(block, place + 1), bits) ~= bits then
+      return false
+    end
+  end
+  return true
+end
+
+-- `block` with those bits set: the unchanged runs and the changed bytes joined.
+local function bloom_patched(block, fingerprint, first, last)
+  local pieces, from = {}, 1
+  for at = first, last, 2 do
+    local place, bits = sbyte(fingerprint, at, at + 1)
+    pieces[#pieces + 1] = ssub(block, from, place)
+    pieces[#pieces + 1] = schar(bor(sbyte(block, place + 1), bits))
+    from = place + 2
+  end
+  pieces[#pieces + 1] = ssub(block, from)
+  return table.concat(pieces)
+end
+
+-- dedup_add at the positions the node computed (the view is the filter's).
+local function bloom_add_at(fingerprint)
+  local at, key, start, block, first, last = 13
+  for _ = 1, bloom_slices do
+    local index, s1, s2, s3, s4, touched = sbyte(fingerprint, at, at + 5)
+    key, start = KEYS[8 + index], ((s1 * 256 + s2) * 256 + s3) * 256 + s4
+    first, last = at + 6, at + 4 + 2 * touched
+    block = redis.call('GETRANGE', key, start, start + BLOCK - 1)
+    if #block == BLOCK and bloom_pairs_set(block, fingerprint, first, last) then
+      return false
+    end
+    at = last + 2
+  end
+  if #block < BLOCK then  -- a chunk that is missing (deleted by hand): its bits start unset
+    block = block .. string.rep('\0', BLOCK - #block)
+  end
+  redis.call('SETRANGE', key, start, bloom_patched(block, fingerprint, first, last))
+  bloom_count, bloom_changed = bloom_count + 1, true
+  return true
+end
+
+-- Whether each fingerprint is new ('' always is, and is not recorded), recording the new ones:
+-- at the node's positions when its view (ARGV[6]) is the filter's and no slice fills up in
+-- this call, else from the 12 bytes.
+local function dedup_add_many(fingerprints)
+  local slices, capacity, last, layout = string.match(ARGV[6], '^(%d+) (%d+) (%d) (.+)$')
+  bloom_fast = bloom_exists and layout == bloom_layout and tonumber(slices) == bloom_slices
+    and (last == '1' or bloom_count + #fingerprints <= tonumber(capacity))
+  if not bloom_fast then
+    bloom_parse()
+    bloom_create()
+  end
+  local new = {}
+  for n, fingerprint in ipairs(fingerprints) do
+    if fingerprint == '' then
+      new[n] = true
+    elseif bloom_fast then
+      new[n] = bloom_add_at(fingerprint)
+    else
+      new[n] = dedup_add(ssub(fingerprint, 1, 12))
+    end
+  end
+  return new
+end
+
 local function dedup_close()
   if bloom_changed then
     redis.call('HSET', KEYS[7], 'slices', bloom_slices, 'count', bloom_count)
   end
+end
+
+-- For the node, after a call that did not use its positions: the filter as it is now,
+-- '<slices> <count> <layout>' ('' when they were used, or no filter exists).
+local function dedup_feedback()
+  if bloom_fast or not bloom_exists then
+    return ''
+  end
+  return bloom_slices .. ' ' .. bloom_count .. ' ' .. bloom_layout
 end

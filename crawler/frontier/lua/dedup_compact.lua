@@ -127,3 +127,6 @@ local function dedup_close()
     redis.call('HINCRBY', KEYS[7], 'entries', dedup_entries)
   end
 end
+local function dedup_feedback()
+  return ''  -- nothing for the node
+end

@@ -41,3 +41,6 @@ local dedup_peek_open = dedup_open
 local function dedup_has(fingerprint)
   return redis.call('SISMEMBER', KEYS[7], fingerprint) == 1
 end
+local function dedup_feedback()
+  return ''  -- nothing for the node
+end

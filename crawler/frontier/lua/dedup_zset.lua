@@ -29,3 +29,6 @@ local function dedup_add(fingerprint)
   return true
 end
 local function dedup_close() end
+local function dedup_feedback()
+  return ''  -- nothing for the node
+end

@@ -2,8 +2,9 @@
 -- fingerprints the dedup had not recorded (recording them), and lease more.
 -- Put before this body (crawler.frontier.dedup.DedupStep.script): lua/queue.lua, lua/lease.lua
 -- and the dedup snippet of FRONTIER_DUPEFILTER (lua/dedup_*.lua), which defines DEDUP_ARGC,
--- dedup_open(), dedup_close(), and either dedup_add_many(list of fingerprints) (a list of true:
--- new, now recorded / false), or dedup_add_many = false and dedup_add(fingerprint).
+-- dedup_open(), dedup_close(), dedup_feedback() (a text for the node, '' for none), and either
+-- dedup_add_many(list of fingerprints) (a list of true: new, now recorded / false), or
+-- dedup_add_many = false and dedup_add(fingerprint).
 -- KEYS: 1 queue levels, 2 queue count, 3 seq, 4 leases (zset id -> deadline ms), 5 inflight
 --       (hash id -> '<node>\t<score>\t<JSON>'), 6 failed (hash id -> failure JSON), 7.. the
 --       dedup snippet's keys, last: the node's lease fence
@@ -14,10 +15,10 @@
 --       call sent again after its reply was lost gets the leases the first one took, not more),
 --       then triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
 --       'F' before it: enqueue even if seen, recording the fingerprint, as for a seed), JSON.
--- Returns {statuses, added, dropped, leased, queued}: statuses per lease finished: its outcome,
+-- Returns {statuses, added, dropped, leased, queued, feedback}: statuses per lease finished: its outcome,
 -- 'gone' (the lease no longer exists) or 'stolen' (another node holds it now); dropped: the
 -- 0-based positions of the requests found already seen; leased: id1, JSON1, id2, ...; queued:
--- the part's queue length after the call.
+-- the part's queue length after the call; feedback: the dedup snippet's text for the node.
 local function split(text, separator)
   local parts, from = {}, 1
   while true do
@@ -132,4 +133,5 @@ if want > 0 then
     redis.call('SET', fence_key, call .. '\n' .. table.concat(ids, ','), 'PX', lease_ms)
   end
 end
-return {statuses, added, dropped, leased, queue_length(KEYS[2])}
+local feedback = #ARGV >= first and dedup_feedback() or ''
+return {statuses, added, dropped, leased, queue_length(KEYS[2]), feedback}
