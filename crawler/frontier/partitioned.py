@@ -19,7 +19,9 @@ is exactly ``FrontierClient``: one call per step, lease ids unchanged. With more
   not their parent's, to their parts; then, per part, the leases that finished there
   with the links they found for it, in one atomic call each. The link check (read-only)
   runs once for both steps, every part's at once. A crash between the two
-  steps only crawls the parents again (the dedup catches their links): nothing is lost;
+  steps only crawls the parents again (the dedup catches their links): nothing is lost.
+  A lease the write carries (``LeaseAsk``) goes to the part a lease call would start at,
+  with that part's write if it has one; the rest, as a lease call does;
 - the heartbeat beats in every part (each part has its own node registry, leases and
   epoch); the node's epoch is the parts' epochs joined by spaces.
 """
@@ -36,6 +38,7 @@ from crawler.frontier.client import (
     FrontierClient,
     Heartbeat,
     Lease,
+    LeaseAsk,
     NewRequest,
     known_in_parts,
 )
@@ -104,13 +107,19 @@ class PartitionedFrontier:
 
     async def lease(self, count: int, lease_ms: int, call: str) -> list[Lease]:
         await self.claim()
-        leases: list[Lease] = []
-        for index in self._lease_order(call):
-            found = await self.parts[index].lease(count - len(leases), lease_ms, call)
-            leases += [Lease(self._lease_id(index, lease.id), lease.body) for lease in found]
-            if len(leases) >= count:
+        return await self._lease_on(self._lease_order(call), [], LeaseAsk(count, lease_ms, call))
+
+    async def _lease_on(self, order: list[int], leases: list[Lease], ask: LeaseAsk) -> list[Lease]:
+        """``leases`` and more from the parts of ``order`` in turn, up to ``ask.count``."""
+        for index in order:
+            if len(leases) >= ask.count:
                 break
+            found = await self.parts[index].lease(ask.count - len(leases), ask.lease_ms, ask.call)
+            leases = leases + self._named(index, found)
         return leases
+
+    def _named(self, part: int, leases: Sequence[Lease]) -> list[Lease]:
+        return [Lease(self._lease_id(part, lease.id), lease.body) for lease in leases]
 
     # -- completing ---------------------------------------------------------------------------
 
@@ -122,14 +131,19 @@ class PartitionedFrontier:
         return await self.complete_turn([] if lease_id else children, settled)
 
     async def complete_turn(
-        self, fresh: list[NewRequest], settled: list[tuple[Finish, list[NewRequest]]]
+        self,
+        fresh: list[NewRequest],
+        settled: list[tuple[Finish, list[NewRequest]]],
+        lease: LeaseAsk | None = None,
     ) -> Completion:
-        """Enqueue ``fresh`` and finish each lease of ``settled`` with its children. Positions
-        in the result count ``fresh`` first, then each lease's children in order."""
+        """Enqueue ``fresh``, finish each lease of ``settled`` with its children and, with
+        ``lease``, lease more. Positions in the result count ``fresh`` first, then each lease's
+        children in order."""
         await self.claim()
         children = fresh + [child for _, found in settled for child in found]
+        finishes = [finish for finish, _ in settled]
         if self.count == 1:
-            return await self.parts[0].complete_many([finish for finish, _ in settled], children)
+            return await self.parts[0].complete_many(finishes, children, lease=lease)
         finishing: dict[int, list[int]] = {}
         for index, (finish, _) in enumerate(settled):
             finishing.setdefault(self.split_lease_id(finish.lease_id)[0], []).append(index)
@@ -143,15 +157,22 @@ class PartitionedFrontier:
             same = part == owner if owner is not None else part in finishing
             (late if same else early).setdefault(part, []).append(position)
         known = await self._known(children, early, late)
-        added, dropped = await self._write(early, {}, children, settled, known)
+        added, dropped, _ = await self._write(early, {}, children, settled, known)
         statuses: list[str] = ["none"] * len(settled)
-        later = await self._write(late, finishing, children, settled, known, statuses=statuses)
+        order = self._lease_order(lease.call) if lease is not None else []
+        carried = (order[0], lease) if lease is not None else None
+        late_added, late_dropped, leases = await self._write(
+            late, finishing, children, settled, known, statuses=statuses, lease=carried
+        )
+        if lease is not None:
+            leases = await self._lease_on(order[1:], leases, lease)
         found = tuple(statuses)
         return Completion(
             found[0] if found else "none",
-            added + later[0],
-            tuple(sorted(dropped + later[1])),
+            added + late_added,
+            tuple(sorted(dropped + late_dropped)),
             found,
+            tuple(leases),
         )
 
     async def _known(
@@ -178,28 +199,33 @@ class PartitionedFrontier:
         known: set[int],
         *,
         statuses: list[str] | None = None,
-    ) -> tuple[int, list[int]]:
-        """One call per part of ``links`` and ``finishing``, at once; (added, dropped)."""
-        parts = sorted(set(links) | set(finishing))
+        lease: tuple[int, LeaseAsk] | None = None,
+    ) -> tuple[int, list[int], list[Lease]]:
+        """One call per part of ``links`` and ``finishing`` (and of ``lease``'s part, which
+        leases in it), at once; (added, dropped, leases)."""
+        leasing = {lease[0]: lease[1]} if lease is not None else {}
+        parts = sorted(set(links) | set(finishing) | set(leasing))
         results = await asyncio.gather(
             *(
                 self.parts[part].complete_many(
                     [self._raw_finish(settled[i][0]) for i in finishing.get(part, [])],
                     [children[position] for position in links.get(part, [])],
                     {k for k, position in enumerate(links.get(part, [])) if position in known},
+                    lease=leasing.get(part),
                 )
                 for part in parts
             )
         )
-        added, dropped = 0, []
+        added, dropped, leases = 0, [], []
         for part, result in zip(parts, results, strict=True):
             added += result.added
             positions = links.get(part, [])
             dropped += [positions[i] for i in result.dropped]
+            leases += self._named(part, result.leases)
             if statuses is not None:
                 for index, status in zip(finishing.get(part, []), result.statuses, strict=True):
                     statuses[index] = status
-        return added, dropped
+        return added, dropped, leases
 
     def _raw_finish(self, finish: Finish) -> Finish:
         return Finish(self.split_lease_id(finish.lease_id)[1], finish.outcome, finish.failure)

@@ -1,8 +1,10 @@
 """Leases taken ahead of the downloader (no Scrapy imports).
 
-At most ``FRONTIER_PREFETCH`` requests wait leased on the node; one lease call refills
-the buffer when it is down to half. A lease call that comes back empty waits
-``FRONTIER_IDLE_POLL`` before the next, unless work arrived meanwhile (``new_work``).
+At most ``FRONTIER_PREFETCH`` requests wait leased on the node. Every write of a reactor
+turn tops the buffer up (``top_up``: the lease goes in the same call to Redis); when the
+buffer is down to half with no write coming, a lease call of its own refills it. A lease
+that comes back empty waits ``FRONTIER_IDLE_POLL`` before the next, unless work arrived
+meanwhile (``new_work``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from crawler.frontier.client import Lease
+from crawler.frontier.client import Lease, LeaseAsk
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
 
@@ -35,6 +37,13 @@ class PrefetchOwner(Protocol[T_co]):
     def refuse(self, reason: FrontierRefused) -> None: ...
 
     def may_lease(self) -> bool: ...
+
+    def carry_lease(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> bool:
+        """Lease with this turn's write if one is coming (``done`` gets the leases, None if
+        the write failed); False: none is."""
+
+    def lease_alone(self) -> None:
+        """A lease call of its own is on its way (stats)."""
 
     def decode(self, lease: Lease) -> T_co | None: ...
 
@@ -76,25 +85,50 @@ class Prefetch(Generic[T]):
         self._work_seen += 1
         self._empty_until = 0.0
 
-    def _maybe_refill(self) -> None:
-        if self._refilling or not self._owner.may_lease():
-            return
-        if time.monotonic() < self._empty_until:
-            return
-        self._refilling = True
-        self._owner.spawn(self._refill())
+    def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
+        """The lease that fills the buffer up, for a write about to go, and what takes its
+        leases; None when the buffer is full or may not lease now."""
+        if len(self._buffer) >= self._prefetch:
+            return None
+        return self._ask()
 
-    async def _refill(self) -> None:
-        owner, work_seen = self._owner, self._work_seen
+    def _maybe_refill(self) -> None:
+        asked = self._ask()
+        if asked is not None and not self._owner.carry_lease(*asked):
+            self._owner.lease_alone()
+            self._owner.spawn(self._refill(*asked))
+
+    def _ask(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
+        if self._refilling or not self._owner.may_lease():
+            return None
+        if time.monotonic() < self._empty_until:
+            return None
+        self._refilling = True
+        want = self._prefetch - len(self._buffer)
+        # the same call id on a retry: a lease that ran is not redone
+        ask = LeaseAsk(want, self._lease_ms, uuid.uuid4().hex)
+        work_seen = self._work_seen
+        return ask, lambda leases: self._filled(leases, work_seen)
+
+    async def _refill(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> None:
+        owner = self._owner
+        leases: list[Lease] | None = None
         try:
-            want = self._prefetch - len(self._buffer)
-            call = uuid.uuid4().hex  # the same id on a retry: a lease that ran is not redone
-            leases = await owner.guarded(lambda: owner.client.lease(want, self._lease_ms, call))
+            leases = await owner.guarded(
+                lambda: owner.client.lease(ask.count, ask.lease_ms, ask.call)
+            )
         except FrontierRefused as exc:
             owner.refuse(exc)
-            return
         finally:
-            self._refilling = False
+            done(leases)
+
+    def _filled(self, leases: list[Lease] | None, work_seen: int) -> None:
+        """A lease came back (None: its call failed); ``work_seen``: new work noticed before
+        it was sent."""
+        self._refilling = False
+        owner = self._owner
+        if leases is None:
+            return
         if not leases:
             if self._work_seen == work_seen:
                 self._empty_until = time.monotonic() + self._idle_poll

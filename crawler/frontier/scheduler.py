@@ -32,7 +32,7 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.backlog import Backlog
-from crawler.frontier.client import FrontierClient, Lease, NewRequest
+from crawler.frontier.client import FrontierClient, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.keys import frontier_parts
@@ -259,6 +259,15 @@ class LeasingScheduler:
         # A stale keeper: this node's leases may be other nodes' by now: take no more.
         return self._keeper is None or not self._keeper.stale()
 
+    def carry_lease(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> bool:
+        carried = self.writer.carry_lease(ask, done)
+        if carried:
+            self.stats.inc_value("frontier/lease_calls/with_write")
+        return carried
+
+    def lease_alone(self) -> None:
+        self.stats.inc_value("frontier/lease_calls/alone")
+
     def leased(self, count: int) -> None:
         self.stats.inc_value("frontier/leased", count)
 
@@ -285,6 +294,12 @@ class LeasingScheduler:
 
     def release(self, lease_id: str) -> None:
         self.tracker.release(lease_id)
+
+    def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
+        asked = self.prefetch.top_up()
+        if asked is not None:
+            self.stats.inc_value("frontier/lease_calls/with_write")
+        return asked
 
     # -- what the lease keeper asks (crawler.frontier.lease_keeper.Holder) ------------------
 

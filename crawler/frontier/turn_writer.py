@@ -2,9 +2,11 @@
 
 Requests enqueued and leases settled during one turn of the event loop are gathered and
 written in one atomic step (``PartitionedFrontier.complete_turn``): their new requests,
-and each settled lease with the links its page produced. Then the leases waiting for
-their links to be written are released (``AckTracker.release``). One call per turn, not
-per request: a call costs Redis more than the entries it carries.
+and each settled lease with the links its page produced, and a lease: the one the prefetch
+buffer asked for meanwhile (``carry_lease``), else what fills the buffer up
+(``TurnOwner.top_up``). Then the leases waiting for their links to be written are released
+(``AckTracker.release``). One call per turn, not per request: a call costs Redis more than
+the entries it carries.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from crawler.frontier.acks import LeaseState
-from crawler.frontier.client import Finish, NewRequest
+from crawler.frontier.client import Finish, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
@@ -50,6 +52,9 @@ class TurnOwner(Protocol):
 
     def release(self, lease_id: str) -> None: ...
 
+    def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
+        """A lease for the write about to go (None: none wanted)."""
+
 
 class TurnWriter:
     def __init__(self, owner: TurnOwner, stats: Stats, dedup_report: DedupReport) -> None:
@@ -59,6 +64,7 @@ class TurnWriter:
         self._fresh: list[NewRequest] = []
         self._waiters: list[str] = []  # leases held until the fresh batch is written
         self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
+        self._lease: tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None = None
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
 
     @property
@@ -81,6 +87,14 @@ class TurnWriter:
         self._schedule()
         self._finishing.append(state)
 
+    def carry_lease(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> bool:
+        """Lease with this turn's write, if one is coming: ``done`` gets the leases (None if
+        the write failed or wrote nothing). False: no write is coming."""
+        if not self.has_work or self._lease is not None:
+            return False
+        self._lease = (ask, done)
+        return True
+
     def forget(self) -> None:
         """Drop what waits (a purge took the leases): the waiting holds are still released."""
         self._fresh.clear()
@@ -99,36 +113,53 @@ class TurnWriter:
             flush.add_done_callback(self._flushes.discard)
 
     async def flush(self) -> None:
-        """Write what this reactor turn produced in one atomic step: the new requests and the
-        leases settled (their children with them), then release the held leases."""
+        """Write what this reactor turn produced in one atomic step: the new requests, the
+        leases settled (their children with them) and a lease asked for meanwhile, then
+        release the held leases."""
         await asyncio.sleep(0)  # gather the requests and the settled leases of this turn
-        owner = self._owner
         batch, self._fresh = self._fresh, []
         waiters, self._waiters = self._waiters, []
         states, self._finishing = self._finishing, []
-        if (batch or states) and not owner.refused:
-            settled = [
-                (
-                    Finish(state.lease_id, state.outcome, failure_record(state, owner.node_id)),
-                    state.children,
-                )
-                for state in states
-            ]
-            children = batch + [child for state in states for child in state.children]
-            try:
-                result = await owner.guarded(lambda: owner.client.complete_turn(batch, settled))
-            except FrontierRefused as exc:
-                owner.refuse(exc)
-                return
-            self._stats.inc_value("frontier/writes")
-            if result.added:
-                self._stats.inc_value("frontier/added", result.added)
-                owner.new_work()
-            self._dedup_report.completed(result, children)
-            for state, status in zip(states, result.statuses, strict=True):
-                self._settled(state, status)
+        carried, self._lease = self._lease, None
+        if carried is None and (batch or states) and not self._owner.refused:
+            carried = self._owner.top_up()
+        leases: list[Lease] | None = None
+        try:
+            leases = await self._write(batch, states, carried[0] if carried else None)
+        except FrontierRefused as exc:
+            self._owner.refuse(exc)
+            return  # nothing is written any more: the held leases stay held
+        finally:
+            if carried is not None:
+                carried[1](leases)
         for lease_id in waiters:
-            owner.release(lease_id)
+            self._owner.release(lease_id)
+
+    async def _write(
+        self, batch: list[NewRequest], states: list[LeaseState], ask: LeaseAsk | None
+    ) -> list[Lease] | None:
+        """The write itself; the leases it took (None: it did not run). Raises
+        ``FrontierRefused``."""
+        owner = self._owner
+        if not (batch or states) or owner.refused:
+            return None
+        settled = [
+            (
+                Finish(state.lease_id, state.outcome, failure_record(state, owner.node_id)),
+                state.children,
+            )
+            for state in states
+        ]
+        children = batch + [child for state in states for child in state.children]
+        result = await owner.guarded(lambda: owner.client.complete_turn(batch, settled, ask))
+        self._stats.inc_value("frontier/writes")
+        if result.added:
+            self._stats.inc_value("frontier/added", result.added)
+            owner.new_work()
+        self._dedup_report.completed(result, children)
+        for state, status in zip(states, result.statuses, strict=True):
+            self._settled(state, status)
+        return list(result.leases)
 
     def _settled(self, state: LeaseState, status: str) -> None:
         if status in ("gone", "stolen"):
