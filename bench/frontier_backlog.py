@@ -32,7 +32,8 @@ from pathlib import Path
 
 import orjson
 
-from bench.frontier_load import SPIDER, fresh_redis, link_request
+from bench.frontier_load import fresh_redis
+from bench.load_workload import SPIDER, link_request
 from crawler.demo.run import kafka_service
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings

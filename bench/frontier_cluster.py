@@ -4,7 +4,8 @@
 
 Simulated nodes drive ``PartitionedFrontier`` as ``LeasingScheduler`` does: lease batches
 of 8, the batch's completions written as one reactor turn (``complete_turn``: links for
-other parts first, then one call per part), a heartbeat in every part every 5 s, on the
+other parts first, then one call per part, the next 8 leased with the write of the part a
+lease call would start at), a heartbeat in every part every 5 s, on the
 workload of ``bench.frontier_load`` (20 links per page, 16 of them seen before). Links go
 to the parent's own site with the share ``--same-site`` (default 0.8: pages mostly link
 within their site) and to any of ``--sites`` (500) otherwise; a link to a site of another part is
@@ -32,11 +33,12 @@ from pathlib import Path
 
 import redis
 
-from bench.frontier_load import HEARTBEAT_SECONDS, LEASE_BATCH, Counters, link_request, new_request
+from bench.frontier_load import Counters, new_request
+from bench.load_workload import HEARTBEAT_SECONDS, LEASE_BATCH, link_request
 from crawler.devservices import free_port
 from crawler.devservices.redis_cluster import LocalRedisCluster, RedisClusterConfig
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, NewRequest
+from crawler.frontier.client import Finish, FrontierClient, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitioned import PartitionedFrontier
@@ -131,7 +133,7 @@ class ClusterLoad:
         return PartitionedFrontier(SPIDER, clients)
 
     def _new(self, url: str, parent: str) -> NewRequest:
-        return new_request(link_request(url, parent), lean=True)
+        return new_request(link_request(url, parent))
 
     async def fill(self, url: str, count: int) -> None:
         client = async_client(url, max_connections=8)
@@ -153,23 +155,28 @@ class ClusterLoad:
         epoch = await frontier.open_epoch()
         next_beat = loop.time() + HEARTBEAT_SECONDS
         calls = 0
+        held: list[Lease] = []
         try:
             while quota[0] > 0:
                 calls += 1
-                leases = await frontier.lease(LEASE_BATCH, 60_000, call=f"{node}-{calls}")
+                if not held:  # the buffer ran dry: a lease call of its own
+                    held = await frontier.lease(LEASE_BATCH, 60_000, call=f"{node}-{calls}")
+                    if not held:
+                        await asyncio.sleep(0.01)
+                        continue
+                    calls += 1
                 settled = []
-                for lease in leases:
+                for lease in held:
                     parent = codec.loads(lease.body)["url"]
                     links = [self._new(link, parent) for link in self.space.links(parent)]
                     settled.append((Finish(lease.id, "done"), links))
-                if settled:
-                    await frontier.complete_turn([], settled)
-                quota[0] -= len(leases)
+                quota[0] -= len(held)
+                # the turn's write leases the next batch in the same call (TurnWriter)
+                ask = LeaseAsk(LEASE_BATCH if quota[0] > 0 else 0, 60_000, f"{node}-{calls}")
+                held = list((await frontier.complete_turn([], settled, ask)).leases)
                 if loop.time() >= next_beat:
                     await frontier.heartbeat([], 60_000, 60_000, 100, epoch)
                     next_beat += HEARTBEAT_SECONDS
-                if not leases:
-                    await asyncio.sleep(0.01)
         finally:
             await client.aclose()
 

@@ -1,25 +1,28 @@
-"""Frontier load generator: Redis CPU and bytes per page, ours before/now vs scrapy-redis.
+"""Frontier load generator: Redis CPU and bytes per page, ours now vs the code issue 14
+started from vs scrapy-redis.
 
     .venv/bin/python -m bench.frontier_load [--pages 20000] [--nodes 12] [--modes exact,bloom]
 
-Simulated nodes drive the frontier's Lua scripts exactly as ``LeasingScheduler``
-does, without Scrapy's engine in the loop: lease batches of 8; for each leased
-page one ``complete`` with 20 links, 16 of them already seen by the cluster (links
-to pages enqueued before) and 4 new; a heartbeat every 5 s with the leases held.
-Request bodies are real ``Request.to_dict()`` output through the frontier's codec. Each
-node keeps the scheduler's ``SeenCache`` (``--seen-cache``, ``FRONTIER_SEEN_CACHE``'s
-default): a link it sent before is dropped without a call. The seen links are drawn
-uniformly from every URL of the crawl, so the cache catches few of them (a real site's
-pages repeat their navigation links, which it catches all but once per node).
-Variants, each on a fresh ``redis-server`` (no persistence), in one run:
+Simulated nodes drive the frontier's Lua scripts as ``LeasingScheduler`` does, without
+Scrapy's engine in the loop: leases of 8; for each leased page 20 links, 16 of them already
+seen by the cluster (links to pages enqueued before) and 4 new; a heartbeat every 5 s with
+the leases held (``bench.load_workload``). Request bodies are real ``Request.to_dict()``
+output through the frontier's codec. Each node keeps the scheduler's ``SeenCache``
+(``--seen-cache``, ``FRONTIER_SEEN_CACHE``'s default): a link it sent before is dropped
+without a call. The seen links are drawn uniformly from every URL of the crawl, so the cache
+catches few of them (a real site's pages repeat their navigation links, which it catches
+all but once per node). Variants, each on a fresh ``redis-server`` (no persistence), in one
+run:
 
-- ``ours before``: every link's body sent, full request JSON (``FRONTIER_LINK_CHECK``
-  off, ``codec.dumps(lean=False)``): the code path before these changes;
-- ``ours now``: the defaults: lean requests, and the link check where it pays (every
-  completion with the exact dedup; with compact and bloom, whose lookup is a script, only
-  completions of at least ``SCRIPT_CHECK_MIN`` links); ``--link-check``: every completion;
-- ``ours now, 8 per call``: the completions of a lease batch in one call, as the scheduler
-  writes the leases that settle in one reactor turn (the most it can gather);
+- ``ours at <commit>``: the frontier of the commit issue 14 measured when it was filed
+  (``BASELINE_COMMIT``: before lean requests, the link check, batched writes and the queue's
+  lists), taken with ``git archive`` and driven by ``bench/frontier_baseline.py`` as its
+  scheduler did: one completion per page with every link's body, a lease call per 8
+  (needs the repository's history; skipped with a note without it);
+- ``ours now, a page a write``: the defaults, each write finishing one page (a reactor turn
+  that settles one lease), the node's 8 leases refilled by the write that leaves 4;
+- ``ours now, 8 pages a write``: the 8 pages of a lease batch settled in one turn, written
+  in one call that leases the next 8 (the most a turn gathers);
 - ``scrapy-redis 0.9.1``: its own ``PriorityQueue`` (pickle) and ``RFPDupeFilter`` over
   the same workload: ``pop`` 8, then per link ``request_seen`` and ``push`` if new.
 
@@ -38,9 +41,9 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
-import itertools
-import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import uuid
@@ -51,12 +54,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import redis
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.utils.request import fingerprint
 
+from bench.load_workload import (
+    HEARTBEAT_SECONDS,
+    LEASE_BATCH,
+    LINKS,
+    NEW_LINKS,
+    SPIDER,
+    UrlSpace,
+    link_request,
+)
+from crawler.demo.nodes import REPO_ROOT
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
+from crawler.frontier.client import Finish, FrontierClient, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
@@ -65,19 +78,9 @@ from crawler.redis_connection import RedisConfig, async_client
 from crawler.scope import site_of
 
 KEYS = FrontierKeys.for_spider("load")
-LEASE_BATCH, LINKS, NEW_LINKS = 8, 20, 4
-HEARTBEAT_SECONDS = 5.0
-SITES = 50
-
-
-class LoadSpider(Spider):
-    name = "load"
-
-    def parse(self, response: Any) -> None:
-        """The callback the links name (stored by name)."""
-
-
-SPIDER = LoadSpider()
+# The code issue 14 measured its starting figures on (127-158 us of Redis CPU and 9.9 KB per
+# page, exact dedup): the commit before lean requests and the link check.
+BASELINE_COMMIT = "53a9ec3"
 
 
 @dataclass(frozen=True)
@@ -91,46 +94,19 @@ class Figures:
     queued_bytes: float  # used_memory per queued request
     scripts: dict[str, tuple[float, float, float]]  # name -> p50 us, p99 us, share of time
 
-    def row(self, baseline: Figures) -> str:
-        ratio = self.cpu_us / baseline.cpu_us
+    def row(self, scrapy_redis: Figures | None, start: Figures | None) -> str:
+        def ratio(other: Figures | None) -> str:
+            return f"{self.cpu_us / other.cpu_us:.2f}x" if other is not None else "-"
+
         return (
-            f"| {self.variant} | {self.mode} | {self.cpu_us:.0f} us ({ratio:.2f}x), "
-            f"{self.system_share:.0%} kernel "
+            f"| {self.variant} | {self.mode} | {self.cpu_us:.0f} us, "
+            f"{self.system_share:.0%} kernel | {ratio(start)} | {ratio(scrapy_redis)} "
             f"| {1e6 / self.cpu_us:,.0f} | {self.bytes_in / 1000:.1f} KB "
             f"| {self.queued_bytes:.0f} B |"
         )
 
 
-class UrlSpace:
-    """The workload's URLs: each page links 4 new URLs and 16 enqueued before."""
-
-    def __init__(self, seed: int) -> None:
-        self.random = random.Random(seed)
-        self.counter = itertools.count()
-        self.known: list[str] = []
-
-    def fresh(self) -> str:
-        n = next(self.counter)
-        url = f"http://site{n % SITES}.test:8000/p/{n}.html"
-        self.known.append(url)
-        return url
-
-    def links(self) -> list[str]:
-        seen = [self.random.choice(self.known) for _ in range(LINKS - NEW_LINKS)]
-        return [self.fresh() for _ in range(NEW_LINKS)] + seen
-
-
-def link_request(url: str, parent: str) -> Request:
-    site = url.split("/")[2]
-    return Request(
-        url,
-        callback=SPIDER.parse,
-        meta={"depth": 3, "crawler_scope": site},
-        headers={"Referer": parent},
-    )
-
-
-def new_request(request: Request, lean: bool) -> NewRequest:
+def new_request(request: Request, lean: bool = True) -> NewRequest:
     body = codec.dumps(request.to_dict(spider=SPIDER), lean=lean)
     return NewRequest(
         fingerprint=fingerprint(request).hex(),
@@ -177,13 +153,14 @@ class Counters:
 
 @dataclass(frozen=True)
 class OursLoad:
-    """Simulated ``LeasingScheduler`` nodes on our frontier."""
+    """Simulated ``LeasingScheduler`` nodes on our frontier: each keeps up to 8 leases
+    (``FRONTIER_PREFETCH``) and writes ``per_write`` settled pages at a time; a write that
+    leaves half of them or fewer refills them in the same call (``Prefetch``)."""
 
     config: DedupConfig
     nodes: int
-    lean: bool  # lean request JSON (codec.dumps(lean=True))
-    check: bool | None  # FRONTIER_LINK_CHECK (None: unset, where it pays)
-    batched: bool = False  # a lease batch's completions in one call (settled in one turn)
+    per_write: int  # pages settled in one reactor turn: 1, or LEASE_BATCH
+    check: bool | None = None  # FRONTIER_LINK_CHECK (None: unset, where it pays)
     seen_cache: int = 0  # FRONTIER_SEEN_CACHE: links this node sent before are dropped unsent
 
     def client(self, url: str, node: str) -> FrontierClient:
@@ -205,13 +182,11 @@ class OursLoad:
 
     async def _fill(self, url: str, count: int, space: UrlSpace) -> None:
         client = self.client(url, "filler")
-        for _ in range(0, count, 500):
-            batch = [self._new(space.fresh(), "http://seed/") for _ in range(500)]
+        for start in range(0, count, 500):
+            size = min(500, count - start)
+            batch = [new_request(link_request(space.fresh(), "http://seed/")) for _ in range(size)]
             await client.complete(None, "done", batch)
         await client.aclose()
-
-    def _new(self, url: str, parent: str) -> NewRequest:
-        return new_request(link_request(url, parent), self.lean)
 
     def _children(self, cache: SeenCache, links: list[str], parent: str) -> list[NewRequest]:
         """The page's links as the scheduler enqueues them: one whose fingerprint the node's
@@ -221,7 +196,7 @@ class OursLoad:
             request = link_request(link, parent)
             if fingerprint(request).hex() in cache:
                 continue
-            child = new_request(request, self.lean)
+            child = new_request(request)
             cache.add(child.fingerprint)
             children.append(child)
         return children
@@ -231,38 +206,73 @@ class OursLoad:
         loop = asyncio.get_running_loop()
         epoch = await client.open_epoch()
         cache = SeenCache(self.seen_cache)
-        held: set[str] = set()
+        held: list[Lease] = []
         next_beat = loop.time() + HEARTBEAT_SECONDS
-        leases = await client.lease(LEASE_BATCH, 60_000) if self.batched else []
         try:
             while quota[0] > 0:
-                if not self.batched:
-                    leases = await client.lease(LEASE_BATCH, 60_000)
-                held |= {lease.id for lease in leases}
-                pages = [
-                    (lease, self._children(cache, space.links(), codec.loads(lease.body)["url"]))
-                    for lease in leases
-                ]
-                quota[0] -= len(leases)
-                if self.batched:  # the turn's write finishes the batch and leases the next
-                    finishes = [Finish(lease.id, "done") for lease, _ in pages]
-                    ask = LeaseAsk(LEASE_BATCH if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
-                    write = await client.complete_many(
-                        finishes, [c for _, kids in pages for c in kids], lease=ask
+                if not held:  # the buffer ran dry: a lease call of its own
+                    held = await client.lease(LEASE_BATCH, 60_000)
+                    if not held:
+                        await asyncio.sleep(0.01)
+                        continue
+                pages, held = held[: self.per_write], held[self.per_write :]
+                quota[0] -= len(pages)
+                children = [
+                    child
+                    for lease in pages
+                    for child in self._children(
+                        cache, space.links(), codec.loads(lease.body)["url"]
                     )
-                    held.difference_update(lease.id for lease in leases)
-                    leases = list(write.leases)
-                else:
-                    for lease, children in pages:
-                        await client.complete(lease.id, "done", children)
-                    held.difference_update(lease.id for lease in leases)
+                ]
+                # down to half: the write refills the buffer (Prefetch waits for one)
+                want = LEASE_BATCH - len(held) if len(held) <= LEASE_BATCH // 2 else 0
+                top_up = LeaseAsk(want if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
+                finishes = [Finish(lease.id, "done") for lease in pages]
+                write = await client.complete_many(finishes, children, lease=top_up)
+                held += write.leases
                 if loop.time() >= next_beat:
-                    await client.heartbeat(list(held), 60_000, 60_000, 100, epoch)
+                    await client.heartbeat([lease.id for lease in held], 60_000, 60_000, 100, epoch)
                     next_beat += HEARTBEAT_SECONDS
-                if not leases:
-                    await asyncio.sleep(0.01)
         finally:
             await client.aclose()
+
+
+@dataclass(frozen=True)
+class BaselineLoad:
+    """The frontier of another commit, driven by ``bench/frontier_baseline.py`` in a process
+    whose path starts with that commit's ``crawler`` (``tree``)."""
+
+    tree: Path
+    mode: str
+    nodes: int
+    seen_cache: int
+
+    @classmethod
+    def extract(cls, commit: str, into: Path) -> Path | None:
+        """``crawler/`` of ``commit`` under ``into`` (None, with a note, without git history)."""
+        into.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "archive", commit, "crawler"],
+            capture_output=True,
+            check=False,
+        )
+        if archive.returncode != 0:
+            print(f"(no baseline: git archive {commit} failed: {archive.stderr.decode().strip()})")
+            return None
+        subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+        return into
+
+    def _drive(self, action: str, url: str, count: int) -> None:
+        script = Path(__file__).with_name("frontier_baseline.py")
+        command = [sys.executable, str(script), str(self.tree), action, url, str(count)]
+        options = ["--mode", self.mode, "--nodes", str(self.nodes)]
+        subprocess.run([*command, *options, "--seen-cache", str(self.seen_cache)], check=True)
+
+    def run(self, url: str, pages: int) -> None:
+        self._drive("run", url, pages)
+
+    def fill(self, url: str, count: int) -> None:
+        self._drive("fill", url, count)
 
 
 # -- scrapy-redis -----------------------------------------------------------------------------
@@ -338,19 +348,33 @@ class Load(Protocol):
 # -- measuring --------------------------------------------------------------------------------
 
 
-def script_names(client: redis.Redis) -> dict[str, str]:
-    """sha1 -> script name, for the frontier's scripts of every dedup mode."""
+def sha1(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def script_names(baseline: Path | None) -> dict[str, str]:
+    """sha1 -> script name, for the frontier's scripts of every dedup mode; and those of the
+    baseline's tree (each file alone, and each dedup snippet before each body)."""
     names: dict[str, str] = {}
     for name in ("heartbeat", "release"):
-        names[hashlib.sha1(frontier_script("queue", name).encode()).hexdigest()] = name
+        names[sha1(frontier_script("queue", name))] = name
     for mode in DedupMode:
         step = DedupStep.for_config(DedupConfig(mode))
-        names[hashlib.sha1(step.script("turn").encode()).hexdigest()] = "turn"
-        names[hashlib.sha1(step.script("seen").encode()).hexdigest()] = "seen"
+        names[sha1(step.script("turn"))] = "turn"
+        names[sha1(step.script("seen"))] = "seen"
+    if baseline is not None:
+        scripts = {p.stem: p.read_text() for p in (baseline / "crawler/frontier/lua").glob("*.lua")}
+        for name, text in scripts.items():
+            names[sha1(text)] = name
+            if name.startswith("dedup_"):
+                for body in ("complete", "seen"):
+                    names[sha1(text + "\n" + scripts.get(body, ""))] = body
     return names
 
 
-def profile(client: redis.Redis, run: Callable[[], None]) -> dict[str, tuple[float, float, float]]:
+def profile(
+    client: redis.Redis, run: Callable[[], None], names: dict[str, str]
+) -> dict[str, tuple[float, float, float]]:
     """Each command's (script's) p50/p99 server time in us and share of the time."""
     client.config_set("slowlog-log-slower-than", 0)
     client.config_set("slowlog-max-len", 1_000_000)
@@ -358,7 +382,6 @@ def profile(client: redis.Redis, run: Callable[[], None]) -> dict[str, tuple[flo
     run()
     entries = client.slowlog_get(1_000_000)
     client.config_set("slowlog-log-slower-than", 10_000)
-    names = script_names(client)
     times: dict[str, list[int]] = defaultdict(list)
     for entry in entries:
         command = [
@@ -383,13 +406,19 @@ def profile(client: redis.Redis, run: Callable[[], None]) -> dict[str, tuple[flo
 
 
 def measure(
-    variant: str, mode: str, load: Load, args: argparse.Namespace, workdir: Path
+    variant: str,
+    mode: str,
+    load: Load,
+    args: argparse.Namespace,
+    *,
+    workdir: Path,
+    names: dict[str, str],
 ) -> Figures:
     with fresh_redis(workdir / f"{variant}-{mode}".replace(" ", "_")) as (client, url):
         before = Counters.read(client)
         load.run(url, args.pages)
         after = Counters.read(client)
-        scripts = profile(client, lambda: load.run(url, args.profile_pages))
+        scripts = profile(client, lambda: load.run(url, args.profile_pages), names)
         client.flushall()
         empty = Counters.read(client).memory
         load.fill(url, args.queued)
@@ -408,18 +437,22 @@ def measure(
 
 
 def print_tables(results: list[Figures], args: argparse.Namespace) -> None:
-    baseline = results[0]
     print(
         f"\n{args.pages} pages, {args.nodes} simulated nodes, {LINKS} links per page "
-        f"({LINKS - NEW_LINKS} seen); ratios against {baseline.variant} ({baseline.mode})\n"
+        f"({LINKS - NEW_LINKS} seen); ratios of Redis CPU per page, in this run\n"
     )
     print(
-        "| variant | dedup | Redis CPU per page | pages/s per Redis core | bytes in per page "
-        "| memory per queued request |"
+        f"| variant | dedup | Redis CPU per page | vs ours at {BASELINE_COMMIT} | vs scrapy-redis "
+        "| pages/s per Redis core | bytes in per page | memory per queued request |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
+    scrapy_redis = next((f for f in results if f.variant.startswith("scrapy-redis")), None)
     for figures in results:
-        print(figures.row(baseline))
+        start = next(
+            (f for f in results if f.variant.startswith("ours at") and f.mode == figures.mode),
+            None,
+        )
+        print(figures.row(scrapy_redis, start))
     print(f"\nServer time per command (a profiled pass of {args.profile_pages} pages):\n")
     print("| variant | dedup | command | p50 us | p99 us | share of time |")
     print("|---|---|---|---|---|---|")
@@ -438,6 +471,9 @@ def main() -> None:
     parser.add_argument("--modes", default="exact,compact,bloom")
     parser.add_argument("--no-scrapy-redis", action="store_true")
     parser.add_argument(
+        "--no-baseline", action="store_true", help=f"skip ours at {BASELINE_COMMIT}"
+    )
+    parser.add_argument(
         "--seen-cache",
         type=int,
         default=100_000,
@@ -450,19 +486,29 @@ def main() -> None:
     results: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="frontier-load-") as tmp:
         workdir = Path(tmp)
+        tree = None
+        if not args.no_baseline:
+            tree = BaselineLoad.extract(BASELINE_COMMIT, workdir / "baseline")
+        names = script_names(tree)
         if not args.no_scrapy_redis:
-            load = ScrapyRedisLoad(args.nodes)
-            results.append(measure("scrapy-redis 0.9.1", "exact", load, args, workdir))
+            theirs = ScrapyRedisLoad(args.nodes)
+            results.append(
+                measure("scrapy-redis 0.9.1", "exact", theirs, args, workdir=workdir, names=names)
+            )
         for mode in args.modes.split(","):
             config = DedupConfig(DedupMode(mode), capacity=1_000_000)
             check = True if args.link_check else None  # None: the default, where it pays
             cache = args.seen_cache
-            for variant, ours in (
-                ("ours before", OursLoad(config, args.nodes, False, False, seen_cache=cache)),
-                ("ours now", OursLoad(config, args.nodes, True, check, seen_cache=cache)),
-                ("ours now, 8 per call", OursLoad(config, args.nodes, True, check, True, cache)),
-            ):
-                results.append(measure(variant, mode, ours, args, workdir))
+            variants: list[tuple[str, Load]] = []
+            if tree is not None:
+                baseline = BaselineLoad(tree, mode, args.nodes, cache)
+                variants.append((f"ours at {BASELINE_COMMIT}", baseline))
+            variants += [
+                ("ours now, a page a write", OursLoad(config, args.nodes, 1, check, cache)),
+                ("ours now, 8 pages a write", OursLoad(config, args.nodes, 8, check, cache)),
+            ]
+            for variant, load in variants:
+                results.append(measure(variant, mode, load, args, workdir=workdir, names=names))
     print_tables(results, args)
 
 

@@ -1,9 +1,10 @@
 """Leases taken ahead of the downloader (no Scrapy imports).
 
-At most ``FRONTIER_PREFETCH`` requests wait leased on the node. Every write of a reactor
-turn tops the buffer up (``top_up``: the lease goes in the same call to Redis); when the
-buffer is down to half with no write coming, a lease call of its own refills it. A lease
-that comes back empty waits ``FRONTIER_IDLE_POLL`` before the next, unless work arrived
+At most ``FRONTIER_PREFETCH`` requests wait leased on the node. When the buffer is down to
+half, a refill waits up to ``REFILL_WAIT`` for a write of a reactor turn to carry it
+(``top_up``, or ``carry_lease`` for a write already coming: one call to Redis for both);
+with none by then, or the buffer empty, a lease call of its own refills it. A lease that
+comes back empty waits ``FRONTIER_IDLE_POLL`` before the next, unless work arrived
 meanwhile (``new_work``).
 """
 
@@ -19,6 +20,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from crawler.frontier.client import Lease, LeaseAsk
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
+
+REFILL_WAIT = 0.05  # s a refill waits for a write to carry it, half the buffer still there
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -62,6 +65,7 @@ class Prefetch(Generic[T]):
         self._idle_poll = idle_poll
         self._buffer: deque[tuple[Lease, T]] = deque()
         self._refilling = False
+        self._waiting: asyncio.TimerHandle | None = None  # a refill waiting for a write
         self._empty_until = 0.0
         self._work_seen = 0  # times this node saw new work arrive (added or reclaimed)
 
@@ -79,6 +83,7 @@ class Prefetch(Generic[T]):
 
     def clear(self) -> None:
         self._buffer.clear()
+        self._stop_waiting()
 
     def new_work(self) -> None:
         """Work reached the shared queue: lease again now, even if a lease just came back empty."""
@@ -86,17 +91,31 @@ class Prefetch(Generic[T]):
         self._empty_until = 0.0
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
-        """The lease that fills the buffer up, for a write about to go, and what takes its
-        leases; None when the buffer is full or may not lease now."""
-        if len(self._buffer) >= self._prefetch:
+        """The refill waiting for a write, for the write about to go, and what takes its
+        leases; None when none waits or it may not lease now."""
+        if self._waiting is None:
             return None
+        self._stop_waiting()
         return self._ask()
 
     def _maybe_refill(self) -> None:
+        if self._buffer and self._waiting is None and not self._refilling:
+            loop = asyncio.get_running_loop()
+            self._waiting = loop.call_later(REFILL_WAIT, self._refill_now)
+        elif not self._buffer:  # ran dry: no waiting for a write
+            self._refill_now()
+
+    def _refill_now(self) -> None:
+        self._stop_waiting()
         asked = self._ask()
         if asked is not None and not self._owner.carry_lease(*asked):
             self._owner.lease_alone()
             self._owner.spawn(self._refill(*asked))
+
+    def _stop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
 
     def _ask(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         if self._refilling or not self._owner.may_lease():

@@ -2,8 +2,8 @@
 
 Requests enqueued and leases settled during one turn of the event loop are gathered and
 written in one atomic step (``PartitionedFrontier.complete_turn``): their new requests,
-and each settled lease with the links its page produced, and a lease: the one the prefetch
-buffer asked for meanwhile (``carry_lease``), else what fills the buffer up
+and each settled lease with the links its page produced, and the refill of the prefetch
+buffer, if it asked for one meanwhile (``carry_lease``) or waits for a write
 (``TurnOwner.top_up``). Then the leases waiting for their links to be written are released
 (``AckTracker.release``). One call per turn, not per request: a call costs Redis more than
 the entries it carries.
