@@ -39,21 +39,7 @@ for from = 6, #ARGV, QUEUE_CHUNK do
     extended = extended + #deadlines / 2
   end
 end
-local reclaimed = 0
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-for from = 1, #expired, QUEUE_CHUNK do
-  local ids = {unpack(expired, from, math.min(#expired, from + QUEUE_CHUNK - 1))}
-  local records = redis.call('HMGET', KEYS[3], unpack(ids))
-  redis.call('ZREM', KEYS[2], unpack(ids))
-  redis.call('HDEL', KEYS[3], unpack(ids))
-  local back, found = {}, {}
-  for n = 1, #ids do
-    if records[n] then
-      back[#back + 1], found[#found + 1] = ids[n], records[n]
-    end
-  end
-  reclaimed = reclaimed + queue_return(KEYS[4], KEYS[7], back, found)
-end
+local reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 return {extended, reclaimed, #ARGV - 5 - extended, epoch, queue_length(KEYS[7])}

@@ -111,3 +111,25 @@ local function queue_return(levels, count, ids, records)
   end
   return queue_push(levels, count, scores, bodies, true)
 end
+
+-- Return the leases that expired by `now` (ms, Redis time; of any node: an owner that stopped
+-- extending them is dead or stalled), `most` at most, to the head of their levels, QUEUE_CHUNK
+-- at a time. Returns {returned, examined}: leases put back, and expired ids looked at.
+local function queue_reclaim(leases, inflight, levels, count, now, most)
+  local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, most)
+  local returned = 0
+  for from = 1, #expired, QUEUE_CHUNK do
+    local ids = {unpack(expired, from, math.min(#expired, from + QUEUE_CHUNK - 1))}
+    local records = redis.call('HMGET', inflight, unpack(ids))
+    redis.call('ZREM', leases, unpack(ids))
+    redis.call('HDEL', inflight, unpack(ids))
+    local back, found = {}, {}
+    for n = 1, #ids do
+      if records[n] then
+        back[#back + 1], found[#found + 1] = ids[n], records[n]
+      end
+    end
+    returned = returned + queue_return(levels, count, back, found)
+  end
+  return returned, #expired
+end
