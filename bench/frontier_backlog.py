@@ -37,9 +37,10 @@ from bench.load_workload import SPIDER, link_request
 from crawler.demo.run import kafka_service
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings
-from crawler.frontier.client import Finish, FrontierClient, NewRequest, pending_requests
+from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.pending import pending_requests
 from crawler.kafka.reader import end_offsets
 from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
 

@@ -17,9 +17,10 @@ import redis
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
 from crawler.frontier.backlog import Backlog, BacklogSettings
-from crawler.frontier.client import Finish, FrontierClient, NewRequest, pending_requests
+from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitions import part_of
+from crawler.frontier.pending import pending_requests
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import DeliveryReport
 from crawler.kafka.reader import end_offsets, read_topic

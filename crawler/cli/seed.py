@@ -22,9 +22,9 @@ import orjson
 from crawler.cli.config import add_redis_option, project_settings, redis_client, redis_url
 from crawler.cli.seed_check import Outcome, SeedChecker, SeedReport
 from crawler.cli.spiders import require_spider, spider_class
-from crawler.frontier.client import pending_requests_sync
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import spider_parts
+from crawler.frontier.pending import pending_requests_sync
 from crawler.frontier.reset import forget_seen, reset_note, reset_wait
 from crawler.frontier.seed_settings import SeedSource
 from crawler.redis_connection import SyncRedis

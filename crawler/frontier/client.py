@@ -19,8 +19,9 @@ from crawler.frontier.bloom_probe import BloomCheck
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.pending import pending_requests
 from crawler.lua import frontier_script, text
-from crawler.redis_connection import AsyncRedis, SyncRedis
+from crawler.redis_connection import AsyncRedis
 
 LINK_CHECK_MIN = 2  # children that could be seen before complete() looks them up first
 # ... when the lookup is more than one command (compact and a TTL: a script; bloom: a GETRANGE
@@ -91,15 +92,6 @@ def score_text(score: float) -> str:
     return str(int(score)) if score.is_integer() else repr(score)
 
 
-def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
-    """(queued, leased) from GET queue count, ZCARD leases, GET backlog per part: requests
-    spilled to Kafka count as queued."""
-    queued = sum(max(0, int(n or 0)) for n in counts[0::3]) + sum(
-        max(0, int(n or 0)) for n in counts[2::3]
-    )
-    return queued, sum(int(n) for n in counts[1::3])
-
-
 async def known_in_parts(asks: Sequence[tuple[FrontierClient, list[NewRequest]]]) -> list[set[int]]:
     """For each (part, children): the positions of the children its dedup already holds, of
     those ``to_look_up``. Sent at once: one pipeline of ``SMISMEMBER`` when every part's lookup
@@ -127,28 +119,6 @@ async def known_in_parts(asks: Sequence[tuple[FrontierClient, list[NewRequest]]]
         {i for i, flag in zip(positions, found, strict=True) if flag}
         for (_, positions, _), found in zip(looked, flags, strict=True)
     ]
-
-
-async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
-    """Requests queued (in Redis or spilled to Kafka) or leased by any node, in every part
-    (one round trip)."""
-    async with client.pipeline(transaction=False) as pipe:
-        for keys in parts:
-            pipe.get(keys.queue_count)
-            pipe.zcard(keys.leases)
-            pipe.get(keys.backlog)
-        return sum(_queued_and_leased(await pipe.execute()))
-
-
-def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> tuple[int, int]:
-    """Requests queued (in Redis or spilled to Kafka), and leased by any node, in every part
-    (operator tools)."""
-    with client.pipeline(transaction=False) as pipe:
-        for keys in parts:
-            pipe.get(keys.queue_count)
-            pipe.zcard(keys.leases)
-            pipe.get(keys.backlog)
-        return _queued_and_leased(pipe.execute())
 
 
 class FrontierClient:

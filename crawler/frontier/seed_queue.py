@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 from redis.exceptions import ResponseError
 
-from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys, glob_escape
+from crawler.frontier.pending import pending_requests
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis

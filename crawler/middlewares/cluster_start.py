@@ -31,8 +31,8 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
-from crawler.frontier.client import pending_requests
 from crawler.frontier.keys import FrontierKeys, frontier_parts
+from crawler.frontier.pending import pending_requests
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.node_context import NodeContext

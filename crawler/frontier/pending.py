@@ -1,0 +1,39 @@
+"""How much work a spider's frontier holds: queued (in Redis or spilled to Kafka) and leased,
+over every part, in one round trip (no Scrapy imports)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import AsyncRedis, SyncRedis
+
+
+def _queued_and_leased(counts: list[Any]) -> tuple[int, int]:
+    """(queued, leased) from GET queue count, ZCARD leases, GET backlog per part: requests
+    spilled to Kafka count as queued."""
+    queued = sum(max(0, int(n or 0)) for n in [*counts[0::3], *counts[2::3]])
+    return queued, sum(int(n) for n in counts[1::3])
+
+
+async def pending_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
+    """Requests queued (in Redis or spilled to Kafka) or leased by any node, in every part
+    (one round trip)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for keys in parts:
+            pipe.get(keys.queue_count)
+            pipe.zcard(keys.leases)
+            pipe.get(keys.backlog)
+        return sum(_queued_and_leased(await pipe.execute()))
+
+
+def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> tuple[int, int]:
+    """Requests queued (in Redis or spilled to Kafka), and leased by any node, in every part
+    (operator tools)."""
+    with client.pipeline(transaction=False) as pipe:
+        for keys in parts:
+            pipe.get(keys.queue_count)
+            pipe.zcard(keys.leases)
+            pipe.get(keys.backlog)
+        return _queued_and_leased(pipe.execute())
