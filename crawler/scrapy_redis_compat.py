@@ -25,7 +25,7 @@ ALIASES = {
 REFUSED = {
     "SCHEDULER_FLUSH_ON_START": "nodes never wipe shared state: run `crawler purge <spider>` "
     "with the nodes stopped before starting",
-    "SCHEDULER_QUEUE_KEY": "the frontier's keys are fixed ({<spider>}:queue ...; "
+    "SCHEDULER_QUEUE_KEY": "the frontier's keys are fixed ({<spider>}:queue:<score> ...; "
     "docs/redis-keys.md)",
     "SCHEDULER_DUPEFILTER_KEY": "the frontier's keys are fixed ({<spider>}:dupefilter ...; "
     "docs/redis-keys.md)",
