@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import text
 from crawler.redis_connection import SyncRedis
+
+
+def fingerprint_of(name: str) -> str:
+    """A hex fingerprint for a test request named ``name`` (as long as Scrapy's)."""
+    return hashlib.sha1(name.encode()).hexdigest()
 
 
 def queued(client: SyncRedis, keys: FrontierKeys) -> int:

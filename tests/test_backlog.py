@@ -27,7 +27,7 @@ from crawler.kafka.reader import end_offsets, read_topic
 from crawler.redis_connection import async_client
 from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
-from tests.frontier_state import queued
+from tests.frontier_state import fingerprint_of, queued
 
 SPIDER = "spill"
 MAX = 40
@@ -52,7 +52,8 @@ def settings(broker: KafkaBroker, topic: str, flush_timeout: float = 10.0) -> Ba
 
 def request(n: int) -> NewRequest:
     url = f"http://site{n % 7}.test/p/{n}"
-    return NewRequest(url, float(n), orjson.dumps({"url": url}), site=f"site{n % 7}.test")
+    body = orjson.dumps({"url": url})
+    return NewRequest(fingerprint_of(url), float(n), body, site=f"site{n % 7}.test")
 
 
 def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
@@ -98,7 +99,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
 
     crawled = asyncio.run(scenario())
     counts = Counter(crawled)
-    assert set(counts) == {request(n).fingerprint for n in range(300)}
+    assert set(counts) == {orjson.loads(request(n).body)["url"] for n in range(300)}
     assert max(counts.values()) == 1  # every request exactly once
     for keys in parts:
         assert int(redis_client.get(keys.backlog) or 0) == 0

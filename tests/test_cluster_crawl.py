@@ -49,6 +49,6 @@ def test_three_nodes_deliver_every_page_once(
     # Every node pulled work from the shared frontier.
     assert len({m.headers["node_id"] for m in messages}) == 3
     # The shared state outlives the nodes: nothing wiped it at close; nothing is left leased.
-    assert redis_client.scard("{pages}:dupefilter") == site_500.pages
+    assert redis_client.scard("{pages}:dupefilter:exact") == site_500.pages
     assert redis_client.zcard("{pages}:leases") == 0
     assert redis_client.get("{pages}:queue:count") == b"0"

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from crawler.frontier.client import Completion, Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
-from tests.frontier_state import queue_entries, queued
+from tests.frontier_state import fingerprint_of, queue_entries, queued
 
 T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("unit")
@@ -33,7 +33,7 @@ def client_for(url: str, node: str) -> FrontierClient:
 
 def new(name: str, priority: int = 0, fingerprint: str | None = None) -> NewRequest:
     return NewRequest(
-        fingerprint=name if fingerprint is None else fingerprint,
+        fingerprint=fingerprint_of(name) if fingerprint is None else fingerprint,
         score=-float(priority),
         body=f'{{"url":"{name}"}}'.encode(),
     )

@@ -144,7 +144,7 @@ def test_graceful_stop_returns_leases_at_once(
 
 def test_purge_asks_for_confirmation(redis_url: str, redis_client: redis.Redis) -> None:
     redis_client.lpush("pages:start_urls", "http://example.invalid/")
-    redis_client.sadd("{pages}:dupefilter", "f")
+    redis_client.sadd("{pages}:dupefilter:exact", "f")
     redis_client.set("{other}:seq", 1)
     command = [sys.executable, "-m", "scrapy", "purge", "pages"]
     env = {"REDIS_URL": redis_url, "PATH": "/usr/bin:/bin"}
@@ -154,7 +154,7 @@ def test_purge_asks_for_confirmation(redis_url: str, redis_client: redis.Redis) 
     )
     assert refused.returncode == 1
     assert "Not purged" in refused.stdout
-    assert redis_client.exists("{pages}:dupefilter")
+    assert redis_client.exists("{pages}:dupefilter:exact")
 
     done = subprocess.run(
         [*command, "--yes", "--keep-seeds"],
@@ -165,6 +165,6 @@ def test_purge_asks_for_confirmation(redis_url: str, redis_client: redis.Redis) 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert not redis_client.exists("{pages}:dupefilter")
+    assert not redis_client.exists("{pages}:dupefilter:exact")
     assert redis_client.llen("pages:start_urls") == 1
     assert redis_client.exists("{other}:seq")

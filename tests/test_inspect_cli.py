@@ -18,6 +18,7 @@ from crawler.frontier import codec
 from crawler.frontier.client import FrontierClient, Lease, NewRequest
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client, sync_client
+from tests.frontier_state import fingerprint_of
 
 T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("pages")
@@ -33,7 +34,7 @@ def run(coro: Awaitable[T]) -> T:
 
 def request(url: str, priority: int = 0, depth: int = 0) -> NewRequest:
     body = codec.dumps({"url": url, "priority": priority, "meta": {"depth": depth}})
-    return NewRequest(fingerprint=url, score=-float(priority), body=body)
+    return NewRequest(fingerprint=fingerprint_of(url), score=-float(priority), body=body)
 
 
 async def enqueue(redis_url: str, *requests: NewRequest) -> None:

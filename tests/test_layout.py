@@ -18,7 +18,7 @@ from crawler.frontier.client import Finish, FrontierClient
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.partitioned import PartitionedFrontier
-from tests.frontier_state import queue_entries, queued
+from tests.frontier_state import fingerprint_of, queue_entries, queued
 
 KEYS = FrontierKeys.for_spider("pages")
 
@@ -41,7 +41,7 @@ def body(name: str) -> bytes:
 
 def old_frontier(client: redis.Redis) -> None:
     """What the version before wrote: queue ids by score (-priority, ties by id), the JSON
-    by id, lease records '<node>\\t<score>' and a JSON nothing refers to."""
+    by id, lease records '<node>\\t<score>', a JSON nothing refers to, hex fingerprints."""
     client.zadd(KEYS.legacy_queue, {"000000000003": -0.0, "000000000001": -5.0})
     client.zadd(KEYS.legacy_queue, {"000000000004": 0.0, "000000000009": 0.0})  # 9: no JSON
     client.hset(
@@ -57,6 +57,7 @@ def old_frontier(client: redis.Redis) -> None:
     client.zadd(KEYS.leases, {"000000000005": 1, "000000000006": 1})  # expired long ago
     client.hset(KEYS.inflight, mapping={"000000000005": "gone\t-2.0", "000000000006": "gone\t0"})
     client.set(KEYS.seq, 9)
+    client.sadd(KEYS.legacy_dupefilter, *(fingerprint_of(name) for name in ("a", "b", "c")))
 
 
 def test_a_node_refuses_a_frontier_of_the_layout_before(
@@ -92,10 +93,11 @@ def test_migrate_moves_queue_and_leases_then_nodes_crawl_them(
     assert result.returncode == 0, result.stderr
     assert orjson.loads(result.stdout) == {
         "spider": "pages",
-        "keys": [KEYS.legacy_queue, KEYS.legacy_data],
+        "keys": [KEYS.legacy_queue, KEYS.legacy_data, KEYS.legacy_dupefilter],
         "queued": 3,
         "leases": 1,
         "dropped": 3,  # queued id 9 without JSON, lease 6 without JSON, orphan JSON 7
+        "fingerprints": 3,
     }
     assert queue_entries(redis_client, KEYS) == [
         (5, body("high")),
@@ -105,7 +107,9 @@ def test_migrate_moves_queue_and_leases_then_nodes_crawl_them(
     assert redis_client.hgetall(KEYS.inflight) == {
         b"000000000005": b"gone\t-2\t" + body("leased")  # score -2: priority 2
     }
-    assert not redis_client.exists(KEYS.legacy_queue, KEYS.legacy_data)
+    assert not redis_client.exists(KEYS.legacy_queue, KEYS.legacy_data, KEYS.legacy_dupefilter)
+    binary = {bytes.fromhex(fingerprint_of(name))[:12] for name in ("a", "b", "c")}
+    assert redis_client.smembers(KEYS.dupefilter) == binary  # as the exact dedup keeps them
     assert "Nothing to migrate" in migrate(redis_url).stdout
 
     async def crawl() -> list[bytes]:

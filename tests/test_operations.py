@@ -33,7 +33,7 @@ from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
-from tests.frontier_state import put_lease, put_queued, queue_entries, queued
+from tests.frontier_state import fingerprint_of, put_lease, put_queued, queue_entries, queued
 
 KEYS = FrontierKeys.for_spider("pages")
 
@@ -207,7 +207,9 @@ def test_requeue_returns_an_expired_lease(redis_url: str, redis_client: redis.Re
     async def lease_briefly() -> None:
         client = FrontierClient(AsyncRedis.from_url(redis_url), KEYS, "gone-node")
         try:
-            await client.complete(None, "done", [NewRequest("fp1", -3.0, b'{"url": "http://h/"}')])
+            await client.complete(
+                None, "done", [NewRequest(fingerprint_of("h"), -3.0, b'{"url": "http://h/"}')]
+            )
             assert len(await client.lease(1, lease_ms=1)) == 1
         finally:
             await client.aclose()

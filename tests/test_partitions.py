@@ -22,7 +22,7 @@ from crawler.frontier.partitions import PartitionsChanged, part_of, stored_parti
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import AsyncRedis, async_client, sync_client
 from settings.resolve import resolve_settings
-from tests.frontier_state import queued
+from tests.frontier_state import fingerprint_of, queued
 
 T = TypeVar("T")
 SPIDER = "parts"
@@ -50,7 +50,8 @@ def frontier(
 
 def page(site: str, path: str = "/", priority: int = 0) -> NewRequest:
     url = f"http://{site}{path}"
-    return NewRequest(url, -float(priority), f'{{"url":"{url}"}}'.encode(), site=site)
+    body = f'{{"url":"{url}"}}'.encode()
+    return NewRequest(fingerprint_of(url), -float(priority), body, site=site)
 
 
 def sites_by_part(count: int, per_part: int) -> list[list[str]]:

@@ -37,6 +37,7 @@ from crawler.sessions import (
 )
 from crawler.zhihu.privacy import shared_privacy_key
 from tests.cluster import crawl_into_kafka
+from tests.frontier_state import fingerprint_of
 
 SPIDERS = ("a", "b", "c")  # their hash tags fall on three different masters
 SITES = ("site-a:1", "site-b:2", "site-c:3")
@@ -77,7 +78,9 @@ def test_each_spider_keeps_its_keys_in_one_slot(cluster: redis.RedisCluster) -> 
 
 
 def request(name: str, priority: int = 0) -> NewRequest:
-    return NewRequest(fingerprint=name, score=-float(priority), body=f'{{"u":"{name}"}}'.encode())
+    return NewRequest(
+        fingerprint=fingerprint_of(name), score=-float(priority), body=f'{{"u":"{name}"}}'.encode()
+    )
 
 
 def test_frontier_of_spiders_on_three_masters(

@@ -27,7 +27,7 @@ from crawler.redis_connection import (
     sync_client,
 )
 from tests.cluster import crawl_into_kafka
-from tests.frontier_state import queued
+from tests.frontier_state import fingerprint_of, queued
 
 SECRET = "s3cret"  # noqa: S105 - a password no message may show
 PW = "pw"
@@ -160,7 +160,9 @@ def test_display_and_repr_never_show_the_password(url: str, shown: str) -> None:
 
 
 def new(name: str, priority: int = 0) -> NewRequest:
-    return NewRequest(fingerprint=name, score=-float(priority), body=f'{{"u":"{name}"}}'.encode())
+    return NewRequest(
+        fingerprint=fingerprint_of(name), score=-float(priority), body=f'{{"u":"{name}"}}'.encode()
+    )
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)
@@ -303,7 +305,7 @@ def test_nodes_crawl_through_sentinel_and_tls(
             )
         client = sync_client(url)
         try:
-            assert client.scard("{pages}:dupefilter") == 25
+            assert client.scard("{pages}:dupefilter:exact") == 25
             assert (
                 int(client.get("{pages}:queue:count") or 0) == client.zcard("{pages}:leases") == 0
             )

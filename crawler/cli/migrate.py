@@ -49,9 +49,14 @@ def run(args: argparse.Namespace) -> int:
         client.close()
     if args.json:
         counts = (
-            {"queued": 0, "leases": 0, "dropped": 0}
+            {"queued": 0, "leases": 0, "dropped": 0, "fingerprints": 0}
             if migrated is None
-            else {"queued": migrated.queued, "leases": migrated.leases, "dropped": migrated.dropped}
+            else {
+                "queued": migrated.queued,
+                "leases": migrated.leases,
+                "dropped": migrated.dropped,
+                "fingerprints": migrated.fingerprints,
+            }
         )
         print(orjson.dumps({"spider": spider, "keys": old, **counts}).decode())
     elif migrated is None:
@@ -59,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"Migrated {spider!r} ({', '.join(old)}): {migrated.queued} queued requests, "
-            f"{migrated.leases} leases, {migrated.dropped} entries dropped (no request)"
+            f"{migrated.leases} leases, {migrated.fingerprints} fingerprints, "
+            f"{migrated.dropped} entries dropped (no request)"
         )
     return 0

@@ -106,7 +106,7 @@ async def known_in_parts(asks: Sequence[tuple[FrontierClient, list[NewRequest]]]
         async with asking[0].redis.pipeline(transaction=False) as pipe:
             for client, fingerprints in asked:
                 if fingerprints:
-                    pipe.smismember(client.keys.dupefilter, fingerprints)
+                    pipe.smismember(client.keys.dupefilter, client.encoded(fingerprints))
             answers = iter(await pipe.execute())
         flags = [
             [bool(f) for f in next(answers)] if fingerprints else [] for _, fingerprints in asked
@@ -215,6 +215,10 @@ class FrontierClient:
             return self.dedup.args
         return (*self.dedup.args[:-1], self._bloom.view())
 
+    def encoded(self, fingerprints: list[str]) -> list[str | bytes]:
+        """Fingerprints as the dedup's keys hold them."""
+        return [self.dedup.encode(fingerprint) for fingerprint in fingerprints]
+
     def _encode(self, fingerprint: str) -> str | bytes:
         """A child's fingerprint as the script takes it (bloom: with its positions)."""
         if self._bloom is None or not fingerprint:
@@ -243,7 +247,7 @@ class FrontierClient:
         if self._bloom is not None:
             return await self._bloom_seen(self._bloom, fingerprints)
         if self.plain_lookup:
-            flags = await self.redis.smismember(self.keys.dupefilter, fingerprints)
+            flags = await self.redis.smismember(self.keys.dupefilter, self.encoded(fingerprints))
         else:
             args = self.dedup.seen_args(fingerprints)
             flags = await self._seen(keys=self._dedup_keys, args=args)

@@ -4,8 +4,9 @@ The check-and-record of a request's fingerprint happens in the same atomic step
 that enqueues it: ``lua/turn.lua``, preceded by the queue's snippets and the mode's snippet
 ``lua/dedup_<name>.lua`` (layout in docs/redis-keys.md):
 
-- ``exact``: a set of hex fingerprints (what scrapy-redis keeps); with a TTL, a sorted set
-  fingerprint -> second recorded (``dedup_zset.lua``).
+- ``exact``: a set of fingerprints, their first 12 bytes (binary: a third of the hex text's
+  bytes to send, hash and compare); with a TTL, a sorted set hex fingerprint -> second
+  recorded (``dedup_zset.lua``).
 - ``compact``: exact in about 14 bytes per URL: a hash of buckets of fixed-width binary
   entries (``dedup_compact.lua``); takes a TTL.
 - ``bloom``: a scalable Bloom filter in a few bitmaps, about 1.9 bytes per URL at 0.1% false
@@ -109,7 +110,7 @@ class DedupStep:
             return cls("dedup_compact", ("dupefilter_compact",), (config.ttl, buckets), binary=True)
         if config.ttl:
             return cls("dedup_zset", ("dupefilter_ttl",), (config.ttl,), binary=False)
-        return cls("dedup_set", ("dupefilter",), (), binary=False)
+        return cls("dedup_set", ("dupefilter",), (), binary=True)
 
     def keys(self, keys: FrontierKeys) -> list[str]:
         found: list[str] = []
@@ -149,9 +150,12 @@ class DedupStep:
         return ["", "", "", "", *self.args, *(self.encode(f) for f in fingerprints)]
 
     def encode(self, fingerprint: str) -> str | bytes:
-        """The fingerprint as the script takes it ('' stays '': never deduplicated)."""
+        """The fingerprint as the script takes it ('' stays '': never deduplicated); the exact
+        set takes a shorter one whole (a fingerprinter of its own)."""
         if not self.binary or not fingerprint:
             return fingerprint
+        if self.snippet == "dedup_set":
+            return bytes.fromhex(fingerprint[: 2 * DIGEST_BYTES])
         return self.digest(fingerprint)
 
     @staticmethod

@@ -44,6 +44,7 @@ class FrontierKeys:
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
+    legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
     tag: str  # the part's hash tag, braces included
     part: int = 0
 
@@ -53,7 +54,7 @@ class FrontierKeys:
         return cls(
             queue_levels=f"{tag}:queue:levels",
             queue_count=f"{tag}:queue:count",
-            dupefilter=f"{tag}:dupefilter",
+            dupefilter=f"{tag}:dupefilter:exact",
             dupefilter_ttl=f"{tag}:dupefilter:ttl",
             dupefilter_compact=f"{tag}:dupefilter:compact",
             bloom_meta=f"{tag}:dupefilter:bloom:meta",
@@ -70,6 +71,7 @@ class FrontierKeys:
             backlog=f"{tag}:backlog",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
+            legacy_dupefilter=f"{tag}:dupefilter",
             tag=tag,
             part=part,
         )
@@ -114,6 +116,7 @@ class FrontierKeys:
             self.backlog,
             self.legacy_queue,
             self.legacy_data,
+            self.legacy_dupefilter,
         )
 
 

@@ -1,24 +1,29 @@
 """The frontier's storage layout, and moving a frontier stored by an older version (no Scrapy).
 
 Since the queue's lists (``lua/queue.lua``), a queued request is an entry of the list of its
-priority level, and a lease's record holds its request. Before, the queue was a sorted set
-of request ids (``{<tag>}:queue``), the requests a hash by id (``{<tag>}:data``) and a
-lease's record ``<node>\\t<score>``. A node that finds either old key refuses the frontier
-(:class:`OldLayout`, before it reads a seed), because its requests would be invisible to it:
-``crawler migrate <spider>``, with the crawl's nodes stopped, moves them (``migrate_layout``,
-``lua/migrate.lua``): queued requests to the tail of their levels in queue order, the
-records of leases rewritten in place (their nodes are gone: the leases expire and return to
-the queue as any other), and JSON no queued or leased request refers to dropped.
+priority level, and a lease's record holds its request; the exact dedup keeps 12 binary
+bytes of each fingerprint (``{<tag>}:dupefilter:exact``). Before, the queue was a sorted set
+of request ids (``{<tag>}:queue``), the requests a hash by id (``{<tag>}:data``), a lease's
+record ``<node>\\t<score>``, and the exact dedup a set of hex fingerprints
+(``{<tag>}:dupefilter``). A node that finds any old key refuses the frontier
+(:class:`OldLayout`, before it reads a seed), because its requests would be invisible to it
+and its URLs crawled again: ``crawler migrate <spider>``, with the crawl's nodes stopped,
+moves them (``migrate_layout``, ``lua/migrate.lua``): queued requests to the tail of their
+levels in queue order, the records of leases rewritten in place (their nodes are gone: the
+leases expire and return to the queue as any other), JSON no queued or leased request
+refers to dropped, and the hex fingerprints added to the binary set.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crawler.frontier.dedup import DIGEST_BYTES
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.refusal import FrontierRefused
-from crawler.lua import frontier_script
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
 MIGRATE_STEP = 1000  # requests or lease records moved per script call
@@ -39,7 +44,11 @@ class OldLayout(FrontierRefused):
 
 
 def _old_keys(parts: Sequence[FrontierKeys]) -> list[str]:
-    return [key for part in parts for key in (part.legacy_queue, part.legacy_data)]
+    return [
+        key
+        for part in parts
+        for key in (part.legacy_queue, part.legacy_data, part.legacy_dupefilter)
+    ]
 
 
 async def check_layout(client: AsyncRedis, spider: str, parts: Sequence[FrontierKeys]) -> None:
@@ -69,12 +78,13 @@ class Migrated:
     queued: int  # requests moved to the queue's lists
     leases: int  # lease records rewritten
     dropped: int  # ids without JSON, and JSON of no queued or leased request
+    fingerprints: int  # of the exact dedup, moved to the binary set
 
 
 def migrate_layout(client: SyncRedis, parts: Sequence[FrontierKeys]) -> Migrated:
     """Move every part's requests from the layout before (the nodes are stopped)."""
     script = client.register_script(frontier_script("queue", "migrate"))
-    queued = leases = dropped = 0
+    queued = leases = dropped = fingerprints = 0
     for part in parts:
         keys = [
             part.legacy_queue,
@@ -96,4 +106,17 @@ def migrate_layout(client: SyncRedis, parts: Sequence[FrontierKeys]) -> Migrated
             leases, dropped = leases + int(moved), dropped + int(missing)
         _, orphans = script(keys=keys, args=["orphans"])
         dropped += int(orphans)
-    return Migrated(queued, leases, dropped)
+        fingerprints += _binary_fingerprints(client, part)
+    return Migrated(queued, leases, dropped, fingerprints)
+
+
+def _binary_fingerprints(client: SyncRedis, part: FrontierKeys) -> int:
+    """Add the hex fingerprints of the old exact set to the binary one, then delete it."""
+    moved = 0
+    members = client.sscan_iter(part.legacy_dupefilter, count=MIGRATE_STEP)
+    while chunk := list(itertools.islice(members, MIGRATE_STEP)):
+        hexes = [text(member) for member in chunk]
+        client.sadd(part.dupefilter, *(bytes.fromhex(h[: 2 * DIGEST_BYTES]) for h in hexes))
+        moved += len(chunk)
+    client.delete(part.legacy_dupefilter)
+    return moved

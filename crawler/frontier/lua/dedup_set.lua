@@ -1,4 +1,4 @@
--- Dedup snippet, mode exact: a set of hex fingerprints (what scrapy-redis keeps).
+-- Dedup snippet, mode exact: a set of fingerprints, each its first 12 bytes (binary).
 -- KEYS[7]: set. No arguments.
 -- Defines dedup_open/add_many/close (turn.lua) and dedup_peek_open/has (seen.lua: read-only).
 local DEDUP_ARGC = 0
