@@ -26,9 +26,12 @@ run:
 - ``scrapy-redis 0.9.1``: its own ``PriorityQueue`` (pickle) and ``RFPDupeFilter`` over
   the same workload: ``pop`` 8, then per link ``request_seen`` and ``push`` if new.
 
-Figures per page, from the server's own counters between the start and the end of
-the run: Redis CPU (``used_cpu_user_main_thread + used_cpu_sys_main_thread``), bytes
-received (``total_net_input_bytes``); pages/s per Redis core = 1 / CPU per page;
+Each variant runs ``--repeat`` times (3), a round of every variant at a time, each round
+starting one variant later: the load of this shared machine drifts by tens of percent over
+minutes, so a variant's figure is the median of its runs and a ratio is the median of the
+ratios of runs made side by side. Figures per page, from the server's own counters between
+the start and the end of a run: Redis CPU (``used_cpu_user_main_thread`` +
+``used_cpu_sys_main_thread``), bytes received (``total_net_input_bytes``); pages/s per Redis core = 1 / CPU per page;
 memory per queued request (``used_memory`` delta over ``--queued`` requests
 enqueued into an empty frontier). Then a short profiled pass (``SLOWLOG`` of every
 command, which costs CPU itself, so it is kept apart) gives each script's p50/p99
@@ -49,7 +52,7 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -85,23 +88,35 @@ BASELINE_COMMIT = "53a9ec3"
 
 @dataclass(frozen=True)
 class Figures:
+    """One variant over ``--repeat`` runs: Redis CPU per page of each run, the rest of the
+    first (which also profiles and measures memory)."""
+
     variant: str
     mode: str
     pages: int
-    cpu_us: float  # Redis main-thread CPU per page
+    cpu_us: list[float]  # Redis main-thread CPU per page, per run
     system_share: float  # of it, in the kernel (socket reads and writes)
     bytes_in: float  # bytes Redis received per page
     queued_bytes: float  # used_memory per queued request
     scripts: dict[str, tuple[float, float, float]]  # name -> p50 us, p99 us, share of time
 
-    def row(self, scrapy_redis: Figures | None, start: Figures | None) -> str:
-        def ratio(other: Figures | None) -> str:
-            return f"{self.cpu_us / other.cpu_us:.2f}x" if other is not None else "-"
+    @property
+    def median(self) -> float:
+        return statistics.median(self.cpu_us)
 
+    def ratio(self, other: Figures | None) -> str:
+        """The median of the run-by-run ratios (run i of each was measured side by side)."""
+        if other is None:
+            return "-"
+        pairs = zip(self.cpu_us, other.cpu_us, strict=False)
+        return f"{statistics.median(mine / theirs for mine, theirs in pairs):.2f}x"
+
+    def row(self, scrapy_redis: Figures | None, start: Figures | None) -> str:
+        spread = f" ({min(self.cpu_us):.0f}-{max(self.cpu_us):.0f})" if len(self.cpu_us) > 1 else ""
         return (
-            f"| {self.variant} | {self.mode} | {self.cpu_us:.0f} us, "
-            f"{self.system_share:.0%} kernel | {ratio(start)} | {ratio(scrapy_redis)} "
-            f"| {1e6 / self.cpu_us:,.0f} | {self.bytes_in / 1000:.1f} KB "
+            f"| {self.variant} | {self.mode} | {self.median:.0f} us{spread}, "
+            f"{self.system_share:.0%} kernel | {self.ratio(start)} | {self.ratio(scrapy_redis)} "
+            f"| {1e6 / self.median:,.0f} | {self.bytes_in / 1000:.1f} KB "
             f"| {self.queued_bytes:.0f} B |"
         )
 
@@ -413,11 +428,17 @@ def measure(
     *,
     workdir: Path,
     names: dict[str, str],
+    first: Figures | None = None,
 ) -> Figures:
+    """One run of a variant on a fresh Redis; after ``first`` (the variant's first run), only
+    the CPU is added to it."""
     with fresh_redis(workdir / f"{variant}-{mode}".replace(" ", "_")) as (client, url):
         before = Counters.read(client)
         load.run(url, args.pages)
         after = Counters.read(client)
+        cpu = after.user + after.system - before.user - before.system
+        if first is not None:
+            return replace(first, cpu_us=[*first.cpu_us, cpu * 1e6 / args.pages])
         scripts = profile(client, lambda: load.run(url, args.profile_pages), names)
         client.flushall()
         empty = Counters.read(client).memory
@@ -427,19 +448,39 @@ def measure(
         variant,
         mode,
         args.pages,
-        cpu_us=(after.user + after.system - before.user - before.system) * 1e6 / args.pages,
-        system_share=(after.system - before.system)
-        / max(1e-9, after.user + after.system - before.user - before.system),
+        cpu_us=[cpu * 1e6 / args.pages],
+        system_share=(after.system - before.system) / max(1e-9, cpu),
         bytes_in=(after.bytes_in - before.bytes_in) / args.pages,
         queued_bytes=queued_bytes,
         scripts=scripts,
     )
 
 
+def measure_all(
+    variants: list[tuple[str, str, Load]],
+    args: argparse.Namespace,
+    *,
+    workdir: Path,
+    names: dict[str, str],
+) -> list[Figures]:
+    """Every variant ``--repeat`` times, one round of all at a time, each round starting one
+    variant later (so none is always first or last on a machine whose load drifts)."""
+    found: dict[int, Figures] = {}
+    for round_ in range(args.repeat):
+        for step in range(len(variants)):
+            index = (round_ + step) % len(variants)
+            variant, mode, load = variants[index]
+            found[index] = measure(
+                variant, mode, load, args, workdir=workdir, names=names, first=found.get(index)
+            )
+    return [found[index] for index in range(len(variants))]
+
+
 def print_tables(results: list[Figures], args: argparse.Namespace) -> None:
     print(
         f"\n{args.pages} pages, {args.nodes} simulated nodes, {LINKS} links per page "
-        f"({LINKS - NEW_LINKS} seen); ratios of Redis CPU per page, in this run\n"
+        f"({LINKS - NEW_LINKS} seen), {args.repeat} runs of each variant side by side: the "
+        "median Redis CPU per page (lowest-highest), and the median of the run-by-run ratios\n"
     )
     print(
         f"| variant | dedup | Redis CPU per page | vs ours at {BASELINE_COMMIT} | vs scrapy-redis "
@@ -469,6 +510,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=12)
     parser.add_argument("--queued", type=int, default=100_000)
     parser.add_argument("--modes", default="exact,compact,bloom")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each variant")
     parser.add_argument("--no-scrapy-redis", action="store_true")
     parser.add_argument(
         "--no-baseline", action="store_true", help=f"skip ours at {BASELINE_COMMIT}"
@@ -483,32 +525,27 @@ def main() -> None:
         "--link-check", action="store_true", help="'ours now' checks the links of every completion"
     )
     args = parser.parse_args()
-    results: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="frontier-load-") as tmp:
         workdir = Path(tmp)
         tree = None
         if not args.no_baseline:
             tree = BaselineLoad.extract(BASELINE_COMMIT, workdir / "baseline")
         names = script_names(tree)
+        variants: list[tuple[str, str, Load]] = []
         if not args.no_scrapy_redis:
-            theirs = ScrapyRedisLoad(args.nodes)
-            results.append(
-                measure("scrapy-redis 0.9.1", "exact", theirs, args, workdir=workdir, names=names)
-            )
+            variants.append(("scrapy-redis 0.9.1", "exact", ScrapyRedisLoad(args.nodes)))
         for mode in args.modes.split(","):
             config = DedupConfig(DedupMode(mode), capacity=1_000_000)
             check = True if args.link_check else None  # None: the default, where it pays
             cache = args.seen_cache
-            variants: list[tuple[str, Load]] = []
             if tree is not None:
                 baseline = BaselineLoad(tree, mode, args.nodes, cache)
-                variants.append((f"ours at {BASELINE_COMMIT}", baseline))
+                variants.append((f"ours at {BASELINE_COMMIT}", mode, baseline))
             variants += [
-                ("ours now, a page a write", OursLoad(config, args.nodes, 1, check, cache)),
-                ("ours now, 8 pages a write", OursLoad(config, args.nodes, 8, check, cache)),
+                ("ours now, a page a write", mode, OursLoad(config, args.nodes, 1, check, cache)),
+                ("ours now, 8 pages a write", mode, OursLoad(config, args.nodes, 8, check, cache)),
             ]
-            for variant, load in variants:
-                results.append(measure(variant, mode, load, args, workdir=workdir, names=names))
+        results = measure_all(variants, args, workdir=workdir, names=names)
     print_tables(results, args)
 
 
