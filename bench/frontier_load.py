@@ -31,8 +31,8 @@ starting one variant later: the load of this shared machine drifts by tens of pe
 minutes, so a variant's figure is the median of its runs and a ratio is the median of the
 ratios of runs made side by side. Figures per page, from the server's own counters between
 the start and the end of a run: Redis CPU (``used_cpu_user_main_thread`` +
-``used_cpu_sys_main_thread``), bytes received (``total_net_input_bytes``); pages/s per Redis core = 1 / CPU per page;
-memory per queued request (``used_memory`` delta over ``--queued`` requests
+``used_cpu_sys_main_thread``), bytes received (``total_net_input_bytes``); pages/s per Redis
+core = 1 / CPU per page; memory per queued request (``used_memory`` delta over ``--queued`` requests
 enqueued into an empty frontier). Then a short profiled pass (``SLOWLOG`` of every
 command, which costs CPU itself, so it is kept apart) gives each script's p50/p99
 server time and share of the time.
