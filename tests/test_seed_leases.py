@@ -17,6 +17,7 @@ from scrapy.utils.request import fingerprint
 
 from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.site import Site
+from crawler.frontier.dedup import DIGEST_BYTES
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_queue import SeedKeys, SeedQueue
 from crawler.frontier.seed_settings import SeedSource
@@ -158,7 +159,7 @@ def test_nodes_killed_every_2s_lose_no_seed(
     }
     held_urls = set().union(*held.values())
     urls = [site.url(i) for i in range(SEEDS)]
-    fingerprints = [fingerprint(Request(url)).hex() for url in urls]
+    fingerprints = [fingerprint(Request(url))[:DIGEST_BYTES] for url in urls]  # as dedup stores them
     dupefilter = FrontierKeys.for_spider("pages").dupefilter
     known = {
         url
