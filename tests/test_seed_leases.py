@@ -159,7 +159,7 @@ def test_nodes_killed_every_2s_lose_no_seed(
     }
     held_urls = set().union(*held.values())
     urls = [site.url(i) for i in range(SEEDS)]
-    fingerprints = [fingerprint(Request(url))[:DIGEST_BYTES] for url in urls]  # as dedup stores them
+    fingerprints = [fingerprint(Request(url))[:DIGEST_BYTES] for url in urls]  # as stored
     dupefilter = FrontierKeys.for_spider("pages").dupefilter
     known = {
         url
