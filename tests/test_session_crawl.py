@@ -48,12 +48,7 @@ def test_one_login_serves_every_node_and_one_relogin_after_expiry(
         assert site.logins == 2  # one login for the cluster, one re-login after expiry
         assert set(site.member_hits) == {f"/members/{n}" for n in range(MEMBERS)}
     texts = [(tmp_path / f"node-{i}.log").read_text() for i in range(3)]
-    # Every node that fetched a page used the shared login (logins == 1 above: none logged in
-    # on its own). A node may fetch nothing: the busy nodes' writes lease the links they add in
-    # the same call, and a small site's queue can stay empty between an idle node's polls.
-    fetched = [text for text in texts if "'downloader/request_count'" in text]
-    assert len(fetched) >= 2, logs(tmp_path)
-    assert all("'sessions/used'" in text for text in fetched)
+    assert all("'sessions/used'" in text for text in texts)  # every node used the shared login
     text = "".join(texts)
     assert "'sessions/marked/expired'" in text
     assert "s3cret-pw" not in text  # no secret in any log

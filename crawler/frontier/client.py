@@ -62,6 +62,10 @@ class LeaseAsk:
     count: int
     lease_ms: int
     call: str  # the call's id: a write sent again gets the leases the first one took
+    # 0: the node still holds requests: it leaves the nodes waiting for work their share of
+    # the queue. > 0: its buffer ran dry; it asks again after this many ms if it finds nothing,
+    # and is recorded as waiting for work until it has missed three such asks (turn.lua)
+    idle_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,7 @@ class FrontierClient:
         self._turn = client.register_script(self.dedup.script())
         self._seen = client.register_script(self.dedup.script("seen"))
         self._dedup_keys = self.dedup.script_keys(keys)
-        self._turn_keys = [*self._dedup_keys, keys.lease_fence(node_id)]
+        self._turn_keys = [*self._dedup_keys, keys.waiting, keys.lease_fence(node_id)]
         self._heartbeat = client.register_script(frontier_script("queue", "heartbeat"))
         self._release = client.register_script(frontier_script("queue", "release"))
         # mode bloom: the link check reads the filter's blocks and compares the bits here
@@ -148,10 +152,13 @@ class FrontierClient:
         # Requests in the queue after this node's last lease call or heartbeat (None: not yet).
         self.queued: int | None = None
 
-    async def lease(self, count: int, lease_ms: int, call: str = "") -> list[Lease]:
-        """Lease up to ``count`` requests. Sent again with the same ``call`` id (after a
-        timeout: the first may have run), it returns the leases the first one took."""
-        ask = LeaseAsk(count, lease_ms, call or uuid.uuid4().hex)
+    async def lease(
+        self, count: int, lease_ms: int, call: str = "", *, idle_ms: int = 0
+    ) -> list[Lease]:
+        """Lease up to ``count`` requests (``idle_ms``: see ``LeaseAsk``). Sent again with the
+        same ``call`` id (after a timeout: the first may have run), it returns the leases the
+        first one took."""
+        ask = LeaseAsk(count, lease_ms, call or uuid.uuid4().hex, idle_ms)
         return list((await self.complete_many([], [], set(), lease=ask)).leases)
 
     async def complete(
@@ -192,6 +199,7 @@ class FrontierClient:
             ask.count,
             ask.lease_ms,
             ask.call,
+            ask.idle_ms,
         ]
         encode = self._encode
         for i in sent:

@@ -37,6 +37,7 @@ class FrontierKeys:
     inflight: str
     nodes: str
     failed: str
+    waiting: str  # zset: nodes waiting for work (found the part empty) -> until (ms, Redis time)
     epoch: str  # the frontier's identity: a wiped or replaced Redis has another or none
     incidents: str  # list of JSON records: frontier state found lost, by whom, what was redone
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
@@ -64,6 +65,7 @@ class FrontierKeys:
             inflight=f"{tag}:inflight",
             nodes=f"{tag}:nodes",
             failed=f"{tag}:failed",
+            waiting=f"{tag}:waiting",
             epoch=f"{tag}:epoch",
             incidents=f"{tag}:incidents",
             start_prefix=f"{tag}:start:",
@@ -110,6 +112,7 @@ class FrontierKeys:
             self.inflight,
             self.nodes,
             self.failed,
+            self.waiting,
             self.epoch,
             self.incidents,
             self.partitions,

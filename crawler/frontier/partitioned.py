@@ -105,16 +105,20 @@ class PartitionedFrontier:
             self._order = (call, [(first + step) % self.count for step in range(self.count)])
         return self._order[1]
 
-    async def lease(self, count: int, lease_ms: int, call: str) -> list[Lease]:
+    async def lease(self, count: int, lease_ms: int, call: str, *, idle_ms: int = 0) -> list[Lease]:
         await self.claim()
-        return await self._lease_on(self._lease_order(call), [], LeaseAsk(count, lease_ms, call))
+        ask = LeaseAsk(count, lease_ms, call, idle_ms)
+        return await self._lease_on(self._lease_order(call), [], ask)
 
     async def _lease_on(self, order: list[int], leases: list[Lease], ask: LeaseAsk) -> list[Lease]:
         """``leases`` and more from the parts of ``order`` in turn, up to ``ask.count``."""
         for index in order:
             if len(leases) >= ask.count:
                 break
-            found = await self.parts[index].lease(ask.count - len(leases), ask.lease_ms, ask.call)
+            part = self.parts[index]
+            found = await part.lease(
+                ask.count - len(leases), ask.lease_ms, ask.call, idle_ms=ask.idle_ms
+            )
             leases = leases + self._named(index, found)
         return leases
 

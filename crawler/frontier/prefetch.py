@@ -5,7 +5,9 @@ half, a refill waits up to ``REFILL_WAIT`` for a write of a reactor turn to carr
 (``top_up``, or ``carry_lease`` for a write already coming: one call to Redis for both);
 with none by then, or the buffer empty, a lease call of its own refills it. A lease that
 comes back empty waits ``FRONTIER_IDLE_POLL`` before the next, unless work arrived
-meanwhile (``new_work``).
+meanwhile (``new_work``). A lease asked with the buffer empty says so (``LeaseAsk.idle_ms``):
+finding nothing, the node is recorded as waiting for work, and the other nodes' leases leave
+it its share of what the queue holds (``turn.lua``).
 """
 
 from __future__ import annotations
@@ -124,8 +126,10 @@ class Prefetch(Generic[T]):
             return None
         self._refilling = True
         want = self._prefetch - len(self._buffer)
+        # ran dry: the node waits for work if it finds none (and may take its share of the rest)
+        idle_ms = 0 if self._buffer else int(self._idle_poll * 1000)
         # the same call id on a retry: a lease that ran is not redone
-        ask = LeaseAsk(want, self._lease_ms, uuid.uuid4().hex)
+        ask = LeaseAsk(want, self._lease_ms, uuid.uuid4().hex, idle_ms)
         work_seen = self._work_seen
         return ask, lambda leases: self._filled(leases, work_seen)
 
@@ -134,7 +138,7 @@ class Prefetch(Generic[T]):
         leases: list[Lease] | None = None
         try:
             leases = await owner.guarded(
-                lambda: owner.client.lease(ask.count, ask.lease_ms, ask.call)
+                lambda: owner.client.lease(ask.count, ask.lease_ms, ask.call, idle_ms=ask.idle_ms)
             )
         except FrontierRefused as exc:
             owner.refuse(exc)

@@ -14,8 +14,7 @@ local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
   return {0, 0, #ARGV - 5, epoch, queue_length(KEYS[7])}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local node = ARGV[1]
 local prefix = node .. '\t'
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)

@@ -89,10 +89,15 @@ local function lease_record(record)
     string.sub(record, second + 1)
 end
 
+-- Redis time in ms.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 -- Redis time in ms plus `ms` (text: it is passed to commands as is).
 local function deadline_after(ms)
-  local t = redis.call('TIME')
-  return tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ms))
+  return tostring(now_ms() + tonumber(ms))
 end
 
 -- Return leases already taken off leases and inflight (`ids`, their inflight `records`) to

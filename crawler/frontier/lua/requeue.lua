@@ -4,8 +4,7 @@
 -- ARGV: 1 max leases to return in this call
 -- Returns {returned, examined}: leases put back in the queue (also added to the ledger's
 -- `reclaimed`) and expired ids looked at (fewer than ARGV[1]: none are left).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local requeued, examined = queue_reclaim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[1]))
 if KEYS[5] and requeued > 0 then
   redis.call('HINCRBY', KEYS[5], 'reclaimed', requeued)

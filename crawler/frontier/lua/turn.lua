@@ -7,13 +7,14 @@
 -- dedup_add_many = false and dedup_add(fingerprint).
 -- KEYS: 1 queue levels, 2 queue count, 3 seq, 4 leases (zset id -> deadline ms), 5 inflight
 --       (hash id -> '<node>\t<score>\t<JSON>'), 6 failed (hash id -> failure JSON), 7.. the
---       dedup snippet's keys, last: the node's lease fence
+--       dedup snippet's keys, then: the nodes waiting for work (zset node -> until, ms), the
+--       node's lease fence
 -- ARGV: 1 lease ids to finish, comma-separated ('' = none), 2 node id, 3 their outcomes,
 --       comma-separated: done | failed | requeue, 4 their failure records (JSON, outcome
 --       failed), newline-separated ('' for the others), 5..4+DEDUP_ARGC the dedup snippet's
---       arguments, then 3: requests to lease (0: none), the lease time (ms), the lease call id (a
+--       arguments, then 4: requests to lease (0: none), the lease time (ms), the lease call id (a
 --       call sent again after its reply was lost gets the leases the first one took, not more),
---       then triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
+--       the node's idle poll (ms; 0: the node still holds requests, see lease_share), then triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
 --       'F' before it: enqueue even if seen, recording the fingerprint, as for a seed), JSON.
 -- Returns {statuses, added, dropped, leased, queued, feedback}: statuses per lease finished: its outcome,
 -- 'gone' (the lease no longer exists) or 'stolen' (another node holds it now); dropped: the
@@ -81,8 +82,36 @@ if ARGV[1] ~= '' then
   queue_return(KEYS[1], KEYS[2], returned, records_back)
 end
 
+-- How many of `want` requests a lease takes of the `queued` ones, with other nodes waiting for
+-- work (found the queue empty when their buffers ran dry). A node that still holds requests
+-- (`idle_ms` 0) leaves them their share: an even split, rounded down for itself, so a write
+-- does not lease every link it just added while they poll in vain. A node whose buffer ran dry
+-- takes its even share rounded up, and is recorded as waiting if it finds nothing, for three of
+-- its polls (`idle_ms` apart); it is no longer waiting once it leases.
+local function lease_share(waiting, node, want, queued, idle_ms)
+  local now = nil
+  local others = 0
+  if redis.call('EXISTS', waiting) == 1 then
+    now = now_ms()
+    redis.call('ZREMRANGEBYSCORE', waiting, '-inf', now)
+    redis.call('ZREM', waiting, node)
+    others = redis.call('ZCARD', waiting)
+  end
+  local share = want
+  if others > 0 then
+    local even = queued / (others + 1)
+    share = math.min(want, idle_ms > 0 and math.ceil(even) or math.floor(even))
+  end
+  if idle_ms > 0 and math.min(share, queued) == 0 then
+    redis.call('ZADD', waiting, (now or now_ms()) + 3 * idle_ms, node)
+    -- the key goes when its last node stops waiting, whether or not anyone leases after it
+    redis.call('PEXPIREAT', waiting, redis.call('ZRANGE', waiting, -1, -1, 'WITHSCORES')[2])
+  end
+  return share
+end
+
 local lease_at = 5 + DEDUP_ARGC
-local first = lease_at + 3
+local first = lease_at + 4
 local added, dropped = 0, {}
 if #ARGV >= first then
   dedup_open()
@@ -126,8 +155,10 @@ if want > 0 then
       end
     end
   else
+    local idle_ms = tonumber(ARGV[lease_at + 3])
+    local share = lease_share(KEYS[#KEYS - 1], node, want, queue_length(KEYS[2]), idle_ms)
     local bodies, scores = {}, {}
-    queue_take(KEYS[1], KEYS[2], want, bodies, scores, false)
+    queue_take(KEYS[1], KEYS[2], share, bodies, scores, false)
     local deadline = deadline_after(lease_ms)
     local ids = lease_bodies(KEYS[3], KEYS[4], KEYS[5], bodies, scores, node, deadline, leased, false)
     redis.call('SET', fence_key, call .. '\n' .. table.concat(ids, ','), 'PX', lease_ms)
