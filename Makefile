@@ -41,6 +41,7 @@ bench: setup
 	$(PY) -m bench.dedup
 	$(PY) -m bench.dedup --flat 100000
 	$(PY) -m bench.frontier_load
+	$(PY) -m bench.redis_profile
 	$(PY) -m bench.frontier_cluster
 	$(PY) -m bench.frontier_backlog
 	$(PY) -m bench.node_memory

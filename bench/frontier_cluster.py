@@ -34,7 +34,7 @@ from pathlib import Path
 import redis
 
 from bench.frontier_load import Counters, new_request
-from bench.load_workload import HEARTBEAT_SECONDS, LEASE_BATCH, link_request
+from bench.load_workload import HEARTBEAT_SECONDS, IDLE_POLL_MS, LEASE_BATCH, link_request
 from crawler.devservices import free_port
 from crawler.devservices.redis_cluster import LocalRedisCluster, RedisClusterConfig
 from crawler.frontier import codec
@@ -160,7 +160,9 @@ class ClusterLoad:
             while quota[0] > 0:
                 calls += 1
                 if not held:  # the buffer ran dry: a lease call of its own
-                    held = await frontier.lease(LEASE_BATCH, 60_000, call=f"{node}-{calls}")
+                    held = await frontier.lease(
+                        LEASE_BATCH, 60_000, f"{node}-{calls}", idle_ms=IDLE_POLL_MS
+                    )
                     if not held:
                         await asyncio.sleep(0.01)
                         continue

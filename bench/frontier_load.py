@@ -62,6 +62,7 @@ from scrapy.utils.request import fingerprint
 
 from bench.load_workload import (
     HEARTBEAT_SECONDS,
+    IDLE_POLL_MS,
     LEASE_BATCH,
     LINKS,
     NEW_LINKS,
@@ -226,7 +227,7 @@ class OursLoad:
         try:
             while quota[0] > 0:
                 if not held:  # the buffer ran dry: a lease call of its own
-                    held = await client.lease(LEASE_BATCH, 60_000)
+                    held = await client.lease(LEASE_BATCH, 60_000, idle_ms=IDLE_POLL_MS)
                     if not held:
                         await asyncio.sleep(0.01)
                         continue

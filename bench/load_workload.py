@@ -15,6 +15,7 @@ from scrapy import Request, Spider
 
 LEASE_BATCH, LINKS, NEW_LINKS = 8, 20, 4
 HEARTBEAT_SECONDS = 5.0
+IDLE_POLL_MS = 500  # FRONTIER_IDLE_POLL: a dry buffer's lease says it (work sharing)
 SITES = 50
 
 

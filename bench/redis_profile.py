@@ -1,0 +1,138 @@
+"""Where Redis spends its CPU on the load generator's writes, and what a set lookup costs here.
+
+    .venv/bin/python -m bench.redis_profile [--writes 1500] [--no-perf]
+
+One node writes ``--writes`` times the 8 pages of a lease batch (``bench.load_workload``: 20
+links a page, 16 seen before), exact dedup, each write leasing the next 8, on a fresh
+``redis-server``; under ``perf record`` of that server when ``perf`` is installed (the share of
+its samples in the kernel and its top functions). Then the cost of ``SMISMEMBER`` of 160
+12-byte members, present and absent, on a 20,000-member set (Redis's own ``commandstats``):
+the link check's lookup, which the machine's memory latency, not our code, decides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+
+from bench.frontier_load import KEYS, fresh_redis, new_request
+from bench.load_workload import LEASE_BATCH, UrlSpace, link_request
+from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
+from crawler.redis_connection import RedisConfig, async_client
+
+SET_SIZE, LOOKUPS = 20_000, 160
+SET_LOOKUP = re.compile(r"dictFind|dictSdsKeyCompare|dictSdsHash")
+
+
+async def write_batches(url: str, plans: list[list[NewRequest]]) -> None:
+    client = FrontierClient(async_client(RedisConfig.from_url(url)), KEYS, "node-0")
+    held = await client.lease(LEASE_BATCH, 60_000)
+    for children in plans:
+        finishes = [Finish(lease.id, "done") for lease in held]
+        write = await client.complete_many(
+            finishes, children, lease=LeaseAsk(LEASE_BATCH, 60_000, uuid.uuid4().hex)
+        )
+        held = list(write.leases)
+    await client.aclose()
+
+
+def workload(writes: int) -> tuple[list[NewRequest], list[list[NewRequest]]]:
+    """The queue's first requests, and the children of each write's 8 pages."""
+    space = UrlSpace(1)
+    queued = [new_request(link_request(space.fresh(), "http://seed/")) for _ in range(5000)]
+    plans = [
+        [
+            new_request(link_request(link, "http://page/"))
+            for _ in range(8)
+            for link in space.links()
+        ]
+        for _ in range(writes)
+    ]
+    return queued, plans
+
+
+def profile(client: redis.Redis, url: str, writes: int, use_perf: bool) -> None:
+    queued, plans = workload(writes)
+    asyncio.run(write_batches(url, [queued]))  # fills the queue (and leases 8)
+    pid = int(client.info("server")["process_id"])
+    recorder = None
+    data = Path(tempfile.mkdtemp()) / "perf.data"
+    if use_perf:
+        command = ["perf", "record", "-q", "-o", str(data), "-p", str(pid)]
+        recorder = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+    before = client.info("cpu")
+    asyncio.run(write_batches(url, plans))
+    after = client.info("cpu")
+    used = sum(
+        float(after[k]) - float(before[k])
+        for k in ("used_cpu_user_main_thread", "used_cpu_sys_main_thread")
+    )
+    print(f"{writes} writes of 8 pages: {used / (8 * writes) * 1e6:.0f} us of Redis CPU per page")
+    if recorder is None:
+        return
+    recorder.send_signal(signal.SIGINT)
+    recorder.wait()
+    report = subprocess.run(
+        ["perf", "report", "-i", str(data), "--no-children", "--sort", "symbol", "--stdio"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    rows = [line for line in report.splitlines() if line.strip() and not line.startswith("#")]
+    kernel = sum(float(row.split("%")[0]) for row in rows if "[k]" in row)
+    lookups = sum(float(row.split("%")[0]) for row in rows if SET_LOOKUP.search(row))
+    print(
+        f"perf: {kernel:.0f}% of Redis's samples in the kernel; dict lookups ({SET_LOOKUP.pattern})"
+        f" {lookups / (100 - kernel):.0%} of the rest; its top functions:"
+    )
+    for row in rows[:12]:
+        print("   ", " ".join(row.split()[:3]))
+
+
+def lookup_cost(client: redis.Redis) -> None:
+    members = [os.urandom(12) for _ in range(SET_SIZE)]
+    for start in range(0, SET_SIZE, 1000):
+        client.sadd("lookup", *members[start : start + 1000])
+    draws: dict[str, Callable[[], list[bytes]]] = {
+        "present": lambda: random.sample(members, LOOKUPS),
+        "absent": lambda: [os.urandom(12) for _ in range(LOOKUPS)],
+    }
+    for label, draw in draws.items():
+        batches = [draw() for _ in range(300)]
+        client.config_resetstat()
+        for batch in batches:
+            client.smismember("lookup", batch)
+        per_call = client.info("commandstats")["cmdstat_smismember"]["usec_per_call"]
+        print(
+            f"SMISMEMBER of {LOOKUPS} {label} members, {SET_SIZE:,}-member set: "
+            f"{per_call:.0f} us ({per_call / LOOKUPS:.2f} us a lookup)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.redis_profile", description=__doc__)
+    parser.add_argument("--writes", type=int, default=1500)
+    parser.add_argument("--no-perf", action="store_true")
+    args = parser.parse_args()
+    use_perf = not args.no_perf and shutil.which("perf") is not None
+    with tempfile.TemporaryDirectory() as workdir, fresh_redis(Path(workdir)) as (client, url):
+        profile(client, url, args.writes, use_perf)
+        lookup_cost(client)
+
+
+if __name__ == "__main__":
+    main()
