@@ -8,9 +8,7 @@ import itertools
 import logging
 import math
 import re
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 import redis
@@ -45,10 +43,10 @@ from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys, queue_pattern
 from crawler.frontier.settings import FrontierSettings
 from crawler.lua import text
+from tests.aio import run
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 from tests.frontier_state import queued
 
-T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("unit")
 CONFIGS = {
     "exact": DedupConfig(),
@@ -57,13 +55,6 @@ CONFIGS = {
     "compact+ttl": DedupConfig(DedupMode.COMPACT, ttl=3600, capacity=1000),
     "bloom": DedupConfig(DedupMode.BLOOM, capacity=1000),
 }
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
 
 
 def fingerprint(name: str) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import redis
@@ -14,17 +13,10 @@ from redis.asyncio import Redis
 from crawler.frontier.client import Completion, Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
+from tests.aio import run
 from tests.frontier_state import fingerprint_of, queue_entries, queued
 
-T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("unit")
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
 
 
 def client_for(url: str, node: str) -> FrontierClient:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 import pytest
@@ -18,18 +16,11 @@ from crawler.frontier import codec
 from crawler.frontier.client import FrontierClient, Lease, NewRequest
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client, sync_client
+from tests.aio import run
 from tests.frontier_state import fingerprint_of
 
-T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("pages")
 LEASE_MS = 60_000
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def scenario() -> T:
-        return await coro
-
-    return asyncio.run(scenario())
 
 
 def request(url: str, priority: int = 0, depth: int = 0) -> NewRequest:

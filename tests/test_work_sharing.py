@@ -8,26 +8,17 @@ idle node, asking every ``FRONTIER_IDLE_POLL``, found the queue empty each time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
 
 import redis
 from redis.asyncio import Redis
 
 from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.frontier.keys import FrontierKeys
+from tests.aio import run
 from tests.frontier_state import fingerprint_of, queued
 
-T = TypeVar("T")
 KEYS = FrontierKeys.for_spider("sharing")
 IDLE_MS = 500  # the waiting node's FRONTIER_IDLE_POLL
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
 
 
 def client_for(url: str, node: str) -> FrontierClient:
