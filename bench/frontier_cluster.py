@@ -38,9 +38,8 @@ from bench.load_workload import HEARTBEAT_SECONDS, IDLE_POLL_MS, LEASE_BATCH, li
 from crawler.devservices import free_port
 from crawler.devservices.redis_cluster import LocalRedisCluster, RedisClusterConfig
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, Lease, LeaseAsk, NewRequest
+from crawler.frontier.client import Finish, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig
-from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.redis_connection import AsyncRedis, async_client
 
@@ -125,12 +124,9 @@ class ClusterLoad:
         self.space = SiteSpace(1, same, sites)
 
     def frontier(self, client: AsyncRedis, node: str) -> PartitionedFrontier:
-        config = DedupConfig()
-        clients = [
-            FrontierClient(client, keys, node, config, link_check=True)
-            for keys in frontier_parts(SPIDER, self.parts)
-        ]
-        return PartitionedFrontier(SPIDER, clients)
+        return PartitionedFrontier.connect(
+            client, SPIDER, node, self.parts, dedup=DedupConfig(), link_check=True
+        )
 
     def _new(self, url: str, parent: str) -> NewRequest:
         return new_request(link_request(url, parent))

@@ -1,4 +1,5 @@
-"""Wake Scrapy's engine so it asks the scheduler for requests now; ask if it is closing.
+"""Wake Scrapy's engine so it asks the scheduler for requests now; ask if it is closing or
+has nothing in flight.
 
 Scrapy 2.19 has no public call for either: the engine pulls from the scheduler
 after its own activity or on a 5 s heartbeat, which leaves a node idle while
@@ -28,3 +29,13 @@ def engine_closing(crawler: Crawler) -> bool:
         return True
     slot = getattr(engine, "_slot", None)
     return slot is not None and slot.closing is not None
+
+
+def engine_idle(crawler: Crawler) -> bool:
+    """True while nothing is being downloaded or processed by the spider's callbacks and
+    pipelines (the scraper's slot is idle)."""
+    engine = crawler.engine
+    if engine is None or engine.downloader.active:
+        return False
+    slot = engine.scraper.slot
+    return slot is not None and slot.is_idle()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from redis.exceptions import RedisError
 from scrapy.crawler import Crawler
@@ -41,7 +42,6 @@ class FrontierAdmission:
         guard: OutageGuard,
         *,
         on_refused: Callable[[], None],
-        backlog: Backlog | None = None,
     ) -> None:
         self.crawler = crawler
         self.context = NodeContext.required(crawler, "LeasingScheduler")
@@ -50,11 +50,20 @@ class FrontierAdmission:
         self.client = client
         self.settings = settings
         self.guard = guard
-        self.backlog = backlog
+        self.backlog = self._backlog(client, settings)
         self.refused = False
         self._on_refused = on_refused
         self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
         self._backlog_loop: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _backlog(client: PartitionedFrontier, settings: FrontierSettings) -> Backlog | None:
+        """The spill and refill of ``FRONTIER_QUEUE_MAX`` (None: unbounded)."""
+        if not settings.backlog.queue_max:
+            return None
+        topic = settings.backlog.topic.format(spider=client.spider)
+        lease_ms = int(settings.lease_timeout * 1000)
+        return Backlog(client.parts, replace(settings.backlog, topic=topic), lease_ms)
 
     async def check(self) -> None:
         """Claim the partition count (or refuse the node), then look for other dedup modes

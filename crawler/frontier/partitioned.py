@@ -42,10 +42,12 @@ from crawler.frontier.client import (
     NewRequest,
     known_in_parts,
 )
+from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.dedup_bloom import BloomState
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.layout import check_layout
 from crawler.frontier.partitions import claim_partitions, part_of
+from crawler.redis_connection import AsyncRedis
 
 FULL_DEPTH = 1000  # queued requests from which a part is asked as often as any other
 
@@ -58,6 +60,24 @@ class PartitionedFrontier:
         self.keys: FrontierKeys = self.parts[0].keys  # part 0: the counts, incidents, logs
         self._claimed = False
         self._order: tuple[str, list[int]] = ("", [])  # the last lease call and its parts
+
+    @classmethod
+    def connect(
+        cls,
+        redis: AsyncRedis,
+        spider: str,
+        node_id: str,
+        partitions: int,
+        *,
+        dedup: DedupConfig,
+        link_check: bool | None,
+    ) -> PartitionedFrontier:
+        """The ``partitions`` parts of ``spider``'s frontier, on one Redis client."""
+        parts = [
+            FrontierClient(redis, keys, node_id, dedup, link_check=link_check)
+            for keys in frontier_parts(spider, partitions)
+        ]
+        return cls(spider, parts)
 
     @property
     def count(self) -> int:

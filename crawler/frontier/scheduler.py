@@ -17,7 +17,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from scrapy import Request, Spider
@@ -31,11 +30,9 @@ from twisted.internet.defer import Deferred
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.admission import FrontierAdmission
-from crawler.frontier.backlog import Backlog
-from crawler.frontier.client import FrontierClient, Lease, LeaseAsk, NewRequest
+from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
-from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
@@ -47,7 +44,7 @@ from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
-from crawler.wakeup import wake_engine
+from crawler.wakeup import engine_idle, wake_engine
 
 logger = logging.getLogger(__name__)
 
@@ -105,29 +102,17 @@ class LeasingScheduler:
 
     def open(self, spider: Spider) -> None:
         self._store = RequestStore(self.crawler, spider)
-        parts = [
-            FrontierClient(
-                self.context.redis,
-                keys,
-                self.node_id,
-                self.settings.dedup,
-                link_check=self.settings.link_check,
-            )
-            for keys in frontier_parts(spider.name, self.settings.partitions)
-        ]
-        self._client = PartitionedFrontier(spider.name, parts)
-        backlog = None
-        if self.settings.backlog.queue_max:
-            topic = self.settings.backlog.topic.format(spider=spider.name)
-            lease_ms = int(self.settings.lease_timeout * 1000)
-            backlog = Backlog(parts, replace(self.settings.backlog, topic=topic), lease_ms)
+        settings = self.settings
+        self._client = PartitionedFrontier.connect(
+            self.context.redis,
+            spider.name,
+            self.node_id,
+            settings.partitions,
+            dedup=settings.dedup,
+            link_check=settings.link_check,
+        )
         self._admission = FrontierAdmission(
-            self.crawler,
-            self._client,
-            self.settings,
-            self.guard,
-            on_refused=self.prefetch.clear,
-            backlog=backlog,
+            self.crawler, self._client, self.settings, self.guard, on_refused=self.prefetch.clear
         )
         self.context.tracker = self.tracker
         timing = Timing(
@@ -336,11 +321,7 @@ class LeasingScheduler:
 
     def _finish_stragglers(self) -> None:
         """Leases whose callback outcome no signal reported, once nothing is in flight."""
-        engine = self.crawler.engine
-        if engine is None or engine.downloader.active:
-            return
-        slot = engine.scraper.slot
-        if slot is None or not slot.is_idle():
+        if not engine_idle(self.crawler):
             return
         stragglers = self.tracker.finish_stragglers()
         if stragglers:
