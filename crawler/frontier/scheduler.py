@@ -78,7 +78,7 @@ class LeasingScheduler:
             self.settings.idle_poll,
         )
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
-        self.writer = TurnWriter(self, self.stats, self.dedup_report)
+        self.writer = TurnWriter(self, self.stats, self.dedup_report, self.settings.write_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._client: PartitionedFrontier | None = None
@@ -339,8 +339,7 @@ class LeasingScheduler:
             self._heartbeat.cancel()
         if self._admission is not None:
             await self._admission.close()
-        if self.writer.pending:
-            await self.writer.flush()
+        await self.writer.flushed()  # what is gathered goes now
         pending = [task for task in self._tasks if not task.done()]
         if pending:
             left = self.context.close_deadline() - time.monotonic()

@@ -26,6 +26,7 @@ class FrontierSettings:
     prefetch: int
     reclaim_batch: int
     idle_poll: float
+    write_interval: float
     close_timeout: float
     seen_cache: int
     link_check: bool | None  # None: where it pays
@@ -42,6 +43,7 @@ class FrontierSettings:
             prefetch=settings.getint("FRONTIER_PREFETCH"),
             reclaim_batch=settings.getint("FRONTIER_RECLAIM_BATCH"),
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
+            write_interval=settings.getfloat("FRONTIER_WRITE_INTERVAL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
             link_check=_link_check(settings),
@@ -85,6 +87,8 @@ class FrontierSettings:
             raise ValueError(f"FRONTIER_SEEN_CACHE={self.seen_cache} must be >= 0")
         if self.idle_poll <= 0:
             raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
+        if not 0 <= self.write_interval <= 1:
+            raise ValueError(f"FRONTIER_WRITE_INTERVAL={self.write_interval} must be 0-1 (s)")
         check_partitions(self.partitions)
         self.backlog.validate()
         if self.close_timeout < 0:

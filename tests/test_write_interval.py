@@ -1,0 +1,118 @@
+"""FRONTIER_WRITE_INTERVAL: a node's writes gather what it settles for a while, and go at once
+when a dry prefetch buffer or a caller waits for them (against a real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis
+from redis.asyncio import Redis
+from scrapy.settings import Settings
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier.client import FrontierClient, Lease, LeaseAsk, NewRequest
+from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.dedup_report import DedupReport
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitioned import PartitionedFrontier
+from crawler.frontier.refusal import FrontierRefused
+from crawler.frontier.settings import FrontierSettings
+from crawler.frontier.turn_writer import TurnWriter
+from settings.resolve import resolve_settings
+from tests.aio import run
+from tests.frontier_state import fingerprint_of, queued
+
+KEYS = FrontierKeys.for_spider("interval")
+
+
+class Owner:
+    """The scheduler's side of the writer (``TurnOwner``), on a real frontier."""
+
+    node_id = "node-0"
+    refused = False
+
+    def __init__(self, url: str) -> None:
+        self.client = PartitionedFrontier(
+            "interval", [FrontierClient(Redis.from_url(url), KEYS, self.node_id)]
+        )
+        self.released: list[str] = []
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+        return asyncio.ensure_future(coro)
+
+    async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+        return await op()
+
+    def refuse(self, reason: FrontierRefused) -> None:
+        raise AssertionError(reason)
+
+    def new_work(self) -> None:
+        pass
+
+    def release(self, lease_id: str) -> None:
+        self.released.append(lease_id)
+
+    def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
+        return None
+
+
+def writer_for(url: str, interval: float) -> tuple[TurnWriter, Owner, StatsCollector]:
+    stats = get_crawler().stats
+    assert stats is not None
+    owner = Owner(url)
+    return TurnWriter(owner, stats, DedupReport(stats, DedupConfig()), interval), owner, stats
+
+
+def link(name: str) -> NewRequest:
+    return NewRequest(fingerprint_of(name), 0.0, f'{{"url":"{name}"}}'.encode())
+
+
+def test_requests_of_several_reactor_turns_go_in_one_write(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> int:
+        writer, owner, stats = writer_for(redis_url, 0.3)
+        writer.add_fresh([link("a")])
+        await asyncio.sleep(0.05)  # later turns, within the interval
+        writer.add_fresh([link("b")], waiter="lease-1")
+        await asyncio.sleep(0.05)
+        assert queued(redis_client, KEYS) == 0  # still gathering
+        await asyncio.sleep(0.4)
+        await owner.client.parts[0].aclose()
+        return int(stats.get_value("frontier/writes", 0))
+
+    assert run(scenario()) == 1
+    assert queued(redis_client, KEYS) == 2
+
+
+def test_a_dry_buffers_lease_and_a_waiting_caller_send_the_write_at_once(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    async def scenario() -> tuple[list[Lease] | None, list[str]]:
+        writer, owner, _ = writer_for(redis_url, 30.0)
+        leases: asyncio.Future[list[Lease] | None] = asyncio.get_running_loop().create_future()
+        writer.add_fresh([link("a"), link("b")])
+        # the node's buffer ran dry (idle_ms set): its lease rides on this write, now
+        assert writer.carry_lease(LeaseAsk(8, 60_000, "c1", idle_ms=500), leases.set_result)
+        got = await asyncio.wait_for(leases, 5)
+        writer.add_fresh([link("c")], waiter="lease-1")
+        await asyncio.wait_for(writer.flushed(), 5)  # a caller waits: no 30 s of gathering
+        await owner.client.parts[0].aclose()
+        return got, owner.released
+
+    got, released = run(scenario())
+    assert got is not None and [lease.body for lease in got] == [b'{"url":"a"}', b'{"url":"b"}']
+    assert released == ["lease-1"]
+    assert queued(redis_client, KEYS) == 1
+
+
+@pytest.mark.parametrize("value", ["-0.1", "2"])
+def test_a_write_interval_out_of_range_is_refused_at_start(value: str) -> None:
+    given = {"REDIS_URL": "redis://127.0.0.1:6379", "FRONTIER_WRITE_INTERVAL": value}
+    settings = Settings({**resolve_settings({}), **given})
+    with pytest.raises(ValueError, match=rf"FRONTIER_WRITE_INTERVAL={float(value)} must be 0-1"):
+        FrontierSettings.from_settings(settings)
