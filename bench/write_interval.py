@@ -9,7 +9,9 @@ from the node's stats: pages settled per write (``frontier/done`` / ``frontier/w
 from Redis's own counters: main-thread CPU per page (everything the node asked of Redis:
 seeds, leases, writes, heartbeats, the ledger); pages/s between the first and the last page
 the site served. Ratios are against interval 0 (a write per reactor turn), the medians of
-the ratios of the crawls made side by side.
+the ratios of the crawls made side by side. A last row crawls at the default interval with
+the cluster-wide politeness on (``POLITENESS_RATE`` 1000, which the local site never reaches):
+what its reservation per request adds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bench.frontier import FAST_LEASES, Variant, crawl
 from crawler.demo.run import services
 from crawler.demo.site import Site
 
+POLITE = {"POLITENESS_ENABLED": "True", "POLITENESS_RATE": "1000", "POLITENESS_BURST": "50"}
 NODE = Variant("ours", "pages", {**FAST_LEASES, "CONCURRENT_REQUESTS": "16"}, uses_kafka=False)
 
 
@@ -47,7 +50,9 @@ def stat(log: str, name: str) -> int:
     return int(found[-1]) if found else 0
 
 
-def one_crawl(site: Site, interval: str, redis_url: str, bootstrap: str, workdir: Path) -> Run:
+def one_crawl(
+    site: Site, settings: dict[str, str], redis_url: str, bootstrap: str, workdir: Path
+) -> Run:
     client = redis.Redis.from_url(redis_url)
     before = redis_cpu(client)
     logs = Path(tempfile.mkdtemp(dir=workdir))
@@ -58,7 +63,7 @@ def one_crawl(site: Site, interval: str, redis_url: str, bootstrap: str, workdir
         redis_url=redis_url,
         bootstrap=bootstrap,
         workdir=logs,
-        extra={"FRONTIER_WRITE_INTERVAL": interval},
+        extra=settings,
     )
     used = redis_cpu(client) - before
     client.close()
@@ -73,26 +78,31 @@ def main() -> None:
     parser.add_argument("--intervals", default="0,0.025,0.1")
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    intervals = args.intervals.split(",")
-    runs: dict[str, list[Run]] = {interval: [] for interval in intervals}
+    variants = {
+        f"{interval} s": {"FRONTIER_WRITE_INTERVAL": interval}
+        for interval in args.intervals.split(",")
+    }
+    variants["0.025 s, politeness on"] = POLITE
+    names = list(variants)
+    runs: dict[str, list[Run]] = {name: [] for name in names}
     workdir = Path(tempfile.mkdtemp(prefix="bench-write-interval-"))
     with services(workdir) as (redis_url, bootstrap), Site(args.pages) as site:
         for round_ in range(args.repeat):
-            shift = round_ % len(intervals)  # each round starts one interval later
-            for interval in intervals[shift:] + intervals[:shift]:
-                runs[interval].append(one_crawl(site, interval, redis_url, bootstrap, workdir))
+            shift = round_ % len(names)  # each round starts one variant later
+            for name in names[shift:] + names[:shift]:
+                runs[name].append(one_crawl(site, variants[name], redis_url, bootstrap, workdir))
     print(
         f"\n{args.pages} pages, 1 node, {args.repeat} crawls per interval (median, and the median"
-        f" of the run-by-run ratios to interval {intervals[0]})\n"
+        f" of the run-by-run ratios to {names[0]})\n"
     )
     print("| FRONTIER_WRITE_INTERVAL | pages per write | Redis CPU per page | ratio | pages/s |")
     print("|---|---|---|---|---|")
-    base = runs[intervals[0]]
-    for interval in intervals:
-        mine = runs[interval]
+    base = runs[names[0]]
+    for name in names:
+        mine = runs[name]
         ratio = statistics.median(a.cpu_us / b.cpu_us for a, b in zip(mine, base, strict=True))
         print(
-            f"| {interval} s | {statistics.median(r.pages_per_write for r in mine):.1f} "
+            f"| {name} | {statistics.median(r.pages_per_write for r in mine):.1f} "
             f"| {statistics.median(r.cpu_us for r in mine):.0f} us | {ratio:.2f}x "
             f"| {statistics.median(r.pages_per_second for r in mine):.0f} |"
         )
