@@ -13,7 +13,6 @@ from the nodes' own stats.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import tempfile
 import time
@@ -22,14 +21,10 @@ from pathlib import Path
 
 import redis
 
+from bench.readings import stat
 from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.run import services
 from crawler.demo.site import Site
-
-
-def stat(log: str, name: str) -> int:
-    found = re.search(rf"'{re.escape(name)}': (\d+)", log)
-    return int(found.group(1)) if found else 0
 
 
 def run(nodes: int, rate: float, seconds: float, redis_url: str, workdir: Path) -> str:

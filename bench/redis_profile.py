@@ -30,6 +30,7 @@ import redis
 
 from bench.frontier_load import KEYS, fresh_redis, new_request
 from bench.load_workload import LEASE_BATCH, UrlSpace, link_request
+from bench.readings import redis_cpu
 from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.redis_connection import RedisConfig, async_client
 
@@ -74,13 +75,9 @@ def profile(client: redis.Redis, url: str, writes: int, use_perf: bool) -> None:
         command = ["perf", "record", "-q", "-o", str(data), "-p", str(pid)]
         recorder = subprocess.Popen(command, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
-    before = client.info("cpu")
+    before = redis_cpu(client)
     asyncio.run(write_batches(url, plans))
-    after = client.info("cpu")
-    used = sum(
-        float(after[k]) - float(before[k])
-        for k in ("used_cpu_user_main_thread", "used_cpu_sys_main_thread")
-    )
+    used = redis_cpu(client) - before
     print(f"{writes} writes of 8 pages: {used / (8 * writes) * 1e6:.0f} us of Redis CPU per page")
     if recorder is None:
         return

@@ -17,7 +17,6 @@ what its reservation per request adds.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import tempfile
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 import redis
 
 from bench.frontier import FAST_LEASES, Variant, crawl
+from bench.readings import redis_cpu, stat
 from crawler.demo.run import services
 from crawler.demo.site import Site
 
@@ -38,16 +38,6 @@ class Run:
     pages_per_write: float
     cpu_us: float  # Redis main-thread CPU per page
     pages_per_second: float
-
-
-def redis_cpu(client: redis.Redis) -> float:
-    cpu = client.info("cpu")
-    return float(cpu["used_cpu_user_main_thread"]) + float(cpu["used_cpu_sys_main_thread"])
-
-
-def stat(log: str, name: str) -> int:
-    found = re.findall(rf"'{re.escape(name)}': (\d+)", log)
-    return int(found[-1]) if found else 0
 
 
 def one_crawl(

@@ -14,7 +14,8 @@
 --       failed), newline-separated ('' for the others), 5..4+DEDUP_ARGC the dedup snippet's
 --       arguments, then 4: requests to lease (0: none), the lease time (ms), the lease call id (a
 --       call sent again after its reply was lost gets the leases the first one took, not more),
---       the node's idle poll (ms; 0: the node still holds requests, see lease_share), then triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
+--       the node's idle poll (ms; 0: the node still holds requests, see lease_share), then
+--       triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
 --       'F' before it: enqueue even if seen, recording the fingerprint, as for a seed), JSON.
 -- Returns {statuses, added, dropped, leased, queued, feedback}: statuses per lease finished: its outcome,
 -- 'gone' (the lease no longer exists) or 'stolen' (another node holds it now); dropped: the
