@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import time
 from collections import Counter
@@ -13,10 +14,11 @@ import orjson
 
 from crawler.demo.nodes import start_node, stop_node, wait_for_exit
 from crawler.demo.site import Site
-from crawler.kafka.reader import ReceivedMessage, read_topic
+from crawler.kafka.reader import ReceivedMessage, end_offsets, read_topic
 
 __all__ = [
     "crawl_into_kafka",
+    "delivery_evidence",
     "logs",
     "running_nodes",
     "tracebacks",
@@ -87,6 +89,28 @@ def log_lines(workdir: Path, needles: Iterable[str], limit: int = 200) -> str:
     return "\n".join(found[:limit])
 
 
+def delivery_evidence(workdir: Path, bootstrap: str, topic: str, missing: Iterable[str]) -> str:
+    """A short account of pages missing from ``topic``: the broker's offsets (a low one
+    above 0 means records were deleted), each node's last ``kafka/`` stats, and its lines
+    naming a missing page or a refused or spooled message. Printed too: CI shows the tail
+    of a failure, where captured output goes."""
+    lost = sorted(missing)
+    lines = [f"{len(lost)} pages missing from {topic}: {lost[:10]}"]
+    for name in (topic, f"{topic}.dlq"):
+        lines.append(f"broker {name}, (low, high) per partition: {end_offsets(bootstrap, name)}")
+    needles = [f"{url}>" for url in lost[:10]] + ["Kafka refused", "spool messages", "spooled"]
+    for path in sorted(workdir.glob("node-*.log")):
+        text = path.read_text(errors="replace")
+        last_dump = text[text.rfind("Dumping Scrapy stats") :]
+        stats = re.findall(r"'kafka/[^']+': \d+", last_dump)
+        lines.append(f"{path.name}: {', '.join(stats) or 'no kafka/ stats'}")
+        found = [line for line in text.splitlines() if any(n in line for n in needles)]
+        lines += [f"  {line[:300]}" for line in found[:20]]
+    report = "\n".join(lines)
+    print(report)
+    return report
+
+
 def tracebacks(workdir: Path) -> list[str]:
     return [
         path.name
@@ -122,8 +146,8 @@ def crawl_into_kafka(
     topic = topic_template.format(spider="pages")
     messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=60)
     urls = Counter(orjson.loads(message.value)["url"] for message in messages)
-    missing = sorted(site.all_urls() - set(urls))
-    assert not missing, f"{len(messages)} messages read, missing {missing[:5]}\n{logs(workdir)}"
+    missing = site.all_urls() - set(urls)
+    assert not missing, delivery_evidence(workdir, kafka_bootstrap, topic, missing)
     assert set(urls) == site.all_urls()
     assert [url for url, seen in urls.items() if seen > 1] == []
     return messages

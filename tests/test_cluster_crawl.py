@@ -11,7 +11,7 @@ import redis
 from crawler.demo.site import Site, page_title
 from crawler.kafka.messages import item_key
 from crawler.kafka.reader import read_topic
-from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+from tests.cluster import delivery_evidence, logs, running_nodes, tracebacks, wait_for_exit
 
 
 def test_three_nodes_deliver_every_page_once(
@@ -33,6 +33,8 @@ def test_three_nodes_deliver_every_page_once(
 
     messages = read_topic(kafka_bootstrap, topic, expected=site_500.pages, timeout=60)
     urls = Counter(orjson.loads(message.value)["url"] for message in messages)
+    missing = site_500.all_urls() - set(urls)
+    assert not missing, delivery_evidence(tmp_path, kafka_bootstrap, topic, missing)
     assert set(urls) == site_500.all_urls()
     assert [url for url, seen in urls.items() if seen > 1] == []
 
