@@ -32,7 +32,7 @@ class Stats(Protocol):
 
 
 class Holder(Protocol):
-    """What the scheduler tells its keeper."""
+    """What the node holds, told to its keeper (``crawler.frontier.holdings.NodeHoldings``)."""
 
     def held_leases(self) -> list[str]:
         """Ids of every lease the node holds (in flight and buffered)."""

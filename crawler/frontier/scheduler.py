@@ -33,6 +33,7 @@ from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
+from crawler.frontier.holdings import NodeHoldings
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
@@ -44,7 +45,7 @@ from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.signals import frontier_flush
-from crawler.wakeup import engine_idle, wake_engine
+from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,18 @@ class LeasingScheduler:
             self.settings.heartbeat_interval,
             self.settings.reclaim_batch,
         )
-        keeper = self._keeper = LeaseKeeper(self._client, self, self.guard, self.stats, timing)
+        holdings = NodeHoldings(
+            self.crawler,
+            self._client,
+            tracker=self.tracker,
+            prefetch=self.prefetch,
+            seen=self._seen,
+            writer=self.writer,
+            dedup_report=self.dedup_report,
+            refuse=self.refuse,
+        )
+        keeper = LeaseKeeper(self._client, holdings, self.guard, self.stats, timing)
+        self._keeper = keeper
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
         self.spawn(self._admission.check())
         logger.info(
@@ -285,53 +297,6 @@ class LeasingScheduler:
         if asked is not None:
             self.stats.inc_value("frontier/lease_calls/with_write")
         return asked
-
-    # -- what the lease keeper asks (crawler.frontier.lease_keeper.Holder) ------------------
-
-    def held_leases(self) -> list[str]:
-        return self.tracker.held() + [lease.id for lease in self.prefetch.leases()]
-
-    def give_up_held(self) -> list[bytes]:
-        held = [state.body for state in self.tracker.states()]
-        held += [lease.body for lease in self.prefetch.leases()]
-        self.prefetch.clear()  # not started: only their copies in the new queue are crawled
-        self._seen.clear()  # what this node sent to the dedup set is no longer there
-        return held
-
-    def forget_held(self) -> int:
-        dropped = len(self.prefetch) + self.tracker.void_all()
-        self.prefetch.clear()
-        self.writer.forget()  # the purge took the leases: their output is not written
-        self._seen.clear()
-        return dropped
-
-    def forget_seen(self) -> None:
-        self._seen.clear()
-
-    def work_arrived(self) -> None:
-        self.prefetch.new_work()
-        wake_engine(self.crawler)
-
-    async def on_beat(self) -> None:
-        if self.dedup_report.bloom:
-            self.dedup_report.bloom_state(await self.client.bloom_state())
-
-    def after_beat(self) -> None:
-        self._finish_stragglers()
-
-    def _finish_stragglers(self) -> None:
-        """Leases whose callback outcome no signal reported, once nothing is in flight."""
-        if not engine_idle(self.crawler):
-            return
-        stragglers = self.tracker.finish_stragglers()
-        if stragglers:
-            self.stats.inc_value("frontier/stragglers", len(stragglers))
-            logger.warning(
-                "Finished %d leases whose output no signal settled (a request or item dropped "
-                "by a component before the scheduler or the pipelines; their pages are done): %s",
-                len(stragglers),
-                ", ".join(stragglers[:5]),
-            )
 
     async def _close(self, reason: str) -> None:
         self._closing = True
