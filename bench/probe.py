@@ -30,7 +30,7 @@ from scrapy.exceptions import NotConfigured
 TICK = 0.005
 
 
-class _RoundTrips:
+class RoundTrips:
     """Counts the sends of every redis-py connection (sync and asyncio) in this process."""
 
     count = 0
@@ -70,7 +70,7 @@ class BenchProbe:
         self.scheduler_calls: list[float] = []  # seconds each call held the reactor
         self.loop_lag_max = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        _RoundTrips.install()
+        RoundTrips.install()
         self._round_trips_at_open = 0
         crawler.signals.connect(self.spider_opened, signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signals.spider_closed)
@@ -86,7 +86,7 @@ class BenchProbe:
         scheduler = engine._slot.scheduler
         for name in ("enqueue_request", "next_request"):
             setattr(scheduler, name, self._timed(getattr(scheduler, name)))
-        self._round_trips_at_open = _RoundTrips.count
+        self._round_trips_at_open = RoundTrips.count
         self._ticker = asyncio.ensure_future(self._tick())
 
     def _timed(self, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -114,7 +114,7 @@ class BenchProbe:
         calls = sorted(self.scheduler_calls) or [0.0]
         figures = {
             "responses": stats.get_value("response_received_count", 0),
-            "round_trips": _RoundTrips.count - self._round_trips_at_open,
+            "round_trips": RoundTrips.count - self._round_trips_at_open,
             "scheduler_calls": len(self.scheduler_calls),
             "scheduler_p99_ms": calls[int(len(calls) * 0.99)] * 1000,
             "scheduler_max_ms": calls[-1] * 1000,

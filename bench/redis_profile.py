@@ -5,9 +5,12 @@
 One node writes ``--writes`` times the 8 pages of a lease batch (``bench.load_workload``: 20
 links a page, 16 seen before), exact dedup, each write leasing the next 8, on a fresh
 ``redis-server``; under ``perf record`` of that server when ``perf`` is installed (the share of
-its samples in the kernel and its top functions). Then the cost of ``SMISMEMBER`` of 160
-12-byte members, present and absent, on a 20,000-member set (Redis's own ``commandstats``):
-the link check's lookup, which the machine's memory latency, not our code, decides.
+its samples in the kernel and its top functions). Then the floor of those writes: as many
+round trips, each sending and receiving as many bytes, to a script that only returns its
+argument (what the socket and the command dispatch cost whatever the frontier does). Then the
+cost of ``SMISMEMBER`` of 160 12-byte members, present and absent, on a 20,000-member set
+(Redis's own ``commandstats``): the link check's lookup, which the machine's memory latency,
+not our code, decides.
 """
 
 from __future__ import annotations
@@ -24,18 +27,62 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
 from bench.frontier_load import KEYS, fresh_redis, new_request
 from bench.load_workload import LEASE_BATCH, UrlSpace, link_request
+from bench.probe import RoundTrips
 from bench.readings import redis_cpu
 from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
 from crawler.redis_connection import RedisConfig, async_client
 
 SET_SIZE, LOOKUPS = 20_000, 160
 SET_LOOKUP = re.compile(r"dictFind|dictSdsKeyCompare|dictSdsHash")
+ECHO = "return ARGV[1]"  # the floor's script: no key, no work, a reply of the size given
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What one run of writes cost Redis."""
+
+    cpu: float  # seconds of its main thread
+    round_trips: int
+    bytes_in: int
+    bytes_out: int
+
+    def per_page(self, pages: int) -> str:
+        return (
+            f"{self.cpu / pages * 1e6:.0f} us of Redis CPU per page "
+            f"({self.round_trips / pages:.2f} round trips, {self.bytes_in / pages:.0f} B in, "
+            f"{self.bytes_out / pages:.0f} B out)"
+        )
+
+
+def measured(client: redis.Redis, run: Callable[[], None]) -> Traffic:
+    RoundTrips.install()
+    stats, cpu, trips = client.info("stats"), redis_cpu(client), RoundTrips.count
+    run()
+    after = client.info("stats")
+    return Traffic(
+        redis_cpu(client) - cpu,
+        RoundTrips.count - trips,
+        int(after["total_net_input_bytes"]) - int(stats["total_net_input_bytes"]),
+        int(after["total_net_output_bytes"]) - int(stats["total_net_output_bytes"]),
+    )
+
+
+async def echo_calls(url: str, like: Traffic) -> None:
+    """``like.round_trips`` calls of ``ECHO``, sending and receiving as many bytes in all."""
+    client = async_client(RedisConfig.from_url(url))
+    calls = like.round_trips
+    reply = b"r" * (like.bytes_out // calls)
+    padding = b"p" * max(0, like.bytes_in // calls - len(reply) - 60)  # 60: EVAL's own framing
+    for _ in range(calls):
+        await client.eval(ECHO, 0, reply, padding)
+    await client.aclose()
 
 
 async def write_batches(url: str, plans: list[list[NewRequest]]) -> None:
@@ -75,12 +122,19 @@ def profile(client: redis.Redis, url: str, writes: int, use_perf: bool) -> None:
         command = ["perf", "record", "-q", "-o", str(data), "-p", str(pid)]
         recorder = subprocess.Popen(command, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
-    before = redis_cpu(client)
-    asyncio.run(write_batches(url, plans))
-    used = redis_cpu(client) - before
-    print(f"{writes} writes of 8 pages: {used / (8 * writes) * 1e6:.0f} us of Redis CPU per page")
-    if recorder is None:
-        return
+    pages = 8 * writes
+    real = measured(client, lambda: asyncio.run(write_batches(url, plans)))
+    print(f"{writes} writes of 8 pages: {real.per_page(pages)}")
+    if recorder is not None:
+        perf_report(recorder, data)
+    floor = measured(client, lambda: asyncio.run(echo_calls(url, real)))
+    print(
+        f"their floor, as many round trips and bytes to {ECHO!r}: {floor.per_page(pages)}; "
+        f"the frontier's own work is {(real.cpu - floor.cpu) / pages * 1e6:.0f} us a page"
+    )
+
+
+def perf_report(recorder: subprocess.Popen[bytes], data: Path) -> None:
     recorder.send_signal(signal.SIGINT)
     recorder.wait()
     report = subprocess.run(

@@ -24,6 +24,7 @@ __all__ = [
     "tracebacks",
     "wait_for_exit",
     "wait_for_log",
+    "warnings_of_ours",
 ]
 
 
@@ -111,6 +112,17 @@ def delivery_evidence(workdir: Path, bootstrap: str, topic: str, missing: Iterab
     return report
 
 
+def warnings_of_ours(workdir: Path) -> list[str]:
+    """Python warnings the nodes logged, but those about the test's user code (spiders and
+    pipelines written the old way on purpose, which Scrapy warns their author about)."""
+    return [
+        f"{path.name}: {line[:300]}"
+        for path in sorted(workdir.glob("node-*.log"))
+        for line in path.read_text(errors="replace").splitlines()
+        if "[py.warnings]" in line and "tests.userproject" not in line
+    ]
+
+
 def tracebacks(workdir: Path) -> list[str]:
     return [
         path.name
@@ -143,6 +155,7 @@ def crawl_into_kafka(
         codes = wait_for_exit(nodes, timeout=120)
     assert codes == [0] * count, logs(workdir)
     assert tracebacks(workdir) == [], logs(workdir)
+    assert not warnings_of_ours(workdir), "\n".join(warnings_of_ours(workdir))
     topic = topic_template.format(spider="pages")
     messages = read_topic(kafka_bootstrap, topic, expected=site.pages, timeout=60)
     urls = Counter(orjson.loads(message.value)["url"] for message in messages)

@@ -25,7 +25,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.reader import read_topic
-from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit
+from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit, warnings_of_ours
 from tests.user_site import UserSite
 
 USER_SETTINGS = {
@@ -168,6 +168,7 @@ def cluster(
         seconds = time.monotonic() - began
         assert codes == [0] * nodes, logs(workdir)
         assert foreign_tracebacks(workdir) == [], logs(workdir)
+        assert not warnings_of_ours(workdir), "\n".join(warnings_of_ours(workdir))
         keys = FrontierKeys.for_spider(spider)
         queued, leased = int(client.get(keys.queue_count) or 0), int(client.zcard(keys.leases))
         raw = client.hgetall(LedgerKeys.for_crawl(spider, "default").total)

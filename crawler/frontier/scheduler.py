@@ -146,8 +146,8 @@ class LeasingScheduler:
             self.settings.dedup.mode.value,
         )
 
-    def _on_flush_signal(self) -> Deferred[None]:
-        return deferred_from_coro(self.flushed())
+    async def _on_flush_signal(self) -> None:
+        await self.flushed()
 
     def close(self, reason: str) -> Deferred[None]:
         return deferred_from_coro(self._close(reason))
