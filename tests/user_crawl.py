@@ -180,7 +180,7 @@ def cluster(
     finally:
         client.close()
     topic = template.format(spider=spider)
-    messages = read_topic(kafka_bootstrap, topic, timeout=30, settle=1.0)
+    messages = read_topic(kafka_bootstrap, topic, timeout=30)
     items = [canonical(orjson.loads(message.value)) for message in messages]
     return ClusterRun(items, queued, leased, ledger, seconds, workdir)
 

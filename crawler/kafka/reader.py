@@ -20,6 +20,7 @@ from confluent_kafka import (
 from crawler.kafka.health import LIBRDKAFKA_LOG
 
 PARTITION_CHECK = 1.0  # seconds between looks for topics and partitions not read yet
+UNKNOWN_END_SETTLE = 1.0  # quiet seconds that end a read_topic when the topic's ends are unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +145,19 @@ def read_topic(
     *,
     expected: int | None = None,
     timeout: float = 60.0,
-    settle: float = 1.0,
+    settle: float = 0.25,
 ) -> list[ReceivedMessage]:
     """Read ``topic`` from its start.
 
     Stops ``settle`` quiet seconds after every partition was read up to the end it had
     when reading began and ``expected`` messages (if given) arrived, or at ``timeout``.
+    What was written before the call is all read whatever ``settle``; a longer one also
+    waits for messages still being written. Without the ends (the broker did not give
+    them), ``settle`` is at least ``UNKNOWN_END_SETTLE``.
     """
     ends = end_offsets(bootstrap_servers, topic)
+    if not ends:
+        settle = max(settle, UNKNOWN_END_SETTLE)
     positions: dict[int, int] = {}
     received: list[ReceivedMessage] = []
     deadline = time.monotonic() + timeout
