@@ -40,6 +40,7 @@ class Owner:
             "interval", [FrontierClient(Redis.from_url(url), KEYS, self.node_id)]
         )
         self.released: list[str] = []
+        self.heard: list[str] = []  # releases and writes, in order
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         return asyncio.ensure_future(coro)
@@ -55,6 +56,10 @@ class Owner:
 
     def release(self, lease_id: str) -> None:
         self.released.append(lease_id)
+        self.heard.append(f"release {lease_id}")
+
+    def wrote(self) -> None:
+        self.heard.append("wrote")
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         return None
@@ -108,6 +113,22 @@ def test_a_dry_buffers_lease_and_a_waiting_caller_send_the_write_at_once(
     assert got is not None and [lease.body for lease in got] == [b'{"url":"a"}', b'{"url":"b"}']
     assert released == ["lease-1"]
     assert queued(redis_client, KEYS) == 1
+
+
+def test_the_owner_hears_of_each_write_once_its_leases_are_released(redis_url: str) -> None:
+    """The scheduler looks then whether it holds anything still: a node that does not closes
+    on idle at once, not at the engine's next 5 s heartbeat."""
+
+    async def scenario() -> list[str]:
+        writer, owner, _ = writer_for(redis_url, 0.0)
+        writer.add_fresh([link("a")], waiter="lease-1")
+        await asyncio.wait_for(writer.flushed(), 5)
+        writer.add_fresh([link("b")])
+        await asyncio.wait_for(writer.flushed(), 5)
+        await owner.client.parts[0].aclose()
+        return owner.heard
+
+    assert run(scenario()) == ["release lease-1", "wrote", "wrote"]
 
 
 @pytest.mark.parametrize("value", ["-0.1", "2"])

@@ -292,6 +292,12 @@ class LeasingScheduler:
     def release(self, lease_id: str) -> None:
         self.tracker.release(lease_id)
 
+    def wrote(self) -> None:
+        if not self.has_pending_requests():
+            # Idle now, may be for good: the engine looks at once (spider_idle, closing on
+            # idle), not at its next heartbeat, up to 5 s later.
+            wake_engine(self.crawler)
+
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         asked = self.prefetch.top_up()
         if asked is not None:

@@ -56,6 +56,9 @@ class TurnOwner(Protocol):
 
     def release(self, lease_id: str) -> None: ...
 
+    def wrote(self) -> None:
+        """A write went and released its leases: the node may hold nothing now."""
+
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         """A lease for the write about to go (None: none wanted)."""
 
@@ -158,6 +161,7 @@ class TurnWriter:
                 carried[1](leases)
         for lease_id in waiters:
             self._owner.release(lease_id)
+        self._owner.wrote()
 
     async def _write(
         self, batch: list[NewRequest], states: list[LeaseState], ask: LeaseAsk | None
