@@ -93,13 +93,16 @@ def log_lines(workdir: Path, needles: Iterable[str], limit: int = 200) -> str:
 def delivery_evidence(workdir: Path, bootstrap: str, topic: str, missing: Iterable[str]) -> str:
     """A short account of pages missing from ``topic``: the broker's offsets (a low one
     above 0 means records were deleted), each node's last ``kafka/`` stats, and its lines
-    naming a missing page or a refused or spooled message. Printed too: CI shows the tail
-    of a failure, where captured output goes."""
+    naming a missing page or a refused or spooled message, and its producer id (two nodes
+    with one id: the broker takes the second one's first batches for duplicates) when
+    librdkafka's ``eos`` debug is on. Printed too: CI shows the tail of a failure, where
+    captured output goes."""
     lost = sorted(missing)
     lines = [f"{len(lost)} pages missing from {topic}: {lost[:10]}"]
     for name in (topic, f"{topic}.dlq"):
         lines.append(f"broker {name}, (low, high) per partition: {end_offsets(bootstrap, name)}")
-    needles = [f"{url}>" for url in lost[:10]] + ["Kafka refused", "spool messages", "spooled"]
+    needles = [f"{url}>" for url in lost[:10]]
+    needles += ["Kafka refused", "spool messages", "spooled", "Acquired PID", "DUPSEQ"]
     for path in sorted(workdir.glob("node-*.log")):
         text = path.read_text(errors="replace")
         last_dump = text[text.rfind("Dumping Scrapy stats") :]

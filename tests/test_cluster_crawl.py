@@ -24,7 +24,13 @@ def test_three_nodes_deliver_every_page_once(
 ) -> None:
     topic = topic_template.format(spider="pages")
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
-    settings = {"KAFKA_TOPIC_TEMPLATE": topic_template, "MAX_IDLE_TIME_BEFORE_CLOSE": "3"}
+    settings = {
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        # librdkafka's idempotence log (producer ids, at DEBUG): evidence if a page goes missing
+        "KAFKA_PRODUCER_CONFIG": '{"debug": "eos"}',
+        "LOG_LEVEL": "DEBUG",
+    }
     with running_nodes(3, workdir=tmp_path, env=env, settings=settings) as nodes:
         redis_client.lpush("pages:start_urls", site_500.url(0))
         codes = wait_for_exit(nodes, timeout=240)
