@@ -78,38 +78,26 @@ def logs(workdir: Path) -> str:
     )
 
 
-def log_lines(workdir: Path, needles: Iterable[str], limit: int = 200) -> str:
-    """Lines of the nodes' logs holding any of ``needles`` (a failure's evidence)."""
-    wanted = tuple(needles)
-    found = [
-        f"{path.name}: {line[:400]}"
-        for path in sorted(workdir.glob("node-*.log"))
-        for line in path.read_text(errors="replace").splitlines()
-        if any(needle in line for needle in wanted)
-    ]
-    return "\n".join(found[:limit])
-
-
 def delivery_evidence(workdir: Path, bootstrap: str, topic: str, missing: Iterable[str]) -> str:
     """A short account of pages missing from ``topic``: the broker's offsets (a low one
     above 0 means records were deleted), each node's last ``kafka/`` stats, and its lines
-    naming a missing page or a refused or spooled message, and its producer id (two nodes
-    with one id: the broker takes the second one's first batches for duplicates) when
-    librdkafka's ``eos`` debug is on. Printed too: CI shows the tail of a failure, where
-    captured output goes."""
+    naming a missing page or a refused or spooled message, and its producer ids and epochs
+    (two nodes with one id: the broker takes the second one's first batches for duplicates)
+    and duplicate sequences when librdkafka's ``eos`` debug is on. Printed too: CI shows the
+    tail of a failure, where captured output goes."""
     lost = sorted(missing)
     lines = [f"{len(lost)} pages missing from {topic}: {lost[:10]}"]
     for name in (topic, f"{topic}.dlq"):
         lines.append(f"broker {name}, (low, high) per partition: {end_offsets(bootstrap, name)}")
     needles = [f"{url}>" for url in lost[:10]]
-    needles += ["Kafka refused", "spool messages", "spooled", "Acquired PID", "DUPSEQ"]
+    needles += ["Kafka refused", "spool messages", "spooled", "PID{", "DUPSEQ"]
     for path in sorted(workdir.glob("node-*.log")):
         text = path.read_text(errors="replace")
         last_dump = text[text.rfind("Dumping Scrapy stats") :]
         stats = re.findall(r"'kafka/[^']+': \d+", last_dump)
         lines.append(f"{path.name}: {', '.join(stats) or 'no kafka/ stats'}")
         found = [line for line in text.splitlines() if any(n in line for n in needles)]
-        lines += [f"  {line[:300]}" for line in found[:20]]
+        lines += [f"  {line[:300]}" for line in found[:30]]
     report = "\n".join(lines)
     print(report)
     return report
