@@ -1,6 +1,6 @@
 """Crawl ``tests.user_site.UserSite`` with user code, standalone and as a cluster, and compare.
 
-``standalone`` runs plain ``scrapy crawl`` on Scrapy's own scheduler into a feed
+``Reference`` runs plain ``scrapy crawl`` on Scrapy's own scheduler into a feed
 (the reference); ``cluster`` runs nodes on one Redis into Kafka and returns what
 the broker holds plus what the frontier and the ledger say afterwards.
 """
@@ -26,7 +26,7 @@ from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.reader import read_topic
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit, warnings_of_ours
-from tests.user_site import UserSite
+from tests.user_site import REFERENCE_AGENT, UserSite
 
 USER_SETTINGS = {
     "SPIDER_MODULES": "tests.userproject.spiders,tests.userproject.cases",
@@ -63,36 +63,48 @@ def canonical(item: Mapping[str, Any]) -> str:
     return orjson.dumps(item, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def standalone(
-    spider: str,
-    site: UserSite,
-    workdir: Path,
-    settings: Mapping[str, str] | None = None,
-    arguments: Mapping[str, str] | None = None,
-) -> list[str]:
-    """Items of plain ``scrapy crawl`` (no Redis, no Kafka), canonical JSON."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    feed = workdir / "standalone.jsonl"
-    given = {"url": site.url(0)} if spider in SEEDED else {"site": site.base_url}
-    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-O", str(feed)]
-    for name, value in {**given, **(arguments or {})}.items():
-        command += ["-a", f"{name}={value}"]
-    for name, value in {**LOCAL_SITE_SETTINGS, **USER_SETTINGS, **(settings or {})}.items():
-        command += ["-s", f"{name}={value}"]
-    env = {"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": "", "CRAWLER_NODE_ID": "standalone"}
-    log = workdir / "standalone.log"
-    with log.open("wb") as out:
-        done = subprocess.run(
-            command,
-            cwd=REPO_ROOT,
-            env={**os.environ, **env},
-            stdout=out,
-            stderr=out,
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, log.read_text()[-4000:]
-    return [canonical(orjson.loads(line)) for line in feed.read_text().splitlines() if line]
+class Reference:
+    """Plain ``scrapy crawl`` of ``site`` (no Redis, no Kafka) on Scrapy's own scheduler
+    into a feed, started at once (the site counts its fetches apart, ``REFERENCE_AGENT``): the
+    reference a cluster crawl of the same site, meanwhile, is compared with."""
+
+    def __init__(
+        self,
+        spider: str,
+        site: UserSite,
+        workdir: Path,
+        settings: Mapping[str, str] | None = None,
+        arguments: Mapping[str, str] | None = None,
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.feed, self.log = workdir / "standalone.jsonl", workdir / "standalone.log"
+        given = {"url": site.url(0)} if spider in SEEDED else {"site": site.base_url}
+        command = [sys.executable, "-m", "scrapy", "crawl", spider, "-O", str(self.feed)]
+        for name, value in {**given, **(arguments or {})}.items():
+            command += ["-a", f"{name}={value}"]
+        every = {**LOCAL_SITE_SETTINGS, **USER_SETTINGS, **(settings or {})}
+        for name, value in {**every, "USER_AGENT": REFERENCE_AGENT}.items():
+            command += ["-s", f"{name}={value}"]
+        env = {"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": "", "CRAWLER_NODE_ID": "standalone"}
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env={**os.environ, **env}, stdout=out, stderr=out
+            )
+
+    def items(self) -> list[str]:
+        """Its items, canonical JSON, once it exits (0)."""
+        code = self.process.wait(timeout=120)
+        assert code == 0, self.log.read_text()[-4000:]
+        lines = self.feed.read_text().splitlines()
+        return [canonical(orjson.loads(line)) for line in lines if line]
+
+    def __enter__(self) -> Reference:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
 @dataclass
@@ -185,12 +197,6 @@ def cluster(
     return ClusterRun(items, queued, leased, ledger, seconds, workdir)
 
 
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
-
-
 @dataclass
 class Comparison:
     run: ClusterRun
@@ -212,13 +218,13 @@ def compare_with_standalone(
     fail_once: bool = False,
     stragglers: bool = False,
 ) -> Comparison:
-    """Standalone Scrapy, then a 2-node cluster, on one site; checks what every cell must
-    hold (a reference item, nothing left in Redis, a ledger that adds up) and adds a row to
-    the conformance table."""
-    with UserSite(pages, delay=0.05, fail_once=fail_once) as site:
-        reference = standalone(spider, site, workdir / "standalone", settings, arguments)
-        reference_hits = dict(site.page_hits())
-        site.reset()
+    """Standalone Scrapy and a 2-node cluster, at once, on one site; checks what every cell
+    must hold (a reference item, nothing left in Redis, a ledger that adds up) and adds a row
+    to the conformance table."""
+    with (
+        UserSite(pages, delay=0.05, fail_once=fail_once) as site,
+        Reference(spider, site, workdir / "standalone", settings, arguments) as standalone,
+    ):
         run = cluster(
             spider,
             site,
@@ -228,7 +234,8 @@ def compare_with_standalone(
             settings=settings,
             arguments=arguments,
         )
-        hits = dict(site.page_hits())
+        reference = standalone.items()
+        reference_hits, hits = dict(site.page_hits(reference=True)), dict(site.page_hits())
     CONFORMANCE_ROWS.append(
         f"| {label} | {len(run.items)} / {len(reference)} | {run.queued + run.leased} "
         f"| {run.seconds:.1f} |"

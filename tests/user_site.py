@@ -9,7 +9,9 @@ start page (``dont_filter``, as Scrapy requests it) is fetched once.
 ``/x/<i>`` answers 301 to the same page on the host name ``localhost``.
 ``/sitemap.xml`` lists every page, ``/feed.xml`` and ``/feed.csv`` hold one
 row per page. Requests are
-counted per path, so tests can check that every page was fetched once.
+counted per path, so tests can check that every page was fetched once; those of the
+standalone reference crawl (User-Agent ``REFERENCE_AGENT``) apart, so that it can crawl the
+site at the same time as a cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler
 
 from crawler.demo.server import BackgroundHTTPServer, QuietHandler
+
+REFERENCE_AGENT = "standalone-reference"
 
 
 def page_path(index: int) -> str:
@@ -32,19 +36,18 @@ class UserSite(BackgroundHTTPServer):
         self.fail_once = fail_once  # every page answers 500 the first time (Scrapy retries)
         self.delay = delay  # seconds each page waits, so that every node gets work
         self.hits: Counter[str] = Counter()
+        self.reference_hits: Counter[str] = Counter()  # the reference crawl's
         self._lock = threading.Lock()
         super().__init__(self._handler())
 
     def url(self, index: int) -> str:
         return self.base_url + page_path(index)
 
-    def reset(self) -> None:
+    def page_hits(self, reference: bool = False) -> Counter[str]:
+        """Fetches of each page, by the reference crawl or by everyone else."""
         with self._lock:
-            self.hits.clear()
-
-    def page_hits(self) -> Counter[str]:
-        with self._lock:
-            return Counter({p: n for p, n in self.hits.items() if p.startswith("/p/")})
+            hits = self.reference_hits if reference else self.hits
+            return Counter({p: n for p, n in hits.items() if p.startswith("/p/")})
 
     def _page(self, index: int) -> bytes:
         other = (index * 7 + 3) % self.pages or 1
@@ -81,8 +84,11 @@ class UserSite(BackgroundHTTPServer):
         class Handler(QuietHandler):
             def do_GET(self) -> None:
                 path = self.path
+                by_reference = self.headers.get("User-Agent") == REFERENCE_AGENT
                 with site._lock:
-                    site.hits[path] += 1
+                    hits = site.reference_hits if by_reference else site.hits
+                    hits[path] += 1
+                    first = hits[path] == 1
                 if path.startswith("/x/") and path[3:].isdigit():  # to another host name
                     self.send_response(301)
                     port = site.base_url.rsplit(":", 1)[1]
@@ -110,7 +116,7 @@ class UserSite(BackgroundHTTPServer):
                 if path.startswith("/p/") and name.isdigit() and int(name) < site.pages:
                     if site.delay:
                         time.sleep(site.delay)
-                    if site.fail_once and site.hits[path] == 1:
+                    if site.fail_once and first:
                         self.send_error(500)
                         return
                     self._send("text/html; charset=utf-8", site._page(int(name)))
