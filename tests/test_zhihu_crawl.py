@@ -425,7 +425,9 @@ def test_three_nodes_crawl_question_person_and_search(
 ) -> None:
     """The mock with every Variety switch on: items equal the mock's, each list's record
     (zhihu_list) gives its exact shortfall, the ledger shows 100% where everything is served."""
-    config = MockConfig(data=DataConfig(seed=3), rate_limit=60, variety=VARIETY)
+    # a question of 200 answers: pages of answers and comments past the first, ~900 requests
+    questions = (QuestionSpec(200, 2000), QuestionSpec(12, 60), QuestionSpec(3, 0))
+    config = MockConfig(DataConfig(seed=3, questions=questions), rate_limit=60, variety=VARIETY)
     with ZhihuMock(config) as mock:
         data, base = mock.data, mock.base_url
         question = max(data.questions.values(), key=lambda q: len(q.answer_ids))
