@@ -20,7 +20,6 @@ DOWNLOAD_TIMEOUT = 30  # float, seconds
 TELNETCONSOLE_ENABLED = False  # bool: no open debug port on production nodes
 REMOTE_CONTROL_ENABLED = False  # bool: Scrapy 2.19's run-code-over-HTTP endpoint stays off on nodes
 LOG_LEVEL = "INFO"  # str
-REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 FEED_EXPORT_ENCODING = "utf-8"  # str: feeds keep non-ASCII text as is
 ADDONS = {"crawler.addon.ClusterAddon": 0}  # chooses cluster or standalone mode
 
