@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
 import orjson
 import pytest
 import redis
+from confluent_kafka import Producer
 
+from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
 from crawler.frontier.backlog import Backlog, BacklogSettings
@@ -258,3 +264,33 @@ def test_nodes_crawl_a_site_through_the_backlog_every_page_once(
         "deleted the Kafka backlog topic spill-backlog-pages"
     )
     assert end_offsets(kafka.bootstrap_servers, "spill-backlog-pages", timeout=5) == {}
+
+
+def test_scrapy_purge_deletes_the_backlog_of_a_crawl_whose_redis_keys_are_gone(
+    redis_url: str, kafka: KafkaBroker
+) -> None:
+    """As ``crawler purge`` does: requests left in the backlog would come back into the next
+    crawl, whether or not Redis still holds anything of the spider."""
+    topic = f"spill-backlog-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer.produce(topic, b'{"url": "http://left.invalid/"}')
+    assert producer.flush(30) == 0
+    assert sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values()) == 1
+    given = {"FRONTIER_QUEUE_MAX": "1000", "FRONTIER_BACKLOG_TOPIC": topic}
+    command = [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"]
+    for name, value in given.items():
+        command += ["-s", f"{name}={value}"]
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    done = subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Nothing to purge for 'pages'"), done.stdout
+    assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
+    assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}

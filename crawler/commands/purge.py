@@ -126,27 +126,30 @@ class Command(ScrapyCommand):
                 self.exitcode = 1
                 return
             present = present_keys(client, args[0], keep_seeds=opts.keep_seeds)
-            if not present:
-                print(f"Nothing to purge for {args[0]!r} on {redis.display}")
-                return
-            if not opts.yes:
+            if present and not opts.yes:
                 answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
                 if answer.strip() != args[0]:
                     print("Not purged.")
                     self.exitcode = 1
                     return
-            wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
-            deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            if present:
+                wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
+                deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            # the backlog too, also when Redis holds nothing of the spider any more (as
+            # `crawler purge`): its requests would come back into the next crawl
             backlog = purge_backlog(
                 self.settings.getint("FRONTIER_QUEUE_MAX"),
                 self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
                 str(self.settings.get("FRONTIER_BACKLOG_TOPIC")).format(spider=args[0]),
             )
-            print(
-                f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
-                + reset_note(acknowledged)
-                + backlog
-            )
+            if present:
+                print(
+                    f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
+                    + reset_note(acknowledged)
+                    + backlog
+                )
+            else:
+                print(f"Nothing to purge for {args[0]!r} on {redis.display}" + backlog)
         finally:
             client.close()
         sys.stdout.flush()
