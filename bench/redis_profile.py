@@ -10,7 +10,9 @@ round trips, each sending and receiving as many bytes, to a script that only ret
 argument (what the socket and the command dispatch cost whatever the frontier does). Then the
 cost of ``SMISMEMBER`` of 160 12-byte members, present and absent, on a 20,000-member set
 (Redis's own ``commandstats``): the link check's lookup, which the machine's memory latency,
-not our code, decides.
+not our code, decides. Last, the same writes on a fresh server through the write script
+with a probe before each of its sections (``bench.turn_sections``): each one's share of the
+script's time.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 import redis
 
+from bench import turn_sections
 from bench.frontier_load import KEYS, fresh_redis, new_request
 from bench.load_workload import LEASE_BATCH, UrlSpace, link_request
 from bench.probe import RoundTrips
@@ -85,8 +88,10 @@ async def echo_calls(url: str, like: Traffic) -> None:
     await client.aclose()
 
 
-async def write_batches(url: str, plans: list[list[NewRequest]]) -> None:
+async def write_batches(url: str, plans: list[list[NewRequest]], *, probe: bool = False) -> None:
     client = FrontierClient(async_client(RedisConfig.from_url(url)), KEYS, "node-0")
+    if probe:  # the same writes through the script with section probes (bench.turn_sections)
+        client._turn = client.redis.register_script(turn_sections.probed(client.dedup.script()))
     held = await client.lease(LEASE_BATCH, 60_000)
     for children in plans:
         finishes = [Finish(lease.id, "done") for lease in held]
@@ -132,6 +137,17 @@ def profile(client: redis.Redis, url: str, writes: int, use_perf: bool) -> None:
         f"their floor, as many round trips and bytes to {ECHO!r}: {floor.per_page(pages)}; "
         f"the frontier's own work is {(real.cpu - floor.cpu) / pages * 1e6:.0f} us a page"
     )
+
+
+def sections(writes: int) -> None:
+    """The same writes on a fresh server through the probed script: each section's time."""
+    queued, plans = workload(writes)
+    with tempfile.TemporaryDirectory() as workdir, fresh_redis(Path(workdir)) as (client, url):
+        asyncio.run(write_batches(url, [queued]))
+        client.config_resetstat()
+        asyncio.run(write_batches(url, plans, probe=True))
+        for line in turn_sections.report(client):
+            print(line)
 
 
 def perf_report(recorder: subprocess.Popen[bytes], data: Path) -> None:
@@ -183,6 +199,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir, fresh_redis(Path(workdir)) as (client, url):
         profile(client, url, args.writes, use_perf)
         lookup_cost(client)
+    sections(args.writes)
 
 
 if __name__ == "__main__":
