@@ -42,7 +42,8 @@ from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.pending import pending_requests
 from crawler.kafka.reader import end_offsets
-from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_url import RedisConfig
 
 KEYS = FrontierKeys.for_spider("spill")
 TOPIC = "bench-backlog"

@@ -51,9 +51,9 @@ class Driver:
         from crawler.frontier.client import FrontierClient  # noqa: PLC0415
         from crawler.frontier.dedup import DedupConfig, DedupMode  # noqa: PLC0415
         from crawler.frontier.keys import FrontierKeys  # noqa: PLC0415
-        from crawler.redis_connection import RedisConfig, async_client  # noqa: PLC0415
+        from crawler.redis_connection import async_client  # noqa: PLC0415
 
-        redis = async_client(RedisConfig.from_url(self.url))
+        redis = async_client(self.url)
         keys = FrontierKeys.for_spider("load")
         return FrontierClient(redis, keys, node, DedupConfig(DedupMode(self.mode)))
 

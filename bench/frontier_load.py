@@ -78,7 +78,8 @@ from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
 from crawler.lua import frontier_script
-from crawler.redis_connection import RedisConfig, async_client
+from crawler.redis_connection import async_client
+from crawler.redis_url import RedisConfig
 from crawler.scope import site_of
 
 KEYS = FrontierKeys.for_spider("load")

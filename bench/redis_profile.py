@@ -40,7 +40,8 @@ from bench.load_workload import LEASE_BATCH, UrlSpace, link_request
 from bench.probe import RoundTrips
 from bench.readings import redis_cpu
 from crawler.frontier.client import Finish, FrontierClient, LeaseAsk, NewRequest
-from crawler.redis_connection import RedisConfig, async_client
+from crawler.redis_connection import async_client
+from crawler.redis_url import RedisConfig
 
 SET_SIZE, LOOKUPS = 20_000, 160
 SET_LOOKUP = re.compile(r"dictFind|dictSdsKeyCompare|dictSdsHash")

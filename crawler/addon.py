@@ -22,7 +22,7 @@ from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat
-from crawler.redis_connection import RedisConfig
+from crawler.redis_url import RedisConfig
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"

@@ -37,8 +37,9 @@ from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
-from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import OutageGuard
+from crawler.redis_url import RedisConfig
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from scrapy.settings import Settings, default_settings
 
-from crawler.redis_connection import RedisConfig
+from crawler.redis_url import RedisConfig
 from settings import base
 from settings.resolve import ENV_OVERRIDES, PROFILE_ENV, SETTING_PREFIX, resolve_settings
 from tests.dockerfile import (

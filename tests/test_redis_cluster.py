@@ -25,7 +25,8 @@ from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
 from crawler.politeness.limiter import Penalty, Rate, RedisLimiter
-from crawler.redis_connection import RedisConfig, async_client, sync_client
+from crawler.redis_connection import async_client, sync_client
+from crawler.redis_url import RedisConfig
 from crawler.sessions import (
     Cookie,
     CookieCipher,

@@ -18,14 +18,8 @@ from crawler.addon import ClusterAddon
 from crawler.demo.site import Site
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import (
-    RedisConfig,
-    TlsOptions,
-    Topology,
-    async_client,
-    redact_url,
-    sync_client,
-)
+from crawler.redis_connection import async_client, sync_client
+from crawler.redis_url import RedisConfig, TlsOptions, Topology, redact_url
 from tests.cluster import crawl_into_kafka
 from tests.frontier_state import fingerprint_of, queued
 

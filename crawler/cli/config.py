@@ -11,7 +11,8 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from crawler.frontier.admin import FrontierAdmin
-from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
+from crawler.redis_connection import SyncRedis, sync_client
+from crawler.redis_url import RedisConfig
 from settings.resolve import resolve_settings
 
 

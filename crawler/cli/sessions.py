@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_config
-from crawler.redis_connection import AsyncRedis, RedisConfig, async_client
+from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_url import RedisConfig
 from crawler.sessions import (
     Cookie,
     Health,

@@ -38,7 +38,8 @@ from crawler.frontier.reset import (
 )
 from crawler.frontier.seed_queue import SeedKeys
 from crawler.lua import text
-from crawler.redis_connection import RedisConfig, SyncRedis, sync_client
+from crawler.redis_connection import SyncRedis, sync_client
+from crawler.redis_url import RedisConfig
 
 
 def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[str]:

@@ -16,7 +16,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.node import resolve_node_id
-from crawler.redis_connection import redact_url
+from crawler.redis_url import redact_url
 
 logger = logging.getLogger(__name__)
 
