@@ -127,30 +127,32 @@ class Command(ScrapyCommand):
                 self.exitcode = 1
                 return
             present = present_keys(client, args[0], keep_seeds=opts.keep_seeds)
-            if present and not opts.yes:
+            if not present:  # a backlog left would still flow into the next crawl
+                backlog = self._backlog(args[0])
+                print(f"Nothing to purge for {args[0]!r} on {redis.display}" + backlog)
+                return
+            if not opts.yes:
                 answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
                 if answer.strip() != args[0]:
                     print("Not purged.")
                     self.exitcode = 1
                     return
-            if present:
-                wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
-                deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
-            # the backlog too, also when Redis holds nothing of the spider any more (as
-            # `crawler purge`): its requests would come back into the next crawl
-            backlog = purge_backlog(
-                self.settings.getint("FRONTIER_QUEUE_MAX"),
-                self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
-                str(self.settings.get("FRONTIER_BACKLOG_TOPIC")).format(spider=args[0]),
+            wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
+            deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            print(
+                f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
+                + reset_note(acknowledged)
+                + self._backlog(args[0])
             )
-            if present:
-                print(
-                    f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
-                    + reset_note(acknowledged)
-                    + backlog
-                )
-            else:
-                print(f"Nothing to purge for {args[0]!r} on {redis.display}" + backlog)
         finally:
             client.close()
         sys.stdout.flush()
+
+    def _backlog(self, spider: str) -> str:
+        """Delete the spider's Kafka backlog topic (with ``FRONTIER_QUEUE_MAX``); the note."""
+        assert self.settings is not None
+        return purge_backlog(
+            self.settings.getint("FRONTIER_QUEUE_MAX"),
+            self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
+            str(self.settings.get("FRONTIER_BACKLOG_TOPIC")).format(spider=spider),
+        )
