@@ -270,27 +270,37 @@ def test_scrapy_purge_deletes_the_backlog_of_a_crawl_whose_redis_keys_are_gone(
     redis_url: str, kafka: KafkaBroker
 ) -> None:
     """As ``crawler purge`` does: requests left in the backlog would come back into the next
-    crawl, whether or not Redis still holds anything of the spider."""
+    crawl, whether or not Redis still holds anything of the spider. Asked first, as for keys."""
     topic = f"spill-backlog-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
     producer.produce(topic, b'{"url": "http://left.invalid/"}')
     assert producer.flush(30) == 0
     assert sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values()) == 1
     given = {"FRONTIER_QUEUE_MAX": "1000", "FRONTIER_BACKLOG_TOPIC": topic}
-    command = [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"]
+    command = [sys.executable, "-m", "scrapy", "purge", "pages"]
     for name, value in given.items():
         command += ["-s", f"{name}={value}"]
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
-    done = subprocess.run(
-        command,
-        cwd=REPO_ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+
+    def purge(*extra: str, answer: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *extra],
+            cwd=REPO_ROOT,
+            env={**os.environ, **env},
+            input=answer,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    refused = purge(answer="no\n")
+    assert refused.returncode == 1, refused.stderr
+    assert f"Delete the Kafka backlog topic {topic} (if it exists)?" in refused.stdout
+    assert "Not purged." in refused.stdout
+    assert sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values()) == 1
+    done = purge("--yes")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Nothing to purge for 'pages'"), done.stdout
+    assert done.stdout.startswith("Nothing to purge for 'pages' in Redis"), done.stdout
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}

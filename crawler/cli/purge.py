@@ -9,9 +9,9 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
-from crawler.frontier.backlog import purge_backlog
+from crawler.frontier.backlog import backlog_topic, purge_backlog
 from crawler.frontier.partitions import spider_parts
-from crawler.frontier.reset import live_nodes, reset_note, reset_wait
+from crawler.frontier.reset import live_nodes, reset_wait
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +27,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run(args: argparse.Namespace) -> int:
     from crawler.commands.purge import (  # noqa: PLC0415 - the Scrapy command: loads Scrapy
+        confirmation,
+        outcome,
         present_keys,
         purge,
         refusal,
@@ -43,22 +45,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1
         present = present_keys(client, spider, keep_seeds=args.keep_seeds)
-        if present and not args.yes:
-            answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
-            if answer.strip() != spider:
-                print("Not purged.")
-                return 1
+        topic = backlog_topic(
+            int(settings["FRONTIER_QUEUE_MAX"]),
+            str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
+            str(settings["FRONTIER_BACKLOG_TOPIC"]),
+            spider,
+        )
+        question = confirmation(present, topic)
+        if question is not None and not args.yes and input(question).strip() != spider:
+            print("Not purged.")
+            return 1
         deleted = 0
         if present:
             wait = reset_wait(float(settings["FRONTIER_HEARTBEAT_INTERVAL"]))
             deleted, acknowledged = purge(client, spider, present, live=live, wait=wait)
     finally:
         client.close()
-    backlog = purge_backlog(
-        int(settings["FRONTIER_QUEUE_MAX"]),
-        str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
-        str(settings["FRONTIER_BACKLOG_TOPIC"]).format(spider=spider),
-    )
+    backlog = purge_backlog(str(settings["KAFKA_BOOTSTRAP_SERVERS"]), topic) if topic else ""
     if args.json:
         reset = (
             None
@@ -76,12 +79,6 @@ def run(args: argparse.Namespace) -> int:
                 }
             ).decode()
         )
-    elif present:
-        print(
-            f"Purged {deleted} keys of {spider!r}: {', '.join(present)}"
-            + reset_note(acknowledged)
-            + backlog
-        )
     else:
-        print(f"Nothing to purge for {spider!r}" + backlog)
+        print(outcome(spider, present, deleted, acknowledged) + backlog)
     return 0

@@ -17,7 +17,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.extensions.ledger_layout import pattern_for_spider
-from crawler.frontier.backlog import purge_backlog
+from crawler.frontier.backlog import backlog_topic, purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import (
     fence_pattern,
@@ -79,6 +79,26 @@ def refusal(live: list[str], spider: str, *, force: bool) -> str | None:
     )
 
 
+def confirmation(present: list[str], topic: str | None) -> str | None:
+    """The question a purge asks before it deletes the ``present`` keys and the backlog
+    ``topic`` (left, its requests would flow into the next crawl); None: nothing to delete."""
+    doomed = [", ".join(present)] if present else []
+    if topic:
+        doomed.append(f"the Kafka backlog topic {topic} (if it exists)")
+    if not doomed:
+        return None
+    return f"Delete {' and '.join(doomed)}? Type the spider name to confirm: "
+
+
+def outcome(
+    spider: str, present: list[str], deleted: int, acknowledged: Acknowledged | None
+) -> str:
+    """What a purge did in Redis, for the operator (the backlog's note follows)."""
+    if not present:
+        return f"Nothing to purge for {spider!r} in Redis"
+    return f"Purged {deleted} keys of {spider!r}: {', '.join(present)}" + reset_note(acknowledged)
+
+
 def purge(
     client: SyncRedis, spider: str, present: list[str], *, live: list[str], wait: float
 ) -> tuple[int, Acknowledged | None]:
@@ -127,32 +147,26 @@ class Command(ScrapyCommand):
                 self.exitcode = 1
                 return
             present = present_keys(client, args[0], keep_seeds=opts.keep_seeds)
-            if not present:  # a backlog left would still flow into the next crawl
-                backlog = self._backlog(args[0])
-                print(f"Nothing to purge for {args[0]!r} on {redis.display}" + backlog)
-                return
-            if not opts.yes:
-                answer = input(f"Delete {', '.join(present)}? Type the spider name to confirm: ")
-                if answer.strip() != args[0]:
-                    print("Not purged.")
-                    self.exitcode = 1
-                    return
-            wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
-            deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
-            print(
-                f"Purged {deleted} keys of {args[0]!r}: {', '.join(present)}"
-                + reset_note(acknowledged)
-                + self._backlog(args[0])
+            bootstrap = self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or ""
+            topic = backlog_topic(
+                self.settings.getint("FRONTIER_QUEUE_MAX"),
+                bootstrap,
+                str(self.settings.get("FRONTIER_BACKLOG_TOPIC")),
+                args[0],
             )
+            if (question := confirmation(present, topic)) is None:
+                print(f"Nothing to purge for {args[0]!r} on {redis.display}")
+                return
+            if not opts.yes and input(question).strip() != args[0]:
+                print("Not purged.")
+                self.exitcode = 1
+                return
+            deleted, acknowledged = 0, None
+            if present:
+                wait = reset_wait(self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"))
+                deleted, acknowledged = purge(client, args[0], present, live=live, wait=wait)
+            backlog = purge_backlog(bootstrap, topic) if topic else ""
+            print(outcome(args[0], present, deleted, acknowledged) + backlog)
         finally:
             client.close()
         sys.stdout.flush()
-
-    def _backlog(self, spider: str) -> str:
-        """Delete the spider's Kafka backlog topic (with ``FRONTIER_QUEUE_MAX``); the note."""
-        assert self.settings is not None
-        return purge_backlog(
-            self.settings.getint("FRONTIER_QUEUE_MAX"),
-            self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
-            str(self.settings.get("FRONTIER_BACKLOG_TOPIC")).format(spider=spider),
-        )

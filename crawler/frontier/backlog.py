@@ -281,11 +281,15 @@ class Backlog:
         await self.producer.drain(1.0)
 
 
-def purge_backlog(queue_max: int, bootstrap: str, topic: str, timeout: float = 10.0) -> str:
+def backlog_topic(queue_max: int, bootstrap: str, template: str, spider: str) -> str | None:
+    """The Kafka backlog topic of ``spider``'s crawls (``FRONTIER_BACKLOG_TOPIC``), which a
+    purge deletes; None without a backlog (``FRONTIER_QUEUE_MAX`` 0 or no Kafka)."""
+    return template.format(spider=spider) if queue_max and bootstrap else None
+
+
+def purge_backlog(bootstrap: str, topic: str, timeout: float = 10.0) -> str:
     """Delete the backlog topic of a purged crawl (its requests would come back into the
-    next crawl); a note for the operator ("" when the crawl has no backlog)."""
-    if not queue_max or not bootstrap:
-        return ""
+    next crawl); a note for the operator ("" when nothing was ever spilled)."""
     config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}
     admin = AdminClient(config)
     try:
