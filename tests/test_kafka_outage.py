@@ -89,7 +89,7 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
         "CONCURRENT_REQUESTS": "2",
     }
     with (
-        Site(600, delay=0.1) as site,
+        Site(700, delay=0.1) as site,
         running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes,
     ):
         seed(redis_url, site.url(0))

@@ -33,7 +33,8 @@ def page_path(index: int) -> str:
 class UserSite(BackgroundHTTPServer):
     def __init__(self, pages: int, delay: float = 0.0, fail_once: bool = False) -> None:
         self.pages = pages
-        self.fail_once = fail_once  # every page answers 500 the first time (Scrapy retries)
+        # every page answers 500 the first time each crawl (reference or not) asks (Scrapy retries)
+        self.fail_once = fail_once
         self.delay = delay  # seconds each page waits, so that every node gets work
         self.hits: Counter[str] = Counter()
         self.reference_hits: Counter[str] = Counter()  # the reference crawl's

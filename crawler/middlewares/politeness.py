@@ -17,7 +17,7 @@ number of nodes.
 
 Waits and cooldowns also go to the node's metrics (``crawler_politeness_wait_seconds``,
 ``crawler_politeness_cooldown_seconds``). Stats: ``politeness/reserved``, ``politeness/delayed``,
-``politeness/wait_ms``, ``politeness/rebooked``, ``politeness/penalty/<status>``,
+``politeness/wait_ms``, ``politeness/rebooked``, ``politeness/penalty/<reason>``,
 ``politeness/redis_error``.
 """
 
