@@ -90,9 +90,13 @@ async def echo_calls(url: str, like: Traffic) -> None:
 
 
 async def write_batches(url: str, plans: list[list[NewRequest]], *, probe: bool = False) -> None:
-    client = FrontierClient(async_client(RedisConfig.from_url(url)), KEYS, "node-0")
-    if probe:  # the same writes through the script with section probes (bench.turn_sections)
-        client._turn = client.redis.register_script(turn_sections.probed(client.dedup.script()))
+    # probe: the same writes through the script with section probes (bench.turn_sections)
+    client = FrontierClient(
+        async_client(RedisConfig.from_url(url)),
+        KEYS,
+        "node-0",
+        turn_text=turn_sections.probed if probe else None,
+    )
     held = await client.lease(LEASE_BATCH, 60_000)
     for children in plans:
         finishes = [Finish(lease.id, "done") for lease in held]

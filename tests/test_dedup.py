@@ -16,7 +16,6 @@ from redis.asyncio import Redis
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawler.commands.purge import present_keys
 from crawler.demo.site import Site
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
@@ -41,6 +40,7 @@ from crawler.frontier.dedup_bloom import (
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys, queue_pattern
+from crawler.frontier.purge import present_keys
 from crawler.frontier.settings import FrontierSettings
 from crawler.lua import text
 from tests.aio import run

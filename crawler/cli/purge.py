@@ -1,4 +1,5 @@
-"""``crawler purge <spider> [--yes] [--keep-seeds] [--force]``: ``scrapy purge``, with ledgers."""
+"""``crawler purge <spider> [--yes] [--keep-seeds] [--force] [--json]``: ``scrapy purge``
+without Scrapy (``crawler.frontier.purge.PurgePlan``), with a JSON outcome for scripts."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
-from crawler.frontier.backlog import backlog_topic, purge_backlog
-from crawler.frontier.partitions import spider_parts
-from crawler.frontier.reset import live_nodes, reset_wait
+from crawler.frontier.purge import PurgePlan, PurgeSettings
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,59 +25,25 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from crawler.commands.purge import (  # noqa: PLC0415 - the Scrapy command: loads Scrapy
-        confirmation,
-        outcome,
-        present_keys,
-        purge,
-        refusal,
-    )
-
-    spider = args.spider
     settings = project_settings()
-    require_spider(spider, settings)
+    require_spider(args.spider, settings)
+    purge_settings = PurgeSettings(
+        queue_max=int(settings["FRONTIER_QUEUE_MAX"]),
+        bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
+        backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
+        heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
+    )
     client = redis_client(args)
-    acknowledged = None
     try:
-        live = live_nodes(client, spider_parts(client, spider))
-        if (why := refusal(live, spider, force=args.force)) is not None:
+        plan = PurgePlan.survey(client, args.spider, purge_settings, keep_seeds=args.keep_seeds)
+        if (why := plan.refusal(force=args.force)) is not None:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1
-        present = present_keys(client, spider, keep_seeds=args.keep_seeds)
-        topic = backlog_topic(
-            int(settings["FRONTIER_QUEUE_MAX"]),
-            str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
-            str(settings["FRONTIER_BACKLOG_TOPIC"]),
-            spider,
-        )
-        question = confirmation(present, topic)
-        if question is not None and not args.yes and input(question).strip() != spider:
+        if not plan.confirmed(yes=args.yes):
             print("Not purged.")
             return 1
-        deleted = 0
-        if present:
-            wait = reset_wait(float(settings["FRONTIER_HEARTBEAT_INTERVAL"]))
-            deleted, acknowledged = purge(client, spider, present, live=live, wait=wait)
+        result = plan.carry_out(client)
     finally:
         client.close()
-    backlog = purge_backlog(str(settings["KAFKA_BOOTSTRAP_SERVERS"]), topic) if topic else ""
-    if args.json:
-        reset = (
-            None
-            if acknowledged is None
-            else {"nodes": acknowledged.nodes, "late": acknowledged.late}
-        )
-        print(
-            orjson.dumps(
-                {
-                    "spider": spider,
-                    "deleted": deleted,
-                    "keys": present,
-                    "reset": reset,
-                    "backlog": backlog.removeprefix("; "),
-                }
-            ).decode()
-        )
-    else:
-        print(outcome(spider, present, deleted, acknowledged) + backlog)
+    print(orjson.dumps(result.as_json()).decode() if args.json else result.summary())
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +134,7 @@ class FrontierClient:
         dedup: DedupConfig = DedupConfig(),  # noqa: B008 (frozen)
         *,
         link_check: bool | None = None,
+        turn_text: Callable[[str], str] | None = None,
     ) -> None:
         self.redis = client
         self.keys = keys
@@ -141,7 +142,10 @@ class FrontierClient:
         self.dedup = DedupStep.for_config(dedup)
         # FRONTIER_LINK_CHECK: bodies only for unseen links (None: where it pays, to_look_up)
         self.link_check = link_check
-        self._turn = client.register_script(self.dedup.script())
+        # turn_text: the write script's text is passed through it first (bench.turn_sections
+        # puts probes between its sections)
+        turn = self.dedup.script()
+        self._turn = client.register_script(turn_text(turn) if turn_text else turn)
         self._seen = client.register_script(self.dedup.script("seen"))
         self._dedup_keys = self.dedup.script_keys(keys)
         self._turn_keys = [*self._dedup_keys, keys.waiting, keys.lease_fence(node_id)]

@@ -1,0 +1,169 @@
+"""Purging a spider's shared state: what there is, the question, the deletion (no Scrapy imports).
+
+``scrapy purge`` (``crawler.commands.purge``) and ``crawler purge`` (``crawler.cli.purge``)
+are two front ends of one ``PurgePlan``: they differ only in how they read settings, print
+and exit. Nodes never purge. A purge refuses while the spider has live nodes unless forced,
+and then writes a ``purged:`` epoch: the running nodes drop what they hold and their
+seen-caches at their next heartbeat (``crawler.frontier.epoch``), and the purge waits until
+each has (``crawler.frontier.reset``). The Kafka backlog topic goes too: left, its requests
+would flow into the next crawl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from crawler.extensions.ledger_layout import pattern_for_spider
+from crawler.frontier.backlog import backlog_topic, purge_backlog
+from crawler.frontier.epoch import PURGED_EPOCH
+from crawler.frontier.keys import (
+    fence_pattern,
+    frontier_parts,
+    node_epoch_pattern,
+    queue_pattern,
+    start_pattern,
+)
+from crawler.frontier.partitions import spider_parts
+from crawler.frontier.reset import (
+    Acknowledged,
+    live_nodes,
+    new_epoch,
+    reset_note,
+    reset_wait,
+    wait_for_nodes,
+    write_epoch,
+)
+from crawler.frontier.seed_queue import SeedKeys
+from crawler.lua import text
+from crawler.redis_connection import SyncRedis
+
+
+@dataclass(frozen=True)
+class PurgeSettings:
+    """The settings a purge reads (FRONTIER_QUEUE_MAX, KAFKA_BOOTSTRAP_SERVERS,
+    FRONTIER_BACKLOG_TOPIC, FRONTIER_HEARTBEAT_INTERVAL)."""
+
+    queue_max: int
+    bootstrap: str
+    backlog_template: str
+    heartbeat_interval: float
+
+
+def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[str]:
+    parts = frontier_parts(spider, partitions)
+    keys = [key for part in parts for key in part.all()] + [f"{spider}:start_urls:invalid"]
+    if not keep_seeds:
+        keys.append(f"{spider}:start_urls")
+    return keys
+
+
+def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[str]:
+    """The spider's keys that exist: the frontier's (every part), its seeds, the
+    start-request claims of every crawl and the crawl ledgers."""
+    parts = spider_parts(client, spider)
+    keys = spider_keys(spider, keep_seeds=keep_seeds, partitions=len(parts))
+    present = [key for key in keys if client.exists(key)]
+    listed = set(present)
+    patterns = [start_pattern(spider), pattern_for_spider(spider)]
+    for part in parts:
+        patterns += [queue_pattern(part), fence_pattern(part), node_epoch_pattern(part)]
+    if not keep_seeds:  # the nodes' holds of taken seeds
+        patterns.append(SeedKeys(f"{spider}:start_urls", "", parts).holds_pattern)
+    for pattern in patterns:
+        found = {text(key) for key in client.scan_iter(match=pattern)} - listed
+        present += sorted(found)
+    return present
+
+
+@dataclass(frozen=True)
+class PurgeResult:
+    """What a purge did."""
+
+    spider: str
+    keys: list[str]  # deleted from Redis
+    deleted: int
+    acknowledged: Acknowledged | None  # the live nodes' resets, when there were live nodes
+    backlog: str  # the backlog topic's note ('; deleted ...'), '' without one
+
+    def summary(self) -> str:
+        if not self.keys:
+            done = f"Nothing to purge for {self.spider!r} in Redis"
+        else:
+            done = f"Purged {self.deleted} keys of {self.spider!r}: {', '.join(self.keys)}"
+            done += reset_note(self.acknowledged)
+        return done + self.backlog
+
+    def as_json(self) -> dict[str, object]:
+        reset = self.acknowledged
+        return {
+            "spider": self.spider,
+            "deleted": self.deleted,
+            "keys": self.keys,
+            "reset": None if reset is None else {"nodes": reset.nodes, "late": reset.late},
+            "backlog": self.backlog.removeprefix("; "),
+        }
+
+
+@dataclass(frozen=True)
+class PurgePlan:
+    """What purging ``spider`` would delete, found before asking."""
+
+    spider: str
+    live: list[str]  # the spider's live nodes
+    present: list[str]  # its keys in Redis
+    topic: str | None  # its backlog topic (None: the crawl spills nowhere)
+    settings: PurgeSettings
+
+    @classmethod
+    def survey(
+        cls, client: SyncRedis, spider: str, settings: PurgeSettings, *, keep_seeds: bool
+    ) -> PurgePlan:
+        live = live_nodes(client, spider_parts(client, spider))
+        present = present_keys(client, spider, keep_seeds=keep_seeds)
+        topic = backlog_topic(
+            settings.queue_max, settings.bootstrap, settings.backlog_template, spider
+        )
+        return cls(spider, live, present, topic, settings)
+
+    def refusal(self, *, force: bool) -> str | None:
+        """Why purging now is refused (live nodes, without ``--force``), or None."""
+        if not self.live or force:
+            return None
+        return (
+            f"{len(self.live)} nodes of {self.spider!r} are live ({', '.join(sorted(self.live))}):"
+            " stop them first, or pass --force (they then drop what they hold and their"
+            " seen-caches, and the purge waits until they have)"
+        )
+
+    @property
+    def question(self) -> str | None:
+        """What the operator is asked before the deletion; None: nothing to delete."""
+        doomed = [", ".join(self.present)] if self.present else []
+        if self.topic:
+            doomed.append(f"the Kafka backlog topic {self.topic} (if it exists)")
+        if not doomed:
+            return None
+        return f"Delete {' and '.join(doomed)}? Type the spider name to confirm: "
+
+    def confirmed(self, *, yes: bool, ask: Callable[[str], str] = input) -> bool:
+        """Whether to go on: nothing to ask, ``--yes``, or the spider's name typed."""
+        question = self.question
+        return question is None or yes or ask(question).strip() == self.spider
+
+    def carry_out(self, client: SyncRedis) -> PurgeResult:
+        """Delete the keys and the backlog topic. With live nodes, write a ``purged:`` epoch
+        and wait until each has reset: they do instead of taking the purge for lost data, and
+        a seed pushed next meets nodes that forgot."""
+        deleted, acknowledged = 0, None
+        if self.present:
+            parts = spider_parts(client, self.spider)
+            deleted = sum(int(client.delete(key)) for key in self.present)
+            if self.live:
+                client.set(parts[0].partitions, len(parts))  # the live nodes go on with them
+                epoch = new_epoch(PURGED_EPOCH)
+                write_epoch(client, parts, epoch)
+                wait = reset_wait(self.settings.heartbeat_interval)
+                acknowledged = wait_for_nodes(client, parts, epoch, self.live, wait)
+        backlog = purge_backlog(self.settings.bootstrap, self.topic) if self.topic else ""
+        return PurgeResult(self.spider, self.present, deleted, acknowledged, backlog)
