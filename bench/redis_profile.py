@@ -7,10 +7,11 @@ links a page, 16 seen before), exact dedup, each write leasing the next 8, on a 
 ``redis-server``; under ``perf record`` of that server when ``perf`` is installed (the share of
 its samples in the kernel and its top functions). Then the floor of those writes: as many
 round trips, each sending and receiving as many bytes, to a script that only returns its
-argument (what the socket and the command dispatch cost whatever the frontier does). Then the
-cost of ``SMISMEMBER`` of 160 12-byte members, present and absent, on a 20,000-member set
-(Redis's own ``commandstats``): the link check's lookup, which the machine's memory latency,
-not our code, decides. Last, the same writes on a fresh server through the write script
+argument (what the socket and the command dispatch cost whatever the frontier does), and the
+same calls two to a round trip (what folding the link check into the write before would save).
+Then the cost of ``SMISMEMBER`` of 160 12-byte members, present and absent, on a 20,000-member
+set (Redis's own ``commandstats``): the link check's lookup, which the machine's memory
+latency, not our code, decides. Last, the same writes on a fresh server through the write script
 with a probe before each of its sections (``bench.turn_sections``): each one's share of the
 script's time.
 """
@@ -78,14 +79,18 @@ def measured(client: redis.Redis, run: Callable[[], None]) -> Traffic:
     )
 
 
-async def echo_calls(url: str, like: Traffic) -> None:
-    """``like.round_trips`` calls of ``ECHO``, sending and receiving as many bytes in all."""
+async def echo_calls(url: str, like: Traffic, per_trip: int = 1) -> None:
+    """``like.round_trips`` calls of ``ECHO``, sending and receiving as many bytes in all,
+    ``per_trip`` of them in each round trip (a pipeline)."""
     client = async_client(RedisConfig.from_url(url))
     calls = like.round_trips
     reply = b"r" * (like.bytes_out // calls)
     padding = b"p" * max(0, like.bytes_in // calls - len(reply) - 60)  # 60: EVAL's own framing
-    for _ in range(calls):
-        await client.eval(ECHO, 0, reply, padding)
+    for _ in range(calls // per_trip):
+        pipe = client.pipeline(transaction=False)
+        for _ in range(per_trip):
+            pipe.eval(ECHO, 0, reply, padding)
+        await pipe.execute()
     await client.aclose()
 
 
@@ -141,6 +146,11 @@ def profile(client: redis.Redis, url: str, writes: int, use_perf: bool) -> None:
     print(
         f"their floor, as many round trips and bytes to {ECHO!r}: {floor.per_page(pages)}; "
         f"the frontier's own work is {(real.cpu - floor.cpu) / pages * 1e6:.0f} us a page"
+    )
+    paired = measured(client, lambda: asyncio.run(echo_calls(url, real, per_trip=2)))
+    print(
+        f"the same calls two to a round trip (the link check sent with the write before): "
+        f"{paired.per_page(pages)}"
     )
 
 
