@@ -86,9 +86,9 @@ async def echo_calls(url: str, like: Traffic, per_trip: int = 1) -> None:
     calls = like.round_trips
     reply = b"r" * (like.bytes_out // calls)
     padding = b"p" * max(0, like.bytes_in // calls - len(reply) - 60)  # 60: EVAL's own framing
-    for _ in range(calls // per_trip):
+    for start in range(0, calls, per_trip):
         pipe = client.pipeline(transaction=False)
-        for _ in range(per_trip):
+        for _ in range(min(per_trip, calls - start)):
             pipe.eval(ECHO, 0, reply, padding)
         await pipe.execute()
     await client.aclose()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -13,8 +13,14 @@ SETTINGS = PurgeSettings(
 )
 
 
-def plan(*, live: list[str] = [], present: list[str] = [], topic: str | None = None) -> PurgePlan:  # noqa: B006 - never mutated
-    return PurgePlan("pages", live, present, topic, SETTINGS)
+def plan(
+    *,
+    live: Sequence[str] = (),
+    forced: bool = False,
+    present: Sequence[str] = (),
+    topic: str | None = None,
+) -> PurgePlan:
+    return PurgePlan("pages", list(live), forced, list(present), topic, SETTINGS)
 
 
 def test_the_question_names_every_key_and_the_backlog_topic() -> None:
@@ -56,7 +62,7 @@ def test_it_goes_on_only_when_the_spider_is_typed_or_yes_given_or_nothing_to_ask
 def test_live_nodes_refuse_a_purge_unless_forced(
     live: list[str], force: bool, refused: bool
 ) -> None:
-    why = plan(live=live, present=["pages:start_urls"]).refusal(force=force)
+    why = plan(live=live, forced=force, present=["pages:start_urls"]).refusal
     assert (why is not None) == refused
     if why is not None:
         assert why.startswith(

@@ -1,5 +1,5 @@
 """``crawler purge <spider> [--yes] [--keep-seeds] [--force] [--json]``: ``scrapy purge``
-without Scrapy (``crawler.frontier.purge.PurgePlan``), with a JSON outcome for scripts."""
+outside ``scrapy`` (both run ``crawler.frontier.purge.PurgePlan``), with a JSON outcome."""
 
 from __future__ import annotations
 
@@ -35,8 +35,10 @@ def run(args: argparse.Namespace) -> int:
     )
     client = redis_client(args)
     try:
-        plan = PurgePlan.survey(client, args.spider, purge_settings, keep_seeds=args.keep_seeds)
-        if (why := plan.refusal(force=args.force)) is not None:
+        plan = PurgePlan.survey(
+            client, args.spider, purge_settings, keep_seeds=args.keep_seeds, force=args.force
+        )
+        if (why := plan.refusal) is not None:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1
         if not plan.confirmed(yes=args.yes):

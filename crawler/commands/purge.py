@@ -49,8 +49,10 @@ class Command(ScrapyCommand):
         )
         client = sync_client(RedisConfig.from_url(url))
         try:
-            plan = PurgePlan.survey(client, args[0], settings, keep_seeds=opts.keep_seeds)
-            if (why := plan.refusal(force=opts.force)) is not None:
+            plan = PurgePlan.survey(
+                client, args[0], settings, keep_seeds=opts.keep_seeds, force=opts.force
+            )
+            if (why := plan.refusal) is not None:
                 print(f"Not purged: {why}", file=sys.stderr)
                 self.exitcode = 1
                 return

@@ -1,4 +1,4 @@
-"""Purging a spider's shared state: what there is, the question, the deletion (no Scrapy imports).
+"""Purging a spider's shared state: what there is, the question, the deletion.
 
 ``scrapy purge`` (``crawler.commands.purge``) and ``crawler purge`` (``crawler.cli.purge``)
 are two front ends of one ``PurgePlan``: they differ only in how they read settings, print
@@ -81,7 +81,7 @@ class PurgeResult:
     """What a purge did."""
 
     spider: str
-    keys: list[str]  # deleted from Redis
+    keys: list[str]  # found before the deletion
     deleted: int
     acknowledged: Acknowledged | None  # the live nodes' resets, when there were live nodes
     backlog: str  # the backlog topic's note ('; deleted ...'), '' without one
@@ -107,28 +107,39 @@ class PurgeResult:
 
 @dataclass(frozen=True)
 class PurgePlan:
-    """What purging ``spider`` would delete, found before asking."""
+    """What purging ``spider`` would delete, found before asking (nothing is looked up but
+    the live nodes when they refuse the purge)."""
 
     spider: str
     live: list[str]  # the spider's live nodes
+    forced: bool  # --force: purge even with live nodes
     present: list[str]  # its keys in Redis
     topic: str | None  # its backlog topic (None: the crawl spills nowhere)
     settings: PurgeSettings
 
     @classmethod
     def survey(
-        cls, client: SyncRedis, spider: str, settings: PurgeSettings, *, keep_seeds: bool
+        cls,
+        client: SyncRedis,
+        spider: str,
+        settings: PurgeSettings,
+        *,
+        keep_seeds: bool,
+        force: bool,
     ) -> PurgePlan:
         live = live_nodes(client, spider_parts(client, spider))
+        if live and not force:
+            return cls(spider, live, force, [], None, settings)
         present = present_keys(client, spider, keep_seeds=keep_seeds)
         topic = backlog_topic(
             settings.queue_max, settings.bootstrap, settings.backlog_template, spider
         )
-        return cls(spider, live, present, topic, settings)
+        return cls(spider, live, force, present, topic, settings)
 
-    def refusal(self, *, force: bool) -> str | None:
+    @property
+    def refusal(self) -> str | None:
         """Why purging now is refused (live nodes, without ``--force``), or None."""
-        if not self.live or force:
+        if not self.live or self.forced:
             return None
         return (
             f"{len(self.live)} nodes of {self.spider!r} are live ({', '.join(sorted(self.live))}):"
