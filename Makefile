@@ -42,6 +42,7 @@ bench: setup
 	$(PY) -m bench.dedup --flat 100000
 	$(PY) -m bench.frontier_load
 	$(PY) -m bench.redis_profile
+	$(PY) -m bench.layout_prototype
 	$(PY) -m bench.frontier_cluster
 	$(PY) -m bench.frontier_backlog
 	$(PY) -m bench.node_memory

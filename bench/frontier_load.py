@@ -133,6 +133,20 @@ def new_request(request: Request, lean: bool = True) -> NewRequest:
     )
 
 
+def children_of(cache: SeenCache, links: list[str], parent: str) -> list[NewRequest]:
+    """A page's links as the scheduler enqueues them: one whose fingerprint the node's
+    ``SeenCache`` holds (it sent it before) is dropped without a call."""
+    children = []
+    for link in links:
+        request = link_request(link, parent)
+        if fingerprint(request).hex() in cache:
+            continue
+        child = new_request(request)
+        cache.add(child.fingerprint)
+        children.append(child)
+    return children
+
+
 @contextlib.contextmanager
 def fresh_redis(workdir: Path) -> Iterator[tuple[redis.Redis, str]]:
     server = RedisServer(RedisServerConfig(port=free_port(), data_dir=workdir, appendonly=False))
@@ -168,21 +182,11 @@ class Counters:
 # -- ours -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class OursLoad:
-    """Simulated ``LeasingScheduler`` nodes on our frontier: each keeps up to 8 leases
-    (``FRONTIER_PREFETCH``) and writes ``per_write`` settled pages at a time; a write that
-    leaves half of them or fewer refills them in the same call (``Prefetch``)."""
+class SimulatedNodes:
+    """A load whose ``nodes`` are coroutines of this process, sharing one ``UrlSpace``: a run
+    fills the queue with 2,000 requests, then the nodes crawl ``pages`` in all."""
 
-    config: DedupConfig
     nodes: int
-    per_write: int  # pages settled in one reactor turn: 1, or LEASE_BATCH
-    check: bool | None = None  # FRONTIER_LINK_CHECK (None: unset, where it pays)
-    seen_cache: int = 0  # FRONTIER_SEEN_CACHE: links this node sent before are dropped unsent
-
-    def client(self, url: str, node: str) -> FrontierClient:
-        redis_client = async_client(RedisConfig.from_url(url))
-        return FrontierClient(redis_client, KEYS, node, self.config, link_check=self.check)
 
     def run(self, url: str, pages: int) -> None:
         asyncio.run(self._run(url, pages))
@@ -198,6 +202,31 @@ class OursLoad:
         await asyncio.gather(*nodes)
 
     async def _fill(self, url: str, count: int, space: UrlSpace) -> None:
+        raise NotImplementedError
+
+    async def _node(self, node: str, url: str, space: UrlSpace, quota: list[int]) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class OursLoad(SimulatedNodes):
+    """Simulated ``LeasingScheduler`` nodes on our frontier: each keeps up to 8 leases
+    (``FRONTIER_PREFETCH``) and writes ``per_write`` settled pages at a time; a write that
+    leaves half of them or fewer refills them in the same call (``Prefetch``)."""
+
+    config: DedupConfig
+    nodes: int
+    per_write: int  # pages settled in one reactor turn: 1, or LEASE_BATCH
+    check: bool | None = None  # FRONTIER_LINK_CHECK (None: unset, where it pays)
+    seen_cache: int = 0  # FRONTIER_SEEN_CACHE: links this node sent before are dropped unsent
+    # one cache every node reads and fills, instead of one each (bench.layout_prototype's ideal)
+    shared_cache: SeenCache | None = None
+
+    def client(self, url: str, node: str) -> FrontierClient:
+        redis_client = async_client(RedisConfig.from_url(url))
+        return FrontierClient(redis_client, KEYS, node, self.config, link_check=self.check)
+
+    async def _fill(self, url: str, count: int, space: UrlSpace) -> None:
         client = self.client(url, "filler")
         for start in range(0, count, 500):
             size = min(500, count - start)
@@ -205,24 +234,11 @@ class OursLoad:
             await client.complete(None, "done", batch)
         await client.aclose()
 
-    def _children(self, cache: SeenCache, links: list[str], parent: str) -> list[NewRequest]:
-        """The page's links as the scheduler enqueues them: one whose fingerprint the node's
-        ``SeenCache`` holds (it sent it before) is dropped without a call."""
-        children = []
-        for link in links:
-            request = link_request(link, parent)
-            if fingerprint(request).hex() in cache:
-                continue
-            child = new_request(request)
-            cache.add(child.fingerprint)
-            children.append(child)
-        return children
-
     async def _node(self, node: str, url: str, space: UrlSpace, quota: list[int]) -> None:
         client = self.client(url, node)
         loop = asyncio.get_running_loop()
         epoch = await client.open_epoch()
-        cache = SeenCache(self.seen_cache)
+        cache = self.shared_cache if self.shared_cache is not None else SeenCache(self.seen_cache)
         held: list[Lease] = []
         next_beat = loop.time() + HEARTBEAT_SECONDS
         try:
@@ -237,9 +253,7 @@ class OursLoad:
                 children = [
                     child
                     for lease in pages
-                    for child in self._children(
-                        cache, space.links(), codec.loads(lease.body)["url"]
-                    )
+                    for child in children_of(cache, space.links(), codec.loads(lease.body)["url"])
                 ]
                 # down to half: the write refills the buffer (Prefetch waits for one)
                 want = LEASE_BATCH - len(held) if len(held) <= LEASE_BATCH // 2 else 0
