@@ -186,10 +186,7 @@ def measure(parts: int, args: argparse.Namespace, workdir: Path) -> Result:
         before = [Counters.read(master) for master in masters]
         asyncio.run(load.run(cluster.url, args.pages))
         after = [Counters.read(master) for master in masters]
-    cpu = [
-        (a.user + a.system - b.user - b.system) * 1e6 / args.pages
-        for a, b in zip(after, before, strict=True)
-    ]
+    cpu = [a.cpu_since(b) * 1e6 / args.pages for a, b in zip(after, before, strict=True)]
     commands = sum(a.commands - b.commands for a, b in zip(after, before, strict=True))
     return Result(parts, args.pages, cpu, commands / args.pages)
 

@@ -178,6 +178,10 @@ class Counters:
             int(memory["used_memory"]),
         )
 
+    def cpu_since(self, before: Counters) -> float:
+        """CPU seconds of Redis's main thread between ``before`` and these counters."""
+        return self.user + self.system - before.user - before.system
+
 
 # -- ours -------------------------------------------------------------------------------------
 
@@ -452,7 +456,7 @@ def measure(
         before = Counters.read(client)
         load.run(url, args.pages)
         after = Counters.read(client)
-        cpu = after.user + after.system - before.user - before.system
+        cpu = after.cpu_since(before)
         if first is not None:
             return replace(first, cpu_us=[*first.cpu_us, cpu * 1e6 / args.pages])
         scripts = profile(client, lambda: load.run(url, args.profile_pages), names)

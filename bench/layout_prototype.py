@@ -222,8 +222,7 @@ def main() -> None:
                     before = Counters.read(client)
                     load().run(url, args.pages)
                     after = Counters.read(client)
-                    used = after.user + after.system - before.user - before.system
-                    cpu[name].append(used * 1e6 / args.pages)
+                    cpu[name].append(after.cpu_since(before) * 1e6 / args.pages)
                     left[name] = queued(client)
     print(f"{args.pages} pages, {nodes} simulated nodes, exact dedup, 8 pages a write,", end=" ")
     print(f"{args.repeat} rounds")

@@ -6,8 +6,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from crawler.frontier.keys import frontier_parts
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 
+PARTS = frontier_parts("pages", 1)
 SETTINGS = PurgeSettings(
     queue_max=0, bootstrap="", backlog_template="{spider}-backlog", heartbeat_interval=5.0
 )
@@ -20,7 +22,7 @@ def plan(
     present: Sequence[str] = (),
     topic: str | None = None,
 ) -> PurgePlan:
-    return PurgePlan("pages", list(live), forced, list(present), topic, SETTINGS)
+    return PurgePlan("pages", PARTS, list(live), forced, list(present), topic, SETTINGS)
 
 
 def test_the_question_names_every_key_and_the_backlog_topic() -> None:

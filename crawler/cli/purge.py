@@ -27,12 +27,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     settings = project_settings()
     require_spider(args.spider, settings)
-    purge_settings = PurgeSettings(
-        queue_max=int(settings["FRONTIER_QUEUE_MAX"]),
-        bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
-        backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
-        heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
-    )
+    purge_settings = PurgeSettings.from_settings(settings)
     client = redis_client(args)
     try:
         plan = PurgePlan.survey(

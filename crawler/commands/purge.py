@@ -41,12 +41,7 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("REDIS_URL is empty: there is no shared state to purge")
-        settings = PurgeSettings(
-            queue_max=self.settings.getint("FRONTIER_QUEUE_MAX"),
-            bootstrap=self.settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
-            backlog_template=str(self.settings.get("FRONTIER_BACKLOG_TOPIC")),
-            heartbeat_interval=self.settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"),
-        )
+        settings = PurgeSettings.from_settings(self.settings)
         client = sync_client(RedisConfig.from_url(url))
         try:
             plan = PurgePlan.survey(

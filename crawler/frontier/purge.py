@@ -11,13 +11,15 @@ would flow into the next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.backlog import backlog_topic, purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import (
+    FrontierKeys,
     fence_pattern,
     frontier_parts,
     node_epoch_pattern,
@@ -49,6 +51,16 @@ class PurgeSettings:
     backlog_template: str
     heartbeat_interval: float
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> PurgeSettings:
+        """From Scrapy's settings or the ``crawler`` CLI's (values may be ``-s`` text)."""
+        return cls(
+            queue_max=int(settings["FRONTIER_QUEUE_MAX"]),
+            bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
+            backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
+            heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
+        )
+
 
 def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[str]:
     parts = frontier_parts(spider, partitions)
@@ -58,10 +70,17 @@ def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[s
     return keys
 
 
-def present_keys(client: SyncRedis, spider: str, *, keep_seeds: bool) -> list[str]:
-    """The spider's keys that exist: the frontier's (every part), its seeds, the
-    start-request claims of every crawl and the crawl ledgers."""
-    parts = spider_parts(client, spider)
+def present_keys(
+    client: SyncRedis,
+    spider: str,
+    *,
+    keep_seeds: bool,
+    parts: tuple[FrontierKeys, ...] | None = None,
+) -> list[str]:
+    """The spider's keys that exist: the frontier's (every part: ``parts``, else those Redis
+    records), its seeds, the start-request claims of every crawl and the crawl ledgers."""
+    if parts is None:
+        parts = spider_parts(client, spider)
     keys = spider_keys(spider, keep_seeds=keep_seeds, partitions=len(parts))
     present = [key for key in keys if client.exists(key)]
     listed = set(present)
@@ -111,6 +130,7 @@ class PurgePlan:
     the live nodes when they refuse the purge)."""
 
     spider: str
+    parts: tuple[FrontierKeys, ...]  # the spider's frontier parts
     live: list[str]  # the spider's live nodes
     forced: bool  # --force: purge even with live nodes
     present: list[str]  # its keys in Redis
@@ -127,14 +147,15 @@ class PurgePlan:
         keep_seeds: bool,
         force: bool,
     ) -> PurgePlan:
-        live = live_nodes(client, spider_parts(client, spider))
+        parts = spider_parts(client, spider)
+        live = live_nodes(client, parts)
         if live and not force:
-            return cls(spider, live, force, [], None, settings)
-        present = present_keys(client, spider, keep_seeds=keep_seeds)
+            return cls(spider, parts, live, force, [], None, settings)
+        present = present_keys(client, spider, keep_seeds=keep_seeds, parts=parts)
         topic = backlog_topic(
             settings.queue_max, settings.bootstrap, settings.backlog_template, spider
         )
-        return cls(spider, live, force, present, topic, settings)
+        return cls(spider, parts, live, force, present, topic, settings)
 
     @property
     def refusal(self) -> str | None:
@@ -168,10 +189,10 @@ class PurgePlan:
         a seed pushed next meets nodes that forgot."""
         deleted, acknowledged = 0, None
         if self.present:
-            parts = spider_parts(client, self.spider)
             deleted = sum(int(client.delete(key)) for key in self.present)
             if self.live:
-                client.set(parts[0].partitions, len(parts))  # the live nodes go on with them
+                parts = self.parts  # the live nodes go on with them: the count is written back
+                client.set(parts[0].partitions, len(parts))
                 epoch = new_epoch(PURGED_EPOCH)
                 write_epoch(client, parts, epoch)
                 wait = reset_wait(self.settings.heartbeat_interval)
