@@ -50,8 +50,8 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -77,12 +77,15 @@ from crawler.frontier.client import Finish, FrontierClient, Lease, LeaseAsk, New
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
+from crawler.frontier.seen_feed import SeenFeed, SeenFeedSettings
 from crawler.lua import frontier_script
 from crawler.redis_connection import async_client
 from crawler.redis_url import RedisConfig
 from crawler.scope import site_of
+from tests.services import kafka_service
 
 KEYS = FrontierKeys.for_spider("load")
+FEED_TOPIC = "load-frontier-seen"  # every run has an epoch of its own: earlier runs' are stale
 # The code issue 14 measured its starting figures on (127-158 us of Redis CPU and 9.9 KB per
 # page, exact dedup): the commit before lean requests and the link check.
 BASELINE_COMMIT = "53a9ec3"
@@ -225,6 +228,7 @@ class OursLoad(SimulatedNodes):
     seen_cache: int = 0  # FRONTIER_SEEN_CACHE: links this node sent before are dropped unsent
     # one cache every node reads and fills, instead of one each (bench.layout_prototype's ideal)
     shared_cache: SeenCache | None = None
+    feed: str = ""  # Kafka's bootstrap servers: the nodes share what they record (the seen feed)
 
     def client(self, url: str, node: str) -> FrontierClient:
         redis_client = async_client(RedisConfig.from_url(url))
@@ -240,36 +244,75 @@ class OursLoad(SimulatedNodes):
 
     async def _node(self, node: str, url: str, space: UrlSpace, quota: list[int]) -> None:
         client = self.client(url, node)
-        loop = asyncio.get_running_loop()
         epoch = await client.open_epoch()
         cache = self.shared_cache if self.shared_cache is not None else SeenCache(self.seen_cache)
-        held: list[Lease] = []
-        next_beat = loop.time() + HEARTBEAT_SECONDS
         try:
-            while quota[0] > 0:
-                if not held:  # the buffer ran dry: a lease call of its own
-                    held = await client.lease(LEASE_BATCH, 60_000, idle_ms=IDLE_POLL_MS)
-                    if not held:
-                        await asyncio.sleep(0.01)
-                        continue
-                pages, held = held[: self.per_write], held[self.per_write :]
-                quota[0] -= len(pages)
-                children = [
-                    child
-                    for lease in pages
-                    for child in children_of(cache, space.links(), codec.loads(lease.body)["url"])
-                ]
-                # down to half: the write refills the buffer (Prefetch waits for one)
-                want = LEASE_BATCH - len(held) if len(held) <= LEASE_BATCH // 2 else 0
-                top_up = LeaseAsk(want if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
-                finishes = [Finish(lease.id, "done") for lease in pages]
-                write = await client.complete_many(finishes, children, lease=top_up)
-                held += write.leases
-                if loop.time() >= next_beat:
-                    await client.heartbeat([lease.id for lease in held], 60_000, 60_000, 100, epoch)
-                    next_beat += HEARTBEAT_SECONDS
+            async with contextlib.AsyncExitStack() as stack:
+                feed = None
+                if self.feed:
+                    feed = await stack.enter_async_context(seen_feed(self.feed, node, epoch, cache))
+                await self._crawl(client, space, quota, cache=cache, epoch=epoch, feed=feed)
         finally:
             await client.aclose()
+
+    async def _crawl(
+        self,
+        client: FrontierClient,
+        space: UrlSpace,
+        quota: list[int],
+        *,
+        cache: SeenCache,
+        epoch: str,
+        feed: SeenFeed | None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        held: list[Lease] = []
+        next_beat = loop.time() + HEARTBEAT_SECONDS
+        while quota[0] > 0:
+            if not held:  # the buffer ran dry: a lease call of its own
+                held = await client.lease(LEASE_BATCH, 60_000, idle_ms=IDLE_POLL_MS)
+                if not held:
+                    await asyncio.sleep(0.01)
+                    continue
+            pages, held = held[: self.per_write], held[self.per_write :]
+            quota[0] -= len(pages)
+            children = [
+                child
+                for lease in pages
+                for child in children_of(cache, space.links(), codec.loads(lease.body)["url"])
+            ]
+            # down to half: the write refills the buffer (Prefetch waits for one)
+            want = LEASE_BATCH - len(held) if len(held) <= LEASE_BATCH // 2 else 0
+            top_up = LeaseAsk(want if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
+            finishes = [Finish(lease.id, "done") for lease in pages]
+            write = await client.complete_many(finishes, children, lease=top_up)
+            held += write.leases
+            if feed is not None:  # recorded or found there: no TTL, the scheduler sends both
+                feed.publish(epoch, [child.fingerprint for child in children])
+            if loop.time() >= next_beat:
+                await client.heartbeat([lease.id for lease in held], 60_000, 60_000, 100, epoch)
+                next_beat += HEARTBEAT_SECONDS
+
+
+class Tally(Counter[str]):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] += count
+
+
+@contextlib.asynccontextmanager
+async def seen_feed(
+    bootstrap: str, node: str, epoch: str, cache: SeenCache
+) -> AsyncIterator[SeenFeed]:
+    """A simulated node's seen feed (``FRONTIER_SEEN_FEED``), reading into ``cache``."""
+    feed = SeenFeed(SeenFeedSettings(True, FEED_TOPIC, bootstrap, 1), node, Tally())
+    reading = asyncio.ensure_future(feed.run(lambda: epoch, cache.add))
+    try:
+        while not feed.reading:
+            await asyncio.sleep(0.05)
+        yield feed
+    finally:
+        reading.cancel()
+        await feed.close()
 
 
 @dataclass(frozen=True)
@@ -544,9 +587,18 @@ def main() -> None:
     parser.add_argument(
         "--link-check", action="store_true", help="'ours now' checks the links of every completion"
     )
+    parser.add_argument(
+        "--seen-feed",
+        action="store_true",
+        help="adds 'ours now, seen feed': 8 pages a write, the nodes sharing what they record "
+        "through Kafka (KAFKA_BOOTSTRAP_SERVERS, or a broker the bench starts)",
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="frontier-load-") as tmp:
-        workdir = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="frontier-load-")))
+        bootstrap = ""
+        if args.seen_feed:
+            bootstrap, _ = stack.enter_context(kafka_service(workdir))
         tree = None
         if not args.no_baseline:
             tree = BaselineLoad.extract(BASELINE_COMMIT, workdir / "baseline")
@@ -565,6 +617,9 @@ def main() -> None:
                 ("ours now, a page a write", mode, OursLoad(config, args.nodes, 1, check, cache)),
                 ("ours now, 8 pages a write", mode, OursLoad(config, args.nodes, 8, check, cache)),
             ]
+            if bootstrap:  # FRONTIER_LINK_CHECK unset is off with the feed
+                feed = OursLoad(config, args.nodes, 8, check or False, cache, feed=bootstrap)
+                variants.append(("ours now, seen feed", mode, feed))
         results = measure_all(variants, args, workdir=workdir, names=names)
     print_tables(results, args)
 

@@ -42,6 +42,8 @@ FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking aga
 FRONTIER_WRITE_INTERVAL = 0.025  # float s 0-1: a write gathers what the node settles this long
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node remembers sending (0 = off)
+FRONTIER_SEEN_FEED = False  # bool: nodes share what they record through Kafka, into their caches
+FRONTIER_SEEN_TOPIC = "{spider}-frontier-seen"  # str: the seen feed's topic
 FRONTIER_PARTITIONS = 1  # int 1-1024: parts of a spider's frontier, by site (fixed per crawl)
 FRONTIER_QUEUE_MAX = 0  # int >= 0: queued requests a part keeps in Redis, more go to Kafka (0: all)
 FRONTIER_SPILL_BATCH = 1000  # int 1-100000: requests spilled to Kafka or read back, per part, step

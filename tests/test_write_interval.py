@@ -41,6 +41,7 @@ class Owner:
         )
         self.released: list[str] = []
         self.heard: list[str] = []  # releases and writes, in order
+        self.shared: list[tuple[list[str], list[str]]] = []  # what writes recorded, found
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         return asyncio.ensure_future(coro)
@@ -63,6 +64,9 @@ class Owner:
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         return None
+
+    def recorded(self, new: list[str], known: list[str]) -> None:
+        self.shared.append((new, known))
 
 
 def writer_for(url: str, interval: float) -> tuple[TurnWriter, Owner, StatsCollector]:
@@ -113,6 +117,23 @@ def test_a_dry_buffers_lease_and_a_waiting_caller_send_the_write_at_once(
     assert got is not None and [lease.body for lease in got] == [b'{"url":"a"}', b'{"url":"b"}']
     assert released == ["lease-1"]
     assert queued(redis_client, KEYS) == 1
+
+
+def test_the_owner_hears_what_a_write_recorded_and_what_it_found(redis_url: str) -> None:
+    """What the seen feed shares: fingerprints recorded, those found recorded already, not a
+    dont_filter request's (it has none)."""
+
+    async def scenario() -> list[tuple[list[str], list[str]]]:
+        writer, owner, _ = writer_for(redis_url, 0.0)
+        writer.add_fresh([link("a")])
+        await asyncio.wait_for(writer.flushed(), 5)
+        writer.add_fresh([link("a"), link("b"), NewRequest("", 0.0, b'{"url":"c"}')])
+        await asyncio.wait_for(writer.flushed(), 5)
+        await owner.client.parts[0].aclose()
+        return owner.shared
+
+    a, b = fingerprint_of("a"), fingerprint_of("b")
+    assert run(scenario()) == [([a], []), ([b], [a])]
 
 
 def test_the_owner_hears_of_each_write_once_its_leases_are_released(redis_url: str) -> None:

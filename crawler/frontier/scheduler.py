@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from scrapy import Request, Spider
@@ -40,6 +41,7 @@ from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.request_store import RequestStore
 from crawler.frontier.seen_cache import SeenCache
+from crawler.frontier.seen_feed import SeenFeed
 from crawler.frontier.settings import FrontierSettings
 from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
@@ -87,6 +89,8 @@ class LeasingScheduler:
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
+        self._feed: SeenFeed | None = None
+        self._feed_loop: asyncio.Task[None] | None = None
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
@@ -134,6 +138,8 @@ class LeasingScheduler:
         keeper = LeaseKeeper(self._client, holdings, self.guard, self.stats, timing)
         self._keeper = keeper
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
+        if settings.seen_feed.enabled:
+            self._open_feed(spider.name, keeper)
         self.spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
@@ -144,6 +150,18 @@ class LeasingScheduler:
             self.settings.lease_timeout,
             self.settings.heartbeat_interval,
             self.settings.dedup.mode.value,
+        )
+
+    def _open_feed(self, spider: str, keeper: LeaseKeeper) -> None:
+        """Share the fingerprints this node records and take those of the others into its
+        seen-cache (``FRONTIER_SEEN_FEED``), in the frontier's epoch as the node knows it."""
+        feed_settings = replace(
+            self.settings.seen_feed, topic=self.settings.seen_feed.topic.format(spider=spider)
+        )
+        feed = SeenFeed(feed_settings, self.node_id, self.stats)
+        self._feed = feed
+        self._feed_loop = self.context.supervise(
+            "seen_feed", lambda: feed.run(lambda: keeper.epoch, self._seen.add)
         )
 
     async def _on_flush_signal(self) -> None:
@@ -298,6 +316,14 @@ class LeasingScheduler:
             # idle), not at its next heartbeat, up to 5 s later.
             wake_engine(self.crawler)
 
+    def recorded(self, new: list[str], known: list[str]) -> None:
+        if self._feed is None or self._keeper is None:
+            return
+        # With a TTL, a fingerprint found in the dupefilter may have little of it left: only
+        # those just recorded go (they have all of it; see SeenCache.add's age)
+        shared = new if self.settings.dedup.ttl else new + known
+        self._feed.publish(self._keeper.epoch, shared)
+
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         asked = self.prefetch.top_up()
         if asked is not None:
@@ -310,6 +336,10 @@ class LeasingScheduler:
             self._heartbeat.cancel()
         if self._admission is not None:
             await self._admission.close()
+        if self._feed_loop is not None:
+            self._feed_loop.cancel()
+        if self._feed is not None:
+            await self._feed.close()
         await self.writer.flushed()  # what is gathered goes now
         pending = [task for task in self._tasks if not task.done()]
         if pending:

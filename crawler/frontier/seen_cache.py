@@ -1,4 +1,5 @@
-"""``SeenCache``: fingerprints this node already handed to the shared dupefilter (no I/O).
+"""``SeenCache``: fingerprints this node already handed to the shared dupefilter, and those
+other nodes recorded (``crawler.frontier.seen_feed``) (no I/O).
 
 A link-dense site yields mostly links the crawl already knows. Every request
 whose fingerprint is here is a certain duplicate (the shared dupefilter never
@@ -39,13 +40,22 @@ class SeenCache:
             self._expire()
         return fingerprint in self._newer or fingerprint in self._older
 
-    def add(self, fingerprint: str) -> None:
+    def add(self, fingerprint: str, age: float = 0.0) -> None:
+        """Remember ``fingerprint``, recorded by the dupefilter ``age`` seconds ago (another
+        node's, from the seen feed): with a TTL it goes to a generation at least that old, or
+        nowhere, so it never stays longer than the TTL after it was recorded."""
         if not self._half:
             return
         if self._ttl:
             self._expire()
         if len(self._newer) >= self._half:
             self._rotate()
+        if self._ttl and age > 0:
+            now = self._clock()
+            if now - self._newer_since < age:
+                if now - self._older_since >= age and len(self._older) < self._half:
+                    self._older.add(fingerprint)
+                return
         self._newer.add(fingerprint)
 
     def clear(self) -> None:

@@ -9,12 +9,15 @@ from scrapy.settings import BaseSettings
 from crawler.frontier.backlog import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
+from crawler.frontier.seen_feed import SeenFeedSettings
 
 
 def _link_check(settings: BaseSettings) -> bool | None:
-    """``FRONTIER_LINK_CHECK``; unset (None): where it pays (``FrontierClient.to_look_up``)."""
+    """``FRONTIER_LINK_CHECK``; unset (None): where it pays (``FrontierClient.to_look_up``),
+    which is nowhere with ``FRONTIER_SEEN_FEED``: the nodes' caches drop the links the cluster
+    recorded, and what they let through is mostly new."""
     if settings.get("FRONTIER_LINK_CHECK") is None:
-        return None
+        return False if settings.getbool("FRONTIER_SEEN_FEED") else None
     return settings.getbool("FRONTIER_LINK_CHECK")
 
 
@@ -29,7 +32,8 @@ class FrontierSettings:
     write_interval: float
     close_timeout: float
     seen_cache: int
-    link_check: bool | None  # None: where it pays
+    seen_feed: SeenFeedSettings  # its topic still holds {spider}
+    link_check: bool | None  # None: where it pays (never with the seen feed on)
     partitions: int
     dedup: DedupConfig
     backlog: BacklogSettings  # its topic still holds {spider}
@@ -46,6 +50,12 @@ class FrontierSettings:
             write_interval=settings.getfloat("FRONTIER_WRITE_INTERVAL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
+            seen_feed=SeenFeedSettings(
+                enabled=settings.getbool("FRONTIER_SEEN_FEED"),
+                topic=settings.get("FRONTIER_SEEN_TOPIC") or "",
+                bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
+                replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
+            ),
             link_check=_link_check(settings),
             partitions=settings.getint("FRONTIER_PARTITIONS"),
             backlog=BacklogSettings(
@@ -85,6 +95,7 @@ class FrontierSettings:
                 raise ValueError(f"{name}={value} must be >= 1")
         if self.seen_cache < 0:
             raise ValueError(f"FRONTIER_SEEN_CACHE={self.seen_cache} must be >= 0")
+        self.seen_feed.validate(self.seen_cache)
         if self.idle_poll <= 0:
             raise ValueError(f"FRONTIER_IDLE_POLL={self.idle_poll} must be > 0")
         if not 0 <= self.write_interval <= 1:

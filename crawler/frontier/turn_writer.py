@@ -62,6 +62,10 @@ class TurnOwner(Protocol):
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         """A lease for the write about to go (None: none wanted)."""
 
+    def recorded(self, new: list[str], known: list[str]) -> None:
+        """A write recorded the fingerprints ``new`` in the dupefilter and found ``known``
+        there already (the seen feed shares them)."""
+
 
 class TurnWriter:
     def __init__(
@@ -185,6 +189,11 @@ class TurnWriter:
             self._stats.inc_value("frontier/added", result.added)
             owner.new_work()
         self._dedup_report.completed(result, children)
+        dropped = set(result.dropped)
+        new = [c.fingerprint for i, c in enumerate(children) if c.fingerprint and i not in dropped]
+        known = [c.fingerprint for i, c in enumerate(children) if i in dropped]
+        if new or known:
+            owner.recorded(new, known)
         for state, status in zip(states, result.statuses, strict=True):
             self._settled(state, status)
         return list(result.leases)

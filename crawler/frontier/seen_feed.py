@@ -1,0 +1,217 @@
+"""The seen feed: the fingerprints every node records, in every node's seen-cache (no Scrapy
+imports).
+
+A node's seen-cache (``crawler.frontier.seen_cache``) holds what that node sent to the shared
+dupefilter; a link another node recorded still travels to Redis to be found seen there. With
+``FRONTIER_SEEN_FEED``, each write's newly recorded fingerprints also go to the Kafka topic
+``FRONTIER_SEEN_TOPIC`` (one message a write, ``\\n``-joined hex, with the frontier's epoch
+and the node's id in its headers), and every node reads that topic from its end into its own
+cache: a link any node recorded is dropped on every node without a call. Redis does no more
+work for it, however many nodes read.
+
+The cache only ever skips work the dupefilter would refuse anyway, so the feed must never
+teach it a fingerprint the dupefilter no longer holds:
+
+- a message names the epoch its node knew (``crawler.frontier.epoch``); a node takes only
+  messages of the epoch it knows now (``frontier/seen_feed/stale`` counts the others), and
+  clears its cache when the epoch changes (a purge, a recrawl, a lost Redis), as before;
+- with ``FRONTIER_DEDUP_TTL``, an entry goes to a cache generation at least as old as the
+  message (``SeenCache.add``'s ``age``: its broker timestamp plus ``CLOCK_MARGIN``), so it
+  leaves the cache before the dupefilter forgets it.
+
+Kafka away costs nothing but the feed: publishing only enqueues in librdkafka's local queue
+(``frontier/seen_feed/dropped`` when full, ``frontier/seen_feed/lost`` when never
+delivered), and the reading loop counts its errors (``frontier/seen_feed/error``) and logs
+them, at most once a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+from crawler.kafka.health import LIBRDKAFKA_LOG
+from crawler.kafka.messages import OutgoingMessage
+from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.reader import received
+
+logger = logging.getLogger(__name__)
+
+CLOCK_MARGIN = 5.0  # seconds added to a message's age: clocks of nodes and brokers differ
+RETENTION_MS = 3_600_000  # of a topic the feed creates: it is only read live
+READ_BATCH, READ_WAIT = 1000, 0.5  # messages and seconds of one read
+OPEN_TIMEOUT, OPEN_RETRY = 10.0, 5.0  # seconds to create or find the topic; between tries
+ERROR_LOG_EVERY = 60.0  # seconds between two log lines of read errors
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SeenFeedSettings:
+    enabled: bool  # FRONTIER_SEEN_FEED
+    topic: str  # FRONTIER_SEEN_TOPIC (its {spider} filled in by the scheduler)
+    bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
+    replication: int  # KAFKA_TOPIC_REPLICATION
+
+    def validate(self, seen_cache: int) -> None:
+        if not self.enabled:
+            return
+        if not self.bootstrap:
+            raise ValueError(
+                "FRONTIER_SEEN_FEED=True needs KAFKA_BOOTSTRAP_SERVERS (the feed is a Kafka "
+                "topic): set it, or FRONTIER_SEEN_FEED=False"
+            )
+        if not seen_cache:
+            raise ValueError(
+                "FRONTIER_SEEN_FEED=True fills the seen-cache, but FRONTIER_SEEN_CACHE=0 turns it "
+                "off: give the cache a size, or FRONTIER_SEEN_FEED=False"
+            )
+        if not self.topic:
+            raise ValueError("FRONTIER_SEEN_TOPIC is empty: name the feed's topic")
+
+
+class SeenFeed:
+    def __init__(self, settings: SeenFeedSettings, node_id: str, stats: Stats) -> None:
+        self.settings = settings
+        self.node_id = node_id
+        self.stats = stats
+        # a lost message only costs some links a trip to Redis: no idempotence, one ack; sent
+        # soon, since a link the others learn of late reaches Redis from them meanwhile
+        fast = {"acks": 1, "enable.idempotence": False, "linger.ms": 5}
+        self.producer = ItemProducer(producer_config(settings.bootstrap, fast))
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": settings.bootstrap,
+                "group.id": f"{settings.topic}.{node_id}",  # offsets are never committed
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "logger": LIBRDKAFKA_LOG,
+            }
+        )
+        self.reading = False  # the topic's partitions are assigned: messages from now on arrive
+        # the consumer's blocking calls, one at a time: its close waits for the read in flight
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="seen-feed")
+        self._error_logged = 0.0
+
+    def publish(self, epoch: str, fingerprints: Sequence[str]) -> None:
+        """Send ``fingerprints``, just recorded in the frontier of ``epoch``, to every node
+        (never waits; nothing without an epoch yet)."""
+        if not epoch or not fingerprints:
+            return
+        headers: list[tuple[str, str | bytes | None]] = [("epoch", epoch), ("node", self.node_id)]
+        value = "\n".join(fingerprints).encode()
+        message = OutgoingMessage(self.settings.topic, None, value, headers, 0)
+        count = len(fingerprints)
+        if self.producer.send(message, lambda error, _: self._delivered(error, count)):
+            self.stats.inc_value("frontier/seen_feed/sent", count)
+        else:
+            self.stats.inc_value("frontier/seen_feed/dropped", count)
+
+    def _delivered(self, error: KafkaError | None, count: int) -> None:
+        if error is not None:
+            self.stats.inc_value("frontier/seen_feed/lost", count)
+
+    async def run(self, epoch: Callable[[], str], learn: Callable[[str, float], None]) -> None:
+        """Find the topic (creating it), then read it from its end for as long as the node
+        runs: each fingerprint of the node's current ``epoch()`` from another node goes to
+        ``learn(fingerprint, age in seconds)``."""
+        await self._open()
+        while True:
+            self.producer.poll()  # the delivery reports of what this node published
+            try:
+                messages = await self._next_messages()
+            except KafkaException as exc:
+                self._error(exc.args[0])
+                await asyncio.sleep(READ_WAIT)
+                continue
+            for message in messages:
+                self._take(message, epoch(), learn)
+
+    async def _open(self) -> None:
+        while True:
+            try:
+                await self.producer.ensure_topics(
+                    [self.settings.topic],
+                    1,
+                    self.settings.replication,
+                    {"retention.ms": str(RETENTION_MS)},
+                    timeout=OPEN_TIMEOUT,
+                )
+                break
+            except KafkaException as exc:
+                self.stats.inc_value("frontier/seen_feed/error")
+                logger.warning(
+                    "Seen feed topic %s not ready (%s): retrying in %.0fs",
+                    self.settings.topic,
+                    exc.args[0].str(),
+                    OPEN_RETRY,
+                )
+                await asyncio.sleep(OPEN_RETRY)
+        await asyncio.wrap_future(self._thread.submit(self._assign_at_end))
+        self.reading = True
+        logger.info(
+            "Seen feed: fingerprints recorded by any node reach this one through Kafka topic %s",
+            self.settings.topic,
+        )
+
+    def _assign_at_end(self) -> None:
+        """Read from the topic's end as it is now (an offset asked for, not ``OFFSET_END``,
+        which is looked up later: what is published meanwhile would be missed)."""
+        partition = TopicPartition(self.settings.topic, 0)
+        _, end = self.consumer.get_watermark_offsets(partition, timeout=OPEN_TIMEOUT)
+        self.consumer.assign([TopicPartition(self.settings.topic, 0, end)])
+
+    async def _next_messages(self) -> list[Message]:
+        return await asyncio.wrap_future(
+            self._thread.submit(self.consumer.consume, READ_BATCH, READ_WAIT)
+        )
+
+    def _take(self, message: Message, epoch: str, learn: Callable[[str, float], None]) -> None:
+        error = message.error()
+        if error is not None:
+            self._error(error)
+            return
+        found = received(message)
+        if found.headers.get("node") == self.node_id.encode():
+            return  # its own: the node's cache has them since it sent them
+        if not epoch or found.headers.get("epoch") != epoch.encode():
+            self.stats.inc_value("frontier/seen_feed/stale")
+            return
+        fingerprints = found.value.decode().split("\n")
+        age = max(0.0, time.time() - found.timestamp_ms / 1000) + CLOCK_MARGIN
+        for fingerprint in fingerprints:
+            learn(fingerprint, age)
+        self.stats.inc_value("frontier/seen_feed/received", len(fingerprints))
+
+    def _error(self, error: KafkaError) -> None:
+        self.stats.inc_value("frontier/seen_feed/error")
+        now = time.monotonic()
+        if now - self._error_logged >= ERROR_LOG_EVERY:
+            self._error_logged = now
+            logger.warning(
+                "Seen feed read error on %s: %s (the node goes on; links other nodes recorded "
+                "reach Redis until the feed is back)",
+                self.settings.topic,
+                error.str(),
+            )
+
+    async def close(self) -> None:
+        """Stop reading (after the read in flight) and hand the last fingerprints to Kafka."""
+        await asyncio.wrap_future(self._thread.submit(self.consumer.close))
+        self._thread.shutdown(wait=False)
+        await self.producer.drain(1.0)

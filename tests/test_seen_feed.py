@@ -1,0 +1,204 @@
+"""The seen feed (``FRONTIER_SEEN_FEED``): the fingerprints one node records reach every other
+node's seen-cache through Kafka, only within the frontier's epoch; and a crawl with it on gets
+every page exactly once while its nodes drop links they never sent themselves."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+from scrapy.settings import Settings
+
+from crawler.demo.site import Site
+from crawler.frontier.seen_cache import SeenCache
+from crawler.frontier.seen_feed import SeenFeed, SeenFeedSettings
+from crawler.frontier.settings import FrontierSettings
+from settings import base
+from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
+
+
+class Counts(Counter[str]):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self[key] += count
+
+
+def feed_settings(bootstrap: str) -> SeenFeedSettings:
+    return SeenFeedSettings(
+        enabled=True, topic=f"seen-{uuid.uuid4().hex[:8]}", bootstrap=bootstrap, replication=1
+    )
+
+
+class Node:
+    """One node's feed, its seen-cache and the epoch it believes in."""
+
+    def __init__(self, settings: SeenFeedSettings, node_id: str, epoch: str) -> None:
+        self.stats = Counts()
+        self.feed = SeenFeed(settings, node_id, self.stats)
+        self.cache = SeenCache(1000)
+        self.epoch = epoch
+        self.loop: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.loop = asyncio.ensure_future(self.feed.run(lambda: self.epoch, self.cache.add))
+        while not self.feed.reading:
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        assert self.loop is not None
+        self.loop.cancel()
+        await self.feed.close()
+
+
+async def until(condition: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+def fingerprint(n: int) -> str:
+    return f"{n:040x}"
+
+
+def test_what_one_node_records_reaches_the_others_within_its_epoch(kafka_bootstrap: str) -> None:
+    settings = feed_settings(kafka_bootstrap)
+
+    async def scenario() -> None:
+        sender, other, behind = (
+            Node(settings, "node-a", "e1"),
+            Node(settings, "node-b", "e1"),
+            Node(settings, "node-c", "e0"),  # has not seen the epoch change yet
+        )
+        for node in (sender, other, behind):
+            await node.start()
+        try:
+            sender.feed.publish("e1", [fingerprint(1), fingerprint(2)])
+            sender.feed.publish("", [fingerprint(3)])  # epoch not known yet: nothing is sent
+            sender.feed.publish("e0", [fingerprint(4)])  # an epoch the frontier left
+            sender.feed.publish("e1", [fingerprint(5)])
+            await until(lambda: fingerprint(5) in other.cache)
+            await until(lambda: other.stats["frontier/seen_feed/stale"] == 1)
+            await until(lambda: behind.stats["frontier/seen_feed/stale"] == 2)
+        finally:
+            for node in (sender, other, behind):
+                await node.stop()
+        assert [fingerprint(n) in other.cache for n in range(1, 6)] == [
+            True,
+            True,
+            False,
+            False,
+            True,
+        ]
+        # the older epoch's node took only its own epoch's fingerprint
+        assert [fingerprint(n) in behind.cache for n in range(1, 6)] == [
+            False,
+            False,
+            False,
+            True,
+            False,
+        ]
+        assert len(sender.cache) == 0  # its own fingerprints are not read back
+        assert sender.stats["frontier/seen_feed/sent"] == 4
+        assert other.stats["frontier/seen_feed/received"] == 3
+        assert behind.stats["frontier/seen_feed/received"] == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_node_that_cannot_reach_kafka_keeps_crawling_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nothing listens on the port: publishing never blocks, the loop only counts and logs."""
+    settings = SeenFeedSettings(
+        enabled=True, topic="seen-nowhere", bootstrap="127.0.0.1:1", replication=1
+    )
+
+    async def scenario() -> Counts:
+        node = Node(settings, "node-a", "e1")
+        node.loop = asyncio.ensure_future(node.feed.run(lambda: "e1", node.cache.add))
+        node.feed.publish("e1", [fingerprint(1)])  # queued locally, never waits for the broker
+        await until(lambda: node.stats["frontier/seen_feed/error"] >= 1, timeout=40)
+        await node.stop()
+        return node.stats
+
+    stats = asyncio.run(scenario())
+    assert stats["frontier/seen_feed/sent"] == 1
+    assert "Seen feed topic seen-nowhere not ready" in caplog.text
+
+
+def test_an_entry_learned_late_never_outlives_the_dedup_ttl() -> None:
+    """A fingerprint recorded ``age`` seconds ago goes to a generation at least that old, or
+    nowhere: the cache never holds it longer than the TTL after it was recorded."""
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    cache = SeenCache(100, ttl=10.0, clock=clock)
+    clock.now += 3
+    cache.add("fresh", age=1.0)  # the newer generation started 3 s ago: it goes there
+    cache.add("older", age=4.0)  # recorded before the newer generation started
+    assert "fresh" in cache
+    assert "older" not in cache  # no generation is 4 s old yet: not kept
+    clock.now += 3  # 6 s: past half the TTL, the next add rotates
+    cache.add("x")
+    cache.add("late", age=5.0)  # the older generation started 6 s ago: it goes there
+    assert "late" in cache
+    clock.now += 4.5  # the older generation is 10.5 s old: gone, "late" with it
+    assert "late" not in cache
+    assert "fresh" not in cache
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"KAFKA_BOOTSTRAP_SERVERS": ""}, "FRONTIER_SEEN_FEED=True needs KAFKA_BOOTSTRAP_SERVERS"),
+        ({"FRONTIER_SEEN_CACHE": "0"}, "FRONTIER_SEEN_FEED=True fills the seen-cache"),
+    ],
+)
+def test_a_feed_without_kafka_or_cache_is_refused(given: dict[str, str], message: str) -> None:
+    settings = Settings()
+    settings.setmodule(base)
+    settings.set("REDIS_URL", "redis://localhost:6379/0")
+    settings.set("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")
+    settings.set("FRONTIER_SEEN_FEED", "true")
+    settings.update(given)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        FrontierSettings.from_settings(settings)
+
+
+def test_a_crawl_with_the_feed_gets_every_page_once_and_drops_links_others_recorded(
+    redis_url: str, redis_client: redis.Redis, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Two nodes on a link-dense site (8 more links a page): links the other node recorded
+    are dropped from the cache without reaching Redis, and no page is missed."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    settings = {
+        "FRONTIER_SEEN_FEED": "true",
+        "FRONTIER_SEEN_TOPIC": f"seen-{uuid.uuid4().hex[:8]}-{{spider}}",
+        "FRONTIER_HEARTBEAT_INTERVAL": "1",
+        "FRONTIER_LEASE_TIMEOUT": "4",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "3",
+        "KAFKA_TOPIC_TEMPLATE": f"items-{uuid.uuid4().hex[:8]}-{{spider}}",
+    }
+    with Site(300, delay=0.01, extra_links=8) as site:
+        with running_nodes(2, workdir=tmp_path, env=env, settings=settings) as nodes:
+            redis_client.lpush("pages:start_urls", site.url(0))
+            codes = wait_for_exit(nodes, timeout=240)
+        assert codes == [0, 0], logs(tmp_path)
+        assert tracebacks(tmp_path) == [], logs(tmp_path)
+        assert {site.base_url + path for path in site.hits} >= site.all_urls()
+        assert [path for path, hits in site.hits.items() if hits > 1] == []
+    node_logs = "".join(path.read_text() for path in tmp_path.glob("node-*.log"))
+    assert "Seen feed: fingerprints recorded by any node reach this one" in node_logs
+    received = [int(n) for n in re.findall(r"'frontier/seen_feed/received': (\d+)", node_logs)]
+    assert sum(received) > 0, logs(tmp_path)
