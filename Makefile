@@ -40,7 +40,7 @@ bench: setup
 	$(PY) -m bench.politeness
 	$(PY) -m bench.dedup
 	$(PY) -m bench.dedup --flat 100000
-	$(PY) -m bench.frontier_load
+	$(PY) -m bench.frontier_load --seen-feed
 	$(PY) -m bench.redis_profile
 	$(PY) -m bench.layout_prototype
 	$(PY) -m bench.frontier_cluster

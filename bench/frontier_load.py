@@ -2,6 +2,7 @@
 started from vs scrapy-redis.
 
     .venv/bin/python -m bench.frontier_load [--pages 20000] [--nodes 12] [--modes exact,bloom]
+        [--seen-feed]
 
 Simulated nodes drive the frontier's Lua scripts as ``LeasingScheduler`` does, without
 Scrapy's engine in the loop: leases of 8; for each leased page 20 links, 16 of them already
@@ -23,6 +24,11 @@ run:
   that settles one lease), the node's 8 leases refilled by the write that leaves 4;
 - ``ours now, 8 pages a write``: the 8 pages of a lease batch settled in one turn, written
   in one call that leases the next 8 (the most a turn gathers);
+- ``ours now, seen feed`` (``--seen-feed``): 8 pages a write, each simulated node with the
+  seen feed (``FRONTIER_SEEN_FEED``: a producer and a consumer of its own, on the broker of
+  ``KAFKA_BOOTSTRAP_SERVERS`` or one the bench starts), so its cache also learns what the
+  others recorded, and the link check off (its default with the feed); the bench then prints
+  how late the nodes learned it;
 - ``scrapy-redis 0.9.1``: its own ``PriorityQueue`` (pickle) and ``RFPDupeFilter`` over
   the same workload: ``pop`` 8, then per link ``request_seen`` and ``push`` if new.
 
@@ -52,7 +58,7 @@ import threading
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -77,7 +83,7 @@ from crawler.frontier.client import Finish, FrontierClient, Lease, LeaseAsk, New
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
-from crawler.frontier.seen_feed import SeenFeed, SeenFeedSettings
+from crawler.frontier.seen_feed import CLOCK_MARGIN, SeenFeed, SeenFeedSettings
 from crawler.lua import frontier_script
 from crawler.redis_connection import async_client
 from crawler.redis_url import RedisConfig
@@ -215,6 +221,25 @@ class SimulatedNodes:
         raise NotImplementedError
 
 
+@dataclass
+class FeedReport:
+    """What the nodes of a load sent to Redis, and how late the seen feed taught them."""
+
+    pages: int = 0
+    sent: int = 0  # links past the node's seen-cache (looked up, or sent with their bodies)
+    delays: list[float] = field(default_factory=list)  # s from a message sent to it read
+
+    def line(self, variant: str, mode: str) -> str:
+        if not self.delays:
+            return f"{variant} ({mode}): {self.sent / max(1, self.pages):.2f} links a page"
+        p5, p50, p95 = (statistics.quantiles(self.delays, n=20)[i] for i in (0, 9, 18))
+        return (
+            f"{variant} ({mode}): {self.sent / max(1, self.pages):.2f} links a page; a node "
+            f"read another's fingerprints {p50:.2f} s after they were sent (median; {p5:.2f} s "
+            f"at the 5th percentile, {p95:.2f} s at the 95th)"
+        )
+
+
 @dataclass(frozen=True)
 class OursLoad(SimulatedNodes):
     """Simulated ``LeasingScheduler`` nodes on our frontier: each keeps up to 8 leases
@@ -229,6 +254,7 @@ class OursLoad(SimulatedNodes):
     # one cache every node reads and fills, instead of one each (bench.layout_prototype's ideal)
     shared_cache: SeenCache | None = None
     feed: str = ""  # Kafka's bootstrap servers: the nodes share what they record (the seen feed)
+    seen: FeedReport = field(default_factory=FeedReport)
 
     def client(self, url: str, node: str) -> FrontierClient:
         redis_client = async_client(RedisConfig.from_url(url))
@@ -250,7 +276,9 @@ class OursLoad(SimulatedNodes):
             async with contextlib.AsyncExitStack() as stack:
                 feed = None
                 if self.feed:
-                    feed = await stack.enter_async_context(seen_feed(self.feed, node, epoch, cache))
+                    feed = await stack.enter_async_context(
+                        seen_feed(self.feed, node, epoch, cache, self.seen)
+                    )
                 await self._crawl(client, space, quota, cache=cache, epoch=epoch, feed=feed)
         finally:
             await client.aclose()
@@ -285,10 +313,16 @@ class OursLoad(SimulatedNodes):
             want = LEASE_BATCH - len(held) if len(held) <= LEASE_BATCH // 2 else 0
             top_up = LeaseAsk(want if quota[0] > 0 else 0, 60_000, uuid.uuid4().hex)
             finishes = [Finish(lease.id, "done") for lease in pages]
+            self.seen.pages, self.seen.sent = (
+                self.seen.pages + len(pages),
+                self.seen.sent + len(children),
+            )
             write = await client.complete_many(finishes, children, lease=top_up)
             held += write.leases
-            if feed is not None:  # recorded or found there: no TTL, the scheduler sends both
-                feed.publish(epoch, [child.fingerprint for child in children])
+            if feed is not None:
+                dropped = set(write.dropped)
+                new = [c.fingerprint for i, c in enumerate(children) if i not in dropped]
+                feed.publish(epoch, new, [children[i].fingerprint for i in dropped])
             if loop.time() >= next_beat:
                 await client.heartbeat([lease.id for lease in held], 60_000, 60_000, 100, epoch)
                 next_beat += HEARTBEAT_SECONDS
@@ -301,11 +335,17 @@ class Tally(Counter[str]):
 
 @contextlib.asynccontextmanager
 async def seen_feed(
-    bootstrap: str, node: str, epoch: str, cache: SeenCache
+    bootstrap: str, node: str, epoch: str, cache: SeenCache, report: FeedReport
 ) -> AsyncIterator[SeenFeed]:
     """A simulated node's seen feed (``FRONTIER_SEEN_FEED``), reading into ``cache``."""
-    feed = SeenFeed(SeenFeedSettings(True, FEED_TOPIC, bootstrap, 1), node, Tally())
-    reading = asyncio.ensure_future(feed.run(lambda: epoch, cache.add))
+    settings = SeenFeedSettings(True, FEED_TOPIC, bootstrap, 1)
+    feed = SeenFeed(settings, node, Tally(), found_too=True)  # no dedup TTL here
+
+    def learn(fingerprint: str, age: float) -> None:
+        report.delays.append(age - CLOCK_MARGIN)
+        cache.add(fingerprint, age)
+
+    reading = asyncio.ensure_future(feed.run(lambda: epoch, learn))
     try:
         while not feed.reading:
             await asyncio.sleep(0.05)
@@ -622,6 +662,10 @@ def main() -> None:
                 variants.append(("ours now, seen feed", mode, feed))
         results = measure_all(variants, args, workdir=workdir, names=names)
     print_tables(results, args)
+    print("\nLinks past the nodes' seen-caches, over every run of a variant (4 a page are new):\n")
+    for variant, mode, load in variants:
+        if isinstance(load, OursLoad):
+            print(load.seen.line(variant, mode))
 
 
 if __name__ == "__main__":

@@ -37,9 +37,11 @@ def feed_settings(bootstrap: str) -> SeenFeedSettings:
 class Node:
     """One node's feed, its seen-cache and the epoch it believes in."""
 
-    def __init__(self, settings: SeenFeedSettings, node_id: str, epoch: str) -> None:
+    def __init__(
+        self, settings: SeenFeedSettings, node_id: str, epoch: str, *, found_too: bool = True
+    ) -> None:
         self.stats = Counts()
-        self.feed = SeenFeed(settings, node_id, self.stats)
+        self.feed = SeenFeed(settings, node_id, self.stats, found_too=found_too)
         self.cache = SeenCache(1000)
         self.epoch = epoch
         self.loop: asyncio.Task[None] | None = None
@@ -70,24 +72,27 @@ def test_what_one_node_records_reaches_the_others_within_its_epoch(kafka_bootstr
     settings = feed_settings(kafka_bootstrap)
 
     async def scenario() -> None:
-        sender, other, behind = (
+        sender, other, behind, ttl = (
             Node(settings, "node-a", "e1"),
             Node(settings, "node-b", "e1"),
             Node(settings, "node-c", "e0"),  # has not seen the epoch change yet
+            Node(settings, "node-d", "e1", found_too=False),  # a dedup TTL: only new ones
         )
-        for node in (sender, other, behind):
+        for node in (sender, other, behind, ttl):
             await node.start()
         try:
-            sender.feed.publish("e1", [fingerprint(1), fingerprint(2)])
-            sender.feed.publish("", [fingerprint(3)])  # epoch not known yet: nothing is sent
-            sender.feed.publish("e0", [fingerprint(4)])  # an epoch the frontier left
-            sender.feed.publish("e1", [fingerprint(5)])
-            await until(lambda: fingerprint(5) in other.cache)
+            sender.feed.publish("e1", [fingerprint(1)], [fingerprint(2)])  # recorded, found
+            sender.feed.publish("", [fingerprint(3)], [])  # epoch not known yet: nothing goes
+            sender.feed.publish("e0", [fingerprint(4)], [])  # an epoch the frontier left
+            ttl.feed.publish("e1", [fingerprint(6)], [fingerprint(7)])
+            sender.feed.publish("e1", [fingerprint(5)], [])
+            await until(lambda: fingerprint(5) in other.cache and fingerprint(6) in other.cache)
             await until(lambda: other.stats["frontier/seen_feed/stale"] == 1)
-            await until(lambda: behind.stats["frontier/seen_feed/stale"] == 2)
+            await until(lambda: behind.stats["frontier/seen_feed/stale"] == 3)
         finally:
-            for node in (sender, other, behind):
+            for node in (sender, other, behind, ttl):
                 await node.stop()
+        assert fingerprint(7) not in other.cache  # found by a node with a TTL: not shared
         assert [fingerprint(n) in other.cache for n in range(1, 6)] == [
             True,
             True,
@@ -103,9 +108,12 @@ def test_what_one_node_records_reaches_the_others_within_its_epoch(kafka_bootstr
             True,
             False,
         ]
-        assert len(sender.cache) == 0  # its own fingerprints are not read back
+        # its own fingerprints are not read back
+        assert fingerprint(1) not in sender.cache
+        assert fingerprint(6) not in ttl.cache
         assert sender.stats["frontier/seen_feed/sent"] == 4
-        assert other.stats["frontier/seen_feed/received"] == 3
+        assert ttl.stats["frontier/seen_feed/sent"] == 1
+        assert other.stats["frontier/seen_feed/received"] == 4
         assert behind.stats["frontier/seen_feed/received"] == 1
 
     asyncio.run(scenario())
@@ -122,7 +130,7 @@ def test_a_node_that_cannot_reach_kafka_keeps_crawling_and_says_so(
     async def scenario() -> Counts:
         node = Node(settings, "node-a", "e1")
         node.loop = asyncio.ensure_future(node.feed.run(lambda: "e1", node.cache.add))
-        node.feed.publish("e1", [fingerprint(1)])  # queued locally, never waits for the broker
+        node.feed.publish("e1", [fingerprint(1)], [])  # queued locally, never waits for Kafka
         await until(lambda: node.stats["frontier/seen_feed/error"] >= 1, timeout=40)
         await node.stop()
         return node.stats

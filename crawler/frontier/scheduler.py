@@ -158,7 +158,8 @@ class LeasingScheduler:
         feed_settings = replace(
             self.settings.seen_feed, topic=self.settings.seen_feed.topic.format(spider=spider)
         )
-        feed = SeenFeed(feed_settings, self.node_id, self.stats)
+        found_too = not self.settings.dedup.ttl
+        feed = SeenFeed(feed_settings, self.node_id, self.stats, found_too=found_too)
         self._feed = feed
         self._feed_loop = self.context.supervise(
             "seen_feed", lambda: feed.run(lambda: keeper.epoch, self._seen.add)
@@ -317,12 +318,8 @@ class LeasingScheduler:
             wake_engine(self.crawler)
 
     def recorded(self, new: list[str], known: list[str]) -> None:
-        if self._feed is None or self._keeper is None:
-            return
-        # With a TTL, a fingerprint found in the dupefilter may have little of it left: only
-        # those just recorded go (they have all of it; see SeenCache.add's age)
-        shared = new if self.settings.dedup.ttl else new + known
-        self._feed.publish(self._keeper.epoch, shared)
+        if self._feed is not None and self._keeper is not None:
+            self._feed.publish(self._keeper.epoch, new, known)
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         asked = self.prefetch.top_up()

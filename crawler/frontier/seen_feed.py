@@ -35,13 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from confluent_kafka import (
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    TopicPartition,
-)
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
@@ -86,10 +80,15 @@ class SeenFeedSettings:
 
 
 class SeenFeed:
-    def __init__(self, settings: SeenFeedSettings, node_id: str, stats: Stats) -> None:
+    def __init__(
+        self, settings: SeenFeedSettings, node_id: str, stats: Stats, *, found_too: bool
+    ) -> None:
         self.settings = settings
         self.node_id = node_id
         self.stats = stats
+        # share the fingerprints a write found recorded, not only those it recorded: not with a
+        # dedup TTL, where one found may have little of its time left (SeenCache.add's age)
+        self.found_too = found_too
         # a lost message only costs some links a trip to Redis: no idempotence, one ack; sent
         # soon, since a link the others learn of late reaches Redis from them meanwhile
         fast = {"acks": 1, "enable.idempotence": False, "linger.ms": 5}
@@ -108,9 +107,11 @@ class SeenFeed:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="seen-feed")
         self._error_logged = 0.0
 
-    def publish(self, epoch: str, fingerprints: Sequence[str]) -> None:
-        """Send ``fingerprints``, just recorded in the frontier of ``epoch``, to every node
-        (never waits; nothing without an epoch yet)."""
+    def publish(self, epoch: str, recorded: Sequence[str], found: Sequence[str]) -> None:
+        """Send the fingerprints a write ``recorded`` in the frontier of ``epoch`` (and those it
+        ``found`` there, with ``found_too``) to every node (never waits; nothing without an
+        epoch yet)."""
+        fingerprints = [*recorded, *found] if self.found_too else list(recorded)
         if not epoch or not fingerprints:
             return
         headers: list[tuple[str, str | bytes | None]] = [("epoch", epoch), ("node", self.node_id)]
@@ -152,6 +153,7 @@ class SeenFeed:
                     {"retention.ms": str(RETENTION_MS)},
                     timeout=OPEN_TIMEOUT,
                 )
+                await asyncio.wrap_future(self._thread.submit(self._assign_at_end))
                 break
             except KafkaException as exc:
                 self.stats.inc_value("frontier/seen_feed/error")
@@ -162,7 +164,6 @@ class SeenFeed:
                     OPEN_RETRY,
                 )
                 await asyncio.sleep(OPEN_RETRY)
-        await asyncio.wrap_future(self._thread.submit(self._assign_at_end))
         self.reading = True
         logger.info(
             "Seen feed: fingerprints recorded by any node reach this one through Kafka topic %s",
