@@ -341,9 +341,9 @@ async def seen_feed(
     settings = SeenFeedSettings(True, FEED_TOPIC, bootstrap, 1)
     feed = SeenFeed(settings, node, Tally(), found_too=True)  # no dedup TTL here
 
-    def learn(fingerprint: str, age: float) -> None:
+    def learn(fingerprint: str, age: float) -> bool:
         report.delays.append(age - CLOCK_MARGIN)
-        cache.add(fingerprint, age)
+        return cache.add(fingerprint, age)
 
     reading = asyncio.ensure_future(feed.run(lambda: epoch, learn))
     try:

@@ -18,6 +18,7 @@ from crawler.kafka.reader import ReceivedMessage, end_offsets, read_topic
 
 __all__ = [
     "crawl_into_kafka",
+    "crawl_site_once",
     "delivery_evidence",
     "logs",
     "running_nodes",
@@ -60,6 +61,28 @@ def running_nodes(
     finally:
         for node in nodes:
             stop_node(node)
+
+
+def crawl_site_once(
+    site: Site,
+    seed: Callable[[str], object],
+    *,
+    nodes: int,
+    workdir: Path,
+    env: Mapping[str, str],
+    settings: Mapping[str, str],
+) -> str:
+    """``nodes`` nodes of the ``pages`` spider crawl ``site`` from the start URL given to
+    ``seed`` until idle: they exit cleanly, without a traceback, having fetched every page
+    exactly once. Returns their logs."""
+    with running_nodes(nodes, workdir=workdir, env=env, settings=settings) as started:
+        seed(site.url(0))
+        codes = wait_for_exit(started, timeout=240)
+    assert codes == [0] * nodes, logs(workdir)
+    assert tracebacks(workdir) == [], logs(workdir)
+    assert {site.base_url + path for path in site.hits} >= site.all_urls()
+    assert [path for path, hits in site.hits.items() if hits > 1] == []
+    return "".join(path.read_text() for path in sorted(workdir.glob("node-*.log")))
 
 
 def wait_for_log(path: Path, text: str, timeout: float) -> bool:

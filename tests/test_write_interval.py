@@ -34,6 +34,7 @@ class Owner:
 
     node_id = "node-0"
     refused = False
+    epoch = "e1"
 
     def __init__(self, url: str) -> None:
         self.client = PartitionedFrontier(
@@ -65,7 +66,8 @@ class Owner:
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         return None
 
-    def recorded(self, new: list[str], known: list[str]) -> None:
+    def recorded(self, epoch: str, new: list[str], known: list[str]) -> None:
+        assert epoch == self.epoch
         self.shared.append((new, known))
 
 
@@ -127,13 +129,37 @@ def test_the_owner_hears_what_a_write_recorded_and_what_it_found(redis_url: str)
         writer, owner, _ = writer_for(redis_url, 0.0)
         writer.add_fresh([link("a")])
         await asyncio.wait_for(writer.flushed(), 5)
-        writer.add_fresh([link("a"), link("b"), NewRequest("", 0.0, b'{"url":"c"}')])
+        seed = NewRequest(fingerprint_of("s"), 0.0, b'{"url":"s"}', force=True)
+        writer.add_fresh([link("a"), link("b"), NewRequest("", 0.0, b'{"url":"c"}'), seed])
         await asyncio.wait_for(writer.flushed(), 5)
         await owner.client.parts[0].aclose()
         return owner.shared
 
-    a, b = fingerprint_of("a"), fingerprint_of("b")
-    assert run(scenario()) == [([a], []), ([b], [a])]
+    a, b, s = fingerprint_of("a"), fingerprint_of("b"), fingerprint_of("s")
+    # a seed forced in may have been recorded long before: it goes with those found
+    assert run(scenario()) == [([a], []), ([b], [a, s])]
+
+
+def test_a_write_during_which_the_epoch_changed_tells_nothing(redis_url: str) -> None:
+    """Its fingerprints may be in a Redis the frontier no longer has (a purge, a loss)."""
+
+    class Moving(Owner):
+        async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+            result = await op()
+            self.epoch = "e2"  # the heartbeat adopted another epoch while the write ran
+            return result
+
+    async def scenario() -> list[tuple[list[str], list[str]]]:
+        stats = get_crawler().stats
+        assert stats is not None
+        owner = Moving(redis_url)
+        writer = TurnWriter(owner, stats, DedupReport(stats, DedupConfig()), 0.0)
+        writer.add_fresh([link("a")])
+        await asyncio.wait_for(writer.flushed(), 5)
+        await owner.client.parts[0].aclose()
+        return owner.shared
+
+    assert run(scenario()) == []
 
 
 def test_the_owner_hears_of_each_write_once_its_leases_are_released(redis_url: str) -> None:

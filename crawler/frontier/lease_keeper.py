@@ -135,6 +135,8 @@ class LeaseKeeper:
             return
         recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
         self.epoch = recovery.epoch
+        # again: the seen feed may have taught the cache the lost epoch's meanwhile
+        self.holder.forget_seen()
         self.stats.inc_value("frontier/epoch_lost")
         self.stats.inc_value("frontier/requeued_after_loss", recovery.requeued)
         self.holder.work_arrived()

@@ -165,6 +165,17 @@ class LeasingScheduler:
             "seen_feed", lambda: feed.run(lambda: keeper.epoch, self._seen.add)
         )
 
+    async def _close_feed(self) -> None:
+        """After the last write: hand its fingerprints to Kafka, within the close deadline."""
+        if self._feed_loop is not None:
+            self._feed_loop.cancel()
+        if self._feed is not None:
+            left = self.context.close_deadline() - time.monotonic()
+            try:
+                await asyncio.wait_for(self._feed.close(), max(0.1, left))
+            except TimeoutError:
+                logger.warning("The seen feed did not close in time (Kafka away?)")
+
     async def _on_flush_signal(self) -> None:
         await self.flushed()
 
@@ -317,9 +328,13 @@ class LeasingScheduler:
             # idle), not at its next heartbeat, up to 5 s later.
             wake_engine(self.crawler)
 
-    def recorded(self, new: list[str], known: list[str]) -> None:
-        if self._feed is not None and self._keeper is not None:
-            self._feed.publish(self._keeper.epoch, new, known)
+    @property
+    def epoch(self) -> str:
+        return self._keeper.epoch if self._keeper is not None else ""
+
+    def recorded(self, epoch: str, new: list[str], known: list[str]) -> None:
+        if self._feed is not None:
+            self._feed.publish(epoch, new, known)
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         asked = self.prefetch.top_up()
@@ -333,10 +348,6 @@ class LeasingScheduler:
             self._heartbeat.cancel()
         if self._admission is not None:
             await self._admission.close()
-        if self._feed_loop is not None:
-            self._feed_loop.cancel()
-        if self._feed is not None:
-            await self._feed.close()
         await self.writer.flushed()  # what is gathered goes now
         pending = [task for task in self._tasks if not task.done()]
         if pending:
@@ -359,6 +370,7 @@ class LeasingScheduler:
                 logger.warning("Redis unavailable at close: this node holds no lease")
         if released:
             self.stats.inc_value("frontier/released", released)
+        await self._close_feed()
         self.dedup_report.summary()
         logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
         for task in list(self._tasks):

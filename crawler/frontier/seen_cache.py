@@ -40,12 +40,13 @@ class SeenCache:
             self._expire()
         return fingerprint in self._newer or fingerprint in self._older
 
-    def add(self, fingerprint: str, age: float = 0.0) -> None:
+    def add(self, fingerprint: str, age: float = 0.0) -> bool:
         """Remember ``fingerprint``, recorded by the dupefilter ``age`` seconds ago (another
         node's, from the seen feed): with a TTL it goes to a generation at least that old, or
-        nowhere, so it never stays longer than the TTL after it was recorded."""
+        nowhere, so it never stays longer than the TTL after it was recorded. Whether it was
+        kept."""
         if not self._half:
-            return
+            return False
         if self._ttl:
             self._expire()
         if len(self._newer) >= self._half:
@@ -55,8 +56,10 @@ class SeenCache:
             if now - self._newer_since < age:
                 if now - self._older_since >= age and len(self._older) < self._half:
                     self._older.add(fingerprint)
-                return
+                    return True
+                return False
         self._newer.add(fingerprint)
+        return True
 
     def clear(self) -> None:
         """Forget everything (the cluster's dedup state was lost)."""

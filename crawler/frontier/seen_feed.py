@@ -3,21 +3,26 @@ imports).
 
 A node's seen-cache (``crawler.frontier.seen_cache``) holds what that node sent to the shared
 dupefilter; a link another node recorded still travels to Redis to be found seen there. With
-``FRONTIER_SEEN_FEED``, each write's newly recorded fingerprints also go to the Kafka topic
-``FRONTIER_SEEN_TOPIC`` (one message a write, ``\\n``-joined hex, with the frontier's epoch
-and the node's id in its headers), and every node reads that topic from its end into its own
-cache: a link any node recorded is dropped on every node without a call. Redis does no more
-work for it, however many nodes read.
+``FRONTIER_SEEN_FEED``, the fingerprints each write recorded or found recorded also go to the
+Kafka topic ``FRONTIER_SEEN_TOPIC`` (a message a write, or one per ``MESSAGE_MOST``,
+``\\n``-joined hex, with the frontier's epoch when the write began, the node's id and the time
+in its headers), and every node reads that topic from its end into its own cache: a link any
+node recorded is dropped on every node without a call. Redis does no more work for it, however
+many nodes read.
 
 The cache only ever skips work the dupefilter would refuse anyway, so the feed must never
 teach it a fingerprint the dupefilter no longer holds:
 
-- a message names the epoch its node knew (``crawler.frontier.epoch``); a node takes only
-  messages of the epoch it knows now (``frontier/seen_feed/stale`` counts the others), and
-  clears its cache when the epoch changes (a purge, a recrawl, a lost Redis), as before;
-- with ``FRONTIER_DEDUP_TTL``, an entry goes to a cache generation at least as old as the
-  message (``SeenCache.add``'s ``age``: its broker timestamp plus ``CLOCK_MARGIN``), so it
-  leaves the cache before the dupefilter forgets it.
+- a message names the epoch its node knew (``crawler.frontier.epoch``) when the write began,
+  and is not sent if the node learned of another before it ended; a node takes only messages
+  of the epoch it knows now (``frontier/seen_feed/stale`` counts the others, and all before
+  it knows one), and clears its cache when the epoch changes (a purge, a recrawl, a lost
+  Redis), as before;
+- with ``FRONTIER_DEDUP_TTL``, only the fingerprints a write recorded go (``found_too``
+  False: one found, or a seed forced in, may have been recorded long before), and an entry
+  goes to a cache generation at least as old as the message (``SeenCache.add``'s ``age``: the
+  time in its ``at`` header plus ``CLOCK_MARGIN``), so it leaves the cache before the
+  dupefilter forgets it.
 
 Kafka away costs nothing but the feed: publishing only enqueues in librdkafka's local queue
 (``frontier/seen_feed/dropped`` when full, ``frontier/seen_feed/lost`` when never
@@ -44,11 +49,12 @@ from crawler.kafka.reader import received
 
 logger = logging.getLogger(__name__)
 
-CLOCK_MARGIN = 5.0  # seconds added to a message's age: clocks of nodes and brokers differ
+CLOCK_MARGIN = 5.0  # seconds added to a message's age: the clocks of nodes differ
+MESSAGE_MOST = 10_000  # fingerprints a message (about 410 KB; Kafka takes 1 MB by default)
 RETENTION_MS = 3_600_000  # of a topic the feed creates: it is only read live
 READ_BATCH, READ_WAIT = 1000, 0.5  # messages and seconds of one read
 OPEN_TIMEOUT, OPEN_RETRY = 10.0, 5.0  # seconds to create or find the topic; between tries
-ERROR_LOG_EVERY = 60.0  # seconds between two log lines of read errors
+ERROR_LOG_EVERY = 60.0  # seconds between two log lines of Kafka errors
 
 
 class Stats(Protocol):
@@ -91,7 +97,12 @@ class SeenFeed:
         self.found_too = found_too
         # a lost message only costs some links a trip to Redis: no idempotence, one ack; sent
         # soon, since a link the others learn of late reaches Redis from them meanwhile
-        fast = {"acks": 1, "enable.idempotence": False, "linger.ms": 5}
+        fast = {
+            "acks": 1,
+            "enable.idempotence": False,
+            "linger.ms": 5,
+            "message.timeout.ms": 10_000,
+        }
         self.producer = ItemProducer(producer_config(settings.bootstrap, fast))
         self.consumer = Consumer(
             {
@@ -112,32 +123,44 @@ class SeenFeed:
         ``found`` there, with ``found_too``) to every node (never waits; nothing without an
         epoch yet)."""
         fingerprints = [*recorded, *found] if self.found_too else list(recorded)
-        if not epoch or not fingerprints:
+        if not epoch:
             return
-        headers: list[tuple[str, str | bytes | None]] = [("epoch", epoch), ("node", self.node_id)]
-        value = "\n".join(fingerprints).encode()
-        message = OutgoingMessage(self.settings.topic, None, value, headers, 0)
-        count = len(fingerprints)
-        if self.producer.send(message, lambda error, _: self._delivered(error, count)):
-            self.stats.inc_value("frontier/seen_feed/sent", count)
-        else:
-            self.stats.inc_value("frontier/seen_feed/dropped", count)
+        at = str(int(time.time() * 1000))
+        headers: list[tuple[str, str | bytes | None]] = [
+            ("epoch", epoch),
+            ("node", self.node_id),
+            ("at", at),
+        ]
+        for start in range(0, len(fingerprints), MESSAGE_MOST):
+            chunk = fingerprints[start : start + MESSAGE_MOST]
+            value = "\n".join(chunk).encode()
+            message = OutgoingMessage(self.settings.topic, None, value, headers, 0)
+            count = len(chunk)
+            try:
+                sent = self.producer.send(message, self._delivery_report(count))
+            except KafkaException as exc:  # e.g. the topic is not there yet: the feed only
+                self._error("publish", exc)
+                sent = False
+            self.stats.inc_value(f"frontier/seen_feed/{'sent' if sent else 'dropped'}", count)
 
-    def _delivered(self, error: KafkaError | None, count: int) -> None:
-        if error is not None:
-            self.stats.inc_value("frontier/seen_feed/lost", count)
+    def _delivery_report(self, count: int) -> Callable[[KafkaError | None, Message], None]:
+        def delivered(error: KafkaError | None, _message: Message) -> None:
+            if error is not None:
+                self.stats.inc_value("frontier/seen_feed/lost", count)
 
-    async def run(self, epoch: Callable[[], str], learn: Callable[[str, float], None]) -> None:
+        return delivered
+
+    async def run(self, epoch: Callable[[], str], learn: Callable[[str, float], bool]) -> None:
         """Find the topic (creating it), then read it from its end for as long as the node
         runs: each fingerprint of the node's current ``epoch()`` from another node goes to
-        ``learn(fingerprint, age in seconds)``."""
+        ``learn(fingerprint, age in seconds)``, which says whether it kept it."""
         await self._open()
         while True:
             self.producer.poll()  # the delivery reports of what this node published
             try:
                 messages = await self._next_messages()
             except KafkaException as exc:
-                self._error(exc.args[0])
+                self._error("read", exc)
                 await asyncio.sleep(READ_WAIT)
                 continue
             for message in messages:
@@ -156,13 +179,7 @@ class SeenFeed:
                 await asyncio.wrap_future(self._thread.submit(self._assign_at_end))
                 break
             except KafkaException as exc:
-                self.stats.inc_value("frontier/seen_feed/error")
-                logger.warning(
-                    "Seen feed topic %s not ready (%s): retrying in %.0fs",
-                    self.settings.topic,
-                    exc.args[0].str(),
-                    OPEN_RETRY,
-                )
+                self._error("open", exc)
                 await asyncio.sleep(OPEN_RETRY)
         self.reading = True
         logger.info(
@@ -182,33 +199,37 @@ class SeenFeed:
             self._thread.submit(self.consumer.consume, READ_BATCH, READ_WAIT)
         )
 
-    def _take(self, message: Message, epoch: str, learn: Callable[[str, float], None]) -> None:
+    def _take(self, message: Message, epoch: str, learn: Callable[[str, float], bool]) -> None:
         error = message.error()
         if error is not None:
-            self._error(error)
+            self._error("read", KafkaException(error))
             return
         found = received(message)
         if found.headers.get("node") == self.node_id.encode():
             return  # its own: the node's cache has them since it sent them
-        if not epoch or found.headers.get("epoch") != epoch.encode():
+        at = found.headers.get("at", b"")
+        if not epoch or found.headers.get("epoch") != epoch.encode() or not at.isdigit():
             self.stats.inc_value("frontier/seen_feed/stale")
             return
-        fingerprints = found.value.decode().split("\n")
-        age = max(0.0, time.time() - found.timestamp_ms / 1000) + CLOCK_MARGIN
-        for fingerprint in fingerprints:
-            learn(fingerprint, age)
-        self.stats.inc_value("frontier/seen_feed/received", len(fingerprints))
+        age = max(0.0, time.time() - int(at) / 1000) + CLOCK_MARGIN
+        kept = sum(learn(fingerprint, age) for fingerprint in found.value.decode().split("\n"))
+        if kept:
+            self.stats.inc_value("frontier/seen_feed/received", kept)
 
-    def _error(self, error: KafkaError) -> None:
+    def _error(self, step: str, exc: KafkaException) -> None:
+        """Count a Kafka error of ``step`` (open, read, publish); log one a minute at most."""
         self.stats.inc_value("frontier/seen_feed/error")
         now = time.monotonic()
         if now - self._error_logged >= ERROR_LOG_EVERY:
             self._error_logged = now
+            error = exc.args[0] if exc.args else None
+            reason = error.str() if isinstance(error, KafkaError) else str(exc)
             logger.warning(
-                "Seen feed read error on %s: %s (the node goes on; links other nodes recorded "
-                "reach Redis until the feed is back)",
+                "Seen feed %s error on topic %s: %s (the node goes on; links other nodes "
+                "recorded reach Redis until the feed is back; retried)",
+                step,
                 self.settings.topic,
-                error.str(),
+                reason,
             )
 
     async def close(self) -> None:

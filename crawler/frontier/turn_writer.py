@@ -62,9 +62,13 @@ class TurnOwner(Protocol):
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         """A lease for the write about to go (None: none wanted)."""
 
-    def recorded(self, new: list[str], known: list[str]) -> None:
-        """A write recorded the fingerprints ``new`` in the dupefilter and found ``known``
-        there already (the seen feed shares them)."""
+    @property
+    def epoch(self) -> str:
+        """The frontier's epoch as the node knows it ("" before it does)."""
+
+    def recorded(self, epoch: str, new: list[str], known: list[str]) -> None:
+        """A write in ``epoch`` recorded the fingerprints ``new`` in the dupefilter, and found
+        ``known`` there or forced them in (the seen feed shares them)."""
 
 
 class TurnWriter:
@@ -183,20 +187,29 @@ class TurnWriter:
             for state in states
         ]
         children = batch + [child for state in states for child in state.children]
+        epoch = owner.epoch
         result = await owner.guarded(lambda: owner.client.complete_turn(batch, settled, ask))
         self._stats.inc_value("frontier/writes")
         if result.added:
             self._stats.inc_value("frontier/added", result.added)
             owner.new_work()
         self._dedup_report.completed(result, children)
-        dropped = set(result.dropped)
-        new = [c.fingerprint for i, c in enumerate(children) if c.fingerprint and i not in dropped]
-        known = [c.fingerprint for i, c in enumerate(children) if i in dropped]
-        if new or known:
-            owner.recorded(new, known)
+        if owner.epoch == epoch:  # else the write's fingerprints may be in a Redis now gone
+            self._recorded(epoch, children, set(result.dropped))
         for state, status in zip(states, result.statuses, strict=True):
             self._settled(state, status)
         return list(result.leases)
+
+    def _recorded(self, epoch: str, children: list[NewRequest], dropped: set[int]) -> None:
+        """Tell the owner what the write recorded: the children not found seen; a forced one
+        (a seed) goes with those found, since it may have been recorded long before."""
+        new: list[str] = []
+        known: list[str] = []
+        for i, child in enumerate(children):
+            if child.fingerprint:
+                (known if i in dropped or child.force else new).append(child.fingerprint)
+        if new or known:
+            self._owner.recorded(epoch, new, known)
 
     def _settled(self, state: LeaseState, status: str) -> None:
         if status in ("gone", "stolen"):
