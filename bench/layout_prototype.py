@@ -10,7 +10,8 @@ round starting one variant later:
 - ``53a9ec3``: the frontier issue 14 started from (``BaselineLoad``);
 - ``now``: the frontier as it is (``OursLoad``);
 - ``now, one seen-cache``: the same, with one cache every node reads and fills: an ideal of
-  nodes learning at once every link any node sent (no such feed exists);
+  nodes learning at once every link any node sent (``FRONTIER_SEEN_FEED`` learns it later:
+  ``bench.frontier_load --seen-feed``);
 - ``prototype``: a layout not built (``bench/layout_prototype.lua``): a write's bodies in one
   list entry, a lease batch as one record, arguments packed into a few strings, and the link
   check of a write sent in the round trip of the write before; exact dedup, one priority
