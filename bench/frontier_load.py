@@ -84,6 +84,7 @@ from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.seen_feed import CLOCK_MARGIN, SeenFeed, SeenFeedSettings
+from crawler.frontier.turn_writer import split_recorded
 from crawler.lua import frontier_script
 from crawler.redis_connection import async_client
 from crawler.redis_url import RedisConfig
@@ -320,9 +321,7 @@ class OursLoad(SimulatedNodes):
             write = await client.complete_many(finishes, children, lease=top_up)
             held += write.leases
             if feed is not None:
-                dropped = set(write.dropped)
-                new = [c.fingerprint for i, c in enumerate(children) if i not in dropped]
-                feed.publish(epoch, new, [children[i].fingerprint for i in dropped])
+                feed.publish(epoch, *split_recorded(children, set(write.dropped)))
             if loop.time() >= next_beat:
                 await client.heartbeat([lease.id for lease in held], 60_000, 60_000, 100, epoch)
                 next_beat += HEARTBEAT_SECONDS
@@ -347,8 +346,7 @@ async def seen_feed(
 
     reading = asyncio.ensure_future(feed.run(lambda: epoch, learn))
     try:
-        while not feed.reading:
-            await asyncio.sleep(0.05)
+        await feed.reading.wait()
         yield feed
     finally:
         reading.cancel()

@@ -55,8 +55,7 @@ class Node:
 
     async def start(self) -> None:
         self.loop = asyncio.ensure_future(self.feed.run(lambda: self.epoch, self.cache.add))
-        while not self.feed.reading:
-            await asyncio.sleep(0.05)
+        await self.feed.reading.wait()
 
     async def stop(self) -> None:
         assert self.loop is not None

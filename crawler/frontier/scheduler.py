@@ -139,7 +139,7 @@ class LeasingScheduler:
         self._keeper = keeper
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
         if settings.seen_feed.enabled:
-            self._open_feed(spider.name, keeper)
+            self._open_feed(spider.name)
         self.spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
@@ -152,7 +152,7 @@ class LeasingScheduler:
             self.settings.dedup.mode.value,
         )
 
-    def _open_feed(self, spider: str, keeper: LeaseKeeper) -> None:
+    def _open_feed(self, spider: str) -> None:
         """Share the fingerprints this node records and take those of the others into its
         seen-cache (``FRONTIER_SEEN_FEED``), in the frontier's epoch as the node knows it."""
         feed_settings = replace(
@@ -162,7 +162,7 @@ class LeasingScheduler:
         feed = SeenFeed(feed_settings, self.node_id, self.stats, found_too=found_too)
         self._feed = feed
         self._feed_loop = self.context.supervise(
-            "seen_feed", lambda: feed.run(lambda: keeper.epoch, self._seen.add)
+            "seen_feed", lambda: feed.run(lambda: self.epoch, self._seen.add)
         )
 
     async def _close_feed(self) -> None:

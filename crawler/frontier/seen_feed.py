@@ -113,7 +113,7 @@ class SeenFeed:
                 "logger": LIBRDKAFKA_LOG,
             }
         )
-        self.reading = False  # the topic's partitions are assigned: messages from now on arrive
+        self.reading = asyncio.Event()  # set: the topic is assigned, messages from now on arrive
         # the consumer's blocking calls, one at a time: its close waits for the read in flight
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="seen-feed")
         self._error_logged = 0.0
@@ -122,9 +122,9 @@ class SeenFeed:
         """Send the fingerprints a write ``recorded`` in the frontier of ``epoch`` (and those it
         ``found`` there, with ``found_too``) to every node (never waits; nothing without an
         epoch yet)."""
-        fingerprints = [*recorded, *found] if self.found_too else list(recorded)
         if not epoch:
             return
+        fingerprints = [*recorded, *found] if self.found_too else list(recorded)
         at = str(int(time.time() * 1000))
         headers: list[tuple[str, str | bytes | None]] = [
             ("epoch", epoch),
@@ -181,7 +181,7 @@ class SeenFeed:
             except KafkaException as exc:
                 self._error("open", exc)
                 await asyncio.sleep(OPEN_RETRY)
-        self.reading = True
+        self.reading.set()
         logger.info(
             "Seen feed: fingerprints recorded by any node reach this one through Kafka topic %s",
             self.settings.topic,

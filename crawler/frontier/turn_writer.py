@@ -71,6 +71,18 @@ class TurnOwner(Protocol):
         ``known`` there or forced them in (the seen feed shares them)."""
 
 
+def split_recorded(children: list[NewRequest], dropped: set[int]) -> tuple[list[str], list[str]]:
+    """The fingerprints of a write's ``children`` (``dropped``: the positions found seen) that
+    it recorded, and those it found recorded; a forced one (a seed) goes with those found,
+    since it may have been recorded long before. Requests never deduplicated have none."""
+    new: list[str] = []
+    known: list[str] = []
+    for i, child in enumerate(children):
+        if child.fingerprint:
+            (known if i in dropped or child.force else new).append(child.fingerprint)
+    return new, known
+
+
 class TurnWriter:
     def __init__(
         self, owner: TurnOwner, stats: Stats, dedup_report: DedupReport, interval: float = 0.0
@@ -201,13 +213,8 @@ class TurnWriter:
         return list(result.leases)
 
     def _recorded(self, epoch: str, children: list[NewRequest], dropped: set[int]) -> None:
-        """Tell the owner what the write recorded: the children not found seen; a forced one
-        (a seed) goes with those found, since it may have been recorded long before."""
-        new: list[str] = []
-        known: list[str] = []
-        for i, child in enumerate(children):
-            if child.fingerprint:
-                (known if i in dropped or child.force else new).append(child.fingerprint)
+        """Tell the owner what the write recorded (``split_recorded``)."""
+        new, known = split_recorded(children, dropped)
         if new or known:
             self._owner.recorded(epoch, new, known)
 
