@@ -17,6 +17,7 @@ import redis
 from scrapy.settings import Settings
 
 from crawler.demo.site import Site
+from crawler.frontier import seen_feed
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.seen_feed import SeenFeed, SeenFeedSettings
 from crawler.frontier.settings import FrontierSettings
@@ -72,6 +73,35 @@ async def until(condition: object, timeout: float = 30.0) -> None:
 
 def fingerprint(n: int) -> str:
     return f"{n:040x}"
+
+
+def test_a_reader_takes_a_message_when_it_arrives_not_when_a_batch_fills(
+    kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka's batch read waits its whole timeout unless the batch fills: a reader that
+    read so would learn a write's fingerprints only once per wait, while the others sent their
+    links to Redis. With the wait made a minute, one message still arrives within seconds."""
+    monkeypatch.setattr(seen_feed, "READ_WAIT", 60.0)
+    settings = feed_settings(kafka_bootstrap)
+
+    async def scenario() -> float:
+        sender, reader = Node(settings, "node-a", "e1"), Node(settings, "node-b", "e1")
+        for node in (sender, reader):
+            await node.start()
+        try:
+            await asyncio.sleep(0.5)  # the reader waits in its read
+            sent = time.monotonic()
+            sender.feed.publish("e1", [fingerprint(1)], [])
+            await until(lambda: fingerprint(1) in reader.cache, timeout=20.0)
+            return time.monotonic() - sent
+        finally:
+            reader.loop.cancel()  # type: ignore[union-attr]
+            sender.feed.publish("e1", [fingerprint(2)], [])  # ends the read in flight
+            for node in (reader, sender):
+                await node.stop()
+
+    took = asyncio.run(scenario())
+    assert took < 20.0
 
 
 def test_what_one_node_records_reaches_the_others_within_its_epoch(kafka_bootstrap: str) -> None:

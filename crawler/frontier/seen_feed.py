@@ -195,9 +195,16 @@ class SeenFeed:
         self.consumer.assign([TopicPartition(self.settings.topic, 0, end)])
 
     async def _next_messages(self) -> list[Message]:
-        return await asyncio.wrap_future(
-            self._thread.submit(self.consumer.consume, READ_BATCH, READ_WAIT)
-        )
+        return await asyncio.wrap_future(self._thread.submit(self._read))
+
+    def _read(self) -> list[Message]:
+        """The next message (``READ_WAIT`` at most), then those already fetched with it: a
+        batch read (``consume``) would wait its whole timeout unless the batch filled, and the
+        node would learn late what the others recorded."""
+        first = self.consumer.poll(READ_WAIT)
+        if first is None:
+            return []
+        return [first, *self.consumer.consume(READ_BATCH - 1, 0)]
 
     def _take(self, message: Message, epoch: str, learn: Callable[[str, float], bool]) -> None:
         error = message.error()
