@@ -41,6 +41,7 @@ FRONTIER_RECLAIM_BATCH = 100  # int >= 1: expired leases returned per heartbeat
 FRONTIER_IDLE_POLL = 0.5  # float s: wait after an empty lease before asking again
 FRONTIER_WRITE_INTERVAL = 0.025  # float s 0-1: a write gathers what the node settles this long
 FRONTIER_CLOSE_TIMEOUT = 10.0  # float s: how long a stopping node waits for Redis writes
+FRONTIER_COMPRESS = True  # bool: request bodies stored compressed in Redis (False: plain JSON)
 FRONTIER_SEEN_CACHE = 100_000  # int >= 0: fingerprints a node knows recorded (0 = off)
 FRONTIER_SEEN_FEED = False  # bool: nodes share what they record through Kafka, into their caches
 FRONTIER_SEEN_TOPIC = "{spider}-frontier-seen"  # str: the seen feed's topic

@@ -7,7 +7,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import orjson
@@ -42,14 +42,17 @@ def running_nodes(
     settings: Mapping[str, str],
     spider: str = "pages",
     arguments: Mapping[str, str] | None = None,
+    per_node: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``count`` nodes with ``settings``, node i also with ``per_node[i]`` (when given)."""
     workdir.mkdir(parents=True, exist_ok=True)
     settings = {**LOCAL_SITE_SETTINGS, **settings}
+    own = [*per_node, *[{}] * (count - len(per_node))]
     nodes = [
         start_node(
             spider,
             env=env,
-            settings=settings,
+            settings={**settings, **own[index]},
             log_path=workdir / f"node-{index}.log",
             node_id=f"node-{index}",
             arguments=arguments,
@@ -71,11 +74,14 @@ def crawl_site_once(
     workdir: Path,
     env: Mapping[str, str],
     settings: Mapping[str, str],
+    per_node: Sequence[Mapping[str, str]] = (),
 ) -> str:
     """``nodes`` nodes of the ``pages`` spider crawl ``site`` from the start URL given to
     ``seed`` until idle: they exit cleanly, without a traceback, having fetched every page
     exactly once. Returns their logs."""
-    with running_nodes(nodes, workdir=workdir, env=env, settings=settings) as started:
+    with running_nodes(
+        nodes, workdir=workdir, env=env, settings=settings, per_node=per_node
+    ) as started:
         seed(site.url(0))
         codes = wait_for_exit(started, timeout=240)
     assert codes == [0] * nodes, logs(workdir)

@@ -22,6 +22,7 @@ from confluent_kafka import Producer
 from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
+from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.keys import frontier_parts
@@ -57,8 +58,9 @@ def settings(broker: KafkaBroker, topic: str, flush_timeout: float = 10.0) -> Ba
 
 
 def request(n: int) -> NewRequest:
+    """Stored compressed (FRONTIER_COMPRESS's default) or as JSON (before it, or with it off)."""
     url = f"http://site{n % 7}.test/p/{n}"
-    body = orjson.dumps({"url": url})
+    body = codec.dumps({"url": url}, compress=n % 2 == 0)
     return NewRequest(fingerprint_of(url), float(n), body, site=f"site{n % 7}.test")
 
 
@@ -92,7 +94,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
             while time.monotonic() < deadline:  # lease everything, stepping as a node does
                 for node in nodes:
                     for lease in await node.lease(25, 60_000):
-                        crawled.append(orjson.loads(lease.body)["url"])
+                        crawled.append(codec.loads(lease.body)["url"])
                         await node.complete_many([Finish(lease.id, "done")], [])
                 await backlog.step()
                 if len(crawled) >= 300 and not await pending_requests(client, parts):
@@ -105,7 +107,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
 
     crawled = asyncio.run(scenario())
     counts = Counter(crawled)
-    assert set(counts) == {orjson.loads(request(n).body)["url"] for n in range(300)}
+    assert set(counts) == {codec.loads(request(n).body)["url"] for n in range(300)}
     assert max(counts.values()) == 1  # every request exactly once
     for keys in parts:
         assert int(redis_client.get(keys.backlog) or 0) == 0

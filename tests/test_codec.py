@@ -24,7 +24,8 @@ def test_request_round_trip_keeps_bytes_text_and_callback() -> None:
         cb_kwargs={"n": 1},
     )
     data = codec.dumps(request.to_dict(spider=spider))
-    assert data.startswith(b"{")  # JSON, not pickle
+    assert data.startswith(codec.COMPRESSED)
+    assert codec.plain(data).startswith(b"{")  # JSON, not pickle
     restored = request_from_dict(codec.loads(data), spider=spider)
     assert restored.url == request.url
     assert restored.body == request.body
@@ -82,6 +83,9 @@ def test_lean_storage_leaves_out_defaults_and_restores_them_exactly() -> None:
         assert type(restored) is type(request)
         old = request_from_dict(codec.loads(codec.dumps(full, lean=False)), spider=spider)
         assert old.to_dict(spider=spider) == full  # requests stored before read alike
+        as_json = codec.dumps(full, compress=False)  # before compression, or with it off
+        assert as_json == codec.plain(lean) and as_json.startswith(b"{")
+        assert request_from_dict(codec.loads(as_json), spider=spider).to_dict(spider=spider) == full
 
 
 def test_a_typical_link_is_stored_in_far_fewer_bytes() -> None:
@@ -94,3 +98,36 @@ def test_a_typical_link_is_stored_in_far_fewer_bytes() -> None:
     ).to_dict(spider=spider)
     lean, full = len(codec.dumps(link)), len(codec.dumps(link, lean=False))
     assert lean < 0.7 * full, (lean, full)
+
+
+def test_a_link_is_stored_compressed_in_about_half_its_json() -> None:
+    """Links of a real site's shape (its host in the URL, the referring page's URL in the
+    header): compressed, at most 60% of their lean JSON."""
+    spider = PagesSpider()
+    urls = [
+        ("https://www.zhihu.com/question/752231581/answer/9598980006", "https://www.zhihu.com/"),
+        (
+            "https://shop.example.com/products/shoes/item-48213?color=red&ref=listing",
+            "https://shop.example.com/products/shoes/",
+        ),
+        ("https://en.wikipedia.org/wiki/Web_crawler", "https://en.wikipedia.org/wiki/Scrapy"),
+    ]
+    for url, referer in urls:
+        link = Request(
+            url,
+            callback=spider.parse,
+            meta={"depth": 2, "crawler_scope": url.split("/")[2]},
+            headers={"Referer": referer},
+        ).to_dict(spider=spider)
+        stored, as_json = codec.dumps(link), codec.dumps(link, compress=False)
+        assert len(stored) <= 0.6 * len(as_json), (url, len(stored), len(as_json))
+        assert codec.loads(stored) == codec.loads(as_json)
+
+
+@pytest.mark.parametrize("cut", [1, 5])
+def test_a_damaged_compressed_request_is_a_value_error(cut: int) -> None:
+    stored = codec.dumps({"url": "https://www.example.com/a"})
+    with pytest.raises(ValueError, match="compressed"):
+        codec.loads(stored[:-cut])
+    with pytest.raises(ValueError, match="compressed"):
+        codec.loads(codec.COMPRESSED + b"\xff\xff" + stored[3:])

@@ -34,6 +34,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from crawler.frontier import codec
 from crawler.frontier.client import Finish, FrontierClient, score_text
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
@@ -61,6 +62,7 @@ class BacklogSettings:
     bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
     replication: int  # KAFKA_TOPIC_REPLICATION
     flush_timeout: float  # seconds a spill waits for the broker's acknowledgements
+    compress: bool = True  # FRONTIER_COMPRESS: how requests read back are stored in Redis
 
     def validate(self) -> None:
         if self.queue_max < 0:
@@ -160,7 +162,8 @@ class Backlog:
             return delivered
 
         for lease_id, score, body in entries:
-            value = orjson.dumps({"score": float(score), "request": orjson.Fragment(body)})
+            request = orjson.Fragment(codec.plain(body))  # JSON in Kafka, however stored
+            value = orjson.dumps({"score": float(score), "request": request})
             message = OutgoingMessage(
                 self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
             )
@@ -230,7 +233,9 @@ class Backlog:
             args: list[Any] = []
             for message in found:
                 stored = orjson.loads(message.value() or b"{}")
-                args += [score_text(float(stored["score"])), orjson.dumps(stored["request"])]
+                request = orjson.dumps(stored["request"])
+                body = codec.deflate(request) if self.settings.compress else request
+                args += [score_text(float(stored["score"])), body]
             refilled += int(
                 await self._back(
                     keys=[keys.queue_levels, keys.queue_count, keys.backlog], args=args

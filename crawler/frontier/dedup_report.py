@@ -16,6 +16,7 @@ import time
 import orjson
 from scrapy.statscollectors import StatsCollector
 
+from crawler.frontier import codec
 from crawler.frontier.client import Completion, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.dedup_bloom import BloomState
@@ -27,8 +28,8 @@ SUMMARY_INTERVAL = 60.0  # seconds between the Bloom filter's INFO lines (when i
 
 def _url(body: bytes) -> str:
     try:
-        return str(orjson.loads(body).get("url"))
-    except (orjson.JSONDecodeError, AttributeError):
+        return str(orjson.loads(codec.plain(body)).get("url"))
+    except (ValueError, AttributeError):  # orjson.JSONDecodeError is a ValueError
         return "<unreadable request>"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from crawler.frontier import codec
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import part_of, spider_parts
 from crawler.lua import frontier_script, text
@@ -80,8 +81,8 @@ def _request(body: bytes | str | None) -> dict[str, Any]:
     if body is None:
         return {}
     try:
-        decoded = orjson.loads(body)
-    except orjson.JSONDecodeError:
+        decoded = orjson.loads(body if isinstance(body, str) else codec.plain(body))
+    except ValueError:  # orjson.JSONDecodeError is one, as is a damaged compressed body
         return {}
     return decoded if isinstance(decoded, dict) else {}
 

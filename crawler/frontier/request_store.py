@@ -1,14 +1,16 @@
 """How ``LeasingScheduler`` stores requests in the frontier, and what a failure record holds.
 
-A request is stored as its lean JSON (``crawler.frontier.codec``) with a fingerprint
-for the shared dedup: "" for a ``dont_filter`` request, which is never
-deduplicated, unless it is a seed (fetched anyway, but recorded as seen, so the
-links back to it are not fetched again). A failed lease leaves a record with the
-reason, the node, the time and the request, URL credentials masked.
+A request is stored as its lean JSON (``crawler.frontier.codec``), compressed unless
+``FRONTIER_COMPRESS`` is off, with a fingerprint for the shared dedup: "" for a
+``dont_filter`` request, which is never deduplicated, unless it is a seed (fetched
+anyway, but recorded as seen, so the links back to it are not fetched again). A failed
+lease leaves a record with the reason, the node, the time and the request, URL credentials
+masked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -27,6 +29,8 @@ from crawler.url_credentials import mask_secrets
 def masked_request(body: bytes) -> Any:
     """A request's JSON for a failure record, URL credentials masked (as text if masking
     ever left it unreadable)."""
+    with contextlib.suppress(ValueError):  # a damaged one is kept as found, as text
+        body = codec.plain(body)
     masked = mask_secrets(body.decode("utf-8", "replace"))
     try:
         orjson.loads(masked)
@@ -53,10 +57,11 @@ def failure_record(state: LeaseState, node_id: str) -> bytes:
 class RequestStore:
     """Encode and decode the requests of one spider with the crawl's fingerprinter."""
 
-    def __init__(self, crawler: Crawler, spider: Spider) -> None:
+    def __init__(self, crawler: Crawler, spider: Spider, *, compress: bool = True) -> None:
         assert crawler.request_fingerprinter is not None
         self.fingerprinter = crawler.request_fingerprinter
         self.spider = spider
+        self.compress = compress  # FRONTIER_COMPRESS
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
@@ -66,7 +71,7 @@ class RequestStore:
 
     def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
         """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
-        body = codec.dumps(request.to_dict(spider=self.spider))
+        body = codec.dumps(request.to_dict(spider=self.spider), compress=self.compress)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)

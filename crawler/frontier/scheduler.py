@@ -106,8 +106,8 @@ class LeasingScheduler:
     # -- Scrapy's scheduler interface ---------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        self._store = RequestStore(self.crawler, spider)
         settings = self.settings
+        self._store = RequestStore(self.crawler, spider, compress=settings.compress)
         self._client = PartitionedFrontier.connect(
             self.context.redis,
             spider.name,

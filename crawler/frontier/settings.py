@@ -31,6 +31,7 @@ class FrontierSettings:
     idle_poll: float
     write_interval: float
     close_timeout: float
+    compress: bool  # request bodies stored compressed (the codec reads both forms)
     seen_cache: int
     seen_feed: SeenFeedSettings  # its topic still holds {spider}
     link_check: bool | None  # None: where it pays (never with the seen feed on)
@@ -49,6 +50,7 @@ class FrontierSettings:
             idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
             write_interval=settings.getfloat("FRONTIER_WRITE_INTERVAL"),
             close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
+            compress=settings.getbool("FRONTIER_COMPRESS"),
             seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
             seen_feed=SeenFeedSettings(
                 enabled=settings.getbool("FRONTIER_SEEN_FEED"),
@@ -66,6 +68,7 @@ class FrontierSettings:
                 bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
                 replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
                 flush_timeout=settings.getfloat("KAFKA_FLUSH_TIMEOUT"),
+                compress=settings.getbool("FRONTIER_COMPRESS"),
             ),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),

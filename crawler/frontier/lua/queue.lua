@@ -1,5 +1,6 @@
 -- The queue of one part of the frontier (docs/redis-keys.md), the snippet every script that
--- changes it puts before its body: a list of request JSON per priority level,
+-- changes it puts before its body: a list of stored requests (crawler.frontier.codec: JSON,
+-- compressed or not; never read here) per priority level,
 -- '<tag>:queue:<score>' (score: -priority, an integer's text), its head leased first; the levels
 -- in the sorted set '<tag>:queue:levels' (member and score: the level's score); the number of
 -- requests in all the lists in the string '<tag>:queue:count'. Bodies stay in the lists, so a
