@@ -8,12 +8,15 @@ Simulated nodes drive the frontier's Lua scripts as ``LeasingScheduler`` does, w
 Scrapy's engine in the loop: leases of 8; for each leased page 20 links, 16 of them already
 seen by the cluster (links to pages enqueued before) and 4 new; a heartbeat every 5 s with
 the leases held (``bench.load_workload``). Request bodies are real ``Request.to_dict()``
-output through the frontier's codec. Each node keeps the scheduler's ``SeenCache``
+output through the frontier's codec (compressed: ``FRONTIER_COMPRESS``'s default; the
+53a9ec3 variant stores its own, JSON). Each node keeps the scheduler's ``SeenCache``
 (``--seen-cache``, ``FRONTIER_SEEN_CACHE``'s default): a link it sent before is dropped
 without a call. The seen links are drawn uniformly from every URL of the crawl, so the cache
 catches few of them (a real site's pages repeat their navigation links, which it catches
-all but once per node). Variants, each on a fresh ``redis-server`` (no persistence), in one
-run:
+all but once per node). Variants, each on a fresh ``redis-server`` (no persistence) whose
+main thread has the first core to itself (the simulated nodes and the broker run on the others:
+on a small machine they would otherwise share its core and inflate the CPU time it counts), in
+one run:
 
 - ``ours at <commit>``: the frontier of the commit issue 14 measured when it was filed
   (``BASELINE_COMMIT``: before lean requests, the link check, batched writes and the queue's
@@ -50,6 +53,7 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
+import os
 import statistics
 import subprocess
 import sys
@@ -157,11 +161,26 @@ def children_of(cache: SeenCache, links: list[str], parent: str) -> list[NewRequ
     return children
 
 
+CORES = sorted(os.sched_getaffinity(0))  # the machine's, as this process found them
+
+
+def keep_off_redis_core() -> None:
+    """This thread (and the threads and processes it starts from now on: the simulated
+    nodes, a Kafka broker) off the core ``fresh_redis`` gives Redis: on a small machine the
+    load generator would otherwise share Redis's core and inflate the CPU time it counts."""
+    if len(CORES) > 1:
+        os.sched_setaffinity(0, CORES[1:])
+
+
 @contextlib.contextmanager
 def fresh_redis(workdir: Path) -> Iterator[tuple[redis.Redis, str]]:
+    """A ``redis-server`` without persistence, its main thread alone on the first core."""
+    keep_off_redis_core()
     server = RedisServer(RedisServerConfig(port=free_port(), data_dir=workdir, appendonly=False))
     server.start()
     client = redis.Redis.from_url(server.url)
+    if len(CORES) > 1:
+        os.sched_setaffinity(int(client.info("server")["process_id"]), CORES[:1])
     try:
         yield client, server.url
     finally:
@@ -632,6 +651,7 @@ def main() -> None:
         "through Kafka (KAFKA_BOOTSTRAP_SERVERS, or a broker the bench starts)",
     )
     args = parser.parse_args()
+    keep_off_redis_core()  # before the broker starts
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="frontier-load-")))
         bootstrap = ""
