@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -23,7 +24,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
 from crawler.frontier import codec
-from crawler.frontier.backlog import Backlog, BacklogSettings
+from crawler.frontier.backlog import Backlog, BacklogSettings, Step
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitions import part_of
@@ -150,6 +151,34 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     stored = read_topic(kafka.bootstrap_servers, topic, expected=spilled, timeout=30)
     bodies = Counter(orjson.loads(message.value)["request"]["url"] for message in stored)
     assert len(bodies) == 100 - MAX  # the lowest-priority 60, none twice in Redis and Kafka
+
+
+def test_a_request_taken_to_spill_that_cannot_be_read_fails_with_a_record(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A damaged compressed body among those taken to spill: its lease fails with a record
+    (``spill/undecodable``), the others go to Kafka, and the step goes on."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    damaged = replace(request(99), body=codec.COMPRESSED + b"\xff\xff")  # spilled first
+
+    async def scenario() -> Step:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, "backlog-damaged"), lease_ms=60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(99)] + [damaged])
+            return await backlog.step()
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    step = asyncio.run(scenario())
+    assert (step.spilled, step.refused, step.undecodable) == (100 - MAX - 1, 0, 1)
+    assert queued(redis_client, keys) == MAX
+    assert redis_client.zcard(keys.leases) == 0
+    (record,) = [orjson.loads(value) for value in redis_client.hvals(keys.failed)]
+    assert (record["reason"], record["node"]) == ("spill/undecodable", "n1")
 
 
 def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import orjson
+import pytest
 import redis
 from scrapy import Request
 from scrapy.settings import Settings
@@ -18,11 +19,14 @@ from crawler.demo.site import Site
 from crawler.frontier import codec
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease
+from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.request_store import RequestStore, failure_record
 from crawler.frontier.settings import FrontierSettings
 from crawler.spiders.pages import PagesSpider
 from settings import base
 from tests.cluster import crawl_site_once, logs
+from tests.frontier_state import queue_entries
+from tests.one_node import crawl
 
 
 def store(compress: bool) -> RequestStore:
@@ -59,6 +63,30 @@ def test_the_setting_reads_as_given_with_s() -> None:
     values.set("FRONTIER_COMPRESS", "False", priority="cmdline")
     assert FrontierSettings.from_settings(values).compress is False
     assert FrontierSettings.from_settings(values).backlog.compress is False
+
+
+@pytest.mark.parametrize("compress", ["True", "False"])
+def test_a_node_stores_what_it_queues_as_its_setting_says(
+    compress: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A node stopped after 3 pages leaves the links it found queued: compressed by default,
+    JSON with ``-s FRONTIER_COMPRESS=False``."""
+    with Site(40) as site:
+        run = crawl(
+            "pages",
+            [site.url(0)],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            settings={"FRONTIER_COMPRESS": compress, "CLOSESPIDER_PAGECOUNT": "3"},
+        )
+    client = redis.Redis.from_url(redis_url)
+    try:
+        bodies = [body for _, body in queue_entries(client, FrontierKeys.for_spider("pages"))]
+    finally:
+        client.close()
+    assert run.leftover > 0 and len(bodies) == run.leftover
+    assert {body[:1] for body in bodies} == {codec.COMPRESSED if compress == "True" else b"{"}
+    assert all(codec.loads(body)["url"].startswith(site.base_url) for body in bodies)
 
 
 def test_nodes_storing_either_form_crawl_one_site_together(

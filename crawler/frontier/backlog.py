@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -91,6 +92,7 @@ class Step:
     refilled: int
     refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
     read_errors: int = 0  # errors the consumer reported instead of messages
+    undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
 
 
 class Backlog:
@@ -132,23 +134,24 @@ class Backlog:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
             depths = [int(n or 0) for n in await pipe.execute()]
-        spilled = refused = 0
+        spilled = refused = undecodable = 0
         for keys, depth in zip(self.parts, depths, strict=True):
             if depth > self.settings.queue_max:
-                done, failed = await self._spill(keys)
+                done, failed, broken = await self._spill(keys)
                 spilled, refused = spilled + done, refused + failed
+                undecodable += broken
         refilled, read_errors = await self._refill(depths)
-        return Step(spilled, refilled, refused, read_errors)
+        return Step(spilled, refilled, refused, read_errors, undecodable)
 
     # -- spilling -----------------------------------------------------------------------------
 
-    async def _spill(self, keys: FrontierKeys) -> tuple[int, int]:
+    async def _spill(self, keys: FrontierKeys) -> tuple[int, int, int]:
         flat = await self._take(
             keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
             args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
         )
         if not flat:
-            return 0, 0
+            return 0, 0, 0
         entries = [
             (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
         ]
@@ -161,8 +164,13 @@ class Backlog:
 
             return delivered
 
+        broken: list[Finish] = []
         for lease_id, score, body in entries:
-            request = orjson.Fragment(codec.plain(body))  # JSON in Kafka, however stored
+            try:
+                request = orjson.Fragment(codec.plain(body))  # JSON in Kafka, however stored
+            except ValueError as exc:
+                broken.append(Finish(lease_id, "failed", self._undecodable(body, exc)))
+                continue
             value = orjson.dumps({"score": float(score), "request": request})
             message = OutgoingMessage(
                 self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
@@ -170,8 +178,17 @@ class Backlog:
             if not self.producer.send(message, report(lease_id)):
                 break  # the local queue is full (large requests): the rest stay queued
         left = await self.producer.drain(self.settings.flush_timeout)
-        answered = {*acked, *failed}
+        answered = {*acked, *failed, *(finish.lease_id for finish in broken)}
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
+        if broken:
+            await self.clients[keys.part].complete_many(broken, [])
+            logger.error(
+                "%d requests taken to spill from %s cannot be read (damaged stored data): "
+                "failed, with their records in %s",
+                len(broken),
+                keys.tag,
+                keys.failed,
+            )
         if acked:
             await self._done(
                 keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *acked]
@@ -188,7 +205,18 @@ class Backlog:
                 keys.tag,
                 left,
             )
-        return len(acked), len(back)
+        return len(acked), len(back), len(broken)
+
+    def _undecodable(self, body: bytes, exc: ValueError) -> bytes:
+        """The failure record of a request whose stored body does not decode."""
+        record = {
+            "reason": "spill/undecodable",
+            "node": self.node_id,
+            "at": time.time(),
+            "request": codec.masked_json(body),
+            "error": str(exc),
+        }
+        return orjson.dumps(record)
 
     # -- refilling ----------------------------------------------------------------------------
 
@@ -275,6 +303,7 @@ class Backlog:
                     ("frontier/refilled", step.refilled),
                     ("frontier/spill_refused", step.refused),
                     ("frontier/backlog_read_error", step.read_errors),
+                    ("frontier/spill_undecodable", step.undecodable),
                 ):
                     if count:
                         stats.inc_value(name, count)

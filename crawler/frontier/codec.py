@@ -10,7 +10,7 @@ naming the request and the key.
 
 Compressed (``FRONTIER_COMPRESS``, the default), that JSON is stored as ``COMPRESSED``
 followed by a raw deflate stream (RFC 1951) primed with ``DICTIONARY``, the field names
-and values requests repeat: a typical link takes about half the bytes again, in Redis's
+and values requests repeat: a typical link takes a quarter to a third of its JSON, in Redis's
 memory, on the wire and in the Lua scripts that move it. A body that starts with ``{`` is
 plain JSON (every body stored before, and with ``FRONTIER_COMPRESS=False``); ``plain``
 gives the JSON of either, ``loads`` reads either.
@@ -19,10 +19,13 @@ gives the JSON of either, ``loads`` reads either.
 from __future__ import annotations
 
 import base64
+import contextlib
 import zlib
 from typing import Any
 
 import orjson
+
+from crawler.url_credentials import mask_secrets
 
 BYTES_TAG = "$b"
 COMPRESSED = b"\x01"  # the first byte of a compressed body (a JSON one starts with "{")
@@ -124,7 +127,8 @@ def deflate(data: bytes) -> bytes:
 
 
 def plain(data: bytes) -> bytes:
-    """The JSON of a stored request, compressed or not; ValueError for a damaged one."""
+    """The JSON of a stored request, compressed or not; ValueError for compressed data that
+    does not inflate (raw deflate has no checksum: not every damage shows)."""
     if not data.startswith(COMPRESSED):
         return data
     unpacker = zlib.decompressobj(-zlib.MAX_WBITS, zdict=DICTIONARY)
@@ -135,6 +139,19 @@ def plain(data: bytes) -> bytes:
     if not unpacker.eof:
         raise ValueError("stored request is truncated compressed data")
     return found
+
+
+def masked_json(body: bytes) -> Any:
+    """A stored request's JSON for a record (a failed lease's), URL credentials masked: a
+    JSON fragment, or text if it was damaged or masking left it unreadable."""
+    with contextlib.suppress(ValueError):  # a damaged one is kept as found, as text
+        body = plain(body)
+    masked = mask_secrets(body.decode("utf-8", "replace"))
+    try:
+        orjson.loads(masked)
+    except orjson.JSONDecodeError:
+        return masked
+    return orjson.Fragment(masked.encode())
 
 
 def _restore(value: Any) -> Any:

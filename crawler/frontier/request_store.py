@@ -10,7 +10,6 @@ masked.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -26,19 +25,6 @@ from crawler.scope import site_of
 from crawler.url_credentials import mask_secrets
 
 
-def masked_request(body: bytes) -> Any:
-    """A request's JSON for a failure record, URL credentials masked (as text if masking
-    ever left it unreadable)."""
-    with contextlib.suppress(ValueError):  # a damaged one is kept as found, as text
-        body = codec.plain(body)
-    masked = mask_secrets(body.decode("utf-8", "replace"))
-    try:
-        orjson.loads(masked)
-    except orjson.JSONDecodeError:
-        return masked
-    return orjson.Fragment(masked.encode())
-
-
 def failure_record(state: LeaseState, node_id: str) -> bytes:
     """The ``{<spider>}:failed`` record of a lease that failed ("" when it did not)."""
     if state.failure is None:
@@ -47,7 +33,7 @@ def failure_record(state: LeaseState, node_id: str) -> bytes:
         "reason": state.failure,
         "node": node_id,
         "at": time.time(),
-        "request": masked_request(state.body),
+        "request": codec.masked_json(state.body),
     }
     if state.error is not None:
         record["error"] = mask_secrets(state.error)
