@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -169,7 +168,8 @@ class Backlog:
             try:
                 request = orjson.Fragment(codec.plain(body))  # JSON in Kafka, however stored
             except ValueError as exc:
-                broken.append(Finish(lease_id, "failed", self._undecodable(body, exc)))
+                record = codec.failure_json("spill/undecodable", self.node_id, body, str(exc))
+                broken.append(Finish(lease_id, "failed", record))
                 continue
             value = orjson.dumps({"score": float(score), "request": request})
             message = OutgoingMessage(
@@ -206,17 +206,6 @@ class Backlog:
                 left,
             )
         return len(acked), len(back), len(broken)
-
-    def _undecodable(self, body: bytes, exc: ValueError) -> bytes:
-        """The failure record of a request whose stored body does not decode."""
-        record = {
-            "reason": "spill/undecodable",
-            "node": self.node_id,
-            "at": time.time(),
-            "request": codec.masked_json(body),
-            "error": str(exc),
-        }
-        return orjson.dumps(record)
 
     # -- refilling ----------------------------------------------------------------------------
 

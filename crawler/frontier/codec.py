@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import time
 import zlib
 from typing import Any
 
@@ -141,9 +142,23 @@ def plain(data: bytes) -> bytes:
     return found
 
 
-def masked_json(body: bytes) -> Any:
-    """A stored request's JSON for a record (a failed lease's), URL credentials masked: a
-    JSON fragment, or text if it was damaged or masking left it unreadable."""
+def failure_json(reason: str, node_id: str, body: bytes, error: str | None) -> bytes:
+    """The ``{<spider>}:failed`` record of a failed lease: its reason, the node, the time,
+    its request (``body`` as stored) and the failure's ``error``, URL credentials masked."""
+    record: dict[str, Any] = {
+        "reason": reason,
+        "node": node_id,
+        "at": time.time(),
+        "request": _masked_json(body),
+    }
+    if error is not None:
+        record["error"] = mask_secrets(error)
+    return orjson.dumps(record)
+
+
+def _masked_json(body: bytes) -> Any:
+    """A stored request's JSON, URL credentials masked: a JSON fragment, or text if it was
+    damaged or masking left it unreadable."""
     with contextlib.suppress(ValueError):  # a damaged one is kept as found, as text
         body = plain(body)
     masked = mask_secrets(body.decode("utf-8", "replace"))

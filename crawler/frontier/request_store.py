@@ -10,10 +10,6 @@ masked.
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
-import orjson
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
@@ -22,22 +18,13 @@ from crawler.frontier import codec
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
-from crawler.url_credentials import mask_secrets
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
     """The ``{<spider>}:failed`` record of a lease that failed ("" when it did not)."""
     if state.failure is None:
         return b""
-    record: dict[str, Any] = {
-        "reason": state.failure,
-        "node": node_id,
-        "at": time.time(),
-        "request": codec.masked_json(state.body),
-    }
-    if state.error is not None:
-        record["error"] = mask_secrets(state.error)
-    return orjson.dumps(record)
+    return codec.failure_json(state.failure, node_id, state.body, state.error)
 
 
 class RequestStore:
