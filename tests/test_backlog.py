@@ -32,6 +32,7 @@ from crawler.frontier.pending import pending_requests
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import DeliveryReport
 from crawler.kafka.reader import end_offsets, read_topic
+from crawler.lua import text
 from crawler.redis_connection import async_client
 from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
@@ -179,6 +180,74 @@ def test_a_request_taken_to_spill_that_cannot_be_read_fails_with_a_record(
     assert redis_client.zcard(keys.leases) == 0
     (record,) = [orjson.loads(value) for value in redis_client.hvals(keys.failed)]
     assert (record["reason"], record["node"]) == ("spill/undecodable", "n1")
+
+
+def test_a_backlog_message_that_cannot_be_read_back_fails_with_a_record(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Messages on the backlog topic that are not a spilled request (not JSON, no score, no
+    request) do not stop the refill, now or after a restart: each becomes a failure record
+    (``refill/undecodable``; its request kept when there is one, for ``crawler failed retry``),
+    is taken off the backlog's count and counted; the messages around them are queued."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-unreadable-{uuid.uuid4().hex[:8]}"
+    good = [
+        orjson.dumps({"score": 0.0, "request": {"url": f"http://ok.test/{n}"}}) for n in range(3)
+    ]
+    values = [
+        good[0],
+        b"not JSON at all",
+        orjson.dumps({"request": {"url": "http://no-score.test/"}}),
+        good[1],
+        orjson.dumps({"score": 1.0, "request": "text"}),
+        orjson.dumps([1, 2]),
+        good[2],
+    ]
+    redis_client.set(keys.backlog, len(values))  # as the spill that put them there counted
+
+    async def read_back(expected: int) -> Step:
+        """Step until ``expected`` messages were taken, and 10 steps since the consumer was
+        given its partition (a restart must not read them again)."""
+        client = async_client(redis_url, max_connections=8)
+        backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
+        refilled = unreadable = assigned_steps = 0
+        try:
+            await backlog.open()
+            if expected:  # the first run: the topic is new
+                producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+                for value in values:
+                    producer.produce(topic, value, partition=0)
+                assert producer.flush(30) == 0
+            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
+            while refilled + unreadable < expected or assigned_steps < 10:
+                assert time.monotonic() < deadline, (refilled, unreadable, assigned_steps)
+                step = await backlog.step()
+                refilled, unreadable = (
+                    refilled + step.refilled,
+                    unreadable + step.refill_undecodable,
+                )
+                assigned_steps += bool(backlog.consumer.assignment())
+            return Step(0, refilled, 0, refill_undecodable=unreadable)
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="crawler.frontier.backlog"):
+        first = asyncio.run(read_back(7))
+    assert (first.refilled, first.refill_undecodable) == (3, 4)
+    assert "4 messages read back from" in caplog.text and topic in caplog.text
+    assert queued(redis_client, keys) == 3
+    assert int(redis_client.get(keys.backlog) or 0) == 0
+    records = {
+        text(key): orjson.loads(value) for key, value in redis_client.hgetall(keys.failed).items()
+    }
+    assert {record["reason"] for record in records.values()} == {"refill/undecodable"}
+    assert sorted(records) == [f"backlog-0-{offset}" for offset in (1, 2, 4, 5)]
+    assert records["backlog-0-2"]["request"] == {"url": "http://no-score.test/"}  # retry-able
+    assert records["backlog-0-1"]["request"] == "not JSON at all"
+    again = asyncio.run(read_back(0))  # a restart: the offsets were committed past them
+    assert (again.refilled, again.refill_undecodable) == (0, 0)
+    assert queued(redis_client, keys) == 3
 
 
 def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(

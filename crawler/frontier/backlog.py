@@ -16,7 +16,9 @@ per part), with the same at-least-once rule as everything else:
   the requests are queued again (``spill_back.lua``: at the tail of their levels, no
   dedup, since they were recorded when first queued; the backlog count goes down), and only
   then are the offsets committed. A crash in between reads them again: a request may be
-  crawled twice, never lost.
+  crawled twice, never lost. A message that is not a spilled request
+  (``crawler.frontier.backlog_topic``) becomes a failure record in the same call, so it
+  stops nothing, now or after a restart.
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.
@@ -30,12 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from crawler.frontier import codec
-from crawler.frontier.client import Finish, FrontierClient, score_text
+from crawler.frontier.backlog_topic import UnreadableMessage, read_back, spill_message
+from crawler.frontier.client import Finish, FrontierClient
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
@@ -92,6 +93,7 @@ class Step:
     refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
     read_errors: int = 0  # errors the consumer reported instead of messages
     undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
+    refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
 
 
 class Backlog:
@@ -139,8 +141,8 @@ class Backlog:
                 done, failed, broken = await self._spill(keys)
                 spilled, refused = spilled + done, refused + failed
                 undecodable += broken
-        refilled, read_errors = await self._refill(depths)
-        return Step(spilled, refilled, refused, read_errors, undecodable)
+        refilled, read_errors, unreadable = await self._refill(depths)
+        return Step(spilled, refilled, refused, read_errors, undecodable, unreadable)
 
     # -- spilling -----------------------------------------------------------------------------
 
@@ -166,12 +168,11 @@ class Backlog:
         broken: list[Finish] = []
         for lease_id, score, body in entries:
             try:
-                request = orjson.Fragment(codec.plain(body))  # JSON in Kafka, however stored
+                value = spill_message(score, body)  # JSON in Kafka, however stored
             except ValueError as exc:
                 record = codec.failure_json("spill/undecodable", self.node_id, body, str(exc))
                 broken.append(Finish(lease_id, "failed", record))
                 continue
-            value = orjson.dumps({"score": float(score), "request": request})
             message = OutgoingMessage(
                 self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
             )
@@ -209,8 +210,9 @@ class Backlog:
 
     # -- refilling ----------------------------------------------------------------------------
 
-    async def _refill(self, depths: list[int]) -> tuple[int, int]:
-        """Read back into the assigned parts under half their bound: (requests, read errors)."""
+    async def _refill(self, depths: list[int]) -> tuple[int, int, int]:
+        """Read back into the assigned parts under half their bound: (requests, read errors,
+        messages that were not spilled requests: failed, with a record each)."""
         assigned = await asyncio.to_thread(self.consumer.assignment)
         low = self.settings.queue_max // 2
         wanted = [tp for tp in assigned if depths[tp.partition] < low]
@@ -244,23 +246,40 @@ class Backlog:
                 by_part[part] = found[:room_left]
                 if not room_left:
                     del by_part[part]
-        refilled = 0
+        refilled = unreadable = 0
         for part, found in by_part.items():
             keys = self.parts[part]
-            args: list[Any] = []
+            requests: list[Any] = []
+            failures: list[Any] = []
             for message in found:
-                stored = orjson.loads(message.value() or b"{}")
-                request = orjson.dumps(stored["request"])
-                body = codec.deflate(request) if self.settings.compress else request
-                args += [score_text(float(stored["score"])), body]
+                try:
+                    score, request = read_back(message.value() or b"")
+                except UnreadableMessage as exc:
+                    record = codec.failure_json(
+                        "refill/undecodable", self.node_id, exc.kept, str(exc)
+                    )
+                    failures += [f"backlog-{part}-{message.offset()}", record]
+                    continue
+                requests += [score, codec.deflate(request) if self.settings.compress else request]
             refilled += int(
                 await self._back(
-                    keys=[keys.queue_levels, keys.queue_count, keys.backlog], args=args
+                    keys=[keys.queue_levels, keys.queue_count, keys.backlog, keys.failed],
+                    args=[len(failures) // 2, *failures, *requests],
                 )
             )
             offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
             await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)
-        return refilled, len(errors)
+            if failures:
+                unreadable += len(failures) // 2
+                logger.error(
+                    "%d messages read back from %s (partition %d) are not spilled requests: "
+                    "failed, with their records in %s",
+                    len(failures) // 2,
+                    self.settings.topic,
+                    part,
+                    keys.failed,
+                )
+        return refilled, len(errors), unreadable
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
         """Open, then step every ``FRONTIER_SPILL_INTERVAL`` (Redis outages through the node's
@@ -293,6 +312,7 @@ class Backlog:
                     ("frontier/spill_refused", step.refused),
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),
+                    ("frontier/refill_undecodable", step.refill_undecodable),
                 ):
                     if count:
                         stats.inc_value(name, count)
@@ -302,33 +322,3 @@ class Backlog:
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await self.producer.drain(1.0)
-
-
-def backlog_topic(queue_max: int, bootstrap: str, template: str, spider: str) -> str | None:
-    """The Kafka backlog topic of ``spider``'s crawls (``FRONTIER_BACKLOG_TOPIC``), which a
-    purge deletes; None without a backlog (``FRONTIER_QUEUE_MAX`` 0 or no Kafka)."""
-    return template.format(spider=spider) if queue_max and bootstrap else None
-
-
-def purge_backlog(bootstrap: str, topic: str, timeout: float = 10.0) -> str:
-    """Delete the backlog topic of a purged crawl (its requests would come back into the
-    next crawl); a note for the operator ("" when nothing was ever spilled)."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}
-    admin = AdminClient(config)
-    try:
-        admin.delete_topics([topic], operation_timeout=timeout, request_timeout=timeout)[
-            topic
-        ].result(timeout)
-    except KafkaException as exc:
-        error = exc.args[0]
-        if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            return ""  # nothing was ever spilled
-        reason = error.str()
-    except TimeoutError:
-        reason = f"Kafka at {bootstrap} did not answer in {timeout:.0f}s"
-    else:
-        return f"; deleted the Kafka backlog topic {topic}"
-    return (
-        f"; the Kafka backlog topic {topic} could not be deleted ({reason}): delete it before "
-        "the next crawl, or the requests it holds come back into it"
-    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler.extensions.ledger_layout import pattern_for_spider
-from crawler.frontier.backlog import backlog_topic, purge_backlog
+from crawler.frontier.backlog_topic import backlog_topic, purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import (
     FrontierKeys,
