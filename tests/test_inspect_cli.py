@@ -159,9 +159,17 @@ def test_failed_list_prints_records_and_filters_by_reason_prefix(
     assert all(r["id"] and r["error"] == "it broke" for r in records)
 
 
+@pytest.mark.parametrize("compress", [None, "False"])
 def test_retry_puts_failed_requests_back_and_a_node_leases_them(
-    redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+    redis_url: str,
+    redis_client: redis.Redis,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    compress: str | None,
 ) -> None:
+    """Stored as FRONTIER_COMPRESS says (compressed by default), as a node stores requests."""
+    if compress is not None:
+        monkeypatch.setenv("CRAWLER_SETTING_FRONTIER_COMPRESS", compress)
     five_failures(redis_url)
     seen_before = redis_client.smembers(KEYS.dupefilter)
     counts = cli_json(capsys, redis_url, "failed", "pages", "retry", "--reason", "download/")
@@ -174,6 +182,8 @@ def test_retry_puts_failed_requests_back_and_a_node_leases_them(
     assert urls == ["http://a.test/4", "http://a.test/3", "http://a.test/2"]  # by priority
     assert all(len(t.id) == 12 and int(t.id, 16) > 5 for t in taken)  # fresh ids from seq
     assert codec.loads(taken[0].body)["meta"] == {"depth": 0}  # no retry_times: retried afresh
+    stored_as = {t.body.startswith(codec.COMPRESSED) for t in taken}
+    assert stored_as == {compress is None}
 
 
 def test_drop_asks_first_then_deletes(redis_url: str, redis_client: redis.Redis) -> None:

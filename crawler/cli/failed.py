@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import orjson
+from scrapy.settings import Settings
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
@@ -87,9 +88,10 @@ def run_list(args: argparse.Namespace, inspector: FrontierInspector) -> int:
 
 def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
     retried = skipped = 0
+    compress = Settings(project_settings()).getbool("FRONTIER_COMPRESS")  # as nodes store them
     for record in inspector.failed(args.reason):
         try:
-            queued = inspector.retry(record)
+            queued = inspector.retry(record, compress)
         except ValueError as exc:
             print(f"not retried {record.id}: {exc}", file=sys.stderr)
             skipped += 1

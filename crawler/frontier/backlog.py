@@ -260,7 +260,7 @@ class Backlog:
                     )
                     failures += [f"backlog-{part}-{message.offset()}", record]
                     continue
-                requests += [score, codec.deflate(request) if self.settings.compress else request]
+                requests += [score, codec.stored(request, self.settings.compress)]
             refilled += int(
                 await self._back(
                     keys=[keys.queue_levels, keys.queue_count, keys.backlog, keys.failed],

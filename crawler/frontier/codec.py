@@ -118,6 +118,11 @@ def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = T
             f"request {request_dict.get('url')!r} cannot be stored in Redis: {where} "
             f"is not JSON serializable ({exc})"
         ) from exc
+    return stored(data, compress)
+
+
+def stored(data: bytes, compress: bool) -> bytes:
+    """A request's JSON as Redis stores it: compressed, or as is (``FRONTIER_COMPRESS``)."""
     return deflate(data) if compress else data
 
 

@@ -151,11 +151,12 @@ class PartInspector:
             if record.reason.startswith(reason_prefix):
                 yield record
 
-    def retry(self, record: FailedRecord) -> bool:
-        """Enqueue the record's request again (at the tail of its priority's level) and remove
-        the record; the request gets its full download retries again (meta ``retry_times``
-        removed). Raises ``ValueError`` when the record holds no request that can be queued;
-        returns False when the record is gone or changed since it was read."""
+    def retry(self, record: FailedRecord, compress: bool = True) -> bool:
+        """Enqueue the record's request again (at the tail of its priority's level; compressed
+        or not, as ``FRONTIER_COMPRESS`` says) and remove the record; the request gets its full
+        download retries again (meta ``retry_times`` removed). Raises ``ValueError`` when the
+        record holds no request that can be queued; returns False when the record is gone or
+        changed since it was read."""
         request = record.fields.get("request")
         if not isinstance(request, dict) or not isinstance(request.get("url"), str):
             raise ValueError("the record holds no readable request")
@@ -167,9 +168,10 @@ class PartInspector:
             meta = {key: value for key, value in meta.items() if key != RETRY_COUNT_META}
             request = {**request, "meta": meta}
         k = self.keys
+        body = codec.stored(orjson.dumps(request), compress)
         queued = self._retry(
             keys=[k.failed, k.queue_levels, k.queue_count],
-            args=[record.id, record.stored, str(-priority), orjson.dumps(request)],
+            args=[record.id, record.stored, str(-priority), body],
         )
         return bool(queued)
 
@@ -266,9 +268,9 @@ class FrontierInspector:
             for record in part.failed(reason_prefix):
                 yield FailedRecord(self._record_id(index, record.id), record.stored, record.fields)
 
-    def retry(self, record: FailedRecord) -> bool:
+    def retry(self, record: FailedRecord, compress: bool = True) -> bool:
         part, raw = self._part(record.id)
-        return self.parts[part].retry(FailedRecord(raw, record.stored, record.fields))
+        return self.parts[part].retry(FailedRecord(raw, record.stored, record.fields), compress)
 
     def drop(self, ids: Sequence[str]) -> int:
         by_part: dict[int, list[str]] = {}
