@@ -95,8 +95,9 @@ def test_a_reader_takes_a_message_when_it_arrives_not_when_a_batch_fills(
             await until(lambda: fingerprint(1) in reader.cache, timeout=20.0)
             return time.monotonic() - sent
         finally:
-            reader.loop.cancel()  # type: ignore[union-attr]
-            sender.feed.publish("e1", [fingerprint(2)], [])  # ends the read in flight
+            for node in (reader, sender):  # no read after the one in flight (each waits 60 s)
+                node.loop.cancel()  # type: ignore[union-attr]
+            sender.feed.publish("e1", [fingerprint(2)], [])  # ends the reads in flight
             for node in (reader, sender):
                 await node.stop()
 
