@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from crawler.frontier.client import NewRequest
+from crawler.frontier.client import NewRequest, Outcome
 
 
 @dataclass
@@ -38,7 +38,7 @@ class LeaseState:
     void: bool = False  # the frontier was purged under it: its output is not written
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> Outcome:
         if self.requeue_reason is not None:
             return "requeue"
         return "failed" if self.failure is not None else "done"

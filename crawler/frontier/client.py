@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from crawler.frontier.bloom_probe import BloomCheck
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
@@ -46,12 +46,15 @@ class Lease:
     body: bytes
 
 
+Outcome = Literal["done", "failed", "requeue"]  # of a lease a node finishes (turn.lua)
+
+
 @dataclass(frozen=True, slots=True)
 class Finish:
     """A lease to finish in a completion: its outcome, and its failure record if it failed."""
 
     lease_id: str
-    outcome: str  # done | failed | requeue
+    outcome: Outcome
     failure: bytes = b""
 
 
@@ -168,7 +171,7 @@ class FrontierClient:
     async def complete(
         self,
         lease_id: str | None,
-        outcome: str,
+        outcome: Outcome,
         children: list[NewRequest],
         failure: bytes = b"",
     ) -> Completion:

@@ -40,6 +40,7 @@ from crawler.frontier.client import (
     Lease,
     LeaseAsk,
     NewRequest,
+    Outcome,
     known_in_parts,
 )
 from crawler.frontier.dedup import DedupConfig
@@ -148,7 +149,11 @@ class PartitionedFrontier:
     # -- completing ---------------------------------------------------------------------------
 
     async def complete(
-        self, lease_id: str | None, outcome: str, children: list[NewRequest], failure: bytes = b""
+        self,
+        lease_id: str | None,
+        outcome: Outcome,
+        children: list[NewRequest],
+        failure: bytes = b"",
     ) -> Completion:
         """Finish ``lease_id`` (if any) and enqueue the unseen ``children`` (``complete_turn``)."""
         settled = [(Finish(lease_id, outcome, failure), children)] if lease_id else []
