@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from confluent_kafka import Producer
 from scrapy.settings import Settings
 
 from crawler.demo.site import Site
@@ -103,6 +104,31 @@ def test_a_reader_takes_a_message_when_it_arrives_not_when_a_batch_fills(
 
     took = asyncio.run(scenario())
     assert took < 20.0
+
+
+def test_a_message_that_is_not_fingerprints_is_skipped_and_counted(kafka_bootstrap: str) -> None:
+    """A message of the node's epoch whose value is not hex fingerprints, one a line (bytes
+    that are not text, text that is not hex): skipped and counted, and the reader goes on to
+    the next message (before, the first one ended the node's reading for good)."""
+    settings = feed_settings(kafka_bootstrap)
+
+    async def scenario() -> Counts:
+        reader = Node(settings, "node-b", "e1")
+        await reader.start()
+        try:
+            producer = Producer({"bootstrap.servers": kafka_bootstrap})
+            headers: dict[str, str | bytes | None] = {"epoch": "e1", "node": "other", "at": "1"}
+            for value in (b"\xff\xfe not text", b"not a fingerprint", fingerprint(3).encode()):
+                producer.produce(settings.topic, value, headers=headers)
+            assert producer.flush(30) == 0
+            await until(lambda: fingerprint(3) in reader.cache)
+            return reader.stats
+        finally:
+            await reader.stop()
+
+    stats = asyncio.run(scenario())
+    assert stats["frontier/seen_feed/unreadable"] == 2
+    assert stats["frontier/seen_feed/received"] == 1
 
 
 def test_what_one_node_records_reaches_the_others_within_its_epoch(kafka_bootstrap: str) -> None:

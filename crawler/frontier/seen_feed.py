@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,7 +55,8 @@ MESSAGE_MOST = 10_000  # fingerprints a message (about 410 KB; Kafka takes 1 MB 
 RETENTION_MS = 3_600_000  # of a topic the feed creates: it is only read live
 READ_BATCH, READ_WAIT = 1000, 0.5  # messages and seconds of one read
 OPEN_TIMEOUT, OPEN_RETRY = 10.0, 5.0  # seconds to create or find the topic; between tries
-ERROR_LOG_EVERY = 60.0  # seconds between two log lines of Kafka errors
+ERROR_LOG_EVERY = 60.0  # seconds between two log lines of Kafka errors (or unreadable messages)
+FINGERPRINT_LINES = re.compile(rb"[0-9a-f]+(?:\n[0-9a-f]+)*")  # what ``publish`` sends
 
 
 class Stats(Protocol):
@@ -116,7 +118,7 @@ class SeenFeed:
         self.reading = asyncio.Event()  # set: the topic is assigned, messages from now on arrive
         # the consumer's blocking calls, one at a time: its close waits for the read in flight
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="seen-feed")
-        self._error_logged = 0.0
+        self._logged_at = 0.0
 
     def publish(self, epoch: str, recorded: Sequence[str], found: Sequence[str]) -> None:
         """Send the fingerprints a write ``recorded`` in the frontier of ``epoch`` (and those it
@@ -218,6 +220,15 @@ class SeenFeed:
         if not epoch or found.headers.get("epoch") != epoch.encode() or not at.isdigit():
             self.stats.inc_value("frontier/seen_feed/stale")
             return
+        if not FINGERPRINT_LINES.fullmatch(found.value):
+            self.stats.inc_value("frontier/seen_feed/unreadable")
+            self._log_rarely(
+                "Seen feed message at offset %d of topic %s is not fingerprints (hex, one a "
+                "line): skipped",
+                found.offset,
+                self.settings.topic,
+            )
+            return
         age = max(0.0, time.time() - int(at) / 1000) + CLOCK_MARGIN
         kept = sum(learn(fingerprint, age) for fingerprint in found.value.decode().split("\n"))
         if kept:
@@ -226,18 +237,22 @@ class SeenFeed:
     def _error(self, step: str, exc: KafkaException) -> None:
         """Count a Kafka error of ``step`` (open, read, publish); log one a minute at most."""
         self.stats.inc_value("frontier/seen_feed/error")
+        error = exc.args[0] if exc.args else None
+        reason = error.str() if isinstance(error, KafkaError) else str(exc)
+        self._log_rarely(
+            "Seen feed %s error on topic %s: %s (the node goes on; links other nodes "
+            "recorded reach Redis until the feed is back; retried)",
+            step,
+            self.settings.topic,
+            reason,
+        )
+
+    def _log_rarely(self, message: str, *args: object) -> None:
+        """A warning, one a minute at most (``ERROR_LOG_EVERY``): the stats count them all."""
         now = time.monotonic()
-        if now - self._error_logged >= ERROR_LOG_EVERY:
-            self._error_logged = now
-            error = exc.args[0] if exc.args else None
-            reason = error.str() if isinstance(error, KafkaError) else str(exc)
-            logger.warning(
-                "Seen feed %s error on topic %s: %s (the node goes on; links other nodes "
-                "recorded reach Redis until the feed is back; retried)",
-                step,
-                self.settings.topic,
-                reason,
-            )
+        if now - self._logged_at >= ERROR_LOG_EVERY:
+            self._logged_at = now
+            logger.warning(message, *args)
 
     async def close(self) -> None:
         """Stop reading (after the read in flight) and hand the last fingerprints to Kafka."""
