@@ -11,9 +11,10 @@ argument (what the socket and the command dispatch cost whatever the frontier do
 same calls two to a round trip (what folding the link check into the write before would save).
 Then the cost of ``SMISMEMBER`` of 160 12-byte members, present and absent, on a 20,000-member
 set (Redis's own ``commandstats``): the link check's lookup, which the machine's memory
-latency, not our code, decides. Last, the same writes on a fresh server through the write script
-with a probe before each of its sections (``bench.turn_sections``): each one's share of the
-script's time.
+latency, not our code, decides. Then what Lua's steps cost here, each alone (a call from Lua, a
+string made in Lua, an argument, a field read back from a hash): every section of the write is
+made of them. Last, the same writes on a fresh server through the write script with a probe
+before each of its sections (``bench.turn_sections``): each one's share of the script's time.
 """
 
 from __future__ import annotations
@@ -205,6 +206,51 @@ def lookup_cost(client: redis.Redis) -> None:
         )
 
 
+# What one step of a script costs, measured as 100 of them in a script against the same script
+# without them: (the step, its script, the script without it, the arguments of both).
+BODY, FIELDS = b"b" * 60, [f"f{n}" for n in range(100)]
+LUA_STEPS: tuple[tuple[str, str, str, list[str | bytes]], ...] = (
+    (
+        "a redis.call (GET of a short string)",
+        "for _ = 1, 100 do redis.call('GET', 'k') end",
+        "",
+        [],
+    ),
+    (
+        "a 60-byte string made in Lua",
+        "local t = {} for i = 1, 100 do t[i] = ARGV[1] .. i end",
+        "",
+        [BODY],
+    ),
+    ("a 60-byte argument", "", "", [BODY] * 100),
+    (
+        "a 60-byte field read back (one HMGET of 100)",
+        "redis.call('HMGET', 'h', unpack(ARGV))",
+        "",
+        list(FIELDS),
+    ),
+)
+
+
+def lua_steps(client: redis.Redis, calls: int = 3000) -> None:
+    client.set("k", "5")
+    client.hset("h", mapping=dict.fromkeys(FIELDS, BODY))
+
+    def cpu_per_call(body: str, args: list[str | bytes]) -> float:
+        script = client.register_script(body + " return 0")
+        before = redis_cpu(client)
+        for start in range(0, calls, 100):
+            pipe = client.pipeline(transaction=False)
+            for _ in range(min(100, calls - start)):
+                script(args=args, client=pipe)
+            pipe.execute()
+        return (redis_cpu(client) - before) / calls
+
+    for step, body, without, args in LUA_STEPS:
+        unit = (cpu_per_call(body, args) - cpu_per_call(without, [] if not body else args)) / 100
+        print(f"{step}: {unit * 1e6:.2f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.redis_profile", description=__doc__)
     parser.add_argument("--writes", type=int, default=1500)
@@ -214,6 +260,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir, fresh_redis(Path(workdir)) as (client, url):
         profile(client, url, args.writes, use_perf)
         lookup_cost(client)
+        lua_steps(client)
     sections(args.writes)
 
 
