@@ -1,17 +1,25 @@
 -- bench.layout_prototype's write script: a layout of the frontier not built yet, to measure what
 -- it would cost Redis before building it. Exact dedup, one priority level; no failed or requeued
 -- outcomes, no resend of a lost reply, no reclaim. Not the frontier (crawler/frontier/lua).
--- Queue: a list whose entries each hold the bodies one write queued, '<n>\n<body>\n<body>...'.
+-- Bodies travel and are kept framed: each one after its length (2 bytes, big-endian), since a
+-- compressed body may hold any byte.
+-- Queue: a list whose entries each hold the bodies one write queued, '<n>\n<framed bodies>'.
 -- Leases: a batch of a lease call is one record: 'inflight' fields '<id>' = '<node>\t<mask>' (a
--- '0' or '1' per request: finished) and '<id>:r' = its bodies, '\n'-joined; 'leases' (zset id ->
+-- '0' or '1' per request: finished) and '<id>:r' = its framed bodies; 'leases' (zset id ->
 -- deadline ms). A lease id given to the node is '<batch id>.<position from 1>'.
 -- KEYS: 1 dedup set, 2 queue, 3 queue count, 4 seq, 5 leases, 6 inflight, 7 the node's fence,
 --       8 the nodes waiting for work
 -- ARGV: 1 node, 2 lease ids to finish (comma-separated), 3 fingerprints of the requests to
---       queue, 12 bytes each, concatenated, 4 their bodies, '\n'-joined, 5 requests to lease,
+--       queue, 12 bytes each, concatenated, 4 their bodies, framed, 5 requests to lease,
 --       6 lease ms, 7 lease call id
 -- Returns {dropped (0-based positions found seen), added, {batch id, count, bodies} or {}}.
 local node = ARGV[1]
+
+-- Where the framed body at `at` ends.
+local function body_end(bodies, at)
+  local high, low = string.byte(bodies, at, at + 1)
+  return at + 1 + high * 256 + low
+end
 
 if ARGV[2] ~= '' then
   local positions, batches = {}, {}
@@ -63,14 +71,15 @@ if count > 0 then
     end
   end
   if #dropped > 0 then  -- another node queued some since the node's check: leave them out
-    local bodies, new, i = {}, {}, 0
-    for body in string.gmatch(ARGV[4], '[^\n]+') do
-      i = i + 1
+    local bodies, new, at = {}, {}, 1
+    for i = 1, count do
+      local last = body_end(ARGV[4], at)
       if seen[i] == 0 then
-        bodies[#bodies + 1], new[#new + 1] = body, fingerprints[i]
+        bodies[#bodies + 1], new[#new + 1] = string.sub(ARGV[4], at, last), fingerprints[i]
       end
+      at = last + 1
     end
-    entry, fingerprints = table.concat(bodies, '\n'), new
+    entry, fingerprints = table.concat(bodies), new
   end
   if #fingerprints > 0 then
     redis.call('SADD', KEYS[1], unpack(fingerprints))
@@ -96,19 +105,19 @@ if want > 0 then
     if held <= left then
       parts[#parts + 1], taken = string.sub(entry, head + 1), taken + held
     else  -- take `left` bodies, put the rest back at the head
-      local at = head
+      local at = head + 1
       for _ = 1, left do
-        at = string.find(entry, '\n', at + 1, true)
+        at = body_end(entry, at) + 1
       end
       parts[#parts + 1] = string.sub(entry, head + 1, at - 1)
-      redis.call('LPUSH', KEYS[2], (held - left) .. '\n' .. string.sub(entry, at + 1))
+      redis.call('LPUSH', KEYS[2], (held - left) .. '\n' .. string.sub(entry, at))
       taken = want
     end
   end
   if taken > 0 then
     redis.call('DECRBY', KEYS[3], taken)
     local batch = string.format('%012x', redis.call('INCR', KEYS[4]))
-    local bodies = table.concat(parts, '\n')
+    local bodies = table.concat(parts)
     local now = redis.call('TIME')
     local deadline = now[1] * 1000 + math.floor(now[2] / 1000) + tonumber(ARGV[6])
     redis.call('ZADD', KEYS[5], deadline, batch)

@@ -106,7 +106,7 @@ class PrototypeLoad(SimulatedNodes):
                 for _ in range(min(32, count - start))
             ]
             await client.sadd(PROTO_KEYS[0], *(digest(request) for request in batch))
-            entry = b"\n".join([str(len(batch)).encode(), *(request.body for request in batch)])
+            entry = b"%d\n" % len(batch) + framed([request.body for request in batch])
             await client.rpush(PROTO_KEYS[1], entry)
             await client.incrby(PROTO_KEYS[2], len(batch))
         await client.aclose()
@@ -123,7 +123,8 @@ class PrototypeLoad(SimulatedNodes):
         def send(pipe: Any, sent: Pending, want: int) -> None:
             digests, bodies = b"".join(digest(r) for r in sent.new), [r.body for r in sent.new]
             args: list[str | bytes | int] = [node, ",".join(sent.finishes), digests]
-            args += [b"\n".join(bodies), want, 60_000, uuid.uuid4().hex]
+            args += [framed(bodies)]
+            args += [want, 60_000, uuid.uuid4().hex]
             pipe.evalsha(write, len(PROTO_KEYS), *PROTO_KEYS, *args)
 
         async def round_trip(sent: Pending | None, want: int, check: list[NewRequest]) -> list[Any]:
@@ -171,12 +172,21 @@ class PrototypeLoad(SimulatedNodes):
             await client.aclose()
 
 
+def framed(bodies: list[bytes]) -> bytes:
+    """Bodies as the prototype keeps them: each after its length (2 bytes, big-endian)."""
+    return b"".join(len(body).to_bytes(2, "big") + body for body in bodies)
+
+
 def leased(reply: list[Any]) -> list[tuple[str, bytes]]:
     """The (lease id, body) pairs of a write's reply."""
     lease = reply[2]
     if not lease:
         return []
-    batch, bodies = lease[0].decode(), bytes(lease[2]).split(b"\n")
+    batch, framed, bodies, at = lease[0].decode(), bytes(lease[2]), [], 0
+    while at < len(framed):  # each body after its length (2 bytes, big-endian)
+        end = at + 2 + int.from_bytes(framed[at : at + 2], "big")
+        bodies.append(framed[at + 2 : end])
+        at = end
     return [(f"{batch}.{n}", body) for n, body in enumerate(bodies, start=1)]
 
 
