@@ -123,8 +123,7 @@ class PrototypeLoad(SimulatedNodes):
         def send(pipe: Any, sent: Pending, want: int) -> None:
             digests, bodies = b"".join(digest(r) for r in sent.new), [r.body for r in sent.new]
             args: list[str | bytes | int] = [node, ",".join(sent.finishes), digests]
-            args += [framed(bodies)]
-            args += [want, 60_000, uuid.uuid4().hex]
+            args += [framed(bodies), want, 60_000, uuid.uuid4().hex]
             pipe.evalsha(write, len(PROTO_KEYS), *PROTO_KEYS, *args)
 
         async def round_trip(sent: Pending | None, want: int, check: list[NewRequest]) -> list[Any]:
@@ -182,10 +181,10 @@ def leased(reply: list[Any]) -> list[tuple[str, bytes]]:
     lease = reply[2]
     if not lease:
         return []
-    batch, framed, bodies, at = lease[0].decode(), bytes(lease[2]), [], 0
-    while at < len(framed):  # each body after its length (2 bytes, big-endian)
-        end = at + 2 + int.from_bytes(framed[at : at + 2], "big")
-        bodies.append(framed[at + 2 : end])
+    batch, packed, bodies, at = lease[0].decode(), bytes(lease[2]), [], 0
+    while at < len(packed):  # each body after its length (2 bytes, big-endian): ``framed``
+        end = at + 2 + int.from_bytes(packed[at : at + 2], "big")
+        bodies.append(packed[at + 2 : end])
         at = end
     return [(f"{batch}.{n}", body) for n, body in enumerate(bodies, start=1)]
 

@@ -261,20 +261,21 @@ class Backlog:
                     failures += [f"backlog-{part}-{message.offset()}", record]
                     continue
                 requests += [score, codec.stored(request, self.settings.compress)]
+            bad = len(failures) // 2  # failures holds (id, record) pairs
             refilled += int(
                 await self._back(
                     keys=[keys.queue_levels, keys.queue_count, keys.backlog, keys.failed],
-                    args=[len(failures) // 2, *failures, *requests],
+                    args=[bad, *failures, *requests],
                 )
             )
             offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
             await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)
-            if failures:
-                unreadable += len(failures) // 2
+            if bad:
+                unreadable += bad
                 logger.error(
                     "%d messages read back from %s (partition %d) are not spilled requests: "
                     "failed, with their records in %s",
-                    len(failures) // 2,
+                    bad,
                     self.settings.topic,
                     part,
                     keys.failed,
