@@ -23,6 +23,7 @@ from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat
 from crawler.redis_url import RedisConfig
+from crawler.settings_values import get_bool, get_int
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
@@ -76,7 +77,7 @@ class ClusterAddon:
         if settings.get("REDIS_URL"):
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
             self._cluster(settings)
-        if settings.getbool("BROWSER_ENABLED"):
+        if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)
         if not settings.get("KAFKA_BOOTSTRAP_SERVERS") and not settings.getdict("FEEDS"):
             feed = settings.get("CRAWLER_STANDALONE_FEED")
@@ -110,8 +111,8 @@ class ClusterAddon:
     @staticmethod
     def _browser(settings: BaseSettings) -> None:
         pages, contexts = (
-            settings.getint("BROWSER_MAX_PAGES"),
-            settings.getint("BROWSER_MAX_CONTEXTS"),
+            get_int(settings, "BROWSER_MAX_PAGES"),
+            get_int(settings, "BROWSER_MAX_CONTEXTS"),
         )
         if pages < 1 or contexts < 1:
             raise ValueError(

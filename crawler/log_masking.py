@@ -21,6 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
+from crawler.settings_values import get_bool
 from crawler.url_credentials import mask_secrets
 
 _TRACEBACKS = logging.Formatter()  # formats tracebacks as every logging.Formatter does
@@ -46,7 +47,7 @@ class LogMaskingSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> LogMaskingSettings:
-        return cls(enabled=settings.getbool("LOG_MASK_CREDENTIALS", True))
+        return cls(enabled=get_bool(settings, "LOG_MASK_CREDENTIALS", True))
 
 
 def install(root: logging.Logger) -> None:

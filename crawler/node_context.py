@@ -40,6 +40,7 @@ from crawler.node import resolve_node_id
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import OutageGuard
 from crawler.redis_url import RedisConfig
+from crawler.settings_values import get_float, get_int
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class NodeContext:
         url = settings.get("REDIS_URL") or ""
         if not url:
             raise NotConfigured("standalone (no REDIS_URL): no cluster node")
-        max_connections = settings.getint("REDIS_MAX_CONNECTIONS")
+        max_connections = get_int(settings, "REDIS_MAX_CONNECTIONS")
         if max_connections < 1:
             raise ValueError(f"REDIS_MAX_CONNECTIONS={max_connections} must be >= 1")
         self.config = RedisConfig.from_url(url)
@@ -64,7 +65,7 @@ class NodeContext:
         self.tracker: AckTracker | None = None  # set by the LeasingScheduler when it opens
         self._frontier_checked = asyncio.Event()
         self._frontier_usable = False
-        self.close_timeout = settings.getfloat("FRONTIER_CLOSE_TIMEOUT")
+        self.close_timeout = get_float(settings, "FRONTIER_CLOSE_TIMEOUT")
         self._close_by: float | None = None
         self._guards: dict[str, OutageGuard] = {}
         self._loops: set[asyncio.Task[None]] = set()

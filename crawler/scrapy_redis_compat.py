@@ -15,6 +15,8 @@ from urllib.parse import quote, urlencode
 
 from scrapy.settings import BaseSettings
 
+from crawler.settings_values import get_bool, get_float, get_int
+
 # scrapy-redis name -> our setting with the same meaning
 ALIASES = {
     "REDIS_START_URLS_KEY": "SEEDS_KEY",
@@ -80,7 +82,7 @@ def apply(settings: BaseSettings) -> None:
     _redis_url(settings)
     _items_key(settings)
     idle = (
-        settings.getfloat("SCHEDULER_IDLE_BEFORE_CLOSE")
+        get_float(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
         if _given(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
         else 0.0
     )
@@ -100,7 +102,7 @@ def _scheduler(settings: BaseSettings) -> None:
             "remove it: with REDIS_URL set, LeasingScheduler shares the frontier and loses "
             "nothing when a node dies",
         )
-    if _given(settings, "SCHEDULER_PERSIST") and not settings.getbool("SCHEDULER_PERSIST"):
+    if _given(settings, "SCHEDULER_PERSIST") and not get_bool(settings, "SCHEDULER_PERSIST"):
         raise refuse(
             "SCHEDULER_PERSIST",
             settings.get("SCHEDULER_PERSIST"),
@@ -138,7 +140,7 @@ def _aliases(settings: BaseSettings) -> None:
 
 def _seed_type(settings: BaseSettings) -> None:
     flags = {"REDIS_START_URLS_AS_SET": "set", "REDIS_START_URLS_AS_ZSET": "zset"}
-    chosen = [flag for flag in flags if _given(settings, flag) and settings.getbool(flag)]
+    chosen = [flag for flag in flags if _given(settings, flag) and get_bool(settings, flag)]
     if len(chosen) > 1:
         raise ValueError(
             "REDIS_START_URLS_AS_SET and REDIS_START_URLS_AS_ZSET are both true: choose one "
@@ -176,8 +178,8 @@ def _redis_url(settings: BaseSettings) -> None:
     if not parts and not params:
         return
     host = str(settings.get("REDIS_HOST") or "localhost")
-    port = settings.getint("REDIS_PORT", 6379) if _given(settings, "REDIS_PORT") else 6379
-    db = settings.getint("REDIS_DB") if _given(settings, "REDIS_DB") else int(params.get("db", 0))
+    port = get_int(settings, "REDIS_PORT", 6379) if _given(settings, "REDIS_PORT") else 6379
+    db = get_int(settings, "REDIS_DB") if _given(settings, "REDIS_DB") else int(params.get("db", 0))
     priority = max(settings.getpriority(name) or 0 for name in [*parts, "REDIS_PARAMS"])
     settings.set("REDIS_URL", f"redis://{host}:{port}/{db}", priority=priority)
     _url_options(settings, params)

@@ -1,4 +1,8 @@
-"""Typed reads of list settings, as Scrapy reads them, with each element checked.
+"""Typed reads of settings, as Scrapy reads them, whose errors name the setting.
+
+``get_int``, ``get_float`` and ``get_bool`` are Scrapy's ``getint``, ``getfloat``
+and ``getbool``, except that a value they cannot convert (``-s NAME=abc``) raises
+``ValueError`` naming the setting and the value, not only the value.
 
 ``-s NAME=VALUE`` and the environment give strings. Scrapy's ``getlist`` splits
 a string on commas (``429,503``); a string that is a JSON array
@@ -22,6 +26,32 @@ class ListSettings(Protocol):
 
     def get(self, name: str, default: Any = None) -> Any: ...
     def getlist(self, name: str, default: list[Any] | None = None) -> list[Any]: ...
+    def getint(self, name: str, default: int = 0) -> int: ...
+    def getfloat(self, name: str, default: float = 0.0) -> float: ...
+    def getbool(self, name: str, default: bool = False) -> bool: ...
+
+
+def get_int(settings: ListSettings, name: str, default: int = 0) -> int:
+    try:
+        return settings.getint(name, default)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={settings.get(name)!r} is not an integer") from None
+
+
+def get_float(settings: ListSettings, name: str, default: float = 0.0) -> float:
+    try:
+        return settings.getfloat(name, default)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={settings.get(name)!r} is not a number") from None
+
+
+def get_bool(settings: ListSettings, name: str, default: bool = False) -> bool:
+    try:
+        return settings.getbool(name, default)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}={settings.get(name)!r} is not a boolean (True/False, true/false or 1/0)"
+        ) from None
 
 
 def get_list(settings: ListSettings, name: str) -> list[Any]:

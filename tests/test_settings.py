@@ -84,3 +84,18 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
     assert url == "redis://127.0.0.1:6411/0"
     venv_bin = Path(sys.executable).parent
     assert (Path(crawler_bin), Path(scrapy_bin)) == (venv_bin / "crawler", venv_bin / "scrapy")
+
+
+def test_a_middleware_setting_that_does_not_parse_stops_the_crawl_naming_it() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "pages", "-s", "DECOMPRESSION_MAXSIZE=abc"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "DECOMPRESSION_MAXSIZE='abc' is not an integer" in result.stderr

@@ -168,3 +168,25 @@ def test_the_cli_reads_spider_modules_given_as_one_comma_separated_string() -> N
     """``CRAWLER_SETTING_SPIDER_MODULES=a,b`` names two modules, as ``-s`` does for nodes."""
     assert "hopper" in project_spiders({"SPIDER_MODULES": "crawler.spiders, tests.spiders"})
     assert project_spiders({"SPIDER_MODULES": ["crawler.spiders"]}) == ["pages", "zhihu"]
+
+
+@pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
+def test_a_number_or_bool_setting_that_does_not_parse_is_refused_by_name(
+    source: Callable[[Mapping[str, str]], Settings],
+) -> None:
+    scalars = sorted(n for n, v in typed_defaults().items() if isinstance(v, int | float))
+    named: set[str] = set()
+    unnamed: dict[str, str] = {}
+    for name in scalars:
+        settings = source({name: "x1"})
+        for component, build in BUILDERS.items():
+            try:
+                build(settings)
+            except ValueError as exc:
+                if f"{name}='x1'" in str(exc):
+                    named.add(name)
+                else:
+                    unnamed[name] = f"{component}: {exc}"
+    assert unnamed == {}
+    checked = {"FRONTIER_PREFETCH", "SEEDS_DONT_FILTER", "POLITENESS_RATE", "KAFKA_POLL_INTERVAL"}
+    assert checked <= named

@@ -20,6 +20,7 @@ from scrapy.settings import Settings
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.frontier.inspect import FailedRecord, FrontierInspector
+from crawler.settings_values import get_bool
 
 Action = Callable[[argparse.Namespace, FrontierInspector], int]
 
@@ -88,7 +89,7 @@ def run_list(args: argparse.Namespace, inspector: FrontierInspector) -> int:
 
 def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
     retried = skipped = 0
-    compress = Settings(project_settings()).getbool("FRONTIER_COMPRESS")  # as nodes store them
+    compress = get_bool(Settings(project_settings()), "FRONTIER_COMPRESS")  # as nodes store them
     for record in inspector.failed(args.reason):
         try:
             queued = inspector.retry(record, compress)

@@ -30,6 +30,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.frontier.keys import frontier_parts
 from crawler.node_context import NodeContext
+from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +53,14 @@ class ClusterLogStatsSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
-        if not settings.getbool("CLUSTER_LOGSTATS_ENABLED"):
+        if not get_bool(settings, "CLUSTER_LOGSTATS_ENABLED"):
             raise NotConfigured("CLUSTER_LOGSTATS_ENABLED is off")
         if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL is empty: no cluster to report on")
-        interval = settings.getfloat("CLUSTER_LOGSTATS_INTERVAL")
+        interval = get_float(settings, "CLUSTER_LOGSTATS_INTERVAL")
         if interval <= 0:
             raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
-        return cls(interval=interval, partitions=settings.getint("FRONTIER_PARTITIONS") or 1)
+        return cls(interval=interval, partitions=get_int(settings, "FRONTIER_PARTITIONS") or 1)
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:

@@ -31,6 +31,7 @@ from crawler.extensions.ledger_layout import BUCKET_TTL, LedgerKeys, ledger_fiel
 from crawler.lua import script_text
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.settings_values import get_bool, get_float
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +43,13 @@ class LedgerSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> LedgerSettings:
-        if not settings.getbool("LEDGER_ENABLED"):
+        if not get_bool(settings, "LEDGER_ENABLED"):
             raise NotConfigured("LEDGER_ENABLED=False")
         if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL='' (standalone mode): no ledger")
         values = cls(
             crawl_id=str(settings.get("CRAWLER_CRAWL_ID") or ""),
-            interval=settings.getfloat("LEDGER_INTERVAL"),
+            interval=get_float(settings, "LEDGER_INTERVAL"),
         )
         values.validate()
         return values

@@ -35,6 +35,7 @@ from crawler.metrics.stats import StatsMetrics
 from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
+from crawler.settings_values import get_bool, get_int
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class MetricsSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MetricsSettings:
-        if not settings.getbool("METRICS_ENABLED"):
+        if not get_bool(settings, "METRICS_ENABLED"):
             raise NotConfigured("METRICS_ENABLED is off")
         host = str(settings.get("METRICS_HOST") or "").strip()
         if not host:
@@ -162,7 +163,7 @@ class PrometheusMetrics:
                 socket_connect_timeout=REDIS_TIMEOUT,
             )
             platform = getattr(crawler.spidercls, "session_platform", None)
-            partitions = crawler.settings.getint("FRONTIER_PARTITIONS") or 1
+            partitions = get_int(crawler.settings, "FRONTIER_PARTITIONS") or 1
             self.cluster = ClusterReader(client, self.labels["spider"], platform, partitions)
         registry = CollectorRegistry(auto_describe=False)
         # Scrapes run in the server's thread: copy the dict (atomic under the GIL).

@@ -17,6 +17,7 @@ from scrapy.settings import BaseSettings
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.node import resolve_node_id
 from crawler.redis_url import redact_url
+from crawler.settings_values import get_bool
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def describe_node(settings: BaseSettings, metrics_address: str | None) -> str:
 
 class StartupLog:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("STARTUP_LOG_ENABLED"):
+        if not get_bool(crawler.settings, "STARTUP_LOG_ENABLED"):
             raise NotConfigured("STARTUP_LOG_ENABLED is off")
         self.crawler = crawler
         crawler.signals.connect(self.engine_started, signal=signals.engine_started)

@@ -46,6 +46,7 @@ from crawler.frontier.settings import FrontierSettings
 from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
+from crawler.settings_values import get_bool
 from crawler.signals import frontier_flush
 from crawler.wakeup import wake_engine
 
@@ -68,7 +69,7 @@ class LeasingScheduler:
         self.stats: StatsCollector = crawler.stats
         self.tracker = AckTracker(self._on_complete, self._on_progress)
         self.dedup_report = DedupReport(
-            self.stats, self.settings.dedup, crawler.settings.getbool("DUPEFILTER_DEBUG")
+            self.stats, self.settings.dedup, get_bool(crawler.settings, "DUPEFILTER_DEBUG")
         )
         assert crawler.request_fingerprinter is not None
         sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))

@@ -16,7 +16,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
-from crawler.settings_values import get_typed_list, text
+from crawler.settings_values import get_bool, get_float, get_int, get_typed_list, text
 
 
 class SeedSource(StrEnum):
@@ -69,24 +69,24 @@ class SeedSettings:
             redis_url=settings.get("REDIS_URL") or "",
             seeds_key=_format_key(key_setting, key_template, name),
             invalid_key=_format_key("SEEDS_INVALID_KEY", settings.get("SEEDS_INVALID_KEY"), name),
-            frontier=frontier_parts(name, settings.getint("FRONTIER_PARTITIONS") or 1),
+            frontier=frontier_parts(name, get_int(settings, "FRONTIER_PARTITIONS") or 1),
             source=_source(settings.get("SEEDS_TYPE")),
             batch_size=(
                 _number("redis_batch_size", batch, int)
                 if batch is not None
-                else settings.getint("SEEDS_BATCH_SIZE")
+                else get_int(settings, "SEEDS_BATCH_SIZE")
             ),
             encoding=str(attribute("redis_encoding") or settings.get("REDIS_ENCODING") or ""),
-            max_bytes=settings.getint("SEEDS_MAX_BYTES"),
-            wait_timeout=settings.getfloat("SEEDS_WAIT_TIMEOUT"),
+            max_bytes=get_int(settings, "SEEDS_MAX_BYTES"),
+            wait_timeout=get_float(settings, "SEEDS_WAIT_TIMEOUT"),
             max_idle_time=(
                 _number("max_idle_time", idle, float)
                 if idle is not None
-                else settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
+                else get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE")
             ),
-            dont_filter=settings.getbool("SEEDS_DONT_FILTER"),
+            dont_filter=get_bool(settings, "SEEDS_DONT_FILTER"),
             allowed_meta=frozenset(get_typed_list(settings, "SEEDS_ALLOWED_META", text, "keys")),
-            hold_timeout=settings.getfloat("FRONTIER_LEASE_TIMEOUT"),
+            hold_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
         )
         values.validate()
         return values

@@ -10,6 +10,7 @@ from crawler.frontier.backlog import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
 from crawler.frontier.seen_feed import SeenFeedSettings
+from crawler.settings_values import get_bool, get_float, get_int
 
 
 def _link_check(settings: BaseSettings) -> bool | None:
@@ -17,8 +18,8 @@ def _link_check(settings: BaseSettings) -> bool | None:
     which is nowhere with ``FRONTIER_SEEN_FEED``: the nodes' caches drop the links the cluster
     recorded, and what they let through is mostly new."""
     if settings.get("FRONTIER_LINK_CHECK") is None:
-        return False if settings.getbool("FRONTIER_SEEN_FEED") else None
-    return settings.getbool("FRONTIER_LINK_CHECK")
+        return False if get_bool(settings, "FRONTIER_SEEN_FEED") else None
+    return get_bool(settings, "FRONTIER_LINK_CHECK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,38 +44,38 @@ class FrontierSettings:
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
         values = cls(
             redis_url=settings.get("REDIS_URL") or "",
-            lease_timeout=settings.getfloat("FRONTIER_LEASE_TIMEOUT"),
-            heartbeat_interval=settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL"),
-            prefetch=settings.getint("FRONTIER_PREFETCH"),
-            reclaim_batch=settings.getint("FRONTIER_RECLAIM_BATCH"),
-            idle_poll=settings.getfloat("FRONTIER_IDLE_POLL"),
-            write_interval=settings.getfloat("FRONTIER_WRITE_INTERVAL"),
-            close_timeout=settings.getfloat("FRONTIER_CLOSE_TIMEOUT"),
-            compress=settings.getbool("FRONTIER_COMPRESS"),
-            seen_cache=settings.getint("FRONTIER_SEEN_CACHE"),
+            lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
+            heartbeat_interval=get_float(settings, "FRONTIER_HEARTBEAT_INTERVAL"),
+            prefetch=get_int(settings, "FRONTIER_PREFETCH"),
+            reclaim_batch=get_int(settings, "FRONTIER_RECLAIM_BATCH"),
+            idle_poll=get_float(settings, "FRONTIER_IDLE_POLL"),
+            write_interval=get_float(settings, "FRONTIER_WRITE_INTERVAL"),
+            close_timeout=get_float(settings, "FRONTIER_CLOSE_TIMEOUT"),
+            compress=get_bool(settings, "FRONTIER_COMPRESS"),
+            seen_cache=get_int(settings, "FRONTIER_SEEN_CACHE"),
             seen_feed=SeenFeedSettings(
-                enabled=settings.getbool("FRONTIER_SEEN_FEED"),
+                enabled=get_bool(settings, "FRONTIER_SEEN_FEED"),
                 topic=settings.get("FRONTIER_SEEN_TOPIC") or "",
                 bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
-                replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
+                replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
             ),
             link_check=_link_check(settings),
-            partitions=settings.getint("FRONTIER_PARTITIONS"),
+            partitions=get_int(settings, "FRONTIER_PARTITIONS"),
             backlog=BacklogSettings(
-                queue_max=settings.getint("FRONTIER_QUEUE_MAX"),
-                batch=settings.getint("FRONTIER_SPILL_BATCH"),
-                interval=settings.getfloat("FRONTIER_SPILL_INTERVAL"),
+                queue_max=get_int(settings, "FRONTIER_QUEUE_MAX"),
+                batch=get_int(settings, "FRONTIER_SPILL_BATCH"),
+                interval=get_float(settings, "FRONTIER_SPILL_INTERVAL"),
                 topic=settings.get("FRONTIER_BACKLOG_TOPIC") or "",
                 bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
-                replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
-                flush_timeout=settings.getfloat("KAFKA_FLUSH_TIMEOUT"),
-                compress=settings.getbool("FRONTIER_COMPRESS"),
+                replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
+                flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
+                compress=get_bool(settings, "FRONTIER_COMPRESS"),
             ),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),
-                ttl=settings.getint("FRONTIER_DEDUP_TTL"),
-                capacity=settings.getint("FRONTIER_DEDUP_CAPACITY"),
-                error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
+                ttl=get_int(settings, "FRONTIER_DEDUP_TTL"),
+                capacity=get_int(settings, "FRONTIER_DEDUP_CAPACITY"),
+                error_rate=get_float(settings, "FRONTIER_BLOOM_ERROR_RATE"),
             ),
         )
         values.validate()

@@ -20,12 +20,14 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
 
+from crawler.settings_values import get_bool
+
 BROWSER_META = "browser"
 
 
 class BrowserRenderingMiddleware:
     def __init__(self, crawler: Crawler) -> None:
-        if not crawler.settings.getbool("BROWSER_ENABLED"):
+        if not get_bool(crawler.settings, "BROWSER_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
         assert crawler.stats is not None

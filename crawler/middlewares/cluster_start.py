@@ -38,6 +38,7 @@ from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import outage_reason
+from crawler.settings_values import get_float, get_int
 from crawler.signals import frontier_flush
 from crawler.spiders.base import RedisSpider
 from crawler.wakeup import wake_engine
@@ -57,9 +58,9 @@ class ClusterStartMiddleware:
         context = NodeContext.required(crawler, "ClusterStartMiddleware")
         self.node_id = context.node_id
         self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")
-        self.lease_ms = int(settings.getfloat("FRONTIER_LEASE_TIMEOUT") * 1000)
-        self.max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE")
-        self.idle_poll = settings.getfloat("FRONTIER_IDLE_POLL")
+        self.lease_ms = int(get_float(settings, "FRONTIER_LEASE_TIMEOUT") * 1000)
+        self.max_idle = get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE")
+        self.idle_poll = get_float(settings, "FRONTIER_IDLE_POLL")
         self.context = context
         self._redis: AsyncRedis = context.redis
         self.guard = context.guard("start")
@@ -132,7 +133,7 @@ class ClusterStartMiddleware:
         raise DontCloseSpider
 
     async def _check_cluster(self, spider: Spider) -> None:
-        parts = frontier_parts(spider.name, self.crawler.settings.getint("FRONTIER_PARTITIONS"))
+        parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
         pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
         if not self._written:
             self._written = await self.guard.run(self._claim(spider).written)

@@ -29,6 +29,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded  # Scrapy's own cap signal
 
 from crawler.middlewares.refused import RefusedRequest
+from crawler.settings_values import get_int
 from crawler.url_credentials import mask_secrets
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class DecompressionSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DecompressionSettings:
-        maxsize = settings.getint("DECOMPRESSION_MAXSIZE", DEFAULT_MAXSIZE)
+        maxsize = get_int(settings, "DECOMPRESSION_MAXSIZE", DEFAULT_MAXSIZE)
         if maxsize < 0:
             raise ValueError(f"DECOMPRESSION_MAXSIZE={maxsize!r} must be >= 0 (bytes; 0 = no cap)")
         return cls(maxsize=maxsize)

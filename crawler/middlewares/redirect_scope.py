@@ -39,6 +39,7 @@ from crawler.middlewares.lease_output import tracked_lease
 from crawler.middlewares.refused import RefusedRequest
 from crawler.node_context import NodeContext
 from crawler.scope import out_of_scope
+from crawler.settings_values import get_bool
 from crawler.url_credentials import mask_secrets
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class RedirectScopeSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RedirectScopeSettings:
-        return cls(enabled=settings.getbool("REDIRECT_SCOPE_ENABLED", True))
+        return cls(enabled=get_bool(settings, "REDIRECT_SCOPE_ENABLED", True))
 
 
 class RedirectScopeMiddleware:

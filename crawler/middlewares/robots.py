@@ -28,6 +28,7 @@ from twisted.internet.defer import Deferred
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.redis_connection import AsyncRedis
+from crawler.settings_values import get_int
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self._ttl = settings.getint("ROBOTSTXT_CACHE_TTL")
+        self._ttl = get_int(settings, "ROBOTSTXT_CACHE_TTL")
         if self._ttl < 1:
             raise ValueError(f"ROBOTSTXT_CACHE_TTL={self._ttl} must be >= 1 (seconds)")
         self._key_template: str = settings.get("ROBOTSTXT_CACHE_KEY")

@@ -57,6 +57,7 @@ from crawler.sessions import (
     ensure_fresh_session,
 )
 from crawler.sessions.cookies import parse_set_cookie
+from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
 
@@ -78,9 +79,9 @@ class SessionMiddlewareSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SessionMiddlewareSettings:
-        if not settings.getbool("SESSIONS_ENABLED"):
+        if not get_bool(settings, "SESSIONS_ENABLED"):
             raise NotConfigured
-        values = cls(settings.getint("SESSIONS_MAX_TRIES"), settings.getfloat("SESSIONS_WAIT"))
+        values = cls(get_int(settings, "SESSIONS_MAX_TRIES"), get_float(settings, "SESSIONS_WAIT"))
         if values.max_tries < 0:
             raise ValueError(f"SESSIONS_MAX_TRIES={values.max_tries} must be >= 0")
         if values.wait <= 0:

@@ -46,7 +46,7 @@ from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicSpec
 from crawler.node import resolve_node_id
-from crawler.settings_values import get_typed_list, text
+from crawler.settings_values import get_bool, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
@@ -70,18 +70,18 @@ class KafkaPipelineSettings(KafkaSettings):
             topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
             dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
             producer_config=producer_config(bootstrap, settings.getdict("KAFKA_PRODUCER_CONFIG")),
-            poll_interval=settings.getfloat("KAFKA_POLL_INTERVAL"),
-            flush_timeout=settings.getfloat("KAFKA_FLUSH_TIMEOUT"),
-            backpressure_wait=settings.getfloat("KAFKA_BACKPRESSURE_WAIT"),
-            create_topics=settings.getbool("KAFKA_CREATE_TOPICS"),
-            topic_partitions=settings.getint("KAFKA_TOPIC_PARTITIONS"),
-            topic_replication=settings.getint("KAFKA_TOPIC_REPLICATION"),
+            poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
+            flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
+            backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
+            create_topics=get_bool(settings, "KAFKA_CREATE_TOPICS"),
+            topic_partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
+            topic_replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
             topic_config={
                 str(k): str(v) for k, v in settings.getdict("KAFKA_TOPIC_CONFIG").items()
             },
             spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
-            replay_interval=settings.getfloat("KAFKA_SPOOL_REPLAY_INTERVAL"),
-            max_outage=settings.getfloat("KAFKA_MAX_OUTAGE"),
+            replay_interval=get_float(settings, "KAFKA_SPOOL_REPLAY_INTERVAL"),
+            max_outage=get_float(settings, "KAFKA_MAX_OUTAGE"),
             schema_dirs=tuple(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text, "folders")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
             crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",

@@ -10,7 +10,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.limiter import Penalty, Rate
-from crawler.settings_values import get_typed_list, status_code
+from crawler.settings_values import get_bool, get_float, get_int, get_typed_list, status_code
 
 
 def _rate(name: str, value: Any, default_burst: int) -> Rate:
@@ -37,9 +37,9 @@ class PolitenessSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PolitenessSettings:
-        if not settings.getbool("POLITENESS_ENABLED"):
+        if not get_bool(settings, "POLITENESS_ENABLED"):
             raise NotConfigured
-        burst = settings.getint("POLITENESS_BURST")
+        burst = get_int(settings, "POLITENESS_BURST")
         sites = {
             str(site).lower(): _rate(f"POLITENESS_SITE_RATES[{site!r}]", value, burst)
             for site, value in settings.getdict("POLITENESS_SITE_RATES").items()
@@ -48,11 +48,11 @@ class PolitenessSettings:
             default=_rate("POLITENESS_RATE", settings.get("POLITENESS_RATE"), burst),
             sites=sites,
             penalty=Penalty(
-                cooldown=settings.getfloat("POLITENESS_COOLDOWN"),
-                max_cooldown=settings.getfloat("POLITENESS_MAX_COOLDOWN"),
-                min_factor=settings.getfloat("POLITENESS_MIN_FACTOR"),
-                recovery=settings.getfloat("POLITENESS_RECOVERY"),
-                strike_window=settings.getfloat("POLITENESS_STRIKE_WINDOW"),
+                cooldown=get_float(settings, "POLITENESS_COOLDOWN"),
+                max_cooldown=get_float(settings, "POLITENESS_MAX_COOLDOWN"),
+                min_factor=get_float(settings, "POLITENESS_MIN_FACTOR"),
+                recovery=get_float(settings, "POLITENESS_RECOVERY"),
+                strike_window=get_float(settings, "POLITENESS_STRIKE_WINDOW"),
             ),
             penalty_statuses=frozenset(
                 get_typed_list(
