@@ -8,12 +8,15 @@ from typing import Any
 import orjson
 import pytest
 import redis
+import scrapy
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from crawler.addon import COMPONENTS
 from crawler.frontier.seeds import InvalidSeed
+from crawler.middlewares.cluster_start import ClusterStartMiddleware
 from crawler.spiders.base import RedisSpider
+from crawler.spiders.seed_rules import check_seed_meta
 from settings.resolve import resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
 from tests.user_crawl import USER_SETTINGS
@@ -32,6 +35,10 @@ class Seeded(RedisSpider):
 
     def _hidden(self, response: Response) -> None:
         return None
+
+
+class Plain(scrapy.Spider):
+    name = "plain"
 
 
 def spider(settings: dict[str, Any] | None = None) -> RedisSpider:
@@ -75,6 +82,13 @@ def test_callbacks_and_meta_a_spider_allows() -> None:
         assert made.make_request_from_data(orjson.dumps({"url": "http://e.com/", **seed}))
 
 
+def test_an_internal_meta_key_is_refused_even_when_the_setting_names_it() -> None:
+    with pytest.raises(ValueError, match="SEEDS_ALLOWED_META names _frontier_lease: keys"):
+        spider({"SEEDS_ALLOWED_META": "proxy,_frontier_lease"})
+    with pytest.raises(InvalidSeed, match="is internal"):
+        check_seed_meta({"_frontier_lease": "000000000001"}, ["_frontier_lease"])
+
+
 def test_a_node_refuses_poison_seeds_and_goes_on(tmp_path: Path, redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
@@ -96,3 +110,11 @@ def test_a_node_refuses_poison_seeds_and_goes_on(tmp_path: Path, redis_url: str)
     assert sorted(r["reason"] for r in invalid) == ["callback", "callback", "meta"]
     log = (tmp_path / "node-0.log").read_text()
     assert "Closing spider (finished)" in log and "'seeds/invalid/callback': 2" in log
+
+
+def test_a_negative_idle_time_is_refused_for_a_plain_spider_too() -> None:
+    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])  # they would need a reactor
+    values = {**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
+    crawler = get_crawler(Plain, {**values, "MAX_IDLE_TIME_BEFORE_CLOSE": "-1"})
+    with pytest.raises(ValueError, match=r"MAX_IDLE_TIME_BEFORE_CLOSE=-1 must be >= 0"):
+        ClusterStartMiddleware(crawler)

@@ -102,6 +102,12 @@ class SeedSettings:
             raise ValueError(f"SEEDS_MAX_BYTES={self.max_bytes} must be >= 1")
         if self.wait_timeout <= 0:
             raise ValueError(f"SEEDS_WAIT_TIMEOUT={self.wait_timeout} must be > 0")
+        internal = sorted(key for key in self.allowed_meta if key.startswith("_"))
+        if internal:
+            raise ValueError(
+                f"SEEDS_ALLOWED_META names {', '.join(internal)}: keys starting with '_' are the "
+                "frontier's own, and no seed may set them; remove them from the setting"
+            )
         if self.max_idle_time < 0:
             raise ValueError(
                 f"MAX_IDLE_TIME_BEFORE_CLOSE (or max_idle_time)={self.max_idle_time} "

@@ -55,6 +55,11 @@ class ClusterStartMiddleware:
             raise NotConfigured("RedisSpider reads its seeds itself")
         self.crawler = crawler
         settings = crawler.settings
+        if get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE") < 0:
+            raise ValueError(
+                f"MAX_IDLE_TIME_BEFORE_CLOSE={settings.get('MAX_IDLE_TIME_BEFORE_CLOSE')} "
+                "must be >= 0 (0 = never)"
+            )
         context = NodeContext.required(crawler, "ClusterStartMiddleware")
         self.node_id = context.node_id
         self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")

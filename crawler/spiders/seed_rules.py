@@ -44,10 +44,10 @@ FRAMEWORK_MODULES = ("scrapy.", "crawler.spiders.base")
 def check_seed_meta(meta: Mapping[str, Any], allowed: Iterable[str]) -> None:
     permitted = set(allowed)
     for key in meta:
-        if key in permitted:
-            continue
         if key.startswith("_"):
             raise InvalidSeed("meta", f"seed meta key {key!r} is internal (starts with '_')")
+        if key in permitted:
+            continue
         if key in PRIVILEGED_META or key.startswith(PRIVILEGED_PREFIXES):
             raise InvalidSeed(
                 "meta",
