@@ -27,6 +27,19 @@ from crawler.settings_values import get_bool, get_int
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
+# Scrapy's scheduler queue settings -> the values whose order the frontier keeps
+FIFO_DISK_QUEUES = tuple(
+    f"scrapy.squeues.{kind}Fifo{store}Queue"
+    for kind in ("Pickle", "Marshal")
+    for store in ("Disk", "SQLite")
+)
+QUEUE_ORDERS = {
+    "SCHEDULER_PRIORITY_QUEUE": ("scrapy.pqueues.ScrapyPriorityQueue",),
+    "SCHEDULER_MEMORY_QUEUE": ("scrapy.squeues.FifoMemoryQueue",),
+    "SCHEDULER_DISK_QUEUE": FIFO_DISK_QUEUES,
+    "SCHEDULER_START_MEMORY_QUEUE": (),
+    "SCHEDULER_START_DISK_QUEUE": (),
+}
 
 # The project's components and their orders. They are added to these settings unless already
 # there (a project, spider or -s dict of its own keeps them; listing one with None turns it
@@ -106,7 +119,25 @@ class ClusterAddon:
                 "deduplicates in Redis and would ignore it; choose FRONTIER_DUPEFILTER "
                 "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
             )
+        ClusterAddon._queues(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
+
+    @staticmethod
+    def _queues(settings: BaseSettings) -> None:
+        """Scrapy's queue settings the frontier does not read: one that asks for another order
+        than the frontier's (priority, then first in first out) stops the start."""
+        for name, kept in QUEUE_ORDERS.items():
+            if not scrapy_redis_compat.given(settings, name):
+                continue
+            value = settings.get(name)
+            path = value if isinstance(value, str) else f"{value.__module__}.{value.__qualname__}"
+            if path not in kept:
+                raise ValueError(
+                    f"{name}={path!r} with REDIS_URL set: the shared frontier leases the highest "
+                    "Request.priority first, first in first out within a priority, for every "
+                    "request (start requests too); remove the setting (for depth-first order "
+                    "set DEPTH_PRIORITY=-1), or unset REDIS_URL to crawl standalone with it"
+                )
 
     @staticmethod
     def _browser(settings: BaseSettings) -> None:

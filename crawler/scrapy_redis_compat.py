@@ -25,8 +25,6 @@ ALIASES = {
 
 # scrapy-redis settings whose meaning cannot hold here -> what to do instead
 REFUSED = {
-    "SCHEDULER_FLUSH_ON_START": "nodes never wipe shared state: run `crawler purge <spider>` "
-    "with the nodes stopped before starting",
     "SCHEDULER_QUEUE_KEY": "the frontier's keys are fixed ({<spider>}:queue:<score> ...; "
     "docs/redis-keys.md)",
     "SCHEDULER_DUPEFILTER_KEY": "the frontier's keys are fixed ({<spider>}:dupefilter ...; "
@@ -46,12 +44,13 @@ PRIORITY_QUEUES = {
 }
 SCRAPY_REDIS_SCHEDULER = "scrapy_redis.scheduler.Scheduler"
 REDIS_PIPELINE = "scrapy_redis.pipelines.RedisPipeline"
+REDIS_STATS = "scrapy_redis.stats.RedisStatsCollector"
 # REDIS_PARAMS keys we can express in REDIS_URL (path or query); the rest are refused
 URL_PARAMS = {"db", "username", "password", "socket_timeout", "socket_connect_timeout", "url"}
 IGNORABLE_PARAMS = {"retry_on_timeout", "encoding"}  # scrapy-redis's defaults, no meaning here
 
 
-def _given(settings: BaseSettings, name: str) -> bool:
+def given(settings: BaseSettings, name: str) -> bool:
     """Set by the project, a spider, the command line or the environment, to another value
     than this project's default (``settings.base`` sets its defaults at project priority)."""
     if name not in settings or (settings.getpriority(name) or 0) <= 0:
@@ -74,20 +73,28 @@ def refuse(name: str, value: Any, instead: str) -> ValueError:
 def apply(settings: BaseSettings) -> None:
     """Map or refuse every scrapy-redis setting in ``settings`` (changes it in place)."""
     for name, instead in REFUSED.items():
-        if _given(settings, name):
+        if given(settings, name):
             raise refuse(name, settings.get(name), instead)
     _scheduler(settings)
     _aliases(settings)
     _seed_type(settings)
     _redis_url(settings)
     _items_key(settings)
+    _stats_key(settings)
     idle = (
         get_float(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
-        if _given(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
+        if given(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
         else 0.0
     )
     if idle < 0:
         raise ValueError(f"SCHEDULER_IDLE_BEFORE_CLOSE={idle} must be >= 0")
+    if idle > 0 and given(settings, "FRONTIER_IDLE_POLL"):
+        poll = get_float(settings, "FRONTIER_IDLE_POLL")
+        if poll != idle:
+            raise ValueError(
+                f"SCHEDULER_IDLE_BEFORE_CLOSE={idle} and FRONTIER_IDLE_POLL={poll} disagree: "
+                "they are the same setting here (how long an empty lease waits), give one"
+            )
     if idle > 0:  # scrapy-redis: how long an empty queue pop waits
         settings.set(
             "FRONTIER_IDLE_POLL", idle, priority=_priority(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
@@ -102,7 +109,16 @@ def _scheduler(settings: BaseSettings) -> None:
             "remove it: with REDIS_URL set, LeasingScheduler shares the frontier and loses "
             "nothing when a node dies",
         )
-    if _given(settings, "SCHEDULER_PERSIST") and not get_bool(settings, "SCHEDULER_PERSIST"):
+    if given(settings, "SCHEDULER_FLUSH_ON_START") and get_bool(
+        settings, "SCHEDULER_FLUSH_ON_START"
+    ):
+        raise refuse(
+            "SCHEDULER_FLUSH_ON_START",
+            settings.get("SCHEDULER_FLUSH_ON_START"),
+            "nodes never wipe shared state: run `crawler purge <spider>` with the nodes stopped "
+            "before starting",
+        )
+    if given(settings, "SCHEDULER_PERSIST") and not get_bool(settings, "SCHEDULER_PERSIST"):
         raise refuse(
             "SCHEDULER_PERSIST",
             settings.get("SCHEDULER_PERSIST"),
@@ -110,7 +126,7 @@ def _scheduler(settings: BaseSettings) -> None:
             "when a crawl is over",
         )
     queue = settings.get("SCHEDULER_QUEUE_CLASS")
-    if _given(settings, "SCHEDULER_QUEUE_CLASS") and queue not in PRIORITY_QUEUES:
+    if given(settings, "SCHEDULER_QUEUE_CLASS") and queue not in PRIORITY_QUEUES:
         raise refuse(
             "SCHEDULER_QUEUE_CLASS",
             queue,
@@ -128,9 +144,9 @@ def _scheduler(settings: BaseSettings) -> None:
 
 def _aliases(settings: BaseSettings) -> None:
     for theirs, ours in ALIASES.items():
-        if not _given(settings, theirs):
+        if not given(settings, theirs):
             continue
-        if _given(settings, ours) and str(settings.get(ours)) != str(settings.get(theirs)):
+        if given(settings, ours) and str(settings.get(ours)) != str(settings.get(theirs)):
             raise ValueError(
                 f"{theirs}={settings.get(theirs)!r} and {ours}={settings.get(ours)!r} disagree: "
                 f"they are the same setting, give one"
@@ -140,7 +156,7 @@ def _aliases(settings: BaseSettings) -> None:
 
 def _seed_type(settings: BaseSettings) -> None:
     flags = {"REDIS_START_URLS_AS_SET": "set", "REDIS_START_URLS_AS_ZSET": "zset"}
-    chosen = [flag for flag in flags if _given(settings, flag) and get_bool(settings, flag)]
+    chosen = [flag for flag in flags if given(settings, flag) and get_bool(settings, flag)]
     if len(chosen) > 1:
         raise ValueError(
             "REDIS_START_URLS_AS_SET and REDIS_START_URLS_AS_ZSET are both true: choose one "
@@ -153,7 +169,7 @@ def _seed_type(settings: BaseSettings) -> None:
 def _redis_url(settings: BaseSettings) -> None:
     """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL (REDIS_URL wins, as in
     scrapy-redis)."""
-    params = settings.getdict("REDIS_PARAMS") if _given(settings, "REDIS_PARAMS") else {}
+    params = settings.getdict("REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
     unknown = set(params) - URL_PARAMS - IGNORABLE_PARAMS
     if unknown:
         raise refuse(
@@ -163,7 +179,7 @@ def _redis_url(settings: BaseSettings) -> None:
             "options of docs/deployment.md (REDIS_PARAMS may hold "
             f"{', '.join(sorted(URL_PARAMS))})",
         )
-    parts = [name for name in ("REDIS_HOST", "REDIS_PORT", "REDIS_DB") if _given(settings, name)]
+    parts = [name for name in ("REDIS_HOST", "REDIS_PORT", "REDIS_DB") if given(settings, name)]
     if settings.get("REDIS_URL") or params.get("url"):
         if parts:
             raise ValueError(
@@ -178,8 +194,8 @@ def _redis_url(settings: BaseSettings) -> None:
     if not parts and not params:
         return
     host = str(settings.get("REDIS_HOST") or "localhost")
-    port = get_int(settings, "REDIS_PORT", 6379) if _given(settings, "REDIS_PORT") else 6379
-    db = get_int(settings, "REDIS_DB") if _given(settings, "REDIS_DB") else int(params.get("db", 0))
+    port = get_int(settings, "REDIS_PORT", 6379) if given(settings, "REDIS_PORT") else 6379
+    db = get_int(settings, "REDIS_DB") if given(settings, "REDIS_DB") else int(params.get("db", 0))
     priority = max(settings.getpriority(name) or 0 for name in [*parts, "REDIS_PARAMS"])
     settings.set("REDIS_URL", f"redis://{host}:{port}/{db}", priority=priority)
     _url_options(settings, params)
@@ -205,12 +221,22 @@ def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
     settings.set("REDIS_URL", rebuilt, priority=_priority(settings, "REDIS_URL"))
 
 
+def _stats_key(settings: BaseSettings) -> None:
+    if settings.get("STATS_CLASS") != REDIS_STATS and given(settings, "STATS_KEY"):
+        raise refuse(
+            "STATS_KEY",
+            settings.get("STATS_KEY"),
+            f"it only applies to STATS_CLASS={REDIS_STATS!r}, which is not set (the crawl "
+            "ledger {<spider>}:ledger:<crawl id> sums every node's stats: `crawler status`)",
+        )
+
+
 def _items_key(settings: BaseSettings) -> None:
     pipelines = settings.getdict("ITEM_PIPELINES")
     if REDIS_PIPELINE in pipelines and pipelines[REDIS_PIPELINE] is not None:
         return
     for name in ("REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER"):
-        if _given(settings, name):
+        if given(settings, name):
             raise refuse(
                 name,
                 settings.get(name),

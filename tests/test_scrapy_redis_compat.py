@@ -316,11 +316,48 @@ def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) 
             "cluster mode needs",
         ),
         ({"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": "my.Filter"}, "would ignore it"),
+        ({"SCHEDULER_IDLE_BEFORE_CLOSE": 5, "FRONTIER_IDLE_POLL": 0.2}, "disagree"),
+        ({"STATS_KEY": "%(spider)s:stats"}, "only applies to STATS_CLASS"),
+        (
+            {
+                "REDIS_URL": "redis://h:1/0",
+                "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.LifoMemoryQueue",
+            },
+            "SCHEDULER_MEMORY_QUEUE=.* first in first out within a priority",
+        ),
+        (
+            {
+                "REDIS_URL": "redis://h:1/0",
+                "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+            },
+            "SCHEDULER_PRIORITY_QUEUE=.* remove the setting",
+        ),
+        (
+            {"REDIS_URL": "redis://h:1/0", "SCHEDULER_START_DISK_QUEUE": "my.StartQueue"},
+            "start requests too",
+        ),
     ],
 )
 def test_settings_that_cannot_hold_are_refused(values: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         project(values)
+
+
+def test_settings_that_ask_for_what_the_frontier_does_are_accepted() -> None:
+    settings = project(
+        {
+            "REDIS_URL": "redis://h:1/0",
+            "SCHEDULER_FLUSH_ON_START": False,
+            "SCHEDULER_IDLE_BEFORE_CLOSE": 3,
+            "FRONTIER_IDLE_POLL": 3,
+            "STATS_CLASS": "scrapy_redis.stats.RedisStatsCollector",
+            "STATS_KEY": "%(spider)s:stats",
+            "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
+            "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+            "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+        }
+    )
+    assert settings.getfloat("FRONTIER_IDLE_POLL") == 3
 
 
 def test_redis_pipeline_keeps_its_items_key() -> None:

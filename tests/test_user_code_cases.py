@@ -97,15 +97,22 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
 
 
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("bad_meta", "meta key 'handle' is not JSON serializable"),
+        ("lambda_callback", "its callback <lambda> is not a method of the spider"),
+    ],
+)
 def test_a_request_json_cannot_hold_fails_its_parent_and_the_node_goes_on(
-    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+    case: str, why: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:
     run, reference, _ = compare(
         tmp_path,
         redis_url,
         kafka_bootstrap,
         spider="u_cases",
-        arguments={"case": "bad_meta"},
+        arguments={"case": case},
         same_hits=False,
     )
     # standalone Scrapy crawls the request from memory; the cluster cannot store it
@@ -114,7 +121,7 @@ def test_a_request_json_cannot_hold_fails_its_parent_and_the_node_goes_on(
     failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_cases").failed)]
     client.close()
     assert [record["reason"] for record in failed] == ["frontier/unserializable"]
-    assert "meta key 'handle' is not JSON serializable" in failed[0]["error"]
+    assert why in failed[0]["error"]
     assert failed[0]["request"]["url"].endswith("/p/0.html")
     log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
-    assert "meta key 'handle' is not JSON serializable" in log
+    assert why in log

@@ -43,8 +43,22 @@ class RequestStore:
         return self.fingerprinter.fingerprint(request).hex()
 
     def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
-        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold."""
-        body = codec.dumps(request.to_dict(spider=self.spider), compress=self.compress)
+        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold, or
+        the callback or errback that is not a method of the spider (a lambda, a function)."""
+        try:
+            fields = request.to_dict(spider=self.spider)
+        except ValueError as exc:  # Scrapy stores a callback by its name on the spider
+            which = " and ".join(
+                f"{role} {getattr(function, '__name__', repr(function))}"
+                for role, function in (("callback", request.callback), ("errback", request.errback))
+                if callable(function) and getattr(function, "__self__", None) is not self.spider
+            )
+            raise codec.UnserializableRequestError(
+                f"request {request.url!r} cannot be stored in Redis: its {which or 'callback'} "
+                "is not a method of the spider (Scrapy stores callbacks by name: use a method of "
+                f"the spider, with cb_kwargs for what a closure would hold): {exc}"
+            ) from exc
+        body = codec.dumps(fields, compress=self.compress)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)

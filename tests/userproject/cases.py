@@ -46,6 +46,8 @@ class CasesSpider(scrapy.Spider):
             yield scrapy.Request(f"{self.site}/x/1", callback=self.again)
         if self.case == "bad_meta" and page == 0:
             yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"handle": object()})
+        if self.case == "lambda_callback" and page == 0:
+            yield scrapy.Request(f"{self.site}/p/0.html?x", callback=lambda _: None)  # type: ignore[misc]
         if self.case == "dont_filter":
             yield response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
         if self.case == "raise" and page % 5 == 4:
