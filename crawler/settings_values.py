@@ -67,6 +67,22 @@ def get_list(settings: ListSettings, name: str) -> list[Any]:
     return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
 
 
+def dict_value(name: str, value: Any) -> dict[str, Any]:
+    """A dict setting's value, given as a dict or as the text of a JSON object (``-s``, the
+    environment, the ``crawler`` CLI's settings)."""
+    if not isinstance(value, str):
+        return dict(value or {})
+    if not value.strip():
+        return {}
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{name}={value!r} is not a JSON object: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise ValueError(f"{name}={value!r} must be a JSON object")
+    return parsed
+
+
 def get_typed_list(
     settings: ListSettings, name: str, convert: Callable[[Any], T], expected: str
 ) -> list[T]:

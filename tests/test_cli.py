@@ -137,6 +137,14 @@ def test_dead_letters_list_replay_drop(kafka_bootstrap: str) -> None:
     refused = crawler_cli("dead-letters", "drop", topic, "--bootstrap", kafka_bootstrap)
     assert refused.returncode == 1
     assert f"3 unhandled dead letters in {topic}.dlq" in refused.stdout
+    refused = crawler_cli("dead-letters", "drop", topic, "--bootstrap", kafka_bootstrap, "--json")
+    assert refused.returncode == 1
+    assert orjson.loads(refused.stdout) == {
+        "dlq": f"{topic}.dlq",
+        "group": "crawler-dead-letters",
+        "would_drop": 3,
+        "dropped": 0,
+    }
 
     (replayed,) = dead_letters(topic, kafka_bootstrap, "replay", "--json")
     assert orjson.loads(replayed) == {

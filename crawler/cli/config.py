@@ -11,8 +11,10 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from crawler.frontier.admin import FrontierAdmin
+from crawler.kafka.config import security_config
 from crawler.redis_connection import SyncRedis, sync_client
 from crawler.redis_url import RedisConfig
+from crawler.settings_values import dict_value
 from settings.resolve import resolve_settings
 
 
@@ -26,6 +28,16 @@ def add_kafka_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Kafka bootstrap servers (default: KAFKA_BOOTSTRAP_SERVERS)",
     )
+
+
+def kafka_security() -> dict[str, Any]:
+    """The ``security.*``, ``sasl.*`` and ``ssl.*`` keys of ``KAFKA_PRODUCER_CONFIG``, for
+    every Kafka client a command makes (as the nodes' clients take them)."""
+    given = project_settings().get("KAFKA_PRODUCER_CONFIG")
+    try:
+        return security_config(dict_value("KAFKA_PRODUCER_CONFIG", given))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def kafka_bootstrap(args: argparse.Namespace) -> str:

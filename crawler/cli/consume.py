@@ -7,8 +7,8 @@ import time
 
 import orjson
 
-from crawler.cli.config import add_kafka_option, kafka_bootstrap
-from crawler.kafka.reader import ReceivedMessage, iter_topic
+from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security
+from crawler.kafka.reader import ReceivedMessage, iter_topic, unanswered
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,6 +21,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--idle-exit", type=float, default=0.0, help="stop after N quiet seconds (0 = never)"
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds Kafka has to answer first (10)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -49,10 +52,14 @@ def render(message: ReceivedMessage, as_json: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    bootstrap, security = kafka_bootstrap(args), kafka_security()
+    why = unanswered(bootstrap, timeout=args.timeout, security=security)
+    if why is not None:
+        raise SystemExit(f"crawler consume: Kafka at {bootstrap} does not answer: {why}")
     seen = 0
     quiet_since = time.monotonic()
     for message in iter_topic(
-        kafka_bootstrap(args), [args.topic], from_beginning=args.from_beginning
+        bootstrap, [args.topic], from_beginning=args.from_beginning, security=security
     ):
         if message is None:
             if args.idle_exit and time.monotonic() - quiet_since >= args.idle_exit:

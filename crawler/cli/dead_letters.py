@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import orjson
 
-from crawler.cli.config import add_kafka_option, kafka_bootstrap, project_settings
+from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security, project_settings
 from crawler.cli.consume import render
 from crawler.kafka.dead_letters import (
     DLQ_HEADERS,
@@ -84,7 +84,9 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
         try:
             # The item topic or its dead-letter topic itself: both name the same DLQ.
             args.topic, dlq = settings.source_and_dlq(args.topic)
-            with DeadLetterQueues(bootstrap, settings.group, args.timeout) as queues:
+            with DeadLetterQueues(
+                bootstrap, settings.group, args.timeout, security=kafka_security()
+            ) as queues:
                 return action(args, queues, dlq)
         except DeadLetterError as exc:
             raise SystemExit(f"crawler dead-letters {args.action}: {exc}") from exc
@@ -113,7 +115,7 @@ def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> 
     spans = queues.spans(dlq)
     if not any(span.count for span in spans):
         return _report(args, queues, dlq, {"replayed": 0, "failed": 0})
-    producer = ItemProducer(producer_config(queues.bootstrap_servers, {}))
+    producer = ItemProducer(producer_config(queues.bootstrap_servers, queues.security))
     outstanding: set[tuple[int, int]] = set()  # (partition, offset) sent, not yet reported
     failed: list[tuple[int, int]] = []
     sent = 0
@@ -154,7 +156,13 @@ def run_drop(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> in
     spans = queues.spans(dlq)
     count = sum(span.count for span in spans)
     if count and not args.yes:
-        print(f"{count} unhandled dead letters in {dlq} (group {queues.group}): drop with --yes")
+        if args.json:
+            refusal = {"dlq": dlq, "group": queues.group, "would_drop": count, "dropped": 0}
+            print(orjson.dumps(refusal).decode())
+        else:
+            print(
+                f"{count} unhandled dead letters in {dlq} (group {queues.group}): drop with --yes"
+            )
         return 1
     queues.commit(dlq, _commit_offsets(spans, {}))
     return _report(args, queues, dlq, {"dropped": count})

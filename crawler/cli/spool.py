@@ -6,10 +6,19 @@ import argparse
 import asyncio
 import time
 from collections import Counter
+from pathlib import Path
 
 import orjson
 
-from crawler.cli.config import add_kafka_option, add_spool_options, kafka_bootstrap, spool_dir
+from crawler.cli.config import (
+    add_kafka_option,
+    add_spool_options,
+    kafka_bootstrap,
+    kafka_security,
+    project_settings,
+    spool_dir,
+)
+from crawler.cli.spiders import require_spider
 from crawler.kafka.producer import producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import claim, dead_letter_file, read_segment
@@ -31,8 +40,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     replay.set_defaults(run=run_replay)
 
 
+def spider_spool(args: argparse.Namespace) -> Path:
+    """The spool folder of the spider ``args`` names (a spider the project does not have
+    ends the command)."""
+    require_spider(args.spider, project_settings())
+    return spool_dir(args)
+
+
 def run_list(args: argparse.Namespace) -> int:
-    directory = spool_dir(args)
+    directory = spider_spool(args)
     rows: list[dict[str, object]] = []
     for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
         handle = claim(segment)
@@ -63,13 +79,13 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    directory = spool_dir(args)
+    directory = spider_spool(args)
     counts: Counter[str] = Counter()
     node_id = resolve_node_id("")
     sender = ItemSender(
         SenderConfig(
-            producer_config=producer_config(kafka_bootstrap(args), {}),
-            dlq_topic_template="{topic}.dlq",
+            producer_config=producer_config(kafka_bootstrap(args), kafka_security()),
+            dlq_topic_template=str(project_settings()["KAFKA_DLQ_TOPIC_TEMPLATE"]),
             spool_dir=directory,
             dead_letter_file=dead_letter_file(directory, node_id),
             node_id=node_id,
@@ -87,9 +103,10 @@ def run_replay(args: argparse.Namespace) -> int:
         "spooled_again": counts["kafka/spooled"],
         "dead_lettered": counts["kafka/dead_lettered"] + counts["kafka/dead_lettered_file"],
         "left": left,
+        "spool_errors": counts["kafka/spool_error"],
     }
     if args.json:
         print(orjson.dumps(outcome).decode())
     else:
         print(" ".join(f"{name}={value}" for name, value in outcome.items()))
-    return 0 if not left and not counts["kafka/spooled"] else 1
+    return 0 if not (left or counts["kafka/spooled"] or counts["kafka/spool_error"]) else 1

@@ -19,6 +19,7 @@ from crawler.cli.config import (
     add_kafka_option,
     add_redis_option,
     frontier_admin,
+    kafka_security,
     project_settings,
     redis_client,
 )
@@ -153,7 +154,9 @@ class StatusReader:
         self.group = dead_letter_settings(args).group  # also checks --dlq-template
         self.bootstrap = str(args.bootstrap or self.settings["KAFKA_BOOTSTRAP_SERVERS"] or "")
         self.kafka = (
-            DeadLetterQueues(self.bootstrap, self.group, args.kafka_timeout)
+            DeadLetterQueues(
+                self.bootstrap, self.group, args.kafka_timeout, security=kafka_security()
+            )
             if self.bootstrap
             else None
         )

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -64,6 +64,7 @@ class BacklogSettings:
     replication: int  # KAFKA_TOPIC_REPLICATION
     flush_timeout: float  # seconds a spill waits for the broker's acknowledgements
     compress: bool = True  # FRONTIER_COMPRESS: how requests read back are stored in Redis
+    security: Mapping[str, Any] = field(default_factory=dict)  # of KAFKA_PRODUCER_CONFIG
 
     def validate(self) -> None:
         if self.queue_max < 0:
@@ -109,7 +110,9 @@ class Backlog:
         self._take = self.redis.register_script(frontier_script("queue", "lease", "spill_take"))
         self._done = self.redis.register_script(frontier_script("spill_done"))
         self._back = self.redis.register_script(frontier_script("queue", "spill_back"))
-        self.producer = ItemProducer(producer_config(settings.bootstrap, {"linger.ms": 5}))
+        self.producer = ItemProducer(
+            producer_config(settings.bootstrap, {**settings.security, "linger.ms": 5})
+        )
         self.consumer = Consumer(
             {
                 "bootstrap.servers": settings.bootstrap,
@@ -117,6 +120,7 @@ class Backlog:
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "logger": LIBRDKAFKA_LOG,
+                **settings.security,
             }
         )
         self._subscribed = False

@@ -8,6 +8,7 @@ told apart here (``read_back``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -16,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from crawler.frontier import codec
 from crawler.frontier.client import score_text
+from crawler.kafka.config import NO_SECURITY
 from crawler.kafka.health import LIBRDKAFKA_LOG
 
 
@@ -60,10 +62,12 @@ def backlog_topic(queue_max: int, bootstrap: str, template: str, spider: str) ->
     return template.format(spider=spider) if queue_max and bootstrap else None
 
 
-def purge_backlog(bootstrap: str, topic: str, timeout: float = 10.0) -> str:
+def purge_backlog(
+    bootstrap: str, topic: str, timeout: float = 10.0, *, security: Mapping[str, Any] = NO_SECURITY
+) -> str:
     """Delete the backlog topic of a purged crawl (its requests would come back into the
     next crawl); a note for the operator ("" when nothing was ever spilled)."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG, **security}
     admin = AdminClient(config)
     try:
         admin.delete_topics([topic], operation_timeout=timeout, request_timeout=timeout)[

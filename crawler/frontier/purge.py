@@ -12,7 +12,7 @@ would flow into the next crawl.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.extensions.ledger_layout import pattern_for_spider
@@ -37,8 +37,10 @@ from crawler.frontier.reset import (
     write_epoch,
 )
 from crawler.frontier.seed_queue import SeedKeys
+from crawler.kafka.config import security_config
 from crawler.lua import text
 from crawler.redis_connection import SyncRedis
+from crawler.settings_values import dict_value
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class PurgeSettings:
     bootstrap: str
     backlog_template: str
     heartbeat_interval: float
+    security: Mapping[str, Any] = field(default_factory=dict)  # of KAFKA_PRODUCER_CONFIG
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> PurgeSettings:
@@ -59,6 +62,9 @@ class PurgeSettings:
             bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
             backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
             heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
+            security=security_config(
+                dict_value("KAFKA_PRODUCER_CONFIG", settings.get("KAFKA_PRODUCER_CONFIG"))
+            ),
         )
 
 
@@ -197,5 +203,9 @@ class PurgePlan:
                 write_epoch(client, parts, epoch)
                 wait = reset_wait(self.settings.heartbeat_interval)
                 acknowledged = wait_for_nodes(client, parts, epoch, self.live, wait)
-        backlog = purge_backlog(self.settings.bootstrap, self.topic) if self.topic else ""
+        backlog = (
+            purge_backlog(self.settings.bootstrap, self.topic, security=self.settings.security)
+            if self.topic
+            else ""
+        )
         return PurgeResult(self.spider, self.present, deleted, acknowledged, backlog)

@@ -36,10 +36,10 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -69,6 +69,7 @@ class SeenFeedSettings:
     topic: str  # FRONTIER_SEEN_TOPIC (its {spider} filled in by the scheduler)
     bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
     replication: int  # KAFKA_TOPIC_REPLICATION
+    security: Mapping[str, Any] = field(default_factory=dict)  # of KAFKA_PRODUCER_CONFIG
 
     def validate(self, seen_cache: int) -> None:
         if not self.enabled:
@@ -105,7 +106,9 @@ class SeenFeed:
             "linger.ms": 5,
             "message.timeout.ms": 10_000,
         }
-        self.producer = ItemProducer(producer_config(settings.bootstrap, fast))
+        self.producer = ItemProducer(
+            producer_config(settings.bootstrap, {**settings.security, **fast})
+        )
         self.consumer = Consumer(
             {
                 "bootstrap.servers": settings.bootstrap,
@@ -113,6 +116,7 @@ class SeenFeed:
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "logger": LIBRDKAFKA_LOG,
+                **settings.security,
             }
         )
         self.reading = asyncio.Event()  # set: the topic is assigned, messages from now on arrive

@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
+
+SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
+NO_SECURITY: Mapping[str, Any] = MappingProxyType({})  # a plaintext cluster's
+
+
+def security_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``client_config`` (``KAFKA_PRODUCER_CONFIG``) that say how to reach the
+    cluster: ``security.*``, ``sasl.*`` and ``ssl.*``. Every client of the project takes them,
+    producers, consumers and admin clients alike, so a secured cluster is reached by all."""
+    return {key: value for key, value in client_config.items() if key.startswith(SECURITY_PREFIXES)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from crawler.kafka.config import NO_SECURITY
+from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.reader import ReceivedMessage, received
 
 DLQ_HEADERS = ("dlq_original_topic", "dlq_reason", "dlq_error")  # added by ItemSender
@@ -93,8 +95,18 @@ class Span:
 class DeadLetterQueues:
     """One consumer of group ``group`` for counting, reading and committing dead letters."""
 
-    def __init__(self, bootstrap_servers: str, group: str, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        group: str,
+        timeout: float = 10.0,
+        *,
+        security: Mapping[str, Any] = NO_SECURITY,
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = (
+            security  # KAFKA_PRODUCER_CONFIG's, for this consumer and a replay's producer
+        )
         self.group = group
         self.timeout = timeout  # seconds for each request to Kafka
         config: dict[str, Any] = {
@@ -103,7 +115,9 @@ class DeadLetterQueues:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
+            "logger": LIBRDKAFKA_LOG,
             "log_level": 0,  # failures are raised as DeadLetterError, not logged by librdkafka
+            **security,
         }
         self._consumer = Consumer(config)
 

@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from crawler.kafka.config import security_config
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
 
@@ -141,10 +142,8 @@ class ItemProducer:
     ) -> None:
         admin = AdminClient(
             {
-                key: value
-                for key, value in self._config.items()
-                if key in {"bootstrap.servers", "logger"}
-                or key.startswith(("security.", "sasl.", "ssl."))
+                **{k: v for k, v in self._config.items() if k in ("bootstrap.servers", "logger")},
+                **security_config(self._config),
             }
         )
         futures = admin.create_topics(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -17,6 +18,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from crawler.kafka.config import NO_SECURITY
 from crawler.kafka.health import LIBRDKAFKA_LOG
 
 PARTITION_CHECK = 1.0  # seconds between looks for topics and partitions not read yet
@@ -63,6 +65,7 @@ def iter_topic(
     *,
     from_beginning: bool = True,
     poll_timeout: float = 0.2,
+    security: Mapping[str, Any] = NO_SECURITY,
 ) -> Iterator[ReceivedMessage | None]:
     """Yield messages of ``topics``; ``None`` after each quiet poll.
 
@@ -76,6 +79,7 @@ def iter_topic(
             "group.id": f"reader-{uuid.uuid4().hex}",  # required; never joined nor committed
             "enable.auto.commit": False,
             "logger": LIBRDKAFKA_LOG,
+            **security,
         }
     )
     start = OFFSET_BEGINNING if from_beginning else OFFSET_END
@@ -102,6 +106,28 @@ def iter_topic(
             yield received(message)
     finally:
         consumer.close()
+
+
+def unanswered(
+    bootstrap_servers: str, *, timeout: float = 10.0, security: Mapping[str, Any] = NO_SECURITY
+) -> str | None:
+    """Why Kafka at ``bootstrap_servers`` did not answer a metadata request within
+    ``timeout`` seconds (None: it answered)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "metadata-probe",  # required; never joined
+            "logger": LIBRDKAFKA_LOG,
+            **security,
+        }
+    )
+    try:
+        consumer.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return str(exc.args[0].str())
+    finally:
+        consumer.close()
+    return None
 
 
 def _known_partitions(
