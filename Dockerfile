@@ -63,5 +63,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9410/healthz', timeout=4)"]
 
 # Scrapy stops gracefully on SIGTERM (Docker's default stop signal); give it time to
-# hand in-flight requests back to the frontier (compose sets stop_grace_period: 30s).
+# hand in-flight requests back to the frontier (compose sets stop_grace_period: 120s).
 CMD ["scrapy", "crawl", "pages"]

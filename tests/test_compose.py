@@ -25,6 +25,7 @@ from tests.dockerfile import (
     image_user,
     image_volumes,
 )
+from tests.stop_budget import stop_budget
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
@@ -292,7 +293,9 @@ def test_crawler_environment_and_lifecycle() -> None:
     crawler = service("crawler")
     assert environment("crawler").get("CRAWLER_PROFILE") == "prod"
     assert crawler.get("restart") == "unless-stopped"
-    assert parse_duration_seconds(crawler.get("stop_grace_period", "10s")) >= 30
+    needed = stop_budget({k: str(v) for k, v in environment("crawler").items()})
+    grace = parse_duration_seconds(crawler.get("stop_grace_period", "10s"))
+    assert grace >= needed + 10, (grace, needed)
     command = command_args("crawler")
     assert not command or command[:2] == ["scrapy", "crawl"], command
 

@@ -28,6 +28,7 @@ from tests.dockerfile import (
     image_volumes,
 )
 from tests.services import unavailable
+from tests.stop_budget import stop_budget
 
 KUBERNETES = REPO_ROOT / "deploy" / "kubernetes"
 KUSTOMIZATIONS = sorted(path.parent for path in KUBERNETES.rglob("kustomization.yaml"))
@@ -165,12 +166,7 @@ def test_termination_grace_covers_downloads_kafka_flush_and_returning_leases(
     kustomization: str,
 ) -> None:
     objects = built(kustomization)
-    settings = Settings(resolve_settings(environment(objects)))
-    needed = (
-        settings.getfloat("DOWNLOAD_TIMEOUT")
-        + settings.getfloat("KAFKA_FLUSH_TIMEOUT")
-        + settings.getfloat("FRONTIER_CLOSE_TIMEOUT")
-    )
+    needed = stop_budget(environment(objects))
     grace = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert grace["terminationGracePeriodSeconds"] >= needed + 10, needed
 

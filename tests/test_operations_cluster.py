@@ -551,9 +551,9 @@ def test_spool_replay_into_a_refusing_topic_then_drop_its_dead_letters(
     replayed = cli(
         "spool", "replay", SPIDER, "--dir", str(spool_dir), "--bootstrap", cluster.bootstrap
     )
-    assert replayed.stdout == (f"replayed=0 spooled_again=0 dead_lettered={spooled} left=0\n"), (
-        replayed.stderr
-    )
+    assert replayed.stdout == (
+        f"replayed=0 spooled_again=0 dead_lettered={spooled} left=0 spool_errors=0\n"
+    ), replayed.stderr
     assert replayed.returncode == 0
     assert list(spool_dir.glob("*/*.jsonl")) == []
 

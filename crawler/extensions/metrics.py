@@ -109,7 +109,7 @@ class NodeGauges(Collector):
             yield _gauge("crawler_kafka_up", "1 while Kafka answers", labels, float(kafka == "ok"))
             yield _gauge(
                 "crawler_kafka_spool_bytes",
-                "Bytes in this node's spool, waiting to be replayed into Kafka",
+                "Bytes in this node's spool folder, waiting to be replayed into Kafka",
                 labels,
                 ext.spool_bytes(),
             )
