@@ -32,6 +32,7 @@ from crawler.sessions import (
     RedisSessionStore,
     ReloginTimeout,
     Session,
+    SessionError,
     SessionKeyError,
     SessionSettings,
     SessionStore,
@@ -389,6 +390,42 @@ def test_lease_belongs_to_its_owner_and_waiters_time_out(redis_url: str) -> None
                 )
             assert 0.3 <= time.monotonic() - started < 1.5
             assert await lease.release("zhihu", "alice", token)
+
+    asyncio.run(body())
+
+
+class WrongPassword:
+    """A login that always fails, counting its tries."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def login(self, account: str) -> Sequence[Cookie]:
+        self.calls += 1
+        raise SessionError(f"{account}: wrong password")
+
+
+def test_a_failed_login_is_not_tried_again_before_its_lease_expires(redis_url: str) -> None:
+    async def body() -> None:
+        settings = SessionSettings(login_lease=1.0, login_timeout=0.3)
+        async with open_store("redis", redis_url, settings) as store:
+            assert isinstance(store, RedisSessionStore)
+            lease, provider = RedisLoginLease(store.redis, settings), WrongPassword()
+
+            async def fresh() -> Session:
+                return await ensure_fresh_session(
+                    store, lease, "zhihu", "bob", provider, settings=settings
+                )
+
+            with pytest.raises(SessionError, match="wrong password"):
+                await fresh()
+            with pytest.raises(ReloginTimeout):  # every caller, on any node, waits
+                await fresh()
+            assert provider.calls == 1
+            await asyncio.sleep(1.0)  # the lease expired: one caller tries again
+            with pytest.raises(SessionError, match="wrong password"):
+                await fresh()
+            assert provider.calls == 2
 
     asyncio.run(body())
 

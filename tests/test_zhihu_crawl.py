@@ -645,14 +645,37 @@ def test_expired_session_logs_in_once_and_goes_on(
         assert expected.comments <= {i["comment_id"] for i in items["zhihu_comment"]}
 
 
-def put_session(redis_url: str, z_c0: str) -> None:
+def put_session(redis_url: str, z_c0: str, account: str = "tester", *more: Cookie) -> None:
     async def put() -> None:
         client = AsyncRedis.from_url(redis_url)
         store = RedisSessionStore(client, SessionSettings())
-        await store.put(Session("zhihu", "tester", (Cookie("z_c0", z_c0),)), 3600)
+        await store.put(Session("zhihu", account, (Cookie("z_c0", z_c0), *more)), 3600)
         await client.aclose()
 
     asyncio.run(put())
+
+
+def test_a_session_without_d_c0_is_signed_with_a_guest_d_c0_whatever_the_other_sessions_hold(
+    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """The guest d_c0 comes from an explore fetch that carries no session: one that carried
+    another account's d_c0 got none, and every request of the account without one failed."""
+    with ZhihuMock(MockConfig(data=SMALL)) as mock:
+        put_session(redis_url, mock.issue_session("with"), "with", Cookie("d_c0", "Aknown|1"))
+        put_session(redis_url, mock.issue_session("without"), "without")
+        url, expected = small_question(mock)
+        found = crawl_small(
+            mock,
+            [url],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+        )
+        assert mock.counters.errors[10003] == 0, found
+        assert found["zhihu/d_c0/guest"] == 1
+        items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_comment": len(expected.comments)})
+        assert expected.comments <= {i["comment_id"] for i in items["zhihu_comment"]}
 
 
 @pytest.mark.parametrize("small_mock", [{"rate_limit": 4}], indirect=True)
@@ -721,6 +744,7 @@ def test_challenge_pages_are_retried_later(
     assert found["zhihu/challenge/question_answers"] == 2
     assert found["zhihu/retry/challenge"] == 2
     assert found["zhihu/challenge/failed/no_browser"] == (2 if browser else 0)
+    assert [k for k in found if k.startswith("zhihu/api_error/")] == []  # no API answer
     items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_content": len(expected.contents)})
     assert {i["content_id"] for i in items["zhihu_content"]} == {c[1] for c in expected.contents}
 

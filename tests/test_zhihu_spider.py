@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from scrapy import Request
 from scrapy.http import TextResponse
 from scrapy.utils.test import get_crawler
 
+from crawler.frontier.seeds import InvalidSeed
 from crawler.spiders.zhihu import ZhihuSpider
 from crawler.zhihu.items import ZhihuCommentItem, ZhihuListItem, ZhihuUnparsedItem
 from crawler.zhihu.parsers import UNPARSED_MAX_CHARS
@@ -125,3 +127,40 @@ def test_a_payload_that_is_no_json_is_dead_lettered_with_its_raw_body() -> None:
     assert item.body == raw.decode()[:UNPARSED_MAX_CHARS]
     stats = zhihu.crawler.stats
     assert stats is not None and stats.get_value("zhihu/unparsed/question_answers") == 1
+
+
+SEARCH = f"{API}/search_v3?q=python&t=general&offset=0&limit=20"
+
+
+def test_a_search_list_is_not_measured_even_when_it_declares_a_total() -> None:
+    zhihu = spider()
+    body = page([], is_end=True, totals=40, next_url=SEARCH.replace("offset=0", "offset=20"))
+    out = parse(zhihu, SEARCH, body, zhihu_endpoint="search")
+    assert out == []  # no zhihu_list item (its schema has no "search" list), nothing past is_end
+    stats = zhihu.crawler.stats
+    assert stats is not None and stats.get_value("zhihu/declared/search") is None
+
+
+def test_an_api_error_without_a_path_of_its_own_is_counted_once_by_the_spider() -> None:
+    zhihu = spider()
+    url = f"{API}/questions/1/answers?limit=20&offset=0"
+    request = Request(url, meta={"zhihu_source": "seed", "zhihu_endpoint": "question_answers"})
+    body = orjson.dumps({"error": {"code": 4242, "message": "odd"}})
+    response = TextResponse(url, status=400, body=body, request=request, encoding="utf-8")
+    assert list(zhihu.parse(response)) == []
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    assert stats.get_value("zhihu/api_error/4242") is None  # the middleware counts that one
+    assert stats.get_value("zhihu/other_error/question_answers") == 1
+
+
+def test_a_search_seed_keeps_its_priority_and_counts_only_once_accepted() -> None:
+    zhihu = spider()
+    made = zhihu.make_request_from_data(orjson.dumps({"keyword": "python", "priority": 7}))
+    assert made is not None and made.priority == 7
+    stats = zhihu.crawler.stats
+    assert stats is not None and stats.get_value("zhihu/seed/search") == 1
+    refused = orjson.dumps({"keyword": "python", "meta": {"proxy": "http://p:1"}})
+    with pytest.raises(InvalidSeed):
+        zhihu.make_request_from_data(refused)
+    assert stats.get_value("zhihu/seed/search") == 1

@@ -67,6 +67,7 @@ ACCOUNT_META = "session_account"
 GENERATION_META = "session_generation"
 TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
+PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
@@ -178,7 +179,12 @@ class SharedSessionMiddleware:
         if found is None:
             return
         spider, platform = found
-        session = await self._usable_session(spider, platform)
+        pinned = request.meta.get(PIN_META)
+        session = (
+            await self._shared(lambda: self.store.get(platform, str(pinned)))
+            if pinned
+            else await self._usable_session(spider, platform)
+        )
         if session is None:
             self.stats.inc_value("sessions/unavailable")
             raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")

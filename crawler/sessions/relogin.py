@@ -218,8 +218,9 @@ async def ensure_fresh_session(
     result. Healthy, risky and banned sessions are returned as they are (the
     last two rest until their cooldown ends). Raises :class:`SessionUnavailable`
     for a retired account, :class:`ReloginTimeout` after ``SESSIONS_LOGIN_TIMEOUT``,
-    and whatever ``login`` raises to the caller that ran it (the lease is released,
-    so a later call tries again).
+    and whatever ``login`` raises to the caller that ran it. A failed login keeps the lease
+    until it expires (``SESSIONS_LOGIN_LEASE``): no caller on any node tries the account
+    again sooner (a wrong password retried by every waiting request could lock it).
     """
     settings = settings or SessionSettings()
     loop = asyncio.get_running_loop()
@@ -227,16 +228,21 @@ async def ensure_fresh_session(
     delay = POLL_FIRST
     while True:
         token = await lease.acquire(platform, account)
+        held = token is not None
         try:
             current = _usable(await store.get(platform, account))
             if current is not None:
                 return current
             if token is not None:
-                return await _login_under_lease(
-                    store, lease, token, platform, account, login=login, settings=settings
-                )
+                try:
+                    return await _login_under_lease(
+                        store, lease, token, platform, account, login=login, settings=settings
+                    )
+                except Exception:
+                    held = False  # left to expire: the next try waits for it
+                    raise
         finally:
-            if token is not None:
+            if held and token is not None:
                 await lease.release(platform, account, token)
         remaining = deadline - loop.time()
         if remaining <= 0:

@@ -129,6 +129,7 @@ class ZhihuSpider(ZhihuChains):
         config = self.seed_settings
         seed = parse_zhihu_seed(data, max_bytes=config.max_bytes, encoding=config.encoding)
         if isinstance(seed, SearchSeed):
+            check_seed_meta(seed.meta, config.allowed_meta)
             self._stat("seed/search")
             url = self.config.endpoints.url(
                 "search",
@@ -138,9 +139,14 @@ class ZhihuSpider(ZhihuChains):
                 sort=seed.sort,
                 vertical=seed.vertical,
             )
-            check_seed_meta(seed.meta, config.allowed_meta)
             meta = {**seed.meta, SOURCE: seed.keyword}
-            return self._request(url, "search", meta, dont_filter=self.seed_dont_filter(None))
+            return self._request(
+                url,
+                "search",
+                meta,
+                priority=seed.priority,
+                dont_filter=self.seed_dont_filter(None),
+            )
         return self.request_from_seed(seed)
 
     def request_from_seed(self, seed: Seed) -> Request:
@@ -214,11 +220,8 @@ class ZhihuSpider(ZhihuChains):
             yield self._unparsed(response, endpoint, response.text, exc, ctx)
 
     def _failed(self, response: Response, endpoint: str, error: ApiError) -> Iterator[Request]:
-        self._stat(
-            f"{error.problem.value}/{endpoint}"
-            if error.problem is not Problem.OTHER
-            else f"api_error/{error.code}"
-        )
+        # ZhihuApiMiddleware counts every answer's code (zhihu/api_error/<code>)
+        self._stat(f"{error.problem.value}/{endpoint}")
         if error.problem not in RETRIED:
             logger.error(
                 "%s answered %s (%s %s): not retried",

@@ -125,7 +125,9 @@ class ZhihuChains(RedisSpider):
         self, response: Response, endpoint: str, body: JSON, ctx: Context
     ) -> Iterator[Output]:
         page = list_page(body, response.url)
-        tally = Tally.of(response.meta).declare(page.totals)
+        tally = Tally.of(response.meta)
+        if endpoint != "search":  # searches are not measured (no zhihu_list of them)
+            tally = tally.declare(page.totals)
         entries = page.data
         if endpoint == "search":
             found = search_page(page.data)

@@ -16,7 +16,7 @@ class Problem(StrEnum):
     RATE_LIMITED = "rate_limited"  # 40362: request anomaly, access temporarily limited
     CHALLENGE = "challenge"  # __zse_ck HTML page instead of JSON
     NOT_FOUND = "not_found"  # 404
-    OTHER = "api_error"  # any other error answer
+    OTHER = "other_error"  # any other error answer
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,14 @@ Downloader middleware of the zhihu spider (enabled by its ``custom_settings``), 
 ``SharedSessionMiddleware`` (720) so it sees the session's cookies. API requests (URLs under
 ``ZHIHU_API_URL``) get ``x-api-version``, ``x-app-za``, ``x-requested-with``, ``x-zse-93`` and
 an ``x-zse-96`` signed over their path?query and the ``d_c0`` cookie. A request without
-``d_c0`` gets the node's guest ``d_c0``, fetched once per node from ``explore`` through the
-engine: that request carries the shared session, so the session middleware also stores the
-new ``d_c0`` in the account's shared session, and other nodes sign with it too.
+``d_c0`` gets one from ``explore``, fetched through the engine once per account that lacks one
+(once per node without sessions): that fetch carries the account's own session (meta
+``session_pin``), so the session middleware stores the new ``d_c0`` in it, and the account's
+requests on every node carry it from then on. When ``explore`` sets none, the account's requests
+go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later.
 
-Responses: every error answer is counted (``zhihu/api_error/<code>``); 40362 also starts the
+Responses: every API error answer is counted (``zhihu/api_error/<code>``; a challenge page is
+no API answer: ``zhihu/challenge/<endpoint>``, by the spider); 40362 also starts the
 site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node. With
 ``ZHIHU_CHALLENGE_BROWSER``, a ``__zse_ck`` challenge page is solved in Chromium for the
 request's shared session before the response goes on (one node per account solves, the others
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -27,7 +31,13 @@ from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
 from crawler.middlewares.politeness import ClusterRateLimitMiddleware, site_of
-from crawler.middlewares.sessions import ACCOUNT_META, SharedSessionMiddleware, browser_cookies
+from crawler.middlewares.sessions import (
+    ACCOUNT_META,
+    DONT_USE_META,
+    PIN_META,
+    SharedSessionMiddleware,
+    browser_cookies,
+)
 from crawler.sessions import MemoryLoginLease, RedisSessionStore, SessionSettings
 from crawler.zhihu.challenge import (
     ZSE_CK,
@@ -45,6 +55,7 @@ from crawler.zhihu.signer import load_signer
 logger = logging.getLogger(__name__)
 
 D_C0 = "d_c0"
+GUEST_RETRY = 60.0  # seconds before asking explore again for a d_c0 it did not set
 APP_ZA = "OS=Web"
 
 
@@ -69,7 +80,8 @@ class ZhihuApiMiddleware:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.api_prefix = self.settings.api_url + "/"
-        self._guest: str | None = None  # the node's guest d_c0 ("" when explore set none)
+        # account ("": no session) -> (its d_c0 from explore, "" if it set none; when to ask again)
+        self._guests: dict[str, tuple[str, float]] = {}
         self._guest_lock: asyncio.Lock | None = None
         self._challenges: ChallengeResolver | None = None
 
@@ -85,7 +97,7 @@ class ZhihuApiMiddleware:
         header = (request.headers.get(b"Cookie") or b"").decode("latin-1")
         d_c0 = cookie_value(header, D_C0)
         if d_c0 is None:
-            d_c0 = await self._guest_d_c0()
+            d_c0 = await self._guest_d_c0(str(request.meta.get(ACCOUNT_META) or ""))
             if d_c0:
                 request.headers[b"Cookie"] = (
                     f"{header}; {D_C0}={d_c0}" if header else f"{D_C0}={d_c0}"
@@ -94,24 +106,33 @@ class ZhihuApiMiddleware:
         request.headers[b"x-api-version"] = self.settings.api_version
         request.headers[b"x-app-za"] = APP_ZA
         request.headers[b"x-requested-with"] = b"fetch"
-        request.headers[b"x-zse-93"] = self.signer.version
-        request.headers[b"x-zse-96"] = self.signer.sign(path_with_query(request.url), d_c0)
+        if d_c0:  # a signature needs one
+            request.headers[b"x-zse-93"] = self.signer.version
+            request.headers[b"x-zse-96"] = self.signer.sign(path_with_query(request.url), d_c0)
 
-    async def _guest_d_c0(self) -> str:
-        """The node's guest ``d_c0``, fetched once (later requests wait for the first fetch)."""
+    async def _guest_d_c0(self, account: str) -> str:
+        """A ``d_c0`` from explore for ``account``'s session ("": no session), fetched once
+        (later requests wait for the first fetch; "" again after GUEST_RETRY)."""
         self._guest_lock = self._guest_lock or asyncio.Lock()
         async with self._guest_lock:
-            if self._guest is None:
-                self._guest = await self._fetch_guest()
-        return self._guest
+            known = self._guests.get(account)
+            if known is None or (not known[0] and time.monotonic() >= known[1]):
+                value = await self._fetch_guest(account)
+                self._guests[account] = (value, time.monotonic() + GUEST_RETRY)
+            return self._guests[account][0]
 
-    async def _fetch_guest(self) -> str:
+    async def _fetch_guest(self, account: str) -> str:
         engine = self.crawler.engine
         assert engine is not None
         url = self.settings.endpoints.url("explore")
-        response = await engine.download_async(
-            Request(url, meta={"handle_httpstatus_all": True}, dont_filter=True)
-        )
+        session = {PIN_META: account} if account else {DONT_USE_META: True}
+        meta = {"handle_httpstatus_all": True, **session}
+        try:
+            response = await engine.download_async(Request(url, meta=meta, dont_filter=True))
+        except Exception as exc:  # noqa: BLE001 (a failed fetch is a missing d_c0, retried later)
+            self.stats.inc_value("zhihu/d_c0/missing")
+            logger.error("%s failed (%s): API requests go unsigned for now", url, exc)
+            return ""
         for header in response.headers.getlist(b"Set-Cookie"):
             value = cookie_value(header.decode("latin-1").split(";", 1)[0], D_C0)
             if value:
@@ -127,7 +148,8 @@ class ZhihuApiMiddleware:
         error = classify(response.status, response.body)
         if error is None:
             return response
-        self.stats.inc_value(f"zhihu/api_error/{error.code}")
+        if error.problem is not Problem.CHALLENGE:
+            self.stats.inc_value(f"zhihu/api_error/{error.code}")
         if error.problem is Problem.RATE_LIMITED:
             politeness = self.crawler.get_downloader_middleware(ClusterRateLimitMiddleware)
             if politeness is not None:
