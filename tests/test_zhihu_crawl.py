@@ -660,7 +660,8 @@ def test_a_session_without_d_c0_is_signed_with_a_guest_d_c0_whatever_the_other_s
 ) -> None:
     """The guest d_c0 comes from an explore fetch that carries no session: one that carried
     another account's d_c0 got none, and every request of the account without one failed."""
-    with ZhihuMock(MockConfig(data=SMALL)) as mock:
+    accounts = {"with": "pw-1", "without": "pw-2"}
+    with ZhihuMock(MockConfig(data=SMALL, accounts=accounts)) as mock:
         put_session(redis_url, mock.issue_session("with"), "with", Cookie("d_c0", "Aknown|1"))
         put_session(redis_url, mock.issue_session("without"), "without")
         url, expected = small_question(mock)
