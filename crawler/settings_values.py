@@ -54,16 +54,21 @@ def get_bool(settings: ListSettings, name: str, default: bool = False) -> bool:
         ) from None
 
 
+def _json(name: str, value: str, kind: type[T], what: str) -> T:
+    """``value`` read as JSON, which must be a ``kind`` (``what``: "array" or "object")."""
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{name}={value!r} is not a JSON {what}: {exc}") from exc
+    if not isinstance(parsed, kind):
+        raise ValueError(f"{name}={value!r} must be a JSON {what}")
+    return parsed
+
+
 def get_list(settings: ListSettings, name: str) -> list[Any]:
     value = settings.get(name)
     if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"{name}={value!r} is not a JSON array: {exc}") from exc
-        if not isinstance(parsed, list):
-            raise ValueError(f"{name}={value!r} must be a list")
-        return parsed
+        return _json(name, value, list, "array")
     return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
 
 
@@ -72,15 +77,7 @@ def dict_value(name: str, value: Any) -> dict[str, Any]:
     environment, the ``crawler`` CLI's settings)."""
     if not isinstance(value, str):
         return dict(value or {})
-    if not value.strip():
-        return {}
-    try:
-        parsed = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"{name}={value!r} is not a JSON object: {exc}") from exc
-    if not isinstance(parsed, dict):
-        raise ValueError(f"{name}={value!r} must be a JSON object")
-    return parsed
+    return _json(name, value, dict, "object") if value.strip() else {}
 
 
 def get_typed_list(
