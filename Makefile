@@ -46,6 +46,7 @@ bench: setup
 	$(PY) -m bench.frontier_cluster
 	$(PY) -m bench.frontier_backlog
 	$(PY) -m bench.node_memory
+	$(PY) -m bench.write_interval
 
 format: setup
 	.venv/bin/ruff format .

@@ -167,8 +167,8 @@ def _seed_type(settings: BaseSettings) -> None:
 
 
 def _redis_url(settings: BaseSettings) -> None:
-    """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL (REDIS_URL wins, as in
-    scrapy-redis)."""
+    """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL; given together with a
+    REDIS_URL that says otherwise, the start stops (scrapy-redis let one silently win)."""
     params = settings.getdict("REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
     unknown = set(params) - URL_PARAMS - IGNORABLE_PARAMS
     if unknown:
@@ -185,6 +185,10 @@ def _redis_url(settings: BaseSettings) -> None:
             raise ValueError(
                 f"REDIS_URL and {', '.join(parts)} are both given: put host, port and database "
                 "in REDIS_URL only"
+            )
+        if params.get("url") and settings.get("REDIS_URL") not in (None, "", params["url"]):
+            raise ValueError(
+                "REDIS_URL and REDIS_PARAMS['url'] are both given and differ: give one URL"
             )
         if params.get("url") and not settings.get("REDIS_URL"):
             settings.set("REDIS_URL", params["url"], priority=_priority(settings, "REDIS_PARAMS"))
@@ -207,7 +211,18 @@ def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
     scheme, rest = url.split("://", 1)
     netloc, _, path = rest.partition("/")
     path, _, query = path.partition("?")
-    if ("username" in params or "password" in params) and "@" not in netloc:
+    credentials = [name for name in ("username", "password") if name in params]
+    if credentials and "@" in netloc:
+        raise ValueError(
+            f"REDIS_PARAMS' {' and '.join(credentials)} and the credentials in REDIS_URL are both "
+            "given: put them in REDIS_URL only"
+        )
+    if "db" in params and scheme not in ("redis", "rediss"):
+        raise ValueError(
+            f"REDIS_PARAMS' db cannot be put in a {scheme}:// REDIS_URL here: give the database "
+            "in REDIS_URL (docs/deployment.md)"
+        )
+    if credentials:
         user = quote(str(params.get("username") or ""), safe="")
         password = quote(str(params.get("password") or ""), safe="")
         netloc = f"{user}:{password}@{netloc}" if password else f"{user}@{netloc}"

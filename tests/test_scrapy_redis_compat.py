@@ -317,6 +317,18 @@ def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) 
         ),
         ({"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": "my.Filter"}, "would ignore it"),
         ({"SCHEDULER_IDLE_BEFORE_CLOSE": 5, "FRONTIER_IDLE_POLL": 0.2}, "disagree"),
+        (
+            {"REDIS_URL": "redis://a:1/0", "REDIS_PARAMS": {"url": "redis://b:2/5"}},
+            "REDIS_PARAMS\\['url'\\] are both given and differ",
+        ),
+        (
+            {"REDIS_URL": "redis://:x@h:1/0", "REDIS_PARAMS": {"password": "y"}},
+            "password and the credentials in REDIS_URL are both given",
+        ),
+        (
+            {"REDIS_URL": "redis+sentinel://s:26379/mymaster/0", "REDIS_PARAMS": {"db": 4}},
+            "db cannot be put in a redis\\+sentinel:// REDIS_URL",
+        ),
         ({"STATS_KEY": "%(spider)s:stats"}, "only applies to STATS_CLASS"),
         (
             {
