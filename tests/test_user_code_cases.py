@@ -51,6 +51,18 @@ def compare(
     return result.run, result.reference, result.hits
 
 
+def test_a_start_that_raises_crawls_what_it_gave_and_the_nodes_close(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Scrapy logs the error and crawls on with the requests start() gave; so does the cluster,
+    whose nodes then close on idle (they waited forever for the start requests to be written)."""
+    run, reference, _ = compare(
+        tmp_path, redis_url, kafka_bootstrap, spider="u_start", arguments={"fail": "1"}
+    )
+    assert sorted(run.items) == sorted(reference)
+    assert "start() of crawl 'default' raised after 1 start requests" in run.logs()
+
+
 @pytest.mark.parametrize(
     "middleware", ["ReplaceRequestMiddleware", "NewRequestMiddleware", "NewResponseMiddleware"]
 )

@@ -96,24 +96,40 @@ class ClusterStartMiddleware:
         while (outcome := await self.guard.run(claim.claim)) is ClaimOutcome.HELD:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
-            logger.info("Start requests of crawl %r are in the frontier: leasing", self.crawl_id)
+            logger.info(
+                "Start requests of crawl %r are in the frontier (written by another node or an "
+                "earlier run; start() is not run again: for new start requests or spider "
+                "arguments, set another CRAWLER_CRAWL_ID or run `crawler purge`): leasing",
+                self.crawl_id,
+            )
             self._written = True
             return
         logger.info("Writing the start requests of crawl %r into the frontier", self.crawl_id)
         refresher = self.context.supervise("start_claim", lambda: self._refresh(claim))
         count = 0
+        failed: Exception | None = None
         try:
             async for output in start:
                 count += 1
                 yield output
-            await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
+        except Exception as exc:  # noqa: BLE001 (Scrapy's own handling gets it below)
+            # Scrapy crawls on with what start() gave; another node would only fail alike
+            failed = exc
+            logger.error(
+                "start() of crawl %r raised after %d start requests: the crawl goes on with them",
+                self.crawl_id,
+                count,
+            )
         finally:
             refresher.cancel()
+        await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
         if await self.guard.run(claim.finish):
             self._written = True
             logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)
         else:
             logger.warning("The start-request claim expired while writing: another node redoes it")
+        if failed is not None:
+            raise failed
 
     async def _refresh(self, claim: StartClaim) -> None:
         while True:

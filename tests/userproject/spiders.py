@@ -43,12 +43,15 @@ class StartUrlsSpider(scrapy.Spider):
 class StartSpider(scrapy.Spider):
     name = "u_start"
 
-    def __init__(self, site: str = "", **kwargs: Any) -> None:
+    def __init__(self, site: str = "", fail: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.site = site
+        self.fail = bool(fail)  # -a fail=1: start() raises after its request
 
     async def start(self) -> AsyncIterator[Any]:
         yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse_page)
+        if self.fail:
+            raise RuntimeError("start failed")
 
     def parse_page(self, response: Response) -> Iterator[Any]:
         yield page_item(response)
