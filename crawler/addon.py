@@ -23,7 +23,7 @@ from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat
 from crawler.redis_url import RedisConfig
-from crawler.settings_values import get_bool, get_int
+from crawler.settings_values import get_bool, get_float, get_int
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
@@ -120,7 +120,20 @@ class ClusterAddon:
                 "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
             )
         ClusterAddon._queues(settings)
+        ClusterAddon._download_delay(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
+
+    @staticmethod
+    def _download_delay(settings: BaseSettings) -> None:
+        """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
+        would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
+        becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second)."""
+        delay = get_float(settings, "DOWNLOAD_DELAY")
+        priority = settings.getpriority("DOWNLOAD_DELAY") or 0
+        if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
+            return
+        if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):
+            settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
 
     @staticmethod
     def _queues(settings: BaseSettings) -> None:

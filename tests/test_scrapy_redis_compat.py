@@ -372,6 +372,13 @@ def test_settings_that_ask_for_what_the_frontier_does_are_accepted() -> None:
     assert settings.getfloat("FRONTIER_IDLE_POLL") == 3
 
 
+def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() -> None:
+    cluster = {"REDIS_URL": "redis://h:1/0", "DOWNLOAD_DELAY": 0.5}
+    assert project(cluster).getfloat("POLITENESS_RATE") == 2.0  # not 2 a second per node
+    assert project({**cluster, "POLITENESS_RATE": 8}).getfloat("POLITENESS_RATE") == 8
+    assert project({"REDIS_URL": "redis://h:1/0"}).getfloat("POLITENESS_RATE") == 4.0
+
+
 def test_redis_pipeline_keeps_its_items_key() -> None:
     values = {
         "ITEM_PIPELINES": {"scrapy_redis.pipelines.RedisPipeline": 400},
