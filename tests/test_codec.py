@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import logging
+
 import pytest
-from scrapy import FormRequest, Request
+from scrapy import FormRequest, Request, Spider
 from scrapy.http import JsonRequest
 from scrapy.utils.request import request_from_dict
+from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from crawler.frontier import codec
+from crawler.frontier.request_store import RequestStore
 from crawler.spiders.pages import PagesSpider
 
 
@@ -134,3 +140,30 @@ def test_a_damaged_compressed_request_is_a_value_error(cut: int) -> None:
         codec.loads(stored[:-cut])
     with pytest.raises(ValueError, match="compressed"):
         codec.loads(codec.COMPRESSED + b"\xff\xff" + stored[3:])
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def test_meta_values_json_gives_back_as_another_type_are_counted_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    plain = Request("http://e.com/0", meta={"n": [1, "a", {"b": None}]}, cb_kwargs={"k": b"x"})
+    store.encode(plain, "")
+    assert crawler.stats is not None and crawler.stats.get_stats() == {}
+    when = datetime.datetime(2024, 1, 2, tzinfo=datetime.UTC)
+    reshaped = Request("http://e.com/1", meta={"pair": (1, when)}, cb_kwargs={"p": Point(1)})
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
+        store.encode(reshaped, "")
+        store.encode(reshaped.replace(url="http://e.com/2"), "")
+    assert crawler.stats.get_stats() == {
+        "frontier/reshaped/Point": 2,
+        "frontier/reshaped/datetime": 2,
+        "frontier/reshaped/tuple": 2,
+    }
+    assert len(caplog.records) == 3  # once per type
+    assert "holds a tuple in its meta or cb_kwargs" in caplog.text

@@ -77,6 +77,26 @@ def _default(value: object) -> object:
     raise TypeError(f"type {type(value).__name__} is not JSON serializable")
 
 
+JSON_NATIVE = (str, int, float, bool, type(None), bytes, bytearray, memoryview)  # bytes: tagged
+
+
+def reshaped_types(value: Any, found: set[str]) -> None:
+    """Add to ``found`` the type names of the values in ``value`` (a request's meta or
+    cb_kwargs) that JSON holds as another type: a tuple or set comes back a list, a datetime
+    an ISO string, a dataclass a dict."""
+    if isinstance(value, dict):
+        for item in value.values():
+            reshaped_types(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            reshaped_types(item, found)
+    elif not isinstance(value, JSON_NATIVE):
+        found.add(type(value).__name__)
+        if isinstance(value, (tuple, set, frozenset)):
+            for item in value:
+                reshaped_types(item, found)
+
+
 def _first_bad_key(mapping: dict[str, Any]) -> str | None:
     for key, value in mapping.items():
         try:

@@ -10,6 +10,8 @@ masked.
 
 from __future__ import annotations
 
+import logging
+
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
@@ -18,6 +20,8 @@ from crawler.frontier import codec
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
+
+logger = logging.getLogger(__name__)
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
@@ -35,6 +39,9 @@ class RequestStore:
         self.fingerprinter = crawler.request_fingerprinter
         self.spider = spider
         self.compress = compress  # FRONTIER_COMPRESS
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self._reshaped: set[str] = set()  # value types already warned about
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
@@ -59,9 +66,28 @@ class RequestStore:
                 f"the spider, with cb_kwargs for what a closure would hold): {exc}"
             ) from exc
         body = codec.dumps(fields, compress=self.compress)
+        self._report_reshaped(request)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
+
+    def _report_reshaped(self, request: Request) -> None:
+        """Count (``frontier/reshaped/<type>``) the meta and cb_kwargs values the callback
+        will get back as another type, with a warning the first time of each type."""
+        found: set[str] = set()
+        codec.reshaped_types(request.meta, found)
+        codec.reshaped_types(request.cb_kwargs, found)
+        for name in sorted(found):
+            self.stats.inc_value(f"frontier/reshaped/{name}")
+            if name not in self._reshaped:
+                self._reshaped.add(name)
+                logger.warning(
+                    "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, "
+                    "its callback gets it back as a list, string or dict (a tuple or set as a "
+                    "list, a datetime as its ISO text, a dataclass as a dict); logged once",
+                    request.url,
+                    name,
+                )
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
