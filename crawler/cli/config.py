@@ -11,10 +11,9 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from crawler.frontier.admin import FrontierAdmin
-from crawler.kafka.config import security_config
+from crawler.kafka.config import security_setting
 from crawler.redis_connection import SyncRedis, sync_client
 from crawler.redis_url import RedisConfig
-from crawler.settings_values import dict_value
 from settings.resolve import resolve_settings
 
 
@@ -33,9 +32,8 @@ def add_kafka_option(parser: argparse.ArgumentParser) -> None:
 def kafka_security() -> dict[str, Any]:
     """The ``security.*``, ``sasl.*`` and ``ssl.*`` keys of ``KAFKA_PRODUCER_CONFIG``, for
     every Kafka client a command makes (as the nodes' clients take them)."""
-    given = project_settings().get("KAFKA_PRODUCER_CONFIG")
     try:
-        return security_config(dict_value("KAFKA_PRODUCER_CONFIG", given))
+        return security_setting(project_settings())
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
 

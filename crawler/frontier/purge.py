@@ -37,10 +37,9 @@ from crawler.frontier.reset import (
     write_epoch,
 )
 from crawler.frontier.seed_queue import SeedKeys
-from crawler.kafka.config import security_config
+from crawler.kafka.config import security_setting
 from crawler.lua import text
 from crawler.redis_connection import SyncRedis
-from crawler.settings_values import dict_value
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,7 @@ class PurgeSettings:
             bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
             backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
             heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
-            security=security_config(
-                dict_value("KAFKA_PRODUCER_CONFIG", settings.get("KAFKA_PRODUCER_CONFIG"))
-            ),
+            security=security_setting(settings),
         )
 
 

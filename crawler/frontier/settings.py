@@ -10,7 +10,7 @@ from crawler.frontier.backlog import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
 from crawler.frontier.seen_feed import SeenFeedSettings
-from crawler.kafka.config import security_config
+from crawler.kafka.config import security_setting
 from crawler.settings_values import get_bool, get_float, get_int
 
 
@@ -43,6 +43,7 @@ class FrontierSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FrontierSettings:
+        security = security_setting(settings)  # the backlog's and the seen feed's clients
         values = cls(
             redis_url=settings.get("REDIS_URL") or "",
             lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
@@ -59,7 +60,7 @@ class FrontierSettings:
                 topic=settings.get("FRONTIER_SEEN_TOPIC") or "",
                 bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
                 replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
-                security=security_config(settings.getdict("KAFKA_PRODUCER_CONFIG")),
+                security=security,
             ),
             link_check=_link_check(settings),
             partitions=get_int(settings, "FRONTIER_PARTITIONS"),
@@ -72,7 +73,7 @@ class FrontierSettings:
                 replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
                 flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
                 compress=get_bool(settings, "FRONTIER_COMPRESS"),
-                security=security_config(settings.getdict("KAFKA_PRODUCER_CONFIG")),
+                security=security,
             ),
             dedup=DedupConfig.parse(
                 mode=settings.get("FRONTIER_DUPEFILTER"),

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from crawler.settings_values import dict_value
+
 SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 NO_SECURITY: Mapping[str, Any] = MappingProxyType({})  # a plaintext cluster's
 
@@ -18,6 +20,13 @@ def security_config(client_config: Mapping[str, Any]) -> dict[str, Any]:
     cluster: ``security.*``, ``sasl.*`` and ``ssl.*``. Every client of the project takes them,
     producers, consumers and admin clients alike, so a secured cluster is reached by all."""
     return {key: value for key, value in client_config.items() if key.startswith(SECURITY_PREFIXES)}
+
+
+def security_setting(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``security_config`` of the ``KAFKA_PRODUCER_CONFIG`` in ``settings`` (Scrapy's, or the
+    ``crawler`` CLI's, where it may be JSON text)."""
+    given = settings.get("KAFKA_PRODUCER_CONFIG")
+    return security_config(dict_value("KAFKA_PRODUCER_CONFIG", given))
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,9 +104,8 @@ class DeadLetterQueues:
         security: Mapping[str, Any] = NO_SECURITY,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.security = (
-            security  # KAFKA_PRODUCER_CONFIG's, for this consumer and a replay's producer
-        )
+        # KAFKA_PRODUCER_CONFIG's, for this consumer and a replay's producer
+        self.security = security
         self.group = group
         self.timeout = timeout  # seconds for each request to Kafka
         config: dict[str, Any] = {

@@ -73,15 +73,8 @@ def iter_topic(
     pause or restart the read) as soon as the topic's metadata shows them; topics and
     partitions that appear later are picked up within ``PARTITION_CHECK`` seconds.
     """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"reader-{uuid.uuid4().hex}",  # required; never joined nor committed
-            "enable.auto.commit": False,
-            "logger": LIBRDKAFKA_LOG,
-            **security,
-        }
-    )
+    group = f"reader-{uuid.uuid4().hex}"
+    consumer = _reader(bootstrap_servers, group, security, {"enable.auto.commit": False})
     start = OFFSET_BEGINNING if from_beginning else OFFSET_END
     assigned: set[tuple[str, int]] = set()
     next_check = 0.0
@@ -113,14 +106,7 @@ def unanswered(
 ) -> str | None:
     """Why Kafka at ``bootstrap_servers`` did not answer a metadata request within
     ``timeout`` seconds (None: it answered)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": "metadata-probe",  # required; never joined
-            "logger": LIBRDKAFKA_LOG,
-            **security,
-        }
-    )
+    consumer = _reader(bootstrap_servers, "metadata-probe", security)
     try:
         consumer.list_topics(timeout=timeout)
     except KafkaException as exc:
@@ -128,6 +114,18 @@ def unanswered(
     finally:
         consumer.close()
     return None
+
+
+def _reader(
+    bootstrap_servers: str,
+    group: str,
+    security: Mapping[str, Any] = NO_SECURITY,
+    options: Mapping[str, Any] | None = None,
+) -> Consumer:
+    """A consumer whose ``group`` (librdkafka requires one) is never joined nor committed:
+    it reads the partitions it is assigned."""
+    config = {"bootstrap.servers": bootstrap_servers, "group.id": group, "logger": LIBRDKAFKA_LOG}
+    return Consumer({**config, **(options or {}), **security})
 
 
 def _known_partitions(
@@ -150,8 +148,7 @@ def end_offsets(
     bootstrap_servers: str, topic: str, timeout: float = 10.0
 ) -> dict[int, tuple[int, int]]:
     """Each partition of ``topic`` with its (low, high) watermarks; empty if unknown."""
-    config = {"bootstrap.servers": bootstrap_servers, "group.id": "end-offsets"}
-    consumer = Consumer({**config, "logger": LIBRDKAFKA_LOG})
+    consumer = _reader(bootstrap_servers, "end-offsets")
     try:
         return {
             partition: consumer.get_watermark_offsets(

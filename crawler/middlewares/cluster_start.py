@@ -55,16 +55,14 @@ class ClusterStartMiddleware:
             raise NotConfigured("RedisSpider reads its seeds itself")
         self.crawler = crawler
         settings = crawler.settings
-        if get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE") < 0:
-            raise ValueError(
-                f"MAX_IDLE_TIME_BEFORE_CLOSE={settings.get('MAX_IDLE_TIME_BEFORE_CLOSE')} "
-                "must be >= 0 (0 = never)"
-            )
+        self.max_idle = get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE")
+        if self.max_idle < 0:
+            given = settings.get("MAX_IDLE_TIME_BEFORE_CLOSE")
+            raise ValueError(f"MAX_IDLE_TIME_BEFORE_CLOSE={given} must be >= 0 (0 = never)")
         context = NodeContext.required(crawler, "ClusterStartMiddleware")
         self.node_id = context.node_id
         self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")
         self.lease_ms = int(get_float(settings, "FRONTIER_LEASE_TIMEOUT") * 1000)
-        self.max_idle = get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE")
         self.idle_poll = get_float(settings, "FRONTIER_IDLE_POLL")
         self.context = context
         self._redis: AsyncRedis = context.redis
