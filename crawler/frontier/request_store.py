@@ -5,23 +5,26 @@ A request is stored as its lean JSON (``crawler.frontier.codec``), compressed un
 ``dont_filter`` request, which is never deduplicated, unless it is a seed (fetched
 anyway, but recorded as seen, so the links back to it are not fetched again). A failed
 lease leaves a record with the reason, the node, the time and the request, URL credentials
-masked.
+masked. A ``scrapy.Item`` in meta or cb_kwargs comes back as that item
+(``crawler.frontier.meta_items``).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
 
-from crawler.frontier import codec
+from crawler.frontier import codec, meta_items
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
 
 logger = logging.getLogger(__name__)
+HELD_VALUES = ("meta", "cb_kwargs")  # what a callback gets back (a scrapy.Item as that item)
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
@@ -65,18 +68,21 @@ class RequestStore:
                 "is not a method of the spider (Scrapy stores callbacks by name: use a method of "
                 f"the spider, with cb_kwargs for what a closure would hold): {exc}"
             ) from exc
+        for key in HELD_VALUES:
+            if key in fields:
+                fields[key] = meta_items.pack(fields[key])
         body = codec.dumps(fields, compress=self.compress)
-        self._report_reshaped(request)
+        self._report_reshaped(request.url, fields)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
 
-    def _report_reshaped(self, request: Request) -> None:
+    def _report_reshaped(self, url: str, fields: dict[str, Any]) -> None:
         """Count (``frontier/reshaped/<type>``) the meta and cb_kwargs values the callback
         will get back as another type, with a warning the first time of each type."""
         found: set[str] = set()
-        codec.reshaped_types(request.meta, found)
-        codec.reshaped_types(request.cb_kwargs, found)
+        for key in HELD_VALUES:
+            codec.reshaped_types(fields.get(key), found)
         for name in sorted(found):
             self.stats.inc_value(f"frontier/reshaped/{name}")
             if name not in self._reshaped:
@@ -85,10 +91,14 @@ class RequestStore:
                     "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, "
                     "its callback gets it back as a list, string or dict (a tuple or set as a "
                     "list, a datetime as its ISO text, a dataclass as a dict); logged once",
-                    request.url,
+                    url,
                     name,
                 )
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
-        return request_from_dict(codec.loads(lease.body), spider=self.spider)
+        fields = codec.loads(lease.body)
+        for key in HELD_VALUES:
+            if key in fields:
+                fields[key] = meta_items.unpack(fields[key])
+        return request_from_dict(fields, spider=self.spider)

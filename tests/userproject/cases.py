@@ -5,6 +5,8 @@
 - ``nothing``: odd pages' callbacks yield nothing at all;
 - ``raise``: every fifth page's callback raises after yielding its item and links;
 - ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
+- ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
+  a nested item) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
 - ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
 - anything else: the plain crawl (for the middleware cases and retries).
@@ -22,6 +24,13 @@ from twisted.python.failure import Failure
 from tests.userproject.spiders import page_item
 
 
+class PageItem(scrapy.Item):
+    url = scrapy.Field()
+    page = scrapy.Field()
+    title = scrapy.Field()
+    kinds = scrapy.Field()  # the types the detail callback got back: PageItem, PageItem, list
+
+
 class CasesSpider(scrapy.Spider):
     name = "u_cases"
 
@@ -37,7 +46,13 @@ class CasesSpider(scrapy.Spider):
         page = item["page"]
         if self.case == "nothing" and page % 2:
             return
-        yield item
+        if self.case == "item_meta":
+            held = PageItem(url=item["url"], page=page, title=item["title"])
+            held["kinds"] = PageItem(page=page)
+            meta = {"held": [held], "ids": (page,)}
+            yield scrapy.Request(response.url, self.detail, meta=meta, dont_filter=True)
+        else:
+            yield item
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href, callback=self.parse)
         if self.case == "errback" and page == 0:
@@ -52,6 +67,12 @@ class CasesSpider(scrapy.Spider):
             yield response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
         if self.case == "raise" and page % 5 == 4:
             raise ValueError(f"the parser broke on page {page}")
+
+    def detail(self, response: Response) -> PageItem:
+        held: PageItem = response.meta["held"][0]
+        got = (held, held["kinds"], response.meta["ids"])
+        held["kinds"] = [type(value).__name__ for value in got]
+        return held
 
     def again(self, response: Response) -> dict[str, Any]:
         return {**page_item(response), "again": True}
