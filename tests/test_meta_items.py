@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 import scrapy
@@ -48,4 +50,26 @@ def test_a_field_the_class_no_longer_declares_is_a_value_error() -> None:
     stored = meta_items.pack(Product(name="lamp"))
     stored["$fields"]["colour"] = "red"
     with pytest.raises(ValueError, match="has no field 'colour'"):
+        meta_items.unpack(stored)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Offer:
+    price: int
+    seller: Seller
+    seen: list[str] = dataclasses.field(init=False, default_factory=list)
+
+
+def test_dataclass_items_come_back_as_their_class_with_every_field() -> None:
+    offer = Offer(3, Seller(name="ann"))
+    offer.seen.append("a")
+    back = through_json({"offer": offer})
+    assert isinstance(back, dict) and back["offer"] == offer
+    assert type(back["offer"].seller) is Seller and back["offer"].seen == ["a"]
+
+
+def test_a_dataclass_that_needs_a_field_it_was_not_stored_with_is_a_value_error() -> None:
+    stored = meta_items.pack(Offer(3, Seller()))
+    del stored["$fields"]["price"]
+    with pytest.raises(ValueError, match="does not fit it"):
         meta_items.unpack(stored)

@@ -109,18 +109,18 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
 
 
-def test_a_scrapy_item_in_meta_comes_back_as_that_item(
+def test_an_item_in_meta_comes_back_as_that_item(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:
     run, reference, _ = compare(
         tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": "item_meta"}
     )
     # the tuple comes back a list, as from any JSON store, and is warned about
-    as_json = [item.replace('"PageItem","tuple"]', '"PageItem","list"]') for item in reference]
+    as_json = [item.replace('"Note","tuple"]', '"Note","list"]') for item in reference]
     assert sorted(run.items) == sorted(as_json)
-    assert all('"kinds":["PageItem","PageItem","list"]' in item for item in run.items)
+    assert all('"kinds":["PageItem","Note","list"]' in item for item in run.items)
     log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
-    assert "holds a tuple" in log and "holds a PageItem" not in log
+    assert "holds a tuple" in log and "holds a PageItem" not in log and "a Note" not in log
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,19 @@
-"""``scrapy.Item`` values in a request's meta or cb_kwargs, kept through the frontier's JSON.
+"""Items in a request's meta or cb_kwargs, kept through the frontier's JSON.
 
 Scrapy's tutorials hand a half-filled item to the next callback in ``meta`` (or
 ``cb_kwargs``); Scrapy's disk queues and scrapy-redis pickle it. The frontier stores JSON,
-never pickle, so an item is stored as ``{"$item": "<module>:<qualname>", "$fields": {...}}``
-and comes back as an instance of its class on any node that has loaded that class: nothing
-is imported because Redis names it (the spider's modules import their item classes). Its
-field values are stored like any other meta value (a tuple comes back a list).
+never pickle, so an item (a ``scrapy.Item`` or a dataclass instance) is stored as
+``{"$item": "<module>:<qualname>", "$fields": {...}}`` and comes back as an instance of its
+class on any node that has loaded that class: nothing is imported because Redis names it
+(the spider's modules import their item classes). Its field values are stored like any
+other meta value (a tuple comes back a list).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from scrapy import Item
@@ -23,8 +26,10 @@ def pack(value: Any) -> Any:
     """``value`` with every item in it (in dicts, lists and tuples) replaced by its tagged
     dict; the containers that hold none are returned as they are, not copied."""
     if isinstance(value, Item):
-        path = f"{type(value).__module__}:{type(value).__qualname__}"
-        return {ITEM_TAG: path, FIELDS_TAG: pack(dict(value))}
+        return _tagged(value, dict(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        return _tagged(value, fields)
     if isinstance(value, dict):
         packed = {key: pack(item) for key, item in value.items()}
         changed = any(packed[key] is not item for key, item in value.items())
@@ -33,6 +38,11 @@ def pack(value: Any) -> Any:
         items = [pack(item) for item in value]
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return value
+
+
+def _tagged(item: object, fields: dict[str, Any]) -> dict[str, Any]:
+    path = f"{type(item).__module__}:{type(item).__qualname__}"
+    return {ITEM_TAG: path, FIELDS_TAG: pack(fields)}
 
 
 def unpack(value: Any) -> Any:
@@ -47,17 +57,34 @@ def unpack(value: Any) -> Any:
     return value
 
 
-def _item(path: object, fields: object) -> Item:
+def _item(path: object, fields: object) -> object:
     module, _, qualname = str(path).partition(":")
     found: object = sys.modules.get(module)
     for name in qualname.split("."):
         found = getattr(found, name, None)
-    if not (isinstance(found, type) and issubclass(found, Item)) or not isinstance(fields, dict):
-        raise ValueError(
-            f"the request's meta or cb_kwargs holds a {path} item, a class this node has not "
-            "loaded (nodes must run the same project code)"
-        )
-    unknown = sorted(set(fields) - set(found.fields))
+    if isinstance(found, type) and isinstance(fields, dict):
+        if issubclass(found, Item):
+            _check_fields(path, fields, found.fields)
+            return found(fields)
+        if dataclasses.is_dataclass(found):
+            declared = {field.name: field for field in dataclasses.fields(found)}
+            _check_fields(path, fields, declared)
+            init = {name: value for name, value in fields.items() if declared[name].init}
+            try:
+                item = found(**init)
+            except TypeError as exc:  # a field the class requires now
+                message = f"the {path} item stored in the request does not fit it: {exc}"
+                raise ValueError(message) from exc
+            for name in fields.keys() - init.keys():  # the fields with init=False, as they were
+                object.__setattr__(item, name, fields[name])
+            return item
+    raise ValueError(
+        f"the request's meta or cb_kwargs holds a {path} item, a class this node has not "
+        "loaded (nodes must run the same project code)"
+    )
+
+
+def _check_fields(path: object, fields: dict[str, Any], declared: Collection[str]) -> None:
+    unknown = sorted(set(fields) - set(declared))
     if unknown:
         raise ValueError(f"the {path} item stored in the request has no field {unknown[0]!r}")
-    return found(fields)

@@ -90,7 +90,7 @@ class RequestStore:
                 logger.warning(
                     "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, "
                     "its callback gets it back as a list, string or dict (a tuple or set as a "
-                    "list, a datetime as its ISO text, a dataclass as a dict); logged once",
+                    "list, a datetime as its ISO text); logged once",
                     url,
                     name,
                 )

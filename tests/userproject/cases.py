@@ -6,7 +6,7 @@
 - ``raise``: every fifth page's callback raises after yielding its item and links;
 - ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
-  a nested item) to a detail request that finishes it, as older Scrapy tutorials do;
+  a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
 - ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
 - anything else: the plain crawl (for the middleware cases and retries).
@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import scrapy
@@ -28,7 +29,12 @@ class PageItem(scrapy.Item):
     url = scrapy.Field()
     page = scrapy.Field()
     title = scrapy.Field()
-    kinds = scrapy.Field()  # the types the detail callback got back: PageItem, PageItem, list
+    kinds = scrapy.Field()  # the types the detail callback got back: PageItem, Note, list
+
+
+@dataclass(slots=True)
+class Note:
+    page: int
 
 
 class CasesSpider(scrapy.Spider):
@@ -48,7 +54,7 @@ class CasesSpider(scrapy.Spider):
             return
         if self.case == "item_meta":
             held = PageItem(url=item["url"], page=page, title=item["title"])
-            held["kinds"] = PageItem(page=page)
+            held["kinds"] = Note(page)
             meta = {"held": [held], "ids": (page,)}
             yield scrapy.Request(response.url, self.detail, meta=meta, dont_filter=True)
         else:
