@@ -105,6 +105,31 @@ def test_a_seed_marked_for_the_browser_is_rendered_by_a_node(
     assert "'playwright/page_count/closed': 1" in log  # the page was closed after rendering
 
 
+def test_a_plain_spider_with_page_methods_runs_them_on_whichever_node_leases_it(
+    js_site: str, redis_url: str, tmp_path: Path
+) -> None:
+    """scrapy-playwright's ``PageMethod`` objects in meta go through the frontier's JSON."""
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+    }
+    arguments = {"url": js_site}
+    with running_nodes(
+        1, workdir=tmp_path, env=env, settings=settings, spider="page_methods", arguments=arguments
+    ) as nodes:
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    items = sorted(map(orjson.loads, feed.read_bytes().splitlines()), key=lambda i: i["url"])
+    assert items == [
+        {"url": js_site, "title": "脚本标题"},
+        {"url": js_site + "static", "title": "set by static", "ran": 1},
+    ]
+
+
 APP = (
     b"<!doctype html><html><head><title>loading</title></head><body><script>"
     # A synchronous request finishes before the load event the page is captured at.

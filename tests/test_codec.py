@@ -160,7 +160,7 @@ def test_meta_values_json_gives_back_as_another_type_are_counted_and_warned_once
     with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
         store.encode(reshaped, "")
         store.encode(reshaped.replace(url="http://e.com/2"), "")
-    assert crawler.stats.get_stats() == {  # the dataclass comes back as itself (meta_items)
+    assert crawler.stats.get_stats() == {  # the dataclass comes back as itself (meta_objects)
         "frontier/reshaped/datetime": 2,
         "frontier/reshaped/tuple": 2,
     }

@@ -83,7 +83,7 @@ JSON_NATIVE = (str, int, float, bool, type(None), bytes, bytearray, memoryview) 
 def reshaped_types(value: Any, found: set[str]) -> None:
     """Add to ``found`` the type names of the values in ``value`` (a request's meta or
     cb_kwargs) that JSON holds as another type: a tuple or set comes back a list, a datetime
-    an ISO string (items are kept: ``crawler.frontier.meta_items``)."""
+    an ISO string (items are kept: ``crawler.frontier.meta_objects``)."""
     if isinstance(value, dict):
         for item in value.values():
             reshaped_types(item, found)

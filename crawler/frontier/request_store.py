@@ -5,8 +5,8 @@ A request is stored as its lean JSON (``crawler.frontier.codec``), compressed un
 ``dont_filter`` request, which is never deduplicated, unless it is a seed (fetched
 anyway, but recorded as seen, so the links back to it are not fetched again). A failed
 lease leaves a record with the reason, the node, the time and the request, URL credentials
-masked. A ``scrapy.Item`` in meta or cb_kwargs comes back as that item
-(``crawler.frontier.meta_items``).
+masked. Items and scrapy-playwright's page methods in meta or cb_kwargs come back as
+themselves (``crawler.frontier.meta_objects``).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.utils.request import request_from_dict
 
-from crawler.frontier import codec, meta_items
+from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
 
 logger = logging.getLogger(__name__)
-HELD_VALUES = ("meta", "cb_kwargs")  # what a callback gets back (a scrapy.Item as that item)
+HELD_VALUES = ("meta", "cb_kwargs")  # items and page methods in them: crawler.frontier.meta_objects
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
@@ -70,7 +70,12 @@ class RequestStore:
             ) from exc
         for key in HELD_VALUES:
             if key in fields:
-                fields[key] = meta_items.pack(fields[key])
+                try:
+                    fields[key] = meta_objects.pack(fields[key])
+                except TypeError as exc:
+                    raise codec.UnserializableRequestError(
+                        f"request {request.url!r} cannot be stored in Redis: its {key} holds {exc}"
+                    ) from exc
         body = codec.dumps(fields, compress=self.compress)
         self._report_reshaped(request.url, fields)
         score = -float(request.priority)
@@ -100,5 +105,5 @@ class RequestStore:
         fields = codec.loads(lease.body)
         for key in HELD_VALUES:
             if key in fields:
-                fields[key] = meta_items.unpack(fields[key])
+                fields[key] = meta_objects.unpack(fields[key])
         return request_from_dict(fields, spider=self.spider)

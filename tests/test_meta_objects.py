@@ -7,8 +7,9 @@ import dataclasses
 import orjson
 import pytest
 import scrapy
+from scrapy_playwright.page import PageMethod
 
-from crawler.frontier import meta_items
+from crawler.frontier import meta_objects
 
 
 class Product(scrapy.Item):
@@ -21,7 +22,7 @@ class Seller(scrapy.Item):
 
 
 def through_json(value: object) -> object:
-    return meta_items.unpack(orjson.loads(orjson.dumps(meta_items.pack(value))))
+    return meta_objects.unpack(orjson.loads(orjson.dumps(meta_objects.pack(value))))
 
 
 def test_items_come_back_as_their_classes_wherever_they_are_held() -> None:
@@ -34,23 +35,23 @@ def test_items_come_back_as_their_classes_wherever_they_are_held() -> None:
 
 def test_values_without_items_are_not_copied() -> None:
     meta = {"a": [1, 2], "b": {"c": (3,)}}
-    assert meta_items.pack(meta) is meta
+    assert meta_objects.pack(meta) is meta
 
 
 def test_a_class_this_node_has_not_loaded_is_a_value_error_not_an_import() -> None:
     stored = {"$item": "some_module_never_imported:Thing", "$fields": {}}
     with pytest.raises(ValueError, match="some_module_never_imported:Thing item, a class this"):
-        meta_items.unpack({"item": stored})
+        meta_objects.unpack({"item": stored})
     stored = {"$item": "builtins:dict", "$fields": {}}  # loaded, but not an item
     with pytest.raises(ValueError, match="a class this node has not loaded"):
-        meta_items.unpack(stored)
+        meta_objects.unpack(stored)
 
 
 def test_a_field_the_class_no_longer_declares_is_a_value_error() -> None:
-    stored = meta_items.pack(Product(name="lamp"))
+    stored = meta_objects.pack(Product(name="lamp"))
     stored["$fields"]["colour"] = "red"
     with pytest.raises(ValueError, match="has no field 'colour'"):
-        meta_items.unpack(stored)
+        meta_objects.unpack(stored)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,7 +70,27 @@ def test_dataclass_items_come_back_as_their_class_with_every_field() -> None:
 
 
 def test_a_dataclass_that_needs_a_field_it_was_not_stored_with_is_a_value_error() -> None:
-    stored = meta_items.pack(Offer(3, Seller()))
+    stored = meta_objects.pack(Offer(3, Seller()))
     del stored["$fields"]["price"]
     with pytest.raises(ValueError, match="does not fit it"):
-        meta_items.unpack(stored)
+        meta_objects.unpack(stored)
+
+
+def test_page_methods_come_back_with_their_arguments() -> None:
+    methods = [PageMethod("wait_for_selector", "#out", timeout=5000), PageMethod("content")]
+    back = through_json({"playwright_page_methods": methods})
+    assert isinstance(back, dict)
+    got = back["playwright_page_methods"]
+    assert all(type(method) is PageMethod for method in got)
+    assert [(m.method, m.args, m.kwargs) for m in got] == [
+        ("wait_for_selector", ("#out",), {"timeout": 5000}),
+        ("content", (), {}),
+    ]
+
+
+def test_a_page_method_calling_a_function_cannot_be_stored_and_says_why() -> None:
+    async def scroll(page: object) -> None:
+        return None
+
+    with pytest.raises(TypeError, match="calling the function scroll, which cannot be stored"):
+        meta_objects.pack({"playwright_page_methods": [PageMethod(scroll)]})

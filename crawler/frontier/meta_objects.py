@@ -1,4 +1,4 @@
-"""Items in a request's meta or cb_kwargs, kept through the frontier's JSON.
+"""Items and page methods in a request's meta or cb_kwargs, kept through the frontier's JSON.
 
 Scrapy's tutorials hand a half-filled item to the next callback in ``meta`` (or
 ``cb_kwargs``); Scrapy's disk queues and scrapy-redis pickle it. The frontier stores JSON,
@@ -7,6 +7,10 @@ never pickle, so an item (a ``scrapy.Item`` or a dataclass instance) is stored a
 class on any node that has loaded that class: nothing is imported because Redis names it
 (the spider's modules import their item classes). Its field values are stored like any
 other meta value (a tuple comes back a list).
+
+scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
+``{"$page_method": <name>, "$args": [...], "$kwargs": {...}}``; one whose method is a function
+cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead).
 """
 
 from __future__ import annotations
@@ -17,27 +21,54 @@ from collections.abc import Collection
 from typing import Any
 
 from scrapy import Item
+from scrapy_playwright.page import PageMethod
 
 ITEM_TAG = "$item"
 FIELDS_TAG = "$fields"
+PAGE_METHOD_TAG = "$page_method"
+ARGS_TAG = "$args"
+KWARGS_TAG = "$kwargs"
 
 
 def pack(value: Any) -> Any:
-    """``value`` with every item in it (in dicts, lists and tuples) replaced by its tagged
-    dict; the containers that hold none are returned as they are, not copied."""
+    """``value`` with every item and page method in it (in dicts, lists and tuples) replaced by
+    its tagged dict; the containers that hold none are returned as they are, not copied.
+    Raises TypeError for a page method whose method is a function."""
+    if isinstance(value, PageMethod):
+        return _page_method(value)
     if isinstance(value, Item):
         return _tagged(value, dict(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
         return _tagged(value, fields)
+    if isinstance(value, (dict, list, tuple)):
+        return _container(value)
+    return value
+
+
+def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> Any:
     if isinstance(value, dict):
         packed = {key: pack(item) for key, item in value.items()}
         changed = any(packed[key] is not item for key, item in value.items())
         return packed if changed else value
-    if isinstance(value, (list, tuple)):
-        items = [pack(item) for item in value]
-        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
-    return value
+    items = [pack(item) for item in value]
+    if not any(a is not b for a, b in zip(items, value, strict=True)):
+        return value
+    return tuple(items) if isinstance(value, tuple) else items  # JSON makes it a list
+
+
+def _page_method(method: PageMethod) -> dict[str, Any]:
+    if not isinstance(method.method, str):
+        name = getattr(method.method, "__name__", repr(method.method))
+        raise TypeError(
+            f"a PageMethod calling the function {name}, which cannot be stored: name a method "
+            "of Playwright's page (PageMethod('evaluate', '<script>') runs a script)"
+        )
+    return {
+        PAGE_METHOD_TAG: method.method,
+        ARGS_TAG: pack(list(method.args)),
+        KWARGS_TAG: pack(method.kwargs),
+    }
 
 
 def _tagged(item: object, fields: dict[str, Any]) -> dict[str, Any]:
@@ -46,11 +77,16 @@ def _tagged(item: object, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def unpack(value: Any) -> Any:
-    """``value`` (JSON read back) with every tagged dict in it made its item again. Raises
-    ValueError for an item class this node has not loaded, or whose fields it does not have."""
+    """``value`` (JSON read back) with every tagged dict in it made its item or page method
+    again. Raises ValueError for an item class this node has not loaded, or whose fields it
+    does not have."""
     if isinstance(value, dict):
         if len(value) == 2 and ITEM_TAG in value and FIELDS_TAG in value:
             return _item(value[ITEM_TAG], unpack(value[FIELDS_TAG]))
+        if len(value) == 3 and {PAGE_METHOD_TAG, ARGS_TAG, KWARGS_TAG} <= value.keys():
+            args, kwargs = unpack(value[ARGS_TAG]), unpack(value[KWARGS_TAG])
+            if isinstance(args, list) and isinstance(kwargs, dict):
+                return PageMethod(str(value[PAGE_METHOD_TAG]), *args, **kwargs)
         return {key: unpack(item) for key, item in value.items()}
     if isinstance(value, list):
         return [unpack(item) for item in value]
