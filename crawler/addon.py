@@ -22,6 +22,7 @@ from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat
+from crawler.middleware_orders import check_spider_middleware_orders
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import get_bool, get_float, get_int
 
@@ -121,6 +122,7 @@ class ClusterAddon:
             )
         ClusterAddon._queues(settings)
         ClusterAddon._download_delay(settings)
+        check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
     @staticmethod

@@ -1,0 +1,62 @@
+"""User spider middlewares ordered below the frontier's own, which would hide their work from it.
+
+``LeaseOutputMiddleware`` must see a callback's output after every spider middleware (an item a
+middleware below it drops holds its page's lease forever), and ``ClusterStartMiddleware`` must
+see ``start()``'s after every one (what one below it adds runs on every node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from scrapy.http import Response
+
+from tests.test_scrapy_redis_compat import project
+
+CLUSTER = {"REDIS_URL": "redis://h:1/0"}
+HERE = "tests.test_middleware_orders."
+
+
+class DropsItems:
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for output in result:
+            if not isinstance(output, dict):
+                yield output
+
+
+class AddsStart:
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        yield {"from": "a middleware"}
+        async for output in start:
+            yield output
+
+
+class OnlyInput:
+    def process_spider_input(self, response: Response) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("middleware", "order", "message"),
+    [
+        ("DropsItems", 5, "DropsItems at 5, below LeaseOutputMiddleware at 10"),
+        ("AddsStart", 15, "AddsStart at 15, below ClusterStartMiddleware at 20"),
+        ("AddsStart", -3, "below ClusterStartMiddleware at 20"),
+    ],
+)
+def test_a_spider_middleware_below_the_frontiers_own_is_refused(
+    middleware: str, order: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"SPIDER_MIDDLEWARES puts .*{message}.* above 20"):
+        project({**CLUSTER, "SPIDER_MIDDLEWARES": {HERE + middleware: order}})
+
+
+def test_below_them_what_does_not_touch_output_or_start_is_accepted_and_standalone_all() -> None:
+    project({**CLUSTER, "SPIDER_MIDDLEWARES": {HERE + "OnlyInput": 1, HERE + "DropsItems": 15}})
+    project({"SPIDER_MIDDLEWARES": {HERE + "DropsItems": 1, HERE + "AddsStart": 1}})
+    moved = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
+    project({**CLUSTER, "SPIDER_MIDDLEWARES": {moved: 2, HERE + "DropsItems": 5}})
