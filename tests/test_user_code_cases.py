@@ -90,7 +90,9 @@ def test_retries_and_redirect_chains(tmp_path: Path, redis_url: str, kafka_boots
     assert set(hits.values()) == {2}  # a 500, then the retry
 
 
-@pytest.mark.parametrize("case", ["errback", "nothing", "dont_filter", "raise", "other_host"])
+@pytest.mark.parametrize(
+    "case", ["errback", "nothing", "dont_filter", "engine_copy", "raise", "other_host"]
+)
 def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str) -> None:
     run, reference, _ = compare(
         tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": case}

@@ -36,6 +36,7 @@ class LeaseState:
     error: str | None = None  # the failure's detail, for its record
     requeue_reason: str | None = None
     void: bool = False  # the frontier was purged under it: its output is not written
+    answered: bool = False  # its response or failure reached the spider (``answer``)
 
     @property
     def outcome(self) -> Outcome:
@@ -91,11 +92,21 @@ class AckTracker:
         self._release(state)
 
     def replace(self, lease_id: str, request: NewRequest) -> None:
-        """The download was answered by a new request (redirect, retry): enqueue it, finish."""
+        """A request that carries the lease's meta reached the scheduler. Before the download
+        was answered, it answers it (a redirect, a retry): it is enqueued and the lease ends
+        with it. After, the spider's code made it from the leased request (a copy handed to
+        ``engine.crawl()``, outside the callback's output): it is a child of the lease."""
         state = self._leases[lease_id]
         if not state.void:
             state.children.append(request)
-        self.callback_done(lease_id)
+        if not state.answered:
+            self.callback_done(lease_id)
+
+    def answer(self, lease_id: str) -> None:
+        """The lease's response (or download failure) reached the spider."""
+        state = self._leases.get(lease_id)
+        if state is not None:
+            state.answered = True
 
     def fail(self, lease_id: str, reason: str, error: str | None = None) -> None:
         """Record why the request failed; the first reason wins."""

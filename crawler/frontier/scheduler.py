@@ -217,7 +217,7 @@ class LeasingScheduler:
         elif new is None:
             pass
         elif self.tracker.tracks(lease_id):
-            self.tracker.replace(lease_id, new)  # redirect or retry of a leased request
+            self.tracker.replace(lease_id, new)  # a redirect or retry, or a copy made by the spider
         else:
             self.writer.add_fresh([new])
         if new is None:

@@ -57,6 +57,7 @@ class LeaseErrback:
     def __call__(self, failure: Failure) -> Any:
         error = mask_secrets(str(failure.value))
         self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
+        self.tracker.answer(self.lease_id)
         if self.original is None:
             self.tracker.callback_done(self.lease_id)
             return failure

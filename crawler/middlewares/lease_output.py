@@ -89,6 +89,13 @@ class LeaseOutputMiddleware:
     def from_crawler(cls, crawler: Crawler) -> LeaseOutputMiddleware:
         return cls(crawler)
 
+    def process_spider_input(self, response: Response) -> None:
+        """The response reaches the spider: a request with its lease's meta from now on is
+        new work, not a redirect or retry (``AckTracker.replace``)."""
+        if (found := tracked_lease(self.crawler, response.request)) is not None:
+            tracker, lease_id = found
+            tracker.answer(lease_id)
+
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:

@@ -8,6 +8,8 @@
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
   a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
+- ``engine_copy``: the same, but handed to ``crawler.engine.crawl()`` from the callback (a copy
+  of the leased request: it carries the lease's meta), before the page's item and links;
 - ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
 - anything else: the plain crawl (for the middleware cases and retries).
 """
@@ -52,6 +54,9 @@ class CasesSpider(scrapy.Spider):
         page = item["page"]
         if self.case == "nothing" and page % 2:
             return
+        if self.case == "engine_copy" and self.crawler.engine is not None:
+            again = response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
+            self.crawler.engine.crawl(again)
         if self.case == "item_meta":
             held = PageItem(url=item["url"], page=page, title=item["title"])
             held["kinds"] = Note(page)
