@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 
-from crawler import scrapy_redis_compat
+from crawler import scrapy_redis_compat, standalone_commands
 from crawler.middleware_orders import check_spider_middleware_orders
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import get_bool, get_float, get_int
@@ -83,6 +83,7 @@ class ClusterAddon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
+        standalone_commands.apply(settings)  # scrapy fetch, shell, ...: never cluster mode
         for setting, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(setting, load_object(path), order)

@@ -1,0 +1,13 @@
+"""``scrapy check``, standalone whatever REDIS_URL says (``crawler.standalone_commands``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.commands import check
+
+from crawler.standalone_commands import marked
+
+
+class Command(check.Command):
+    default_settings: ClassVar[dict[str, Any]] = marked(check.Command, "check")

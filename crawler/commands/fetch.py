@@ -1,0 +1,13 @@
+"""``scrapy fetch``, standalone whatever REDIS_URL says (``crawler.standalone_commands``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.commands import fetch
+
+from crawler.standalone_commands import marked
+
+
+class Command(fetch.Command):
+    default_settings: ClassVar[dict[str, Any]] = marked(fetch.Command, "fetch")

@@ -1,0 +1,13 @@
+"""``scrapy parse``, standalone whatever REDIS_URL says (``crawler.standalone_commands``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.commands import parse
+
+from crawler.standalone_commands import marked
+
+
+class Command(parse.Command):
+    default_settings: ClassVar[dict[str, Any]] = marked(parse.Command, "parse")

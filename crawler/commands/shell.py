@@ -1,0 +1,13 @@
+"""``scrapy shell``, standalone whatever REDIS_URL says (``crawler.standalone_commands``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.commands import shell
+
+from crawler.standalone_commands import marked
+
+
+class Command(shell.Command):
+    default_settings: ClassVar[dict[str, Any]] = marked(shell.Command, "shell")

@@ -1,0 +1,13 @@
+"""``scrapy view``, standalone whatever REDIS_URL says (``crawler.standalone_commands``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.commands import view
+
+from crawler.standalone_commands import marked
+
+
+class Command(view.Command):
+    default_settings: ClassVar[dict[str, Any]] = marked(view.Command, "view")
