@@ -94,7 +94,11 @@ class ClusterAddon:
             self._cluster(settings)
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)
-        if not settings.get("KAFKA_BOOTSTRAP_SERVERS") and not settings.getdict("FEEDS"):
+        if not (
+            settings.get("KAFKA_BOOTSTRAP_SERVERS")
+            or settings.getdict("FEEDS")
+            or settings.get(standalone_commands.SETTING)  # shows pages, writes no feed
+        ):
             feed = settings.get("CRAWLER_STANDALONE_FEED")
             if feed:
                 settings.set(

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -59,8 +60,15 @@ def test_fetch_and_parse_print_the_page_and_its_items(site: UserSite, redis_url:
     assert frontier_keys(redis_url) == []
 
 
-def test_shell_runs_its_code_on_the_page(site: UserSite, redis_url: str) -> None:
-    shell = scrapy(redis_url, "shell", site.url(2), "-c", "response.css('h1::text').get()")
+def test_shell_runs_its_code_on_the_page_and_writes_no_feed(
+    site: UserSite, redis_url: str, tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.jsonl"
+    code = "response.css('h1::text').get()"
+    shell = scrapy(
+        redis_url, "shell", site.url(2), "-c", code, "-s", f"CRAWLER_STANDALONE_FEED={feed}"
+    )
     assert shell.stdout.strip() == "Page 2"
     assert frontier_keys(redis_url) == []
     assert "scrapy shell runs standalone: REDIS_URL and KAFKA_BOOTSTRAP_SERVERS" in shell.stderr
+    assert not feed.exists()
