@@ -24,7 +24,7 @@ from scrapy.utils.misc import load_object
 from crawler import scrapy_redis_compat, standalone_commands
 from crawler.middleware_orders import check_spider_middleware_orders
 from crawler.redis_url import RedisConfig
-from crawler.settings_values import get_bool, get_float, get_int
+from crawler.settings_values import component_path, get_bool, get_float, get_int
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
@@ -149,14 +149,14 @@ class ClusterAddon:
         for name, kept in QUEUE_ORDERS.items():
             if not scrapy_redis_compat.given(settings, name):
                 continue
-            value = settings.get(name)
-            path = value if isinstance(value, str) else f"{value.__module__}.{value.__qualname__}"
+            path = component_path(settings.get(name))
             if path not in kept:
                 raise ValueError(
                     f"{name}={path!r} with REDIS_URL set: the shared frontier leases the highest "
                     "Request.priority first, first in first out within a priority, for every "
-                    "request (start requests too); remove the setting (for depth-first order "
-                    "set DEPTH_PRIORITY=-1), or unset REDIS_URL to crawl standalone with it"
+                    "request (start requests too); remove the setting (DEPTH_PRIORITY=1 gives "
+                    "breadth-first order, -1 depth-first), or unset REDIS_URL to crawl "
+                    "standalone with it"
                 )
 
     @staticmethod

@@ -14,6 +14,8 @@ from __future__ import annotations
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from crawler.settings_values import component_path
+
 LEASE_OUTPUT = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
 CLUSTER_START = "crawler.middlewares.cluster_start.ClusterStartMiddleware"
 # the frontier's middleware -> the methods a middleware below it must not have
@@ -23,17 +25,11 @@ GUARDED = {
 }
 
 
-def _path(component: object) -> str:
-    if isinstance(component, str):
-        return component
-    return f"{getattr(component, '__module__', '')}.{getattr(component, '__qualname__', '')}"
-
-
 def check_spider_middleware_orders(settings: BaseSettings) -> None:
     """Raise ValueError for an enabled spider middleware below the frontier's own that has
     the methods they must come after."""
     orders = {
-        _path(component): order
+        component_path(component): order
         for component, order in settings.getwithbase("SPIDER_MIDDLEWARES").items()
         if order is not None
     }

@@ -13,6 +13,7 @@ one raises ``ValueError`` naming the setting and the value.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -105,3 +106,15 @@ def text(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{value!r} is not a string")
     return value.strip()
+
+
+def component_path(value: object) -> str:
+    """The import path of a component setting's value: a string as given, a class by the name
+    its module gives it (Scrapy's queue classes are made by a factory, whose qualified name
+    would be ``_scrapy_non_serialization_queue.<locals>.ScrapyRequestQueue``)."""
+    if isinstance(value, str):
+        return value
+    module = getattr(value, "__module__", "")
+    named = vars(sys.modules[module]) if module in sys.modules else {}
+    name = next((key for key, found in named.items() if found is value), None)
+    return f"{module}.{name or getattr(value, '__qualname__', repr(value))}"

@@ -372,6 +372,15 @@ def test_settings_that_ask_for_what_the_frontier_does_are_accepted() -> None:
     assert settings.getfloat("FRONTIER_IDLE_POLL") == 3
 
 
+def test_queue_settings_given_as_classes_as_scrapy_docs_show_for_bfs_are_accepted() -> None:
+    from scrapy.squeues import FifoMemoryQueue, LifoMemoryQueue, PickleFifoDiskQueue
+
+    bfs = {"DEPTH_PRIORITY": 1, "SCHEDULER_MEMORY_QUEUE": FifoMemoryQueue}
+    project({"REDIS_URL": "redis://h:1/0", **bfs, "SCHEDULER_DISK_QUEUE": PickleFifoDiskQueue})
+    with pytest.raises(ValueError, match="SCHEDULER_MEMORY_QUEUE='scrapy.squeues.LifoMemoryQueue'"):
+        project({"REDIS_URL": "redis://h:1/0", "SCHEDULER_MEMORY_QUEUE": LifoMemoryQueue})
+
+
 def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() -> None:
     cluster = {"REDIS_URL": "redis://h:1/0", "DOWNLOAD_DELAY": 0.5}
     assert project(cluster).getfloat("POLITENESS_RATE") == 2.0  # not 2 a second per node
