@@ -24,7 +24,7 @@ from scrapy.utils.misc import load_object
 from crawler import scrapy_redis_compat, standalone_commands
 from crawler.middleware_orders import check_spider_middleware_orders
 from crawler.redis_url import RedisConfig
-from crawler.settings_values import component_path, get_bool, get_float, get_int
+from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
@@ -177,7 +177,7 @@ class ClusterAddon:
         settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
         settings.set(
             "PLAYWRIGHT_LAUNCH_OPTIONS",
-            {**launch, **settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")},
+            {**launch, **get_dict(settings, "PLAYWRIGHT_LAUNCH_OPTIONS")},
             "addon",
         )
         settings.set("PLAYWRIGHT_MAX_CONTEXTS", contexts, "addon")

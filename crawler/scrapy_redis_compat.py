@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 
 from scrapy.settings import BaseSettings
 
-from crawler.settings_values import get_bool, get_float, get_int
+from crawler.settings_values import get_bool, get_dict, get_float, get_int
 
 # scrapy-redis name -> our setting with the same meaning
 ALIASES = {
@@ -169,7 +169,7 @@ def _seed_type(settings: BaseSettings) -> None:
 def _redis_url(settings: BaseSettings) -> None:
     """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL; given together with a
     REDIS_URL that says otherwise, the start stops (scrapy-redis let one silently win)."""
-    params = settings.getdict("REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
+    params = get_dict(settings, "REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
     unknown = set(params) - URL_PARAMS - IGNORABLE_PARAMS
     if unknown:
         raise refuse(

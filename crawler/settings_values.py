@@ -14,7 +14,7 @@ one raises ``ValueError`` naming the setting and the value.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -76,9 +76,16 @@ def get_list(settings: ListSettings, name: str) -> list[Any]:
 def dict_value(name: str, value: Any) -> dict[str, Any]:
     """A dict setting's value, given as a dict or as the text of a JSON object (``-s``, the
     environment, the ``crawler`` CLI's settings)."""
-    if not isinstance(value, str):
-        return dict(value or {})
-    return _json(name, value, dict, "object") if value.strip() else {}
+    if isinstance(value, str):
+        return _json(name, value, dict, "object") if value.strip() else {}
+    if value and not isinstance(value, Mapping):
+        raise ValueError(f"{name}={value!r} is not a JSON object")
+    return dict(value or {})
+
+
+def get_dict(settings: ListSettings, name: str) -> dict[str, Any]:
+    """``settings.getdict`` whose errors name the setting and its value."""
+    return dict_value(name, settings.get(name))
 
 
 def get_typed_list(

@@ -190,3 +190,24 @@ def test_a_number_or_bool_setting_that_does_not_parse_is_refused_by_name(
     assert unnamed == {}
     checked = {"FRONTIER_PREFETCH", "SEEDS_DONT_FILTER", "POLITENESS_RATE", "KAFKA_POLL_INTERVAL"}
     assert checked <= named
+
+
+@pytest.mark.parametrize("bad", ["notjson", "[1]"])
+@pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
+def test_a_dict_setting_that_is_not_an_object_is_refused_by_name(
+    source: Callable[[Mapping[str, str]], Settings], bad: str
+) -> None:
+    dicts = sorted(n for n, v in typed_defaults().items() if isinstance(v, dict))
+    assert {"KAFKA_PRODUCER_CONFIG", "KAFKA_TOPIC_CONFIG", "POLITENESS_SITE_RATES"} <= set(dicts)
+    wrong: dict[str, str] = {}
+    for name in dicts:
+        settings = source({name: bad})
+        for component, build in BUILDERS.items():
+            try:
+                build(settings)
+            except ValueError as exc:
+                if name not in str(exc):
+                    wrong[name] = f"{component}: {exc}"
+            except Exception as exc:  # noqa: BLE001  # any other error is the defect
+                wrong[name] = f"{component}: {type(exc).__name__}: {exc}"
+    assert wrong == {}

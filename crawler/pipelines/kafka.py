@@ -46,7 +46,7 @@ from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicSpec
 from crawler.node import resolve_node_id
-from crawler.settings_values import get_bool, get_float, get_int, get_typed_list, text
+from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class KafkaPipelineSettings(KafkaSettings):
             bootstrap_servers=bootstrap,
             topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
             dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
-            producer_config=producer_config(bootstrap, settings.getdict("KAFKA_PRODUCER_CONFIG")),
+            producer_config=producer_config(bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")),
             poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
             flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
             backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
@@ -77,7 +77,7 @@ class KafkaPipelineSettings(KafkaSettings):
             topic_partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
             topic_replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
             topic_config={
-                str(k): str(v) for k, v in settings.getdict("KAFKA_TOPIC_CONFIG").items()
+                str(k): str(v) for k, v in get_dict(settings, "KAFKA_TOPIC_CONFIG").items()
             },
             spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
             replay_interval=get_float(settings, "KAFKA_SPOOL_REPLAY_INTERVAL"),

@@ -10,7 +10,14 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
 from crawler.politeness.limiter import Penalty, Rate
-from crawler.settings_values import get_bool, get_float, get_int, get_typed_list, status_code
+from crawler.settings_values import (
+    get_bool,
+    get_dict,
+    get_float,
+    get_int,
+    get_typed_list,
+    status_code,
+)
 
 
 def _rate(name: str, value: Any, default_burst: int) -> Rate:
@@ -42,7 +49,7 @@ class PolitenessSettings:
         burst = get_int(settings, "POLITENESS_BURST")
         sites = {
             str(site).lower(): _rate(f"POLITENESS_SITE_RATES[{site!r}]", value, burst)
-            for site, value in settings.getdict("POLITENESS_SITE_RATES").items()
+            for site, value in get_dict(settings, "POLITENESS_SITE_RATES").items()
         }
         values = cls(
             default=_rate("POLITENESS_RATE", settings.get("POLITENESS_RATE"), burst),
