@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import redis
 
 from crawler.demo.site import Site
@@ -40,3 +41,33 @@ def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
     text = "".join((tmp_path / f"node-{i}.log").read_text() for i in range(2))
     assert "asks for a crawl delay of 0.1s" in text
     assert "'robotstxt/shared_hit': 1" in text
+
+
+@pytest.mark.parametrize("cluster", [True, False], ids=["cluster", "standalone"])
+def test_requests_that_wait_for_robots_txt_together_are_all_checked(
+    cluster: bool, redis_url: str, tmp_path: Path
+) -> None:
+    """Every request that arrives while robots.txt is being fetched gets its rules (Scrapy
+    2.19's own middleware gave the parser to the first waiter and None, "allowed", to the
+    others)."""
+    env = {"REDIS_URL": redis_url if cluster else "", "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "SPIDER_MODULES": "tests.spiders",
+        "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl"),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        "POLITENESS_ENABLED": "False",
+    }
+    with Site(20, robots="User-agent: *\nDisallow: /p/1\n", delay=0.3) as site:
+        arguments = {"site": site.base_url}
+        with running_nodes(
+            1,
+            workdir=tmp_path,
+            env=env,
+            settings=settings,
+            spider="robots_burst",
+            arguments=arguments,
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+        forbidden = sorted(path for path in site.hits if path.startswith("/p/1"))
+        assert forbidden == []
+        assert site.hits["/p/0.html"] == 1 and site.hits["/p/2.html"] == 1

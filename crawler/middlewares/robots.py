@@ -5,7 +5,9 @@ in Redis (``ROBOTSTXT_CACHE_KEY``, ``ROBOTSTXT_CACHE_TTL``): the first node to
 need it downloads it, every other node parses the cached copy. 2xx and 4xx
 answers are cached (a 4xx means "no rules"); 5xx and errors are not. The
 ``Crawl-delay`` for our user agent slows the site in the cluster-wide limiter.
-Without ``REDIS_URL`` it behaves like Scrapy's middleware.
+Without ``REDIS_URL`` it behaves like Scrapy's middleware. Requests that arrive while a
+site's robots.txt is looked up all wait for it (in Scrapy 2.19's own middleware only the
+first did: the others were let through as if there were no rules).
 
 Stats: ``robotstxt/shared_hit``, ``robotstxt/shared_stored``, ``robotstxt/redis_error``
 (besides Scrapy's ``robotstxt/*``).
@@ -13,6 +15,7 @@ Stats: ``robotstxt/shared_hit``, ``robotstxt/shared_stored``, ``robotstxt/redis_
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from protego import Protego
@@ -45,6 +48,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._redis: AsyncRedis | None = context.redis if context is not None else None
         self._guard = context.guard("robotstxt") if context is not None else None
         self.crawl_delays = CrawlDelays()  # read by ClusterRateLimitMiddleware
+        self._pending: dict[str, asyncio.Future[RobotParser | None]] = {}  # lookups under way
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedRobotsTxtMiddleware:
@@ -54,21 +58,39 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         return self._key_template % {"site": netloc}
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
+        """The site's parser (None: no rules). One lookup per site at a time; the requests
+        that arrive meanwhile wait for its result, every one of them (Scrapy's own middleware
+        hands its pending parser, a Deferred, to the first waiter only: the others got None,
+        "allowed")."""
         netloc = urlparse_cached(request).netloc
-        if netloc in self._parsers or self._redis is None:
-            return await super().robot_parser(request)
-        # Requests for this site that arrive meanwhile wait for this lookup.
-        waiting: Deferred[RobotParser | None] = Deferred()
-        self._parsers[netloc] = waiting
-        body = await self._cached(netloc)
-        del self._parsers[netloc]
-        if body is not None:
-            self._stats.inc_value("robotstxt/shared_hit")
-            self._learn(netloc, body)
-            self._parsers[netloc] = build_from_crawler(self._parserimpl, self.crawler, body)
-        parser = await super().robot_parser(request)  # downloads it on a cache miss
-        waiting.callback(parser)
+        pending = self._pending.get(netloc)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        if netloc in self._parsers:
+            known = self._parsers[netloc]
+            if not isinstance(known, Deferred):
+                return known
+        pending = asyncio.get_running_loop().create_future()
+        self._pending[netloc] = pending
+        try:
+            parser = await self._lookup(request, netloc)
+        except BaseException:
+            pending.cancel()
+            raise
+        finally:
+            del self._pending[netloc]
+        pending.set_result(parser)
         return parser
+
+    async def _lookup(self, request: Request, netloc: str) -> RobotParser | None:
+        """The parser from the cluster's cache, else from Scrapy's download of robots.txt."""
+        if self._redis is not None:
+            body = await self._cached(netloc)
+            if body is not None:
+                self._stats.inc_value("robotstxt/shared_hit")
+                self._learn(netloc, body)
+                self._parsers[netloc] = build_from_crawler(self._parserimpl, self.crawler, body)
+        return await super().robot_parser(request)  # downloads it when not known yet
 
     async def _cached(self, netloc: str) -> bytes | None:
         redis, guard = self._redis, self._guard
