@@ -22,7 +22,7 @@ from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat, standalone_commands
-from crawler.middleware_orders import check_spider_middleware_orders
+from crawler.component_orders import check_pipeline_orders, check_spider_middleware_orders
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
@@ -94,6 +94,8 @@ class ClusterAddon:
             self._cluster(settings)
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)
+        if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
+            check_pipeline_orders(settings)
         if not (
             settings.get("KAFKA_BOOTSTRAP_SERVERS")
             or settings.getdict("FEEDS")

@@ -16,7 +16,7 @@ from scrapy.http import Response
 from tests.test_scrapy_redis_compat import project
 
 CLUSTER = {"REDIS_URL": "redis://h:1/0"}
-HERE = "tests.test_middleware_orders."
+HERE = "tests.test_component_orders."
 
 
 class DropsItems:
@@ -60,3 +60,20 @@ def test_below_them_what_does_not_touch_output_or_start_is_accepted_and_standalo
     project({"SPIDER_MIDDLEWARES": {HERE + "DropsItems": 1, HERE + "AddsStart": 1}})
     moved = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
     project({**CLUSTER, "SPIDER_MIDDLEWARES": {moved: 2, HERE + "DropsItems": 5}})
+
+
+class Tags:
+    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {**item, "tag": "late"}
+
+
+KAFKA = {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+
+
+def test_an_item_pipeline_after_the_kafka_pipeline_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"ITEM_PIPELINES puts .*Tags at 950, after KafkaPipeline"):
+        project({**KAFKA, "ITEM_PIPELINES": {HERE + "Tags": 950}})
+    project({**KAFKA, "ITEM_PIPELINES": {HERE + "Tags": 300}})
+    moved = "crawler.pipelines.kafka.KafkaPipeline"
+    project({**KAFKA, "ITEM_PIPELINES": {HERE + "Tags": 950, moved: 1000}})
+    project({"ITEM_PIPELINES": {HERE + "Tags": 950}})  # no Kafka: the pipeline is off

@@ -1,4 +1,4 @@
-"""Spider middlewares ordered where they would hide their work from the frontier (cluster mode).
+"""Components ordered where they would hide their work from the frontier or from Kafka.
 
 Scrapy passes a callback's output, and ``start()``'s, from the spider towards the engine
 through the spider middlewares in decreasing order. ``LeaseOutputMiddleware`` holds a page's
@@ -6,7 +6,10 @@ lease for each item and request it sees, so it must see them after every other m
 an item a middleware below it drops was held and is never settled, and the lease is never
 finished (the node never closes). ``ClusterStartMiddleware`` lets one node of the crawl run
 ``start()``; what a middleware below it adds is added by every node. Such a middleware stops
-the start, with the order to give it instead.
+the start, with the order to give it instead (cluster mode).
+
+``KafkaPipeline`` delivers the item it is given: an item pipeline after it would drop or change
+an item already delivered, so one stops the start while Kafka is on (standalone or not).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from crawler.settings_values import component_path
 
 LEASE_OUTPUT = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
 CLUSTER_START = "crawler.middlewares.cluster_start.ClusterStartMiddleware"
+KAFKA_PIPELINE = "crawler.pipelines.kafka.KafkaPipeline"
 # the frontier's middleware -> the methods a middleware below it must not have
 GUARDED = {
     LEASE_OUTPUT: ("process_spider_output", "process_spider_output_async"),
@@ -25,14 +29,19 @@ GUARDED = {
 }
 
 
+def _enabled(settings: BaseSettings, name: str) -> dict[str, int]:
+    """The enabled components of a component setting (with its base), by import path."""
+    return {
+        component_path(component): order
+        for component, order in settings.getwithbase(name).items()
+        if order is not None
+    }
+
+
 def check_spider_middleware_orders(settings: BaseSettings) -> None:
     """Raise ValueError for an enabled spider middleware below the frontier's own that has
     the methods they must come after."""
-    orders = {
-        component_path(component): order
-        for component, order in settings.getwithbase("SPIDER_MIDDLEWARES").items()
-        if order is not None
-    }
+    orders = _enabled(settings, "SPIDER_MIDDLEWARES")
     for guard, methods in GUARDED.items():
         if guard not in orders:
             continue
@@ -49,3 +58,19 @@ def check_spider_middleware_orders(settings: BaseSettings) -> None:
                     f"frontier's (docs/settings.md); give it an order above {highest} (Scrapy's "
                     "own spider middlewares start at 50)"
                 )
+
+
+def check_pipeline_orders(settings: BaseSettings) -> None:
+    """Raise ValueError for an enabled item pipeline after ``KafkaPipeline``."""
+    orders = _enabled(settings, "ITEM_PIPELINES")
+    kafka = orders.get(KAFKA_PIPELINE)
+    if kafka is None:
+        return
+    for path, order in orders.items():
+        if order > kafka:
+            raise ValueError(
+                f"ITEM_PIPELINES puts {path} at {order}, after KafkaPipeline at {kafka}: the "
+                "item is in Kafka by then, so what it drops or changes would not be; give it "
+                f"an order below {kafka}, or put KafkaPipeline after it ({KAFKA_PIPELINE!r}: "
+                f"{order + 1} in ITEM_PIPELINES)"
+            )
