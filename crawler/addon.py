@@ -17,6 +17,8 @@ politeness or Kafka.
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.misc import load_object
@@ -26,6 +28,7 @@ from crawler.component_orders import check_pipeline_orders, check_spider_middlew
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
+logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
 # Scrapy's scheduler queue settings -> the values whose order the frontier keeps
@@ -40,6 +43,14 @@ QUEUE_ORDERS = {
     "SCHEDULER_DISK_QUEUE": FIFO_DISK_QUEUES,
     "SCHEDULER_START_MEMORY_QUEUE": (),
     "SCHEDULER_START_DISK_QUEUE": (),
+}
+
+# Scrapy's CloseSpider extension's counts -> what each node counts
+CLOSESPIDER_COUNTS = {
+    "CLOSESPIDER_PAGECOUNT": ("crawled", "pages"),
+    "CLOSESPIDER_PAGECOUNT_NO_ITEM": ("crawled", "pages in a row without an item"),
+    "CLOSESPIDER_ITEMCOUNT": ("scraped", "items"),
+    "CLOSESPIDER_ERRORCOUNT": ("met", "errors"),
 }
 
 # The project's components and their orders. They are added to these settings unless already
@@ -129,6 +140,7 @@ class ClusterAddon:
             )
         ClusterAddon._queues(settings)
         ClusterAddon._download_delay(settings)
+        ClusterAddon._closespider_counts(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
@@ -143,6 +155,21 @@ class ClusterAddon:
             return
         if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):
             settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
+
+    @staticmethod
+    def _closespider_counts(settings: BaseSettings) -> None:
+        """Scrapy's ``CloseSpider`` extension counts what its node did: said once at start."""
+        for name, what in CLOSESPIDER_COUNTS.items():
+            count = get_int(settings, name)
+            if count > 0:
+                logger.warning(
+                    "%s=%d counts per node in cluster mode: each node closes when it has %s "
+                    "that many %s (N nodes: up to N times as many) and the others go on; what "
+                    "is left stays in the frontier for the next run (docs/settings.md)",
+                    name,
+                    count,
+                    *what,
+                )
 
     @staticmethod
     def _queues(settings: BaseSettings) -> None:

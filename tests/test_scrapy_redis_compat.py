@@ -11,6 +11,7 @@ the setting is refused with a message naming what to use instead.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -377,7 +378,8 @@ def test_queue_settings_given_as_classes_as_scrapy_docs_show_for_bfs_are_accepte
 
     bfs = {"DEPTH_PRIORITY": 1, "SCHEDULER_MEMORY_QUEUE": FifoMemoryQueue}
     project({"REDIS_URL": "redis://h:1/0", **bfs, "SCHEDULER_DISK_QUEUE": PickleFifoDiskQueue})
-    with pytest.raises(ValueError, match="SCHEDULER_MEMORY_QUEUE='scrapy.squeues.LifoMemoryQueue'"):
+    named = r"SCHEDULER_MEMORY_QUEUE='scrapy\.squeues\.LifoMemoryQueue'"
+    with pytest.raises(ValueError, match=named):
         project({"REDIS_URL": "redis://h:1/0", "SCHEDULER_MEMORY_QUEUE": LifoMemoryQueue})
 
 
@@ -386,6 +388,17 @@ def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() ->
     assert project(cluster).getfloat("POLITENESS_RATE") == 2.0  # not 2 a second per node
     assert project({**cluster, "POLITENESS_RATE": 8}).getfloat("POLITENESS_RATE") == 8
     assert project({"REDIS_URL": "redis://h:1/0"}).getfloat("POLITENESS_RATE") == 4.0
+
+
+def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        project({"REDIS_URL": "redis://h:1/0", "CLOSESPIDER_PAGECOUNT": 20})
+        project({"CLOSESPIDER_ITEMCOUNT": 5})  # standalone: as in Scrapy, nothing to say
+    assert [record.getMessage() for record in caplog.records] == [
+        "CLOSESPIDER_PAGECOUNT=20 counts per node in cluster mode: each node closes when it "
+        "has crawled that many pages (N nodes: up to N times as many) and the others go on; "
+        "what is left stays in the frontier for the next run (docs/settings.md)"
+    ]
 
 
 def test_redis_pipeline_keeps_its_items_key() -> None:

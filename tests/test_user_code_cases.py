@@ -111,6 +111,26 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
 
 
+def test_close_spider_from_a_callback_closes_its_node_and_is_no_failure(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    run, _, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_cases",
+        arguments={"case": "close"},
+        same_hits=False,
+    )
+    assert any('"page":3' in item for item in run.items)  # its item was delivered
+    client = redis.Redis.from_url(redis_url)
+    failed = client.hvals(FrontierKeys.for_spider("u_cases").failed)
+    client.close()
+    assert failed == [] and run.ledger.get("failed", 0) == 0
+    log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
+    assert "Closing spider (enough)" in log
+
+
 def test_an_item_in_meta_comes_back_as_that_item(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

@@ -6,7 +6,7 @@ them (Scrapy hands callback output to its workers through a queue, so the
 output ends before its requests are scheduled); it holds the lease for every
 item until the pipelines settle it, and releases the callback's own hold when
 the output ends. Callback errors mark the lease failed with
-``spider_exception/<ExceptionClass>``.
+``spider_exception/<ExceptionClass>`` (not ``CloseSpider``: a wish to stop, not an error).
 
 Items are matched to their lease through the response that Scrapy's
 ``item_scraped`` / ``item_dropped`` / ``item_error`` signals carry (its
@@ -25,7 +25,7 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 from twisted.python.failure import Failure
@@ -58,6 +58,14 @@ def source_request(source: Response | Failure | None) -> Request | None:
     return request if isinstance(request, Request) else None
 
 
+def fail(tracker: AckTracker, lease_id: str, exc: Exception) -> None:
+    """Record a callback's exception as the lease's failure, except ``CloseSpider``: Scrapy
+    takes it as the spider's wish to stop (the node closes with its reason), not an error;
+    the page's output so far stands and its lease is done."""
+    if not isinstance(exc, CloseSpider):
+        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
+
+
 async def track_output(
     tracker: AckTracker, lease_id: str, result: AsyncIterator[Any]
 ) -> AsyncIterator[Any]:
@@ -71,7 +79,7 @@ async def track_output(
                 tracker.hold(lease_id)  # released by the item's signal
             yield output
     except Exception as exc:
-        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
+        fail(tracker, lease_id, exc)
         raise
     finally:
         tracker.callback_done(lease_id)
@@ -109,8 +117,7 @@ class LeaseOutputMiddleware:
 
     def process_spider_exception(self, response: Response, exception: Exception) -> None:
         if (found := tracked_lease(self.crawler, response.request)) is not None:
-            tracker, lease_id = found
-            tracker.fail(lease_id, f"spider_exception/{type(exception).__name__}")
+            fail(*found, exception)
 
     def _item_settled(self, response: Response | Failure | None = None, **kwargs: Any) -> None:
         found = tracked_lease(self.crawler, source_request(response))
@@ -125,5 +132,6 @@ class LeaseOutputMiddleware:
     def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         if (found := tracked_lease(self.crawler, source_request(response))) is not None:
             tracker, lease_id = found
-            tracker.fail(lease_id, f"spider_exception/{type(failure.value).__name__}")
+            if isinstance(failure.value, Exception):
+                fail(tracker, lease_id, failure.value)
             tracker.callback_done(lease_id)

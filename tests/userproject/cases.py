@@ -8,6 +8,7 @@
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
   a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
+- ``close``: page 3's callback raises ``CloseSpider("enough")`` after its item;
 - ``engine_copy``: the same, but handed to ``crawler.engine.crawl()`` from the callback (a copy
   of the leased request: it carries the lease's meta), before the page's item and links;
 - ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import scrapy
+from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -76,6 +78,8 @@ class CasesSpider(scrapy.Spider):
             yield scrapy.Request(f"{self.site}/p/0.html?x", callback=lambda _: None)  # type: ignore[misc]
         if self.case == "dont_filter":
             yield response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
+        if self.case == "close" and page == 3:
+            raise CloseSpider("enough")
         if self.case == "raise" and page % 5 == 4:
             raise ValueError(f"the parser broke on page {page}")
 
