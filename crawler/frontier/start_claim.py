@@ -37,6 +37,7 @@ class StartClaim:
         self._claim = client.register_script(script_text("crawler.frontier", "start_claim"))
         self._refresh = client.register_script(script_text("crawler.frontier", "start_refresh"))
         self._finish = client.register_script(script_text("crawler.frontier", "start_finish"))
+        self._release = client.register_script(script_text("crawler.frontier", "start_release"))
 
     async def claim(self) -> ClaimOutcome:
         outcome = await self._claim(keys=[self.key], args=[self._node_id, self._lifetime_ms])
@@ -53,3 +54,8 @@ class StartClaim:
     async def finish(self) -> bool:
         """Mark the start requests written; False when the claim had passed to another node."""
         return bool(await self._finish(keys=[self.key], args=[self._node_id]))
+
+    async def release(self) -> bool:
+        """Give the claim up while writing (the node stops): another node takes it at once.
+        False when it was no longer this node's."""
+        return bool(await self._release(keys=[self.key], args=[self._node_id]))

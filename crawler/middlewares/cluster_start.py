@@ -7,8 +7,11 @@ requests on every node. With ``LeasingScheduler``:
 - **once per crawl**: the first node to start claims
   ``{<spider>}:start:<CRAWLER_CRAWL_ID>`` (``crawler.frontier.start_claim``),
   passes the spider's start output on (its requests go into the shared
-  frontier) and marks them written once they are stored in Redis; nodes that
-  start later, or while it is writing, produce none and only lease;
+  frontier) and marks them written once they are stored in Redis and its items
+  are settled by the pipelines; nodes that start later, or while it is writing,
+  produce none and only lease. A node that stops while writing gives the claim
+  up (another node runs ``start()`` again at once); one that dies leaves it to
+  expire (``FRONTIER_LEASE_TIMEOUT``);
 - **open while the cluster has work**: on ``spider_idle`` the node stays open
   while any node has requests queued or leased, or the start requests are not
   yet written, and closes when the cluster is idle (after
@@ -27,10 +30,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.exceptions import RedisError
-from scrapy import Spider, signals
+from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
+from crawler.exceptions import ItemRequeued
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.pending import pending_requests
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
@@ -46,6 +50,35 @@ from crawler.wakeup import wake_engine
 logger = logging.getLogger(__name__)
 
 CLAIM_POLL = 1.0  # seconds between looks at another node's claim
+
+
+class StartItems:
+    """The items ``start()`` yielded that the pipelines have not settled yet. No lease holds
+    them (they come from no request), so the start claim is finished only once they are: a
+    node that dies before keeps the claim, which expires, and another node writes them again.
+    Scrapy's item signals name no response for them."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.requeued = 0  # dropped with ItemRequeued: not delivered, not even spooled
+        self._settled = asyncio.Event()
+        self._settled.set()
+
+    def opened(self) -> None:
+        self.open += 1
+        self._settled.clear()
+
+    def settle(self, response: object = None, **kwargs: Any) -> None:
+        if response is not None or self.open == 0:
+            return
+        if isinstance(kwargs.get("exception"), ItemRequeued):
+            self.requeued += 1
+        self.open -= 1
+        if self.open == 0:
+            self._settled.set()
+
+    async def settled(self) -> None:
+        await self._settled.wait()
 
 
 class ClusterStartMiddleware:
@@ -72,6 +105,9 @@ class ClusterStartMiddleware:
         self._checked_at = 0.0
         self._checking: asyncio.Task[None] | None = None
         self._start_claim: StartClaim | None = None
+        self._start_items = StartItems()
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(self._start_items.settle, signal=signal)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -106,22 +142,37 @@ class ClusterStartMiddleware:
         refresher = self.context.supervise("start_claim", lambda: self._refresh(claim))
         count = 0
         failed: Exception | None = None
+        ended = False
         try:
-            async for output in start:
-                count += 1
-                yield output
-        except Exception as exc:  # noqa: BLE001 (Scrapy's own handling gets it below)
-            # Scrapy crawls on with what start() gave; another node would only fail alike
-            failed = exc
-            logger.error(
-                "start() of crawl %r raised after %d start requests: the crawl goes on with them",
-                self.crawl_id,
-                count,
-            )
+            try:
+                async for output in start:
+                    count += 1
+                    if output is not None and not isinstance(output, Request):
+                        self._start_items.opened()
+                    yield output
+            except Exception as exc:  # noqa: BLE001 (Scrapy's own handling gets it below)
+                # Scrapy crawls on with what start() gave; another node would only fail alike
+                failed = exc
+                logger.error(
+                    "start() of crawl %r raised after %d start requests: the crawl goes on "
+                    "with them",
+                    self.crawl_id,
+                    count,
+                )
+            await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
+            await self._start_items.settled()  # no lease holds them: the claim does
+            ended = True
         finally:
             refresher.cancel()
-        await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
-        if await self.guard.run(claim.finish):
+            if not ended:  # the node stops while writing: another one takes over at once
+                await self.guard.run(claim.release)
+        if self._start_items.requeued:
+            logger.warning(
+                "%d items start() yielded could not be delivered: the start-request claim is "
+                "left to expire, and another node writes the start requests again",
+                self._start_items.requeued,
+            )
+        elif await self.guard.run(claim.finish):
             self._written = True
             logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)
         else:
