@@ -132,8 +132,9 @@ class ClusterStartMiddleware:
         if outcome is ClaimOutcome.DONE:
             logger.info(
                 "Start requests of crawl %r are in the frontier (written by another node or an "
-                "earlier run; start() is not run again: for new start requests or spider "
-                "arguments, set another CRAWLER_CRAWL_ID or run `crawler purge`): leasing",
+                "earlier run; start() is not run again): leasing. To crawl the site again run "
+                "`crawler purge`; another CRAWLER_CRAWL_ID runs start() again but keeps what the "
+                "dedup has seen (only new URLs are crawled)",
                 self.crawl_id,
             )
             self._written = True
