@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
 from typing import Any
 
 import orjson
 import pytest
+from scrapy.utils.serialize import ScrapyJSONEncoder
 
 from crawler.kafka.messages import (
     OutgoingMessage,
     UnencodableItem,
     canonical_url,
     encode_item,
+    item_json,
     item_key,
 )
 
@@ -56,8 +61,44 @@ def test_key_is_stable_across_equivalent_urls_and_types_differ() -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"url": "http://h/", "bad": "\ud800"}, {"url": "http://h/", "n": 2**70}, {1: "x"}],
+    [{"url": "http://h/", "bad": "\ud800"}, {"url": "http://h/", "obj": object()}, {(1, 2): "x"}],
 )
 def test_unencodable_items_raise_a_clear_error(fields: dict[Any, object]) -> None:
     with pytest.raises(UnencodableItem):
         _encode(fields)
+
+
+@dataclass
+class Inner:
+    n: int
+
+
+SCRAPY_ENCODABLE: list[object] = [
+    Decimal("1.10"),
+    {1},
+    2**70,
+    -(2**70),
+    [2**64, {"deep": 2**80}],
+    {1: "a", None: "b", 2.5: "c"},
+    date(2026, 11, 29),
+    time(12, 30, tzinfo=UTC),
+    datetime(2026, 11, 29, 12, 0),
+    Inner(2**70),
+    {"inner": Inner(1)},
+    (1, "two"),
+]
+
+
+@pytest.mark.parametrize("value", SCRAPY_ENCODABLE, ids=repr)
+def test_what_scrapys_json_exporter_writes_is_sent_as_the_same_json(value: object) -> None:
+    """Scrapy's JSON feed (``ScrapyJSONEncoder``) is the reference: same JSON, orjson's bytes."""
+    fields = {"url": "http://h/", "v": value}
+    expected = json.loads(ScrapyJSONEncoder(ensure_ascii=False).encode(fields))
+    assert orjson.loads(_encode(fields).value) == expected
+
+
+def test_non_finite_floats_are_sent_as_null_and_reported() -> None:
+    encoded = item_json({"url": "http://h/", "a": [1.5, float("nan")], "b": {"c": float("inf")}})
+    assert orjson.loads(encoded.value) == {"url": "http://h/", "a": [1.5, None], "b": {"c": None}}
+    assert encoded.nulled == ("$.a[1]", "$.b.c")
+    assert item_json({"url": "http://h/", "title": None}).nulled == ()

@@ -1,6 +1,11 @@
 """Encode one item as a Kafka message.
 
-Value: UTF-8 JSON from orjson (non-ASCII kept as is). Key: the item's
+Value: UTF-8 JSON from orjson (non-ASCII kept as is) of what Scrapy's JSON feed exporter
+(``ScrapyJSONEncoder``) writes: ``Decimal`` as a string, ``set`` as a list, dates and times
+as ISO 8601 (naive datetimes without an offset, as Scrapy writes them), nested items as
+objects, non-string dict keys as strings, integers of any size as numbers. NaN and
+Infinity, which Scrapy writes as the invalid tokens ``NaN``/``Infinity``, become ``null``
+(reported in ``ItemJson.nulled``). Key: the item's
 fingerprint, ``sha1(item_type + "\\n" + canonical url)`` in hex, so consumers
 can deduplicate and compaction keeps the latest; items without ``url`` have no
 key. The canonical URL lowercases scheme and host, sorts the query parameters
@@ -12,14 +17,18 @@ Timestamp: the item's ``crawled_at`` in milliseconds, else now.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from datetime import time as day_time
+from functools import cache
 from typing import Any
 
 import orjson
+from itemadapter import is_item
 
 
 class UnencodableItem(ValueError):
@@ -61,6 +70,67 @@ def _timestamp_ms(value: object) -> int:
     return int(time.time() * 1000)
 
 
+JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: "a"} -> {"1": "a"}, as json.dumps writes it
+INT64_RANGE = range(-(2**63), 2**64)  # the integers orjson writes itself
+
+
+@dataclass(frozen=True, slots=True)
+class ItemJson:
+    value: bytes
+    nulled: tuple[str, ...]  # JSON paths of NaN/Infinity floats written as null
+
+
+@cache
+def _scrapy_default() -> Any:
+    """``ScrapyJSONEncoder.default``: what Scrapy's feeds write for what JSON has no type for
+    (imported at first use: the ``crawler`` commands load this module without Scrapy)."""
+    from scrapy.utils.serialize import ScrapyJSONEncoder  # noqa: PLC0415 - Scrapy only here
+
+    return ScrapyJSONEncoder().default
+
+
+def _default(value: Any) -> Any:
+    return _scrapy_default()(value)
+
+
+def item_json(fields: Mapping[Any, Any]) -> ItemJson:
+    """The item's JSON value; raises ``UnencodableItem`` when Scrapy could not write it either."""
+    try:
+        value = orjson.dumps(fields, default=_default, option=JSON_OPTIONS)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        # What orjson refuses but Scrapy writes: integers beyond 64 bits, times with a zone.
+        nulled: list[str] = []
+        try:
+            widened = _widened(fields, "$", nulled)
+            value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
+        except (TypeError, orjson.JSONEncodeError):
+            raise UnencodableItem(str(exc)) from exc
+        return ItemJson(value, tuple(nulled))
+    if b"null" not in value:  # orjson writes non-finite floats as null, without a word
+        return ItemJson(value, ())
+    nulled = []
+    _widened(fields, "$", nulled)
+    return ItemJson(value, tuple(nulled))
+
+
+def _widened(value: Any, path: str, nulled: list[str]) -> Any:
+    """``value`` with what orjson cannot write in the form Scrapy writes it; the paths of
+    non-finite floats are appended to ``nulled``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        nulled.append(path)
+    elif isinstance(value, int) and not isinstance(value, bool) and value not in INT64_RANGE:
+        value = orjson.Fragment(str(value).encode())
+    elif isinstance(value, day_time) and value.tzinfo is not None:
+        value = value.isoformat()
+    elif isinstance(value, Mapping):
+        value = {k: _widened(v, f"{path}.{k}", nulled) for k, v in value.items()}
+    elif isinstance(value, list | tuple | set):
+        value = [_widened(v, f"{path}[{i}]", nulled) for i, v in enumerate(value)]
+    elif is_item(value):
+        value = _widened(_default(value), path, nulled)
+    return value
+
+
 def encode_item(
     fields: Mapping[str, Any],
     *,
@@ -71,10 +141,30 @@ def encode_item(
     node_id: str,
     crawl_id: str = "",
 ) -> OutgoingMessage:
-    try:
-        value = orjson.dumps(fields)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise UnencodableItem(str(exc)) from exc
+    return item_message(
+        item_json(fields).value,
+        fields,
+        topic=topic,
+        item_type=item_type,
+        schema_version=schema_version,
+        spider=spider,
+        node_id=node_id,
+        crawl_id=crawl_id,
+    )
+
+
+def item_message(
+    value: bytes,
+    fields: Mapping[str, Any],
+    *,
+    topic: str,
+    item_type: str,
+    schema_version: int | str,
+    spider: str,
+    node_id: str,
+    crawl_id: str = "",
+) -> OutgoingMessage:
+    """The message of an item whose JSON is ``value`` (key and timestamp from ``fields``)."""
     url = fields.get("url")
     return OutgoingMessage(
         topic=topic,

@@ -27,7 +27,7 @@ import asyncio
 import logging
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 from itemadapter import ItemAdapter
@@ -39,7 +39,7 @@ from twisted.internet.task import LoopingCall
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.config import KafkaSettings
-from crawler.kafka.messages import OutgoingMessage, UnencodableItem, encode_item
+from crawler.kafka.messages import OutgoingMessage, UnencodableItem, item_json, item_message
 from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
@@ -102,6 +102,7 @@ class KafkaPipeline:
         self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
         self._paused = False
         self._draining: asyncio.Future[None] | None = None
+        self._nulled_logged: set[str] = set()  # item types whose NaN/Infinity were logged
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipeline:
@@ -164,14 +165,16 @@ class KafkaPipeline:
         if self._topics is not None:
             await self._topics.ready(topic)
         fields = ItemAdapter(item).asdict()
+        version = int(getattr(item, "schema_version", 1))
         try:
-            message = self._encode(
-                fields, topic, item_type, int(getattr(item, "schema_version", 1))
-            )
+            encoded = item_json(fields)
         except UnencodableItem as exc:
             placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
-            message = self._message(placeholder, topic, item_type, 1)
+            message = self._message(placeholder, {}, topic, item_type, 1)
             await self._reject(message, "unencodable", str(exc), item_type)
+        if encoded.nulled:
+            self._nulled(item_type, encoded.nulled)
+        message = self._message(encoded.value, fields, topic, item_type, version)
         error = self.schemas.error(item_type, orjson.loads(message.value))
         if error is not None:
             await self._reject(message, "schema", error, item_type)
@@ -190,30 +193,39 @@ class KafkaPipeline:
         """Resolved with the message's outcome (delivery reports run on the reactor thread)."""
         return asyncio.get_running_loop().create_future()
 
-    def _encode(
-        self, fields: dict[str, Any], topic: str, item_type: str, schema_version: int
+    def _message(
+        self, value: bytes, fields: dict[str, Any], topic: str, item_type: str, version: int
     ) -> OutgoingMessage:
         spider = self.crawler.spider
         assert spider is not None
-        return encode_item(
+        return item_message(
+            value,
             fields,
             topic=topic,
             item_type=item_type,
-            schema_version=schema_version,
+            schema_version=version,
             spider=spider.name,
             node_id=self.settings.node_id,
             crawl_id=self.settings.crawl_id,
         )
 
-    def _message(
-        self, value: bytes, topic: str, item_type: str, schema_version: int
-    ) -> OutgoingMessage:
-        template = self._encode({}, topic, item_type, schema_version)
-        return OutgoingMessage(topic, None, value, template.headers, template.timestamp_ms)
+    def _nulled(self, item_type: str, paths: tuple[str, ...]) -> None:
+        """NaN/Infinity sent as null (JSON has no such numbers): counted, logged once a type."""
+        self.stats.inc_value("kafka/coerced/nonfinite_float")
+        if item_type in self._nulled_logged:
+            return
+        self._nulled_logged.add(item_type)
+        logger.warning(
+            "Item of type %s has NaN or Infinity at %s, which JSON cannot hold: sent as null. "
+            "Send None or a string if null is not what consumers should see (further items "
+            "are only counted in kafka/coerced/nonfinite_float)",
+            item_type,
+            ", ".join(paths),
+        )
 
     async def _reject(
         self, message: OutgoingMessage, reason: str, error: str, item_type: str
-    ) -> None:
+    ) -> NoReturn:
         self.stats.inc_value(f"kafka/rejected/{reason}")
         logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
         settled = self._settlement()

@@ -1,0 +1,45 @@
+"""``user_items``: items as a user's spider yields them (argument ``case`` picks which)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from scrapy.http import Response
+
+from crawler.spiders.base import RedisSpider
+
+
+@dataclass
+class Page:
+    """A user's class whose item_type (``page``) is also a built-in schema's."""
+
+    url: str
+    title: str
+
+
+@dataclass
+class Versioned:
+    schema_version: ClassVar[str] = "v2"
+
+    url: str
+
+
+class UserItemsSpider(RedisSpider):
+    name = "user_items"
+    case = "scrapy_values"
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[object]:
+        url = response.url
+        if self.case == "scrapy_values":
+            yield {"url": f"{url}#scrapy", "price": Decimal("1.10"), "tags": {1}, "big": 2**70}
+            yield {"url": f"{url}#keys", "by_id": {1: "a"}}
+            yield {"url": f"{url}#nan", "score": float("nan")}
+            yield {"url": f"{url}#inf", "score": float("inf")}
+        elif self.case == "schema_version":
+            yield Versioned(url=f"{url}#v2")
+            yield {"url": f"{url}#good"}
+        elif self.case == "page":
+            yield Page(url=url, title="mine")

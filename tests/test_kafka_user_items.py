@@ -1,0 +1,53 @@
+"""What user spiders yield reaches Kafka as standalone Scrapy's JSON feed has it, or is
+dead-lettered with a log line and a stat: never lost without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from crawler.demo.site import Site
+from crawler.kafka.reader import ReceivedMessage, read_topic
+from tests.cluster import logs, running_nodes, wait_for_exit
+
+
+def crawl(case: str, bootstrap: str, topic_template: str, workdir: Path) -> tuple[str, str]:
+    """Run spider ``user_items`` with ``case`` on one node: (its topic, its log)."""
+    with (
+        Site(1) as site,
+        running_nodes(
+            1,
+            workdir=workdir,
+            spider="user_items",
+            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": bootstrap},
+            settings={
+                "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+                "KAFKA_TOPIC_TEMPLATE": topic_template,
+                "KAFKA_SPOOL_DIR": str(workdir / "spool"),
+            },
+            arguments={"url": site.url(0), "case": case},
+        ) as nodes,
+    ):
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(workdir)
+    return topic_template.format(spider="user_items"), (workdir / "node-0.log").read_text()
+
+
+def by_fragment(messages: list[ReceivedMessage]) -> dict[str, dict[str, object]]:
+    items = [orjson.loads(m.value) for m in messages]
+    return {item["url"].split("#")[-1]: item for item in items}
+
+
+def test_values_scrapys_json_feed_writes_are_sent(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    topic, log = crawl("scrapy_values", kafka_bootstrap, topic_template, tmp_path)
+    items = by_fragment(read_topic(kafka_bootstrap, topic, expected=4, timeout=30))
+    assert items["scrapy"]["price"] == "1.10"
+    assert items["scrapy"]["tags"] == [1]
+    assert items["scrapy"]["big"] == 2**70
+    assert items["keys"]["by_id"] == {"1": "a"}
+    assert items["nan"]["score"] is None and items["inf"]["score"] is None
+    assert "'kafka/coerced/nonfinite_float': 2" in log
+    assert log.count("has NaN or Infinity at $.score") == 1
+    assert "kafka/rejected" not in log
