@@ -51,3 +51,17 @@ def test_values_scrapys_json_feed_writes_are_sent(
     assert "'kafka/coerced/nonfinite_float': 2" in log
     assert log.count("has NaN or Infinity at $.score") == 1
     assert "kafka/rejected" not in log
+
+
+def test_an_item_whose_schema_version_is_no_integer_is_dead_lettered(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    topic, log = crawl("schema_version", kafka_bootstrap, topic_template, tmp_path)
+    assert list(by_fragment(read_topic(kafka_bootstrap, topic, expected=1, timeout=30))) == ["good"]
+    (dead,) = read_topic(kafka_bootstrap, f"{topic}.dlq", expected=1, timeout=30)
+    assert dead.headers["dlq_reason"] == b"schema_version"
+    assert b"'v2'" in dead.headers["dlq_error"]
+    assert orjson.loads(dead.value) == {"url": orjson.loads(dead.value)["url"]}
+    assert "'kafka/rejected/schema_version': 1" in log
+    assert "Item of type versioned dead-lettered (schema_version)" in log
+    assert "Error processing" not in log

@@ -19,6 +19,7 @@ from crawler.kafka.messages import (
     encode_item,
     item_json,
     item_key,
+    schema_version_error,
 )
 
 CRAWLED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -102,3 +103,15 @@ def test_non_finite_floats_are_sent_as_null_and_reported() -> None:
     assert orjson.loads(encoded.value) == {"url": "http://h/", "a": [1.5, None], "b": {"c": None}}
     assert encoded.nulled == ("$.a[1]", "$.b.c")
     assert item_json({"url": "http://h/", "title": None}).nulled == ()
+
+
+@pytest.mark.parametrize("version", [1, 0, 12, "2"])
+def test_schema_versions_are_integers_or_their_digits(version: object) -> None:
+    assert schema_version_error("item class Page", version) is None
+
+
+@pytest.mark.parametrize("version", ["v2", 1.5, True, -1, None, "²"])
+def test_other_schema_versions_are_refused_saying_what_to_do(version: object) -> None:
+    error = schema_version_error("item class Page", version)
+    assert error is not None
+    assert error.startswith(f"item class Page schema_version is {version!r}, not an integer")

@@ -131,6 +131,18 @@ def _widened(value: Any, path: str, nulled: list[str]) -> Any:
     return value
 
 
+def schema_version_error(owner: str, version: object) -> str | None:
+    """``None`` when ``version`` is a schema version: an integer >= 0, or its digits."""
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 0:
+        return None
+    if isinstance(version, str) and version.isascii() and version.isdigit():
+        return None
+    return (
+        f"{owner} schema_version is {version!r}, not an integer: make it an int such as 2 "
+        "(consumers read the schema_version header as a number)"
+    )
+
+
 def encode_item(
     fields: Mapping[str, Any],
     *,

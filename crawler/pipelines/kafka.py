@@ -1,10 +1,11 @@
 """``KafkaPipeline``: send every item to Kafka without blocking the crawl, losing none.
 
 A thin adapter around ``crawler.kafka.sender.ItemSender``. Settings are read
-once into ``KafkaPipelineSettings``. For each item: encode (orjson), validate
-against its JSON Schema, enqueue (waiting without blocking the reactor while
-librdkafka's local queue is full). Items that cannot be encoded or fail their
-schema are dead-lettered and dropped with a log line and a stat.
+once into ``KafkaPipelineSettings``. For each item: encode it, check its
+``schema_version`` and validate it against its JSON Schema
+(``crawler.kafka.item_encoder``), enqueue (waiting without blocking the reactor
+while librdkafka's local queue is full). Items that fail one of these are
+dead-lettered and dropped with a log line and a stat.
 
 ``process_item`` returns only once the item is settled: delivered, spooled
 durably, or dead-lettered, so Scrapy's ``item_scraped`` signal means "safe"
@@ -29,7 +30,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-import orjson
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
@@ -39,7 +39,8 @@ from twisted.internet.task import LoopingCall
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.config import KafkaSettings
-from crawler.kafka.messages import OutgoingMessage, UnencodableItem, item_json, item_message
+from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
+from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
@@ -50,8 +51,6 @@ from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
-
-MAX_DEAD_LETTER_REPR = 100_000
 
 
 class KafkaPipelineSettings(KafkaSettings):
@@ -97,12 +96,14 @@ class KafkaPipeline:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.schemas = SchemaRegistry(self.settings.schema_dirs)
+        self.encoder = ItemEncoder(
+            self.schemas, self._count, self.settings.node_id, self.settings.crawl_id
+        )
         self._sender: ItemSender | None = None
         self._poller: LoopingCall | None = None
         self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
         self._paused = False
         self._draining: asyncio.Future[None] | None = None
-        self._nulled_logged: set[str] = set()  # item types whose NaN/Infinity were logged
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipeline:
@@ -164,20 +165,10 @@ class KafkaPipeline:
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
         if self._topics is not None:
             await self._topics.ready(topic)
-        fields = ItemAdapter(item).asdict()
-        version = int(getattr(item, "schema_version", 1))
-        try:
-            encoded = item_json(fields)
-        except UnencodableItem as exc:
-            placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
-            message = self._message(placeholder, {}, topic, item_type, 1)
-            await self._reject(message, "unencodable", str(exc), item_type)
-        if encoded.nulled:
-            self._nulled(item_type, encoded.nulled)
-        message = self._message(encoded.value, fields, topic, item_type, version)
-        error = self.schemas.error(item_type, orjson.loads(message.value))
-        if error is not None:
-            await self._reject(message, "schema", error, item_type)
+        to = MessageFields(spider.name, topic, item_type)
+        message = self.encoder.encode(item, ItemAdapter(item).asdict(), to)
+        if isinstance(message, Rejected):
+            await self._reject(message.message, message.reason, message.error, item_type)
         settled = self._settlement()
         await self.sender.send(message, partial(_resolve, settled))
         if await settled == "requeue":
@@ -192,36 +183,6 @@ class KafkaPipeline:
     def _settlement() -> asyncio.Future[str]:
         """Resolved with the message's outcome (delivery reports run on the reactor thread)."""
         return asyncio.get_running_loop().create_future()
-
-    def _message(
-        self, value: bytes, fields: dict[str, Any], topic: str, item_type: str, version: int
-    ) -> OutgoingMessage:
-        spider = self.crawler.spider
-        assert spider is not None
-        return item_message(
-            value,
-            fields,
-            topic=topic,
-            item_type=item_type,
-            schema_version=version,
-            spider=spider.name,
-            node_id=self.settings.node_id,
-            crawl_id=self.settings.crawl_id,
-        )
-
-    def _nulled(self, item_type: str, paths: tuple[str, ...]) -> None:
-        """NaN/Infinity sent as null (JSON has no such numbers): counted, logged once a type."""
-        self.stats.inc_value("kafka/coerced/nonfinite_float")
-        if item_type in self._nulled_logged:
-            return
-        self._nulled_logged.add(item_type)
-        logger.warning(
-            "Item of type %s has NaN or Infinity at %s, which JSON cannot hold: sent as null. "
-            "Send None or a string if null is not what consumers should see (further items "
-            "are only counted in kafka/coerced/nonfinite_float)",
-            item_type,
-            ", ".join(paths),
-        )
 
     async def _reject(
         self, message: OutgoingMessage, reason: str, error: str, item_type: str

@@ -1,0 +1,98 @@
+"""From an item to its Kafka message, or why it must be dead-lettered (no Scrapy imports).
+
+``ItemEncoder.encode`` writes the item's JSON (``messages.item_json``), checks its class's
+``schema_version`` and validates the JSON against the item type's schema, in that order:
+the first failure is the dead letter's reason (``unencodable``, ``schema_version``,
+``schema``). NaN/Infinity sent as null are counted and logged once per item type.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from crawler.kafka.health import Count
+from crawler.kafka.messages import (
+    OutgoingMessage,
+    UnencodableItem,
+    item_json,
+    item_message,
+    schema_version_error,
+)
+from crawler.kafka.schemas import SchemaRegistry
+
+logger = logging.getLogger(__name__)
+
+MAX_DEAD_LETTER_REPR = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    reason: str  # unencodable, schema_version, schema: kafka/rejected/<reason>
+    error: str
+    message: OutgoingMessage  # the dead letter's value and headers
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFields:
+    spider: str
+    topic: str
+    item_type: str
+
+
+class ItemEncoder:
+    def __init__(self, schemas: SchemaRegistry, count: Count, node_id: str, crawl_id: str) -> None:
+        self.schemas = schemas
+        self._count = count
+        self._node_id = node_id
+        self._crawl_id = crawl_id
+        self._nulled_logged: set[str] = set()  # item types whose NaN/Infinity were logged
+
+    def encode(
+        self, item: object, fields: dict[str, Any], to: MessageFields
+    ) -> OutgoingMessage | Rejected:
+        try:
+            encoded = item_json(fields)
+        except UnencodableItem as exc:
+            placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
+            return Rejected("unencodable", str(exc), self._message(placeholder, {}, to, 1))
+        version = getattr(item, "schema_version", 1)
+        message = self._message(encoded.value, fields, to, str(version))
+        if error := schema_version_error(f"item class {type(item).__qualname__}", version):
+            return Rejected("schema_version", error, message)
+        if error := self.schemas.error(to.item_type, orjson.loads(encoded.value)):
+            return Rejected("schema", error, message)
+        if encoded.nulled:
+            self._nulled(to.item_type, encoded.nulled)
+        return message
+
+    def _message(
+        self, value: bytes, fields: dict[str, Any], to: MessageFields, version: int | str
+    ) -> OutgoingMessage:
+        return item_message(
+            value,
+            fields,
+            topic=to.topic,
+            item_type=to.item_type,
+            schema_version=version,
+            spider=to.spider,
+            node_id=self._node_id,
+            crawl_id=self._crawl_id,
+        )
+
+    def _nulled(self, item_type: str, paths: tuple[str, ...]) -> None:
+        """NaN/Infinity sent as null (JSON has no such numbers): counted, logged once a type."""
+        self._count("kafka/coerced/nonfinite_float", 1)
+        if item_type in self._nulled_logged:
+            return
+        self._nulled_logged.add(item_type)
+        logger.warning(
+            "Item of type %s has NaN or Infinity at %s, which JSON cannot hold: sent as null. "
+            "Send None or a string if null is not what consumers should see (further items "
+            "are only counted in kafka/coerced/nonfinite_float)",
+            item_type,
+            ", ".join(paths),
+        )
