@@ -65,3 +65,13 @@ def test_an_item_whose_schema_version_is_no_integer_is_dead_lettered(
     assert "'kafka/rejected/schema_version': 1" in log
     assert "Item of type versioned dead-lettered (schema_version)" in log
     assert "Error processing" not in log
+
+
+def test_a_user_class_named_page_is_not_checked_against_the_builtin_page_schema(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    topic, log = crawl("page", kafka_bootstrap, topic_template, tmp_path)
+    (sent,) = read_topic(kafka_bootstrap, topic, expected=1, timeout=30)
+    assert orjson.loads(sent.value)["title"] == "mine"
+    assert sent.headers["item_type"] == b"page"
+    assert "kafka/rejected" not in log

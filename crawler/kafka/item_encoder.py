@@ -22,7 +22,7 @@ from crawler.kafka.messages import (
     item_message,
     schema_version_error,
 )
-from crawler.kafka.schemas import SchemaRegistry
+from crawler.kafka.schemas import SchemaRegistry, class_name
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ class ItemEncoder:
         message = self._message(encoded.value, fields, to, str(version))
         if error := schema_version_error(f"item class {type(item).__qualname__}", version):
             return Rejected("schema_version", error, message)
-        if error := self.schemas.error(to.item_type, orjson.loads(encoded.value)):
+        document = orjson.loads(encoded.value)
+        if error := self.schemas.error(to.item_type, document, class_name(type(item))):
             return Rejected("schema", error, message)
         if encoded.nulled:
             self._nulled(to.item_type, encoded.nulled)

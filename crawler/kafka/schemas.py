@@ -2,6 +2,12 @@
 
 Items are validated as consumers will see them: the JSON that goes to Kafka.
 Schemas are compiled once (fastjsonschema) so validation costs microseconds.
+
+A built-in schema checks only the project's item class it was written for
+(``BUILTIN_ITEM_CLASSES``): a user's class of the same ``item_type`` (a ``Page``
+is ``page``) is not checked against it. A schema of the user's folders checks
+every class of its item type. Of two schemas of one item type, the later
+folder's replaces the earlier's.
 """
 
 from __future__ import annotations
@@ -16,10 +22,27 @@ import orjson
 
 BUILTIN = "builtin"  # the schemas shipped in crawler/schemas
 
+# item_type of each built-in schema -> the project's item class it was written for
+BUILTIN_ITEM_CLASSES = {
+    "page": "crawler.items.PageItem",
+    "zhihu_comment": "crawler.zhihu.items.ZhihuCommentItem",
+    "zhihu_content": "crawler.zhihu.items.ZhihuContentItem",
+    "zhihu_creator": "crawler.zhihu.items.ZhihuCreatorItem",
+    "zhihu_list": "crawler.zhihu.items.ZhihuListItem",
+    "zhihu_question": "crawler.zhihu.items.ZhihuQuestionItem",
+    "zhihu_unparsed": "crawler.zhihu.items.ZhihuUnparsedItem",
+}
+
+
+def class_name(cls: type) -> str:
+    """``module.QualifiedName``: how ``BUILTIN_ITEM_CLASSES`` and dead letters name a class."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
 
 class SchemaRegistry:
     def __init__(self, directories: Iterable[str]) -> None:
         self._validators: dict[str, Callable[[Any], Any]] = {}
+        self._owners: dict[str, str] = {}  # item_type -> the only class its schema checks
         for directory in directories:
             for path in self._schema_files(directory):
                 try:
@@ -27,6 +50,9 @@ class SchemaRegistry:
                 except (fastjsonschema.JsonSchemaDefinitionException, orjson.JSONDecodeError) as e:
                     raise ValueError(f"ITEM_SCHEMA_DIRS: {path} is not a valid schema: {e}") from e
                 self._validators[path.stem] = validator
+                self._owners.pop(path.stem, None)
+                if directory == BUILTIN and path.stem in BUILTIN_ITEM_CLASSES:
+                    self._owners[path.stem] = BUILTIN_ITEM_CLASSES[path.stem]
 
     @staticmethod
     def _schema_files(directory: str) -> list[Path]:
@@ -35,13 +61,15 @@ class SchemaRegistry:
             return sorted(path for path in entries if path.suffix == ".json")
         return sorted(Path(directory).glob("*.json"))
 
-    def __contains__(self, item_type: str) -> bool:
-        return item_type in self._validators
+    def item_types(self) -> list[str]:
+        return sorted(self._validators)
 
-    def error(self, item_type: str, document: Any) -> str | None:
-        """``None`` when valid (or no schema); else ``"<json path>: <message>"``."""
+    def error(self, item_type: str, document: Any, item_class: str | None = None) -> str | None:
+        """``None`` when valid (or no schema checks ``item_class`` of ``item_type``; every one
+        does when the class is not known); else ``"<json path>: <message>"``."""
         validator = self._validators.get(item_type)
-        if validator is None:
+        owner = self._owners.get(item_type)
+        if validator is None or (owner is not None and item_class not in (None, owner)):
             return None
         try:
             validator(document)
