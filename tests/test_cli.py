@@ -94,12 +94,27 @@ def dead_letter(topic: str, n: int) -> OutgoingMessage:
         f"{topic}.dlq",
         n,
         [
-            ("item_type", b"page"),
+            ("item_type", b"note"),  # no schema checks it now: replayed
             ("dlq_original_topic", topic.encode()),
             ("dlq_reason", b"schema"),
             ("dlq_error", b"$.status: bad"),
         ],
     )
+
+
+def unreplayable(topic: str) -> list[OutgoingMessage]:
+    """Dead letters that cannot be items: not JSON, still invalid, a bad schema_version."""
+
+    def letter(value: bytes, reason: str, **headers: str) -> OutgoingMessage:
+        sent = [(name, value.encode()) for name, value in headers.items()]
+        dlq = [("dlq_original_topic", topic.encode()), ("dlq_reason", reason.encode())]
+        return OutgoingMessage(f"{topic}.dlq", b"k", value, [*sent, *dlq], 0)
+
+    return [
+        letter(b"{'url': 'http://h/', 'price': Decimal('1.10')}", "unencodable", item_type="x"),
+        letter(b'{"url": "http://h/"}', "schema", item_type="page"),
+        letter(b'{"url": "http://h/"}', "schema_version", item_type="x", schema_version="v2"),
+    ]
 
 
 def create_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
@@ -152,10 +167,12 @@ def test_dead_letters_list_replay_drop(kafka_bootstrap: str) -> None:
         "group": "crawler-dead-letters",
         "replayed": 3,
         "failed": 0,
+        "skipped": 0,
+        "skipped_records": [],
     }
     back = read_topic(kafka_bootstrap, topic, expected=3)
     assert sorted(m.value for m in back) == sorted(dead_letter(topic, n).value for n in range(3))
-    assert {tuple(m.headers.items()) for m in back} == {(("item_type", b"page"),)}
+    assert {tuple(m.headers.items()) for m in back} == {(("item_type", b"note"),)}
     assert dead_letters(topic, kafka_bootstrap, "list") == [
         f"0 dead letters of {topic}.dlq listed, 0 unhandled (group crawler-dead-letters)"
     ]
@@ -190,6 +207,40 @@ def test_a_dead_letter_whose_replay_fails_stays_unhandled(kafka_bootstrap: str) 
     assert failed.stdout.startswith("replayed=0 failed=1 ")
     assert dead_letters(topic, kafka_bootstrap, "list")[-1] == (
         f"1 dead letters of {topic}.dlq listed, 1 unhandled (group crawler-dead-letters)"
+    )
+
+
+def test_replay_sends_only_dead_letters_that_can_be_items(kafka_bootstrap: str) -> None:
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_bootstrap, {f"{topic}.dlq": {}})
+    produce(kafka_bootstrap, [dead_letter(topic, 0), *unreplayable(topic)])
+
+    refused = crawler_cli("dead-letters", "replay", topic, "--bootstrap", kafka_bootstrap)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    lines = refused.stdout.splitlines()
+    assert sum(line.startswith(f"skipped {topic}.dlq[") for line in lines) == 3
+    assert any("(unencodable): its value is not JSON" in line for line in lines)
+    assert any("(schema): it still fails its schema ($: must contain" in line for line in lines)
+    assert any("(schema_version): its schema_version header is 'v2'" in line for line in lines)
+    assert lines[-1].startswith(
+        f"3 of 4 dead letters of {topic}.dlq cannot be items (listed above): nothing replayed"
+    )
+    assert dead_letters(topic, kafka_bootstrap, "list")[-1].endswith(
+        " 4 unhandled (group crawler-dead-letters)"
+    )
+
+    (done,) = dead_letters(topic, kafka_bootstrap, "replay", "--skip-invalid", "--json")
+    report = orjson.loads(done)
+    assert (report["replayed"], report["failed"], report["skipped"]) == (1, 0, 3)
+    assert sorted(row["reason"] for row in report["skipped_records"]) == [
+        "schema",
+        "schema_version",
+        "unencodable",
+    ]
+    (back,) = read_topic(kafka_bootstrap, topic, expected=1, settle=2)
+    assert back.value == dead_letter(topic, 0).value
+    assert dead_letters(topic, kafka_bootstrap, "list")[-1].endswith(
+        " 0 unhandled (group crawler-dead-letters)"
     )
 
 

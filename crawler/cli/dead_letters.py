@@ -3,6 +3,10 @@
 Which dead letters are handled is kept by a Kafka consumer group
 (``crawler.kafka.dead_letters``): ``replay`` and ``drop`` commit it, ``list``
 shows what they have not handled yet (``--all``: everything the topic keeps).
+
+``replay`` sends only dead letters that can be items (``crawler.kafka.replayable``): when
+some cannot, it lists them with the reason and sends nothing (exit 1), unless
+``--skip-invalid``: then it sends the others and marks those handled without sending them.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -24,6 +29,10 @@ from crawler.kafka.dead_letters import (
 )
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.replayable import replay_refusal
+from crawler.kafka.schemas import SchemaRegistry
+from crawler.settings_values import get_typed_list
+from crawler.settings_values import text as text_value
 
 Action = Callable[[argparse.Namespace, DeadLetterQueues, str], int]
 
@@ -51,6 +60,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         sub.set_defaults(run=_command(action))
     actions.choices["list"].add_argument(
         "--all", action="store_true", help="also the handled ones the topic still keeps"
+    )
+    actions.choices["replay"].add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="replay the others when some cannot be items, marking those handled unsent",
     )
     actions.choices["drop"].add_argument(
         "--yes", action="store_true", help="really drop them (else only say how many)"
@@ -111,15 +125,69 @@ def _commit_offsets(spans: list[Span], failed: dict[int, int]) -> dict[int, int]
     return {span.partition: failed.get(span.partition, span.end) for span in spans}
 
 
+def _schemas() -> SchemaRegistry:
+    from scrapy.settings import BaseSettings  # noqa: PLC0415 - Scrapy only for replay
+
+    settings = BaseSettings(project_settings())
+    try:
+        return SchemaRegistry(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text_value, "folders"))
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"crawler dead-letters replay: {exc}") from exc
+
+
+def _unreplayable(
+    queues: DeadLetterQueues, dlq: str, spans: list[Span], timeout: float
+) -> list[dict[str, Any]]:
+    """The dead letters of ``spans`` that cannot be items, and why."""
+    schemas = _schemas()
+    skipped = []
+    for message in queues.read(dlq, spans, timeout):
+        why = replay_refusal(message, schemas)
+        if why is not None:
+            reason = message.headers.get("dlq_reason", b"").decode("utf-8", "replace")
+            where = {"partition": message.partition, "offset": message.offset}
+            skipped.append({**where, "reason": reason, "why": why})
+    return skipped
+
+
+def _print_skipped(args: argparse.Namespace, dlq: str, skipped: list[dict[str, Any]]) -> None:
+    if not args.json:
+        for row in skipped:
+            print(
+                f"skipped {dlq}[{row['partition']}]@{row['offset']} ({row['reason']}): {row['why']}"
+            )
+
+
 def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> int:
     spans = queues.spans(dlq)
     if not any(span.count for span in spans):
-        return _report(args, queues, dlq, {"replayed": 0, "failed": 0})
+        return _report(args, queues, dlq, {"replayed": 0, "failed": 0, "skipped": 0}, [])
+    skipped = _unreplayable(queues, dlq, spans, args.timeout)
+    _print_skipped(args, dlq, skipped)
+    if skipped and not args.skip_invalid:
+        total = sum(span.count for span in spans)
+        if args.json:
+            refusal = {"dlq": dlq, "group": queues.group, "replayed": 0, "failed": 0}
+            print(
+                orjson.dumps(
+                    {**refusal, "would_skip": len(skipped), "skipped_records": skipped}
+                ).decode()
+            )
+        else:
+            print(
+                f"{len(skipped)} of {total} dead letters of {dlq} cannot be items (listed above): "
+                "nothing replayed. Fix what is said and replay again, or replay the others with "
+                "--skip-invalid (marks these handled without sending them)"
+            )
+        return 1
+    skip = {(row["partition"], row["offset"]) for row in skipped}
     producer = ItemProducer(producer_config(queues.bootstrap_servers, queues.security))
     outstanding: set[tuple[int, int]] = set()  # (partition, offset) sent, not yet reported
     failed: list[tuple[int, int]] = []
     sent = 0
     for message in queues.read(dlq, spans, args.timeout):
+        if (message.partition, message.offset) in skip:
+            continue
         original = message.headers.get("dlq_original_topic", args.topic.encode()).decode()
         outgoing = OutgoingMessage(
             topic=original,
@@ -149,7 +217,8 @@ def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> 
     for partition, offset in failed:
         first_failed[partition] = min(offset, first_failed.get(partition, offset))
     queues.commit(dlq, _commit_offsets(spans, first_failed))
-    return _report(args, queues, dlq, {"replayed": sent - len(failed), "failed": len(failed)})
+    counts = {"replayed": sent - len(failed), "failed": len(failed), "skipped": len(skipped)}
+    return _report(args, queues, dlq, counts, skipped)
 
 
 def run_drop(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> int:
@@ -169,11 +238,18 @@ def run_drop(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> in
 
 
 def _report(
-    args: argparse.Namespace, queues: DeadLetterQueues, dlq: str, counts: dict[str, int]
+    args: argparse.Namespace,
+    queues: DeadLetterQueues,
+    dlq: str,
+    counts: dict[str, int],
+    skipped: list[dict[str, Any]] | None = None,
 ) -> int:
+    """``skipped``: a replay's (listed in JSON; in text, only counted when there are some)."""
     if args.json:
-        print(orjson.dumps({"dlq": dlq, "group": queues.group, **counts}).decode())
+        listed = {} if skipped is None else {"skipped_records": skipped}
+        print(orjson.dumps({"dlq": dlq, "group": queues.group, **counts, **listed}).decode())
     else:
-        numbers = " ".join(f"{name}={value}" for name, value in counts.items())
+        shown = {name: value for name, value in counts.items() if value or name != "skipped"}
+        numbers = " ".join(f"{name}={value}" for name, value in shown.items())
         print(f"{numbers} ({dlq}, group {queues.group})")
     return 1 if counts.get("failed") else 0
