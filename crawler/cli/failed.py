@@ -18,6 +18,7 @@ import orjson
 from scrapy.settings import Settings
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
+from crawler.cli.prompt import answer
 from crawler.cli.spiders import require_spider
 from crawler.frontier.inspect import FailedRecord, FrontierInspector
 from crawler.settings_values import get_bool
@@ -113,12 +114,10 @@ def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
 def run_drop(args: argparse.Namespace, inspector: FrontierInspector) -> int:
     ids = [record.id for record in inspector.failed(args.reason)]
     if ids and not args.yes:
-        try:
-            answer = input(f"Drop {len(ids)} {_which(args)}? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not dropped.")
+        questions = sys.stderr if args.json else sys.stdout  # --json: stdout is for the JSON
+        reply = answer(f"Drop {len(ids)} {_which(args)}? [y/N] ", to=questions)
+        if reply.strip().lower() not in ("y", "yes"):
+            print("Not dropped.", file=questions)
             return 1
     dropped = inspector.drop(ids)
     if args.json:

@@ -9,6 +9,7 @@ import sys
 import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
+from crawler.cli.prompt import answer
 from crawler.cli.spiders import require_spider
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 
@@ -36,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
         if (why := plan.refusal) is not None:
             print(f"Not purged: {why}", file=sys.stderr)
             return 1
-        if not plan.confirmed(yes=args.yes):
-            print("Not purged.")
+        questions = sys.stderr if args.json else sys.stdout  # --json: stdout is for the JSON
+        if not plan.confirmed(yes=args.yes, ask=lambda question: answer(question, to=questions)):
+            print("Not purged.", file=questions)
             return 1
         result = plan.carry_out(client)
     finally:

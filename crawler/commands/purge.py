@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.cli.prompt import answer
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 from crawler.redis_connection import sync_client
 from crawler.redis_url import RedisConfig
@@ -51,7 +52,7 @@ class Command(ScrapyCommand):
                 print(f"Not purged: {why}", file=sys.stderr)
                 self.exitcode = 1
                 return
-            if not plan.confirmed(yes=opts.yes):
+            if not plan.confirmed(yes=opts.yes, ask=answer):
                 print("Not purged.")
                 self.exitcode = 1
                 return

@@ -181,8 +181,9 @@ class PurgePlan:
             return None
         return f"Delete {' and '.join(doomed)}? Type the spider name to confirm: "
 
-    def confirmed(self, *, yes: bool, ask: Callable[[str], str] = input) -> bool:
-        """Whether to go on: nothing to ask, ``--yes``, or the spider's name typed."""
+    def confirmed(self, *, yes: bool, ask: Callable[[str], str]) -> bool:
+        """Whether to go on: nothing to ask, ``--yes``, or the spider's name typed; ``ask``
+        gives the answer to a question ("" when there is none: ``crawler.cli.prompt``)."""
         question = self.question
         return question is None or yes or ask(question).strip() == self.spider
 

@@ -1,0 +1,75 @@
+"""``crawler`` and ``scrapy purge`` where an operator's script meets them: no answer on stdin,
+no Redis, a setting refused. A message saying what to do and exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import redis
+
+from crawler.demo.nodes import REPO_ROOT
+from tests.cli_process import crawler_process
+
+
+def refused(result: subprocess.CompletedProcess[str]) -> None:
+    """Exit 1 with a message, not a traceback."""
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+# -- questions with stdin at its end (</dev/null, a script, cron) ----------------------------
+
+
+def test_purge_without_an_answer_is_not_purged(redis_url: str, redis_client: redis.Redis) -> None:
+    redis_client.lpush("pages:start_urls", "http://example.invalid/")
+    result = crawler_process("purge", "pages", "--redis", redis_url)
+    refused(result)
+    assert "Type the spider name to confirm:" in result.stdout
+    assert result.stdout.endswith("Not purged.\n"), result.stdout
+    assert redis_client.exists("pages:start_urls")
+
+
+def test_purge_json_without_an_answer_keeps_stdout_for_json(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    redis_client.lpush("pages:start_urls", "http://example.invalid/")
+    result = crawler_process("purge", "pages", "--redis", redis_url, "--json")
+    refused(result)
+    assert result.stdout == ""
+    assert "Type the spider name to confirm:" in result.stderr
+    assert result.stderr.endswith("Not purged.\n"), result.stderr
+    assert redis_client.exists("pages:start_urls")
+
+
+def test_scrapy_purge_without_an_answer_is_not_purged(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    redis_client.lpush("pages:start_urls", "http://example.invalid/")
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", "pages"],
+        cwd=REPO_ROOT,
+        env={"REDIS_URL": redis_url, "PATH": "/usr/bin:/bin"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    refused(result)
+    assert result.stdout.endswith("Not purged.\n"), result.stdout
+    assert redis_client.exists("pages:start_urls")
+
+
+def test_failed_drop_json_asks_and_refuses_on_stderr(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    record = {"reason": "spider/x", "node": "n", "at": 1.0, "request": {"url": "http://a.test/"}}
+    redis_client.hset("{pages}:failed", "1", orjson.dumps(record))
+    result = crawler_process("failed", "pages", "drop", "--redis", redis_url, "--json")
+    refused(result)
+    assert result.stdout == ""
+    assert "Drop 1 failed requests of 'pages'?" in result.stderr
+    assert result.stderr.endswith("Not dropped.\n"), result.stderr
+    assert redis_client.hlen("{pages}:failed") == 1
