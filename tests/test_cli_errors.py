@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import orjson
+import pytest
 import redis
 
 from crawler.demo.nodes import REPO_ROOT
@@ -73,3 +74,22 @@ def test_failed_drop_json_asks_and_refuses_on_stderr(
     assert "Drop 1 failed requests of 'pages'?" in result.stderr
     assert result.stderr.endswith("Not dropped.\n"), result.stderr
     assert redis_client.hlen("{pages}:failed") == 1
+
+
+# -- Redis not answering ----------------------------------------------------------------------
+
+NO_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("list", "zhihu"),
+        ("invalidate", "zhihu", "alice"),
+        ("import", "zhihu", "alice", "--cookie-header", "z_c0=1", "--domain", ".zhihu.com"),
+    ],
+)
+def test_sessions_say_redis_does_not_answer(command: tuple[str, ...]) -> None:
+    result = crawler_process("sessions", *command, "--redis", NO_REDIS)
+    refused(result)
+    assert f"Redis at {NO_REDIS} does not answer" in result.stderr, result.stderr

@@ -12,7 +12,7 @@ from redis.exceptions import RedisClusterException
 
 from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
-from crawler.redis_connection import SyncRedis, sync_client
+from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
 from crawler.redis_url import RedisConfig
 from settings.resolve import resolve_settings
 
@@ -67,16 +67,39 @@ def redis_config(args: argparse.Namespace) -> RedisConfig:
         raise SystemExit(str(exc)) from None
 
 
+# What redis-py raises when Redis does not answer (its ConnectionError is no OSError).
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
+
+
+def no_answer(config: RedisConfig, exc: Exception) -> SystemExit:
+    """The end of a command whose Redis does not answer."""
+    return SystemExit(f"Redis at {config.display} does not answer: {exc}")
+
+
 def redis_client(args: argparse.Namespace) -> SyncRedis:
     config = redis_config(args)
     client: SyncRedis | None = None
     try:
         client = sync_client(config, socket_connect_timeout=5)
         client.ping()
-    except (redis.RedisError, RedisClusterException) as exc:
+    except REDIS_ERRORS as exc:
         if client is not None:
             client.close()
-        raise SystemExit(f"Redis at {config.display} does not answer: {exc}") from exc
+        raise no_answer(config, exc) from exc
+    return client
+
+
+async def async_redis_client(args: argparse.Namespace) -> AsyncRedis:
+    """``redis_client`` for asyncio commands: a client of Redis that answered a ping."""
+    config = redis_config(args)
+    client: AsyncRedis | None = None
+    try:
+        client = async_client(config, socket_connect_timeout=5)
+        await client.ping()
+    except REDIS_ERRORS as exc:
+        if client is not None:
+            await client.aclose()
+        raise no_answer(config, exc) from exc
     return client
 
 

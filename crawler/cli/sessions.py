@@ -17,9 +17,8 @@ from typing import Any
 
 import orjson
 
-from crawler.cli.config import add_redis_option, project_settings, redis_config
-from crawler.redis_connection import AsyncRedis, async_client
-from crawler.redis_url import RedisConfig
+from crawler.cli.config import add_redis_option, async_redis_client, project_settings
+from crawler.redis_connection import AsyncRedis
 from crawler.sessions import (
     Cookie,
     Health,
@@ -103,8 +102,8 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
 
 
 @asynccontextmanager
-async def _client(config: RedisConfig) -> AsyncIterator[AsyncRedis]:
-    client = async_client(config)
+async def _client(args: argparse.Namespace) -> AsyncIterator[AsyncRedis]:
+    client = await async_redis_client(args)
     try:
         yield client
     finally:
@@ -113,7 +112,7 @@ async def _client(config: RedisConfig) -> AsyncIterator[AsyncRedis]:
 
 async def _with_store(args: argparse.Namespace, action: Action) -> int:
     settings = SessionSettings.from_mapping(project_settings())
-    async with _client(redis_config(args)) as client:
+    async with _client(args) as client:
         return await action(args, RedisSessionStore(client, settings))
 
 
