@@ -93,3 +93,51 @@ def test_sessions_say_redis_does_not_answer(command: tuple[str, ...]) -> None:
     result = crawler_process("sessions", *command, "--redis", NO_REDIS)
     refused(result)
     assert f"Redis at {NO_REDIS} does not answer" in result.stderr, result.stderr
+
+
+# -- a setting refused --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "command"),
+    [
+        ("SEEDS_ALLOWED_META", '["_x"]', ("seed", "pages", "http://a.test/")),
+        ("SEEDS_BATCH_SIZE", "0", ("seed", "pages", "http://a.test/")),
+        ("FRONTIER_HEARTBEAT_INTERVAL", "abc", ("seed", "pages", "--recrawl", "http://a.test/")),
+        ("FRONTIER_QUEUE_MAX", "abc", ("purge", "pages", "--yes")),
+        ("KAFKA_PRODUCER_CONFIG", "abc", ("purge", "pages", "--yes")),
+        ("FRONTIER_LEASE_TIMEOUT", "abc", ("leases", "pages")),
+        ("FRONTIER_LEASE_TIMEOUT", "abc", ("status", "pages")),
+        ("FRONTIER_HEARTBEAT_INTERVAL", "abc", ("requeue", "pages")),
+        ("FRONTIER_COMPRESS", "maybe", ("failed", "pages", "retry")),
+        ("SESSIONS_TTL", "abc", ("sessions", "list", "zhihu")),
+    ],
+)
+def test_a_refused_setting_is_named_not_a_traceback(
+    redis_url: str, setting: str, value: str, command: tuple[str, ...]
+) -> None:
+    result = crawler_process(
+        *command, "--redis", redis_url, env={f"CRAWLER_SETTING_{setting}": value}
+    )
+    refused(result)
+    assert f"crawler {command[0]}" in result.stderr, result.stderr
+    assert setting in result.stderr, result.stderr
+
+
+def test_scrapy_purge_names_a_refused_setting(redis_url: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"],
+        cwd=REPO_ROOT,
+        env={
+            "REDIS_URL": redis_url,
+            "PATH": "/usr/bin:/bin",
+            "CRAWLER_SETTING_FRONTIER_QUEUE_MAX": "x",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr  # Scrapy's usage error
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "FRONTIER_QUEUE_MAX='x' is not an integer" in result.stdout + result.stderr

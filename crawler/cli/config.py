@@ -9,11 +9,13 @@ from typing import Any
 
 import redis
 from redis.exceptions import RedisClusterException
+from scrapy.settings import Settings
 
 from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
 from crawler.redis_url import RedisConfig
+from crawler.settings_values import get_float
 from settings.resolve import resolve_settings
 
 
@@ -105,15 +107,15 @@ async def async_redis_client(args: argparse.Namespace) -> AsyncRedis:
 
 def frontier_admin(client: SyncRedis, spider: str) -> FrontierAdmin:
     """A ``FrontierAdmin`` with the key templates and node ttl of the project settings."""
-    settings = project_settings()
+    settings = Settings(project_settings())
     return FrontierAdmin(
         client,
         spider,
         seeds_key=settings["SEEDS_KEY"],
         invalid_key=settings["SEEDS_INVALID_KEY"],
         politeness_key=settings["POLITENESS_KEY"],
-        node_ttl=float(settings["FRONTIER_LEASE_TIMEOUT"]),
-        heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
+        node_ttl=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
+        heartbeat_interval=get_float(settings, "FRONTIER_HEARTBEAT_INTERVAL"),
     )
 
 

@@ -6,10 +6,12 @@ import argparse
 from dataclasses import asdict
 
 import orjson
+from scrapy.settings import Settings
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.frontier.inspect import FrontierInspector, NodeLeases
+from crawler.settings_values import get_float
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +25,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     settings = project_settings()
     require_spider(args.spider, settings)
-    lease_timeout = float(settings["FRONTIER_LEASE_TIMEOUT"])
+    lease_timeout = get_float(Settings(settings), "FRONTIER_LEASE_TIMEOUT")
     client = redis_client(args)
     try:
         nodes = FrontierInspector(client, args.spider).leases(int(lease_timeout * 1000))

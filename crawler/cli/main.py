@@ -62,10 +62,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. A ``ValueError`` out of it is a setting the settings objects it builds
+    refuse (``SeedSettings``, ``PurgeSettings``, ``settings_values``' typed reads): its
+    message names the setting and what is wrong, and ends the command (exit 1), as a bad
+    ``--redis`` URL does."""
     args = parse(argv)
     try:
         code = int(args.run(args))
         sys.stdout.flush()
+    except ValueError as exc:
+        print(f"crawler {args.command}: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `crawler status | head`: the reader left; quiet, as git is

@@ -42,7 +42,10 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("REDIS_URL is empty: there is no shared state to purge")
-        settings = PurgeSettings.from_settings(self.settings)
+        try:
+            settings = PurgeSettings.from_settings(self.settings)
+        except ValueError as exc:  # a setting refused, named in the message
+            raise UsageError(str(exc)) from exc
         client = sync_client(RedisConfig.from_url(url))
         try:
             plan = PurgePlan.survey(

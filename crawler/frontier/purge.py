@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy.settings import BaseSettings, Settings
+
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.backlog_topic import backlog_topic, purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
@@ -40,6 +42,7 @@ from crawler.frontier.seed_queue import SeedKeys
 from crawler.kafka.config import security_setting
 from crawler.lua import text
 from crawler.redis_connection import SyncRedis
+from crawler.settings_values import get_float, get_int
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,14 @@ class PurgeSettings:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> PurgeSettings:
-        """From Scrapy's settings or the ``crawler`` CLI's (values may be ``-s`` text)."""
+        """From Scrapy's settings or the ``crawler`` CLI's (values may be ``-s`` text); a
+        value that is no number raises ``ValueError`` naming the setting."""
+        values = settings if isinstance(settings, BaseSettings) else Settings(settings)
         return cls(
-            queue_max=int(settings["FRONTIER_QUEUE_MAX"]),
+            queue_max=get_int(values, "FRONTIER_QUEUE_MAX"),
             bootstrap=str(settings["KAFKA_BOOTSTRAP_SERVERS"] or ""),
             backlog_template=str(settings["FRONTIER_BACKLOG_TOPIC"]),
-            heartbeat_interval=float(settings["FRONTIER_HEARTBEAT_INTERVAL"]),
+            heartbeat_interval=get_float(values, "FRONTIER_HEARTBEAT_INTERVAL"),
             security=security_setting(settings),
         )
 
