@@ -16,6 +16,7 @@ import redis
 
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
+from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import end_offsets, read_topic
@@ -28,6 +29,7 @@ from tests.cluster import (
     wait_for_log,
 )
 from tests.faults import FAST_LEASES, wait_for_hits
+from tests.frontier_state import queued
 from tests.services import own_kafka_broker
 
 
@@ -227,3 +229,31 @@ def test_kafka_down_past_max_outage_pauses_then_resumes_the_crawl(
     )
     assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
     assert "'kafka/crawl_paused/max_outage': 1" in log.read_text()
+
+
+def test_a_topic_the_broker_refuses_for_good_stops_the_node_and_loses_nothing(
+    kafka_bootstrap: str,
+    topic_template: str,
+    redis_url: str,
+    redis_client: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    """A replication factor the cluster cannot give (settings.md says 3 in production; this
+    broker is one) is no outage: the node stops at once, says which setting, and its pages go
+    back to the queue. It used to retry forever, its items waiting and the node never closing."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    settings = {
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_TOPIC_REPLICATION": "3",
+        "KAFKA_SPOOL_DIR": str(tmp_path / "spool"),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+    }
+    with Site(3) as site, running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        redis_client.lpush("pages:start_urls", site.url(0))
+        assert wait_for_exit(nodes, timeout=90) == [0], logs(tmp_path)
+    log = (tmp_path / "node-0.log").read_text()
+    assert "Closing spider (kafka_topic_refused)" in log
+    assert "KAFKA_TOPIC_REPLICATION" in log
+    assert "'kafka/topic_refused/INVALID_REPLICATION_FACTOR'" in log
+    # the page went back to the queue: it is crawled again once its items can be sent
+    assert queued(redis_client, FrontierKeys.for_spider("pages")) >= 1

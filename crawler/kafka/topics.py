@@ -5,7 +5,10 @@ Every message of a topic waits for one shared check: the topic and its dead-lett
 exist (created with the configured partitions, replication and config if missing) and every
 partition has a leader. A broker that does not answer is an outage, not a permanent failure:
 the check is retried with backoff (``kafka/topic_check_failed``), the outage is recorded, and
-the messages wait, so a broker late at start dead-letters nothing.
+the messages wait, so a broker late at start dead-letters nothing. A broker that answers
+and refuses the topic (a replication factor it cannot give, a config or name it rejects, no
+right to create it) will refuse it again: the check raises ``TopicRefused`` at once, naming
+the setting to change (``kafka/topic_refused/<code>``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.producer import ItemProducer
@@ -25,6 +28,30 @@ logger = logging.getLogger(__name__)
 
 CHECK_TIMEOUT = 10.0  # seconds for one check
 RETRY_FIRST, RETRY_MAX = 1.0, 10.0  # seconds between checks, doubling
+
+
+# Answers of a broker that will not change while it runs: the error code -> what to change
+REFUSALS = {
+    KafkaError.INVALID_REPLICATION_FACTOR: "KAFKA_TOPIC_REPLICATION (at most the brokers)",
+    KafkaError.INVALID_PARTITIONS: "KAFKA_TOPIC_PARTITIONS",
+    KafkaError.INVALID_CONFIG: "KAFKA_TOPIC_CONFIG",
+    KafkaError.POLICY_VIOLATION: "KAFKA_TOPIC_PARTITIONS, KAFKA_TOPIC_REPLICATION or "
+    "KAFKA_TOPIC_CONFIG (the broker's policy)",
+    KafkaError.TOPIC_EXCEPTION: "KAFKA_TOPIC_TEMPLATE or the item's item_type (a topic name is "
+    "at most 249 of [a-zA-Z0-9._-])",
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "the ACLs of the principal in KAFKA_PRODUCER_CONFIG, "
+    "or create the topic beforehand (KAFKA_CREATE_TOPICS=False)",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the ACLs of the principal in "
+    "KAFKA_PRODUCER_CONFIG, or create the topic beforehand (KAFKA_CREATE_TOPICS=False)",
+}
+
+
+class TopicRefused(Exception):
+    """The broker answered and refused a topic: it will refuse it again."""
+
+    def __init__(self, topic: str, code: str, error: str, change: str) -> None:
+        super().__init__(f"Kafka refuses topic {topic} ({code}: {error}): change {change}")
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +111,11 @@ class TopicChecker:
                     timeout=CHECK_TIMEOUT,
                 )
             except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() in REFUSALS:
+                    self._health.answered()
+                    change = REFUSALS[error.code()]
+                    raise TopicRefused(topic, error.name(), error.str(), change) from exc
                 self._count("kafka/topic_check_failed", 1)
                 self._health.failed(f"checking topic {topic}: {exc.args[0].str()}")
                 logger.debug("Kafka topic %s not checked (%s): again in %.0fs", topic, exc, wait)

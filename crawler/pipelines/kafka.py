@@ -45,7 +45,7 @@ from crawler.kafka.producer import producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
-from crawler.kafka.topics import TopicChecker, TopicSpec
+from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
 from crawler.node import resolve_node_id
 from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
@@ -102,6 +102,7 @@ class KafkaPipeline:
         self._sender: ItemSender | None = None
         self._poller: LoopingCall | None = None
         self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
+        self._stopping: asyncio.Future[None] | None = None  # a topic was refused for good
         self._paused = False
         self._draining: asyncio.Future[None] | None = None
 
@@ -164,7 +165,10 @@ class KafkaPipeline:
         item_type = str(getattr(item, "item_type", type(item).__name__.lower()))
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
         if self._topics is not None:
-            await self._topics.ready(topic)
+            try:
+                await self._topics.ready(topic)
+            except TopicRefused as exc:
+                await self._refused(exc)
         to = MessageFields(spider.name, topic, item_type)
         message = self.encoder.encode(item, ItemAdapter(item).asdict(), to)
         if isinstance(message, Rejected):
@@ -178,6 +182,19 @@ class KafkaPipeline:
                 "kafka/spool_error",
             )
         return item
+
+    async def _refused(self, exc: TopicRefused) -> NoReturn:
+        """A topic the broker refuses for good: the node stops (every node would meet the
+        same), and the item's request goes back to the queue, to be crawled once it can be
+        sent."""
+        self.stats.inc_value(f"kafka/topic_refused/{exc.code}")
+        engine = self.crawler.engine
+        if self._stopping is None and engine is not None and not engine_closing(self.crawler):
+            logger.error("%s; the node stops (kafka_topic_refused)", exc)
+            self._stopping = asyncio.ensure_future(
+                engine.close_spider_async(reason="kafka_topic_refused")
+            )
+        raise ItemRequeued(str(exc), f"kafka/topic_refused/{exc.code}")
 
     @staticmethod
     def _settlement() -> asyncio.Future[str]:
