@@ -28,6 +28,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.purge import PurgeSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka import dead_letters, producer, reader
+from crawler.pipelines.kafka import KafkaPipelineSettings
 from crawler.redis_connection import async_client
 from settings.resolve import resolve_settings
 
@@ -151,3 +152,27 @@ def test_consume_says_when_kafka_does_not_answer() -> None:
 def test_spool_refuses_a_spider_the_project_does_not_have(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no spider 'nosuchspider' in this project"):
         main(["spool", "list", "nosuchspider", "--dir", str(tmp_path)])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ({"compression.type": "bogus"}, 'Invalid value "bogus"'),
+        ({"foo.bar": "1"}, "foo.bar"),
+        ({"acks": "1"}, "acks"),  # idempotence is on by default: librdkafka wants all
+    ],
+)
+def test_a_producer_config_librdkafka_refuses_fails_at_start_naming_the_setting(
+    overrides: dict[str, str], said: str
+) -> None:
+    settings = Settings(resolve_settings({}))
+    settings.setdict(
+        {
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+            "KAFKA_PRODUCER_CONFIG": orjson.dumps(overrides).decode(),
+        },
+        priority="cmdline",
+    )
+    crawler = MagicMock(settings=settings)
+    with pytest.raises(ValueError, match=rf"KAFKA_PRODUCER_CONFIG=.*librdkafka.*{said}"):
+        KafkaPipelineSettings.from_crawler(crawler)

@@ -46,6 +46,22 @@ def producer_config(bootstrap_servers: str, overrides: Mapping[str, Any]) -> dic
     return config
 
 
+def checked_producer_config(
+    bootstrap_servers: str, overrides: Mapping[str, Any], setting: str = "KAFKA_PRODUCER_CONFIG"
+) -> dict[str, Any]:
+    """``producer_config``, after librdkafka has accepted it (a producer is built and dropped:
+    it checks every property, and that ``acks`` agrees with idempotence); ValueError naming
+    ``setting`` when it does not."""
+    config = producer_config(bootstrap_servers, overrides)
+    try:
+        Producer(config)
+    except (KafkaException, ValueError, TypeError) as exc:
+        error = exc.args[0] if exc.args else exc
+        said = error.str() if isinstance(error, KafkaError) else str(error)
+        raise ValueError(f"{setting}={dict(overrides)!r} is refused by librdkafka: {said}") from exc
+    return config
+
+
 class ItemProducer:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._config = dict(config)

@@ -41,7 +41,7 @@ from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.config import KafkaSettings
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
 from crawler.kafka.messages import OutgoingMessage
-from crawler.kafka.producer import producer_config
+from crawler.kafka.producer import checked_producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
@@ -68,7 +68,9 @@ class KafkaPipelineSettings(KafkaSettings):
             bootstrap_servers=bootstrap,
             topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
             dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
-            producer_config=producer_config(bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")),
+            producer_config=checked_producer_config(
+                bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")
+            ),
             poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
             flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
             backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
