@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -172,39 +174,51 @@ def test_purge_asks_for_confirmation(redis_url: str, redis_client: redis.Redis) 
     assert redis_client.exists("{other}:seq")
 
 
+START_ITEMS_KEY = start_key(FrontierKeys.for_spider("start_items"), "default")
+
+
+@contextlib.contextmanager
+def start_items_node(
+    redis_url: str, workdir: Path, site: Site, settings: dict[str, str], **arguments: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """One node of the ``start_items`` spider (its start items held by a slow pipeline)."""
+    base = {
+        "SPIDER_MODULES": "tests.spiders",
+        "ITEM_PIPELINES": '{"tests.spiders.start_items.SlowStartItemsPipeline": 300}',
+    }
+    with running_nodes(
+        1,
+        workdir=workdir,
+        env={"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""},
+        settings={**base, **settings},
+        spider="start_items",
+        arguments={"site": site.base_url, **arguments},
+    ) as nodes:
+        yield nodes
+
+
 def test_items_start_yields_are_written_again_when_their_node_dies_before_they_settle(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     """The start claim is finished once start()'s items are settled too, not only its
     requests: a node killed while they wait in the pipelines leaves the start to another."""
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {
-        "SPIDER_MODULES": "tests.spiders",
-        "ITEM_PIPELINES": '{"tests.spiders.start_items.SlowStartItemsPipeline": 300}',
+    fast = {
         "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
         "FRONTIER_LEASE_TIMEOUT": "4",
         "FRONTIER_HEARTBEAT_INTERVAL": "1",
     }
-    key = start_key(FrontierKeys.for_spider("start_items"), "default")
+    feed = tmp_path / "items.jsonl"
     with Site(3) as site:
-        arguments = {"site": site.base_url}
-        slow = {**settings, "START_ITEMS_DELAY": "60"}
-        first = tmp_path / "first"
-        with running_nodes(
-            1, workdir=first, env=env, settings=slow, spider="start_items", arguments=arguments
-        ) as nodes:
-            assert wait_for_log(first / "node-0.log", "Writing the start requests", 60)
+        slow = {**fast, "START_ITEMS_DELAY": "60"}
+        with start_items_node(redis_url, tmp_path / "first", site, slow) as nodes:
+            assert wait_for_log(tmp_path / "first" / "node-0.log", "Writing the start", 60)
             time.sleep(2)  # its request is in the frontier, its items in the pipeline
-            assert redis_client.hget(key, "state") == b"writing"
+            assert redis_client.hget(START_ITEMS_KEY, "state") == b"writing"
             nodes[0].send_signal(signal.SIGKILL)
             nodes[0].wait(timeout=30)
-        feed = tmp_path / "items.jsonl"
-        again = {**settings, "START_ITEMS_DELAY": "0", "CRAWLER_STANDALONE_FEED": str(feed)}
-        second = tmp_path / "second"
-        with running_nodes(
-            1, workdir=second, env=env, settings=again, spider="start_items", arguments=arguments
-        ) as nodes:
-            assert wait_for_exit(nodes, timeout=120) == [0], logs(second)
+        again = {**fast, "START_ITEMS_DELAY": "0", "CRAWLER_STANDALONE_FEED": str(feed)}
+        with start_items_node(redis_url, tmp_path / "second", site, again) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path / "second")
     urls = sorted(orjson.loads(line)["url"] for line in feed.read_bytes().splitlines())
     assert [url for url in urls if url.startswith("start:")] == ["start:0", "start:1", "start:2"]
 
@@ -213,27 +227,14 @@ def test_a_node_stopped_while_writing_the_start_gives_its_claim_up(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     """Another node runs start() at once, not after the claim expires."""
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {
-        "SPIDER_MODULES": "tests.spiders",
-        "ITEM_PIPELINES": '{"tests.spiders.start_items.SlowStartItemsPipeline": 300}',
-        "START_ITEMS_DELAY": "0",
-        "FRONTIER_LEASE_TIMEOUT": "60",
-    }
-    key = start_key(FrontierKeys.for_spider("start_items"), "default")
-    with Site(3) as site:
-        arguments = {"site": site.base_url, "pause": "60"}
-        with running_nodes(
-            1,
-            workdir=tmp_path,
-            env=env,
-            settings=settings,
-            spider="start_items",
-            arguments=arguments,
-        ) as nodes:
-            assert wait_for_log(tmp_path / "node-0.log", "Writing the start requests", 60)
-            time.sleep(1)
-            assert redis_client.hget(key, "state") == b"writing"
-            nodes[0].send_signal(signal.SIGTERM)
-            assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
-    assert not redis_client.exists(key)
+    settings = {"START_ITEMS_DELAY": "0", "FRONTIER_LEASE_TIMEOUT": "60"}
+    with (
+        Site(3) as site,
+        start_items_node(redis_url, tmp_path, site, settings, pause="60") as nodes,
+    ):
+        assert wait_for_log(tmp_path / "node-0.log", "Writing the start requests", 60)
+        time.sleep(1)
+        assert redis_client.hget(START_ITEMS_KEY, "state") == b"writing"
+        nodes[0].send_signal(signal.SIGTERM)
+        assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
+    assert not redis_client.exists(START_ITEMS_KEY)
