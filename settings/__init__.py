@@ -15,4 +15,7 @@ from settings.resolve import resolve_settings
 # bundled with tldextract unless the environment names sources of its own.
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 
-globals().update(resolve_settings(os.environ))
+try:
+    globals().update(resolve_settings(os.environ))
+except ValueError as exc:  # a profile or CRAWLER_SETTING_ name that is not one: say so, once
+    raise SystemExit(f"settings: {exc}") from None

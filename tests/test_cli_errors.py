@@ -141,3 +141,18 @@ def test_scrapy_purge_names_a_refused_setting(redis_url: str) -> None:
     assert result.returncode == 2, result.stdout + result.stderr  # Scrapy's usage error
     assert "Traceback" not in result.stderr, result.stderr
     assert "FRONTIER_QUEUE_MAX='x' is not an integer" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("command", [("-m", "crawler", "status"), ("-m", "scrapy", "list")])
+def test_an_unknown_profile_is_one_line_not_a_traceback(command: tuple[str, ...]) -> None:
+    result = subprocess.run(
+        [sys.executable, *command],
+        cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "CRAWLER_PROFILE": "zzz"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    refused(result)
+    assert "CRAWLER_PROFILE='zzz' is not a profile; choose one of ['dev', 'prod']" in result.stderr
