@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 
 from scrapy.crawler import Crawler
-from scrapy.settings import BaseSettings, default_settings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 
 from crawler import scrapy_redis_compat, standalone_commands
@@ -199,8 +199,13 @@ class ClusterAddon:
                 f"BROWSER_MAX_PAGES={pages} and BROWSER_MAX_CONTEXTS={contexts} must be >= 1"
             )
         handlers = {"http": BROWSER_HANDLER, "https": BROWSER_HANDLER}
+        # merged into whatever DOWNLOAD_HANDLERS holds (settings.base turns file:// off), at its
+        # priority: the browser handler serves http and https whoever set the rest
+        given = settings.getpriority("DOWNLOAD_HANDLERS") or 0
         settings.set(
-            "DOWNLOAD_HANDLERS", {**settings.getdict("DOWNLOAD_HANDLERS"), **handlers}, "addon"
+            "DOWNLOAD_HANDLERS",
+            {**settings.getdict("DOWNLOAD_HANDLERS"), **handlers},
+            max(given, SETTINGS_PRIORITIES["addon"]),
         )
         launch = {"executable_path": settings.get("BROWSER_EXECUTABLE"), "headless": True}
         settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")

@@ -116,6 +116,9 @@ REDIRECT_SCOPE_ENABLED = True  # bool: a redirect out of scope fails its request
 # int bytes >= 0: where inflating a compressed body stops; 0 = DOWNLOAD_MAXSIZE only
 DECOMPRESSION_MAXSIZE = 64 * 1024 * 1024
 LOG_MASK_CREDENTIALS = True  # bool: URL passwords and secret query values masked in every log line
+# Scrapy's file:// handler off: a crawled page's link must not make a node read its own files
+# (credentials, service-account tokens) into Kafka; such a request fails (download/NotSupported)
+DOWNLOAD_HANDLERS = {"file": None}
 
 # --- robots.txt, shared by the cluster ------------------------------------------------
 ROBOTSTXT_CACHE_TTL = 86400  # int s >= 1: how long a site's robots.txt is reused by every node

@@ -50,7 +50,7 @@ BUILDERS: dict[str, Callable[[Settings], Any]] = {
 TYPED = (bool, int, float, list, dict)
 # Component lists and dicts Scrapy merges itself (getwithbase), not read by our components.
 SCRAPY_COMPONENTS = {"ADDONS", "SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES", "EXTENSIONS"}
-SCRAPY_COMPONENTS |= {"ITEM_PIPELINES", "SPIDER_MODULES"}
+SCRAPY_COMPONENTS |= {"ITEM_PIPELINES", "SPIDER_MODULES", "DOWNLOAD_HANDLERS"}
 
 
 def typed_defaults() -> dict[str, Any]:

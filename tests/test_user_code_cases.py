@@ -111,6 +111,24 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
 
 
+def test_a_link_to_a_local_file_is_not_read(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """A crawled page cannot make a node read its own files (and send them to Kafka)."""
+    run, reference, _ = compare(
+        tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": "local_file"}
+    )
+    assert sorted(run.items) == sorted(reference)
+    (refused,) = [item for item in run.items if "file://" in item]
+    assert '"error":"NotSupported"' in refused  # the errback's item: the file was not read
+    client = redis.Redis.from_url(redis_url)
+    failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_cases").failed)]
+    client.close()
+    assert [(r["reason"], r["request"]["url"]) for r in failed] == [
+        ("download/NotSupported", "file:///etc/hostname")
+    ]
+
+
 def test_close_spider_from_a_callback_closes_its_node_and_is_no_failure(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

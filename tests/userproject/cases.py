@@ -8,6 +8,8 @@
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
   a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
+- ``local_file``: page 0 links to ``file:///etc/hostname`` (a page may link anywhere), with an
+  errback;
 - ``close``: page 3's callback raises ``CloseSpider("enough")`` after its item;
 - ``engine_copy``: the same, but handed to ``crawler.engine.crawl()`` from the callback (a copy
   of the leased request: it carries the lease's meta), before the page's item and links;
@@ -78,6 +80,8 @@ class CasesSpider(scrapy.Spider):
             yield scrapy.Request(f"{self.site}/p/0.html?x", callback=lambda _: None)  # type: ignore[misc]
         if self.case == "dont_filter":
             yield response.request.replace(dont_filter=True, callback=self.again)  # type: ignore[union-attr]
+        if self.case == "local_file" and page == 0:
+            yield scrapy.Request("file:///etc/hostname", self.again, errback=self.missing)
         if self.case == "close" and page == 3:
             raise CloseSpider("enough")
         if self.case == "raise" and page % 5 == 4:
