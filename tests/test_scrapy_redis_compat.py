@@ -18,7 +18,7 @@ import pytest
 import redis
 import redis.asyncio
 import scrapy
-from scrapy import FormRequest, Request
+from scrapy import FormRequest, Request, signals
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -426,6 +426,38 @@ def test_scrapy_redis_spider_classes_are_refused_with_the_import_to_use() -> Non
         scrapy_redis_compat.check_spider_class(Old)
     with pytest.raises(ValueError, match=r"from crawler\.spiders\.base import RedisCrawlSpider"):
         scrapy_redis_compat.check_spider_class(OldCrawl)
+
+
+def test_a_spider_idle_handler_of_a_redis_spider_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The classic scrapy-redis pattern (a handler that schedules work and raises
+    DontCloseSpider) is not called while the spider reads seeds, and once it stops reading
+    keeps the node open with nothing to read: said at open, not left to be found out."""
+
+    class Batches(RedisSpider):
+        name = "batches"
+
+        @classmethod
+        def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Batches:
+            made = super().from_crawler(crawler, *args, **kwargs)
+            crawler.signals.connect(made.on_idle, signal=signals.spider_idle)
+            return made
+
+        def on_idle(self) -> None:
+            return None
+
+    made = spider(Batches)
+    assert made.crawler is not None
+    with caplog.at_level(logging.WARNING, logger="crawler.spiders.base"):
+        made.check_idle_handlers()  # on spider_opened: every component has connected by then
+    assert "spider_idle handlers of spider 'batches' (" in caplog.text
+    assert "on_idle" in caplog.text and "max_idle_time" in caplog.text
+    quiet = spider(MySpider)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crawler.spiders.base"):
+        quiet.check_idle_handlers()
+    assert "spider_idle" not in caplog.text
 
 
 def test_scrapy_redis_methods_that_would_be_ignored_are_refused() -> None:

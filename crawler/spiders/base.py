@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Self
 
 import scrapy
+from pydispatch import dispatcher  # type: ignore[import-untyped]
 from scrapy import FormRequest, Request, signals
 from scrapy.crawler import Crawler
 from scrapy.spiders import CrawlSpider
@@ -71,6 +72,7 @@ class RedisSpider(scrapy.Spider):
         spider.seed_settings = SeedSettings.from_settings(settings, spider)
         spider.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
         crawler.signals.connect(spider._return_seeds, signal=signals.spider_closed)
+        crawler.signals.connect(spider.check_idle_handlers, signal=signals.spider_opened)
         if not spider.seed_settings.redis_url and not spider.argument_seeds:
             logger.warning(
                 "REDIS_URL is empty (standalone mode): spider %r reads no seeds from Redis and "
@@ -78,6 +80,29 @@ class RedisSpider(scrapy.Spider):
                 spider.name,
             )
         return spider
+
+    def check_idle_handlers(self) -> None:
+        """Warn about ``spider_idle`` handlers of the user's (connected by then): Scrapy sends
+        the signal only once ``start()`` ends, and this ``start()`` reads seeds until the node
+        has been idle ``max_idle_time``; a handler that then raises ``DontCloseSpider`` keeps
+        the node open with no seed read any more."""
+        receivers = dispatcher.liveReceivers(
+            dispatcher.getAllReceivers(self.crawler.signals.sender, signals.spider_idle)
+        )
+        theirs = sorted(
+            getattr(receiver, "__qualname__", repr(receiver))
+            for receiver in receivers
+            if not str(getattr(receiver, "__module__", "")).startswith(("scrapy.", "crawler."))
+        )
+        if theirs:
+            logger.warning(
+                "spider_idle handlers of spider %r (%s) are not called while it reads seeds "
+                "from Redis, and one that raises DontCloseSpider after max_idle_time keeps the "
+                "node open reading none: schedule such work from callbacks or seeds, and let "
+                "max_idle_time (MAX_IDLE_TIME_BEFORE_CLOSE) close the node",
+                self.name,
+                ", ".join(theirs),
+            )
 
     def make_request_from_data(self, data: bytes) -> Request | Iterable[Request] | None:
         """One raw seed from Redis -> requests (scrapy-redis's hook). Raise ``InvalidSeed``
