@@ -9,7 +9,7 @@ import pytest
 import scrapy
 from scrapy_playwright.page import PageMethod
 
-from crawler.frontier import meta_objects
+from crawler.frontier import codec, meta_objects
 
 
 class Product(scrapy.Item):
@@ -22,7 +22,8 @@ class Seller(scrapy.Item):
 
 
 def through_json(value: object) -> object:
-    return meta_objects.unpack(orjson.loads(orjson.dumps(meta_objects.pack(value))))
+    stored = orjson.dumps({"meta": meta_objects.pack(value)})
+    return codec.loads(stored, tagged=meta_objects.restore)["meta"]
 
 
 def test_items_come_back_as_their_classes_wherever_they_are_held() -> None:
@@ -41,17 +42,17 @@ def test_values_without_items_are_not_copied() -> None:
 def test_a_class_this_node_has_not_loaded_is_a_value_error_not_an_import() -> None:
     stored = {"$item": "some_module_never_imported:Thing", "$fields": {}}
     with pytest.raises(ValueError, match="some_module_never_imported:Thing item, a class this"):
-        meta_objects.unpack({"item": stored})
+        meta_objects.restore(stored)
     stored = {"$item": "builtins:dict", "$fields": {}}  # loaded, but not an item
     with pytest.raises(ValueError, match="a class this node has not loaded"):
-        meta_objects.unpack(stored)
+        meta_objects.restore(stored)
 
 
 def test_a_field_the_class_no_longer_declares_is_a_value_error() -> None:
     stored = meta_objects.pack(Product(name="lamp"))
     stored["$fields"]["colour"] = "red"
     with pytest.raises(ValueError, match="has no field 'colour'"):
-        meta_objects.unpack(stored)
+        meta_objects.restore(stored)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def test_a_dataclass_that_needs_a_field_it_was_not_stored_with_is_a_value_error(
     stored = meta_objects.pack(Offer(3, Seller()))
     del stored["$fields"]["price"]
     with pytest.raises(ValueError, match="does not fit it"):
-        meta_objects.unpack(stored)
+        meta_objects.restore(stored)
 
 
 def test_page_methods_come_back_with_their_arguments() -> None:

@@ -22,6 +22,7 @@ import base64
 import contextlib
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -194,18 +195,25 @@ def _masked_json(body: bytes) -> Any:
     return orjson.Fragment(masked.encode())
 
 
-def _restore(value: Any) -> Any:
+# Called with every object read back, its values restored already: what stands for it
+TaggedObjects = Callable[[dict[str, Any]], Any]
+
+
+def _restore(value: Any, tagged: TaggedObjects | None) -> Any:
     if isinstance(value, dict):
         if len(value) == 1 and BYTES_TAG in value:
             return base64.b64decode(value[BYTES_TAG])
-        return {key: _restore(item) for key, item in value.items()}
+        restored = {key: _restore(item, tagged) for key, item in value.items()}
+        return restored if tagged is None else tagged(restored)
     if isinstance(value, list):
-        return [_restore(item) for item in value]
+        return [_restore(item, tagged) for item in value]
     return value
 
 
-def loads(data: bytes | str) -> dict[str, Any]:
-    decoded = _restore(orjson.loads(data if isinstance(data, str) else plain(data)))
+def loads(data: bytes | str, tagged: TaggedObjects | None = None) -> dict[str, Any]:
+    """The stored request's fields, bytes restored; ``tagged`` makes the other tagged objects
+    what they stand for in the same pass (``crawler.frontier.meta_objects.restore``)."""
+    decoded = _restore(orjson.loads(data if isinstance(data, str) else plain(data)), tagged)
     if not isinstance(decoded, dict):
         raise ValueError(f"stored request is a {type(decoded).__name__}, not an object")
     return decoded

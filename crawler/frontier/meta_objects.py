@@ -76,20 +76,16 @@ def _tagged(item: object, fields: dict[str, Any]) -> dict[str, Any]:
     return {ITEM_TAG: path, FIELDS_TAG: pack(fields)}
 
 
-def unpack(value: Any) -> Any:
-    """``value`` (JSON read back) with every tagged dict in it made its item or page method
-    again. Raises ValueError for an item class this node has not loaded, or whose fields it
-    does not have."""
-    if isinstance(value, dict):
-        if len(value) == 2 and ITEM_TAG in value and FIELDS_TAG in value:
-            return _item(value[ITEM_TAG], unpack(value[FIELDS_TAG]))
-        if len(value) == 3 and {PAGE_METHOD_TAG, ARGS_TAG, KWARGS_TAG} <= value.keys():
-            args, kwargs = unpack(value[ARGS_TAG]), unpack(value[KWARGS_TAG])
-            if isinstance(args, list) and isinstance(kwargs, dict):
-                return PageMethod(str(value[PAGE_METHOD_TAG]), *args, **kwargs)
-        return {key: unpack(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [unpack(item) for item in value]
+def restore(value: dict[str, Any]) -> Any:
+    """An object read back, its values restored already (``codec.loads`` calls this for every
+    one): the item or page method a tagged one stands for, else the object itself. Raises
+    ValueError for an item class this node has not loaded, or whose fields it does not have."""
+    if len(value) == 2 and ITEM_TAG in value and FIELDS_TAG in value:
+        return _item(value[ITEM_TAG], value[FIELDS_TAG])
+    if len(value) == 3 and {PAGE_METHOD_TAG, ARGS_TAG, KWARGS_TAG} <= value.keys():
+        args, kwargs = value[ARGS_TAG], value[KWARGS_TAG]
+        if isinstance(args, list) and isinstance(kwargs, dict):
+            return PageMethod(str(value[PAGE_METHOD_TAG]), *args, **kwargs)
     return value
 
 

@@ -102,8 +102,5 @@ class RequestStore:
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
-        fields = codec.loads(lease.body)
-        for key in HELD_VALUES:
-            if key in fields:
-                fields[key] = meta_objects.unpack(fields[key])
+        fields = codec.loads(lease.body, tagged=meta_objects.restore)
         return request_from_dict(fields, spider=self.spider)
