@@ -89,7 +89,7 @@ def async_client(
         return _ClusterClient(max_connections, startup_nodes=nodes, **kwargs)
     if config.topology is Topology.SENTINEL:
         kwargs["ssl"] = config.tls is not None
-        sentinel = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = redis.asyncio.sentinel.Sentinel(
             list(config.hosts), sentinel_kwargs=config.sentinel_kwargs()
         )
         pool_class = _SentinelPool if max_connections is None else _BlockingSentinelPool
@@ -133,10 +133,10 @@ def sync_client(
         ]
         return redis.RedisCluster(startup_nodes=nodes, **kwargs)
     if config.topology is Topology.SENTINEL:
-        sentinel = redis.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = redis.sentinel.Sentinel(
             list(config.hosts), sentinel_kwargs=config.sentinel_kwargs()
         )
-        client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        client: redis.Redis = sentinel.master_for(
             config.service, connection_pool_class=_SyncSentinelPool, **kwargs
         )
         return client
