@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -405,3 +406,88 @@ def test_sessions_invalidate_json_says_what_it_did(redis_url: str) -> None:
         "invalidated": False,
     }
     assert "no session for zhihu/nobody" in result.stderr
+
+
+# -- the seed key a spider reads: its redis_key, SEEDS_KEY, SEEDS_TYPE --------------------------
+
+EXAMPLE_SPIDERS = {"CRAWLER_SETTING_SPIDER_MODULES": "tests.userproject.example"}
+
+
+def status_of(redis_url: str, spider: str, env: dict[str, str]) -> dict[str, object]:
+    result = crawler_cli(redis_url, "status", spider, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    status: dict[str, object] = orjson.loads(result.stdout)[0]
+    return status
+
+
+def test_status_and_purge_use_the_spiders_redis_key(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """scrapy-redis's example spider ``myspider_redis`` reads ``myspider:start_urls``."""
+    redis_client.lpush("myspider:start_urls", "http://h/1")
+    redis_client.lpush("myspider_redis:start_urls:invalid", "{}")  # SEEDS_INVALID_KEY
+    status = status_of(redis_url, "myspider_redis", EXAMPLE_SPIDERS)
+    snapshot = status["snapshot"]
+    assert isinstance(snapshot, dict)
+    assert (snapshot["seeds_waiting"], status["state"]) == (1, "stalled")  # no node runs
+
+    kept = crawler_cli(
+        redis_url, "purge", "myspider_redis", "--yes", "--keep-seeds", env=EXAMPLE_SPIDERS
+    )
+    assert kept.returncode == 0, kept.stderr
+    assert redis_client.keys("*") == [b"myspider:start_urls"]
+    purged = crawler_cli(redis_url, "purge", "myspider_redis", "--yes", env=EXAMPLE_SPIDERS)
+    assert purged.returncode == 0, purged.stderr
+    assert redis_client.keys("*") == []
+
+    redis_client.lpush("myspider:start_urls", "http://h/1")
+    scrapy_purge = subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", "myspider_redis", "--yes"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "REDIS_URL": redis_url, **EXAMPLE_SPIDERS},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert scrapy_purge.returncode == 0, scrapy_purge.stderr
+    assert redis_client.keys("*") == []
+
+
+@pytest.mark.parametrize(
+    ("seeds_type", "push"),
+    [
+        ("set", lambda client: client.sadd("pages:start_urls", "http://h/1", "http://h/2")),
+        ("zset", lambda client: client.zadd("pages:start_urls", {"http://h/1": 1, "http://h/": 2})),
+    ],
+)
+def test_status_counts_seeds_of_a_set_or_sorted_set(
+    redis_url: str, redis_client: redis.Redis, seeds_type: str, push: Any
+) -> None:
+    push(redis_client)
+    env = {"CRAWLER_SETTING_SEEDS_TYPE": seeds_type}
+    snapshot = status_of(redis_url, "pages", env)["snapshot"]
+    assert isinstance(snapshot, dict)
+    assert snapshot["seeds_waiting"] == 2
+    every = crawler_cli(redis_url, "status", "--json", env=env)  # every spider found in Redis
+    assert every.returncode == 0, every.stderr
+    top = crawler_cli(redis_url, "top", "pages", "--once", env=env)
+    assert top.returncode == 0, top.stderr
+
+
+def test_purge_deletes_the_seed_keys_the_settings_name(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    env = {
+        "CRAWLER_SETTING_SEEDS_KEY": "feed:%(name)s",
+        "CRAWLER_SETTING_SEEDS_INVALID_KEY": "feed:%(name)s:bad",
+    }
+    redis_client.lpush("feed:pages", "http://h/1")
+    redis_client.lpush("feed:pages:bad", "{}")
+    redis_client.lpush("pages:start_urls", "http://h/other")  # not this configuration's
+    status = status_of(redis_url, "pages", env)["snapshot"]
+    assert isinstance(status, dict)
+    assert (status["seeds_waiting"], status["invalid_seeds"]) == (1, 1)
+    purged = crawler_cli(redis_url, "purge", "pages", "--yes", "--json", env=env)
+    assert purged.returncode == 0, purged.stderr
+    assert redis_client.keys("*") == [b"pages:start_urls"]

@@ -11,6 +11,7 @@ import redis
 from redis.exceptions import RedisClusterException
 from scrapy.settings import Settings
 
+from crawler.cli.spiders import spider_facts
 from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
@@ -106,13 +107,16 @@ async def async_redis_client(args: argparse.Namespace) -> AsyncRedis:
 
 
 def frontier_admin(client: SyncRedis, spider: str) -> FrontierAdmin:
-    """A ``FrontierAdmin`` with the key templates and node ttl of the project settings."""
-    settings = Settings(project_settings())
+    """A ``FrontierAdmin`` with the spider's seed keys (its ``redis_key``, else ``SEEDS_KEY``)
+    and the key templates and node ttl of the project settings."""
+    project = project_settings()
+    facts = spider_facts(spider, project)
+    settings = Settings(project)
     return FrontierAdmin(
         client,
         spider,
-        seeds_key=settings["SEEDS_KEY"],
-        invalid_key=settings["SEEDS_INVALID_KEY"],
+        seeds_key=facts.seeds_key,
+        invalid_key=facts.invalid_key,
         politeness_key=settings["POLITENESS_KEY"],
         node_ttl=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
         heartbeat_interval=get_float(settings, "FRONTIER_HEARTBEAT_INTERVAL"),

@@ -10,7 +10,7 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.prompt import answer
-from crawler.cli.spiders import require_spider
+from crawler.cli.spiders import require_spider, spider_facts
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 
 
@@ -18,7 +18,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser("purge", help="delete a spider's shared state in Redis")
     parser.add_argument("spider")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+    parser.add_argument("--keep-seeds", action="store_true", help="keep the seed key")
     parser.add_argument("--force", action="store_true", help="purge even with live nodes")
     add_redis_option(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object for scripts")
@@ -31,8 +31,14 @@ def run(args: argparse.Namespace) -> int:
     purge_settings = PurgeSettings.from_settings(settings)
     client = redis_client(args)
     try:
+        facts = spider_facts(args.spider, settings)
         plan = PurgePlan.survey(
-            client, args.spider, purge_settings, keep_seeds=args.keep_seeds, force=args.force
+            client,
+            args.spider,
+            purge_settings,
+            seed_keys=(facts.seeds_key, facts.invalid_key),
+            keep_seeds=args.keep_seeds,
+            force=args.force,
         )
         if (why := plan.refusal) is not None:
             print(f"Not purged: {why}", file=sys.stderr)

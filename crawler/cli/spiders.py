@@ -1,8 +1,9 @@
-"""What the commands need to know of a spider's class: its topics and its session platform.
+"""What the commands need to know of a spider's class: its topics, its session platform and
+where its seeds are.
 
 Spiders are looked up with Scrapy's spider loader in the project's ``SPIDER_MODULES``;
-a spider's ``custom_settings`` override the project's topic templates, as they do
-on the nodes. Commands that take a spider name refuse one the project does not have
+a spider's ``custom_settings`` override the project's topic templates and seed keys, as
+they do on the nodes. Commands that take a spider name refuse one the project does not have
 (``require_spider``).
 """
 
@@ -22,6 +23,8 @@ class SpiderFacts:
     topic_template: str  # KAFKA_TOPIC_TEMPLATE
     dlq_template: str  # KAFKA_DLQ_TOPIC_TEMPLATE
     session_platform: str | None  # the class's session_platform
+    seeds_key: str  # its redis_key, else SEEDS_KEY
+    invalid_key: str  # SEEDS_INVALID_KEY
 
 
 @functools.cache
@@ -64,14 +67,19 @@ def spider_class(name: str, settings: Mapping[str, Any]) -> type[Any]:
 
 
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
+    from crawler.frontier.seed_settings import seed_key_names  # noqa: PLC0415 - imports Scrapy
+
     try:
         spider_class = _loader(_modules(settings)).load(name)
     except KeyError:
         spider_class = None
     custom = {**settings, **(getattr(spider_class, "custom_settings", None) or {})}
     platform = getattr(spider_class, "session_platform", None)
+    seeds_key, invalid_key = seed_key_names(custom, spider_class or name)
     return SpiderFacts(
         topic_template=str(custom["KAFKA_TOPIC_TEMPLATE"]),
         dlq_template=str(custom["KAFKA_DLQ_TOPIC_TEMPLATE"]),
         session_platform=str(platform) if platform else None,
+        seeds_key=seeds_key,
+        invalid_key=invalid_key,
     )

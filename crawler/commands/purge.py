@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.cli.prompt import answer
 from crawler.frontier.purge import PurgePlan, PurgeSettings
+from crawler.frontier.seed_settings import seed_key_names
 from crawler.redis_connection import sync_client
 from crawler.redis_url import RedisConfig
 
@@ -32,8 +33,21 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-        parser.add_argument("--keep-seeds", action="store_true", help="keep <spider>:start_urls")
+        parser.add_argument("--keep-seeds", action="store_true", help="keep the seed key")
         parser.add_argument("--force", action="store_true", help="purge even with live nodes")
+
+    def _seed_keys(self, name: str) -> tuple[str, str]:
+        """Where the spider's nodes read seeds: its ``redis_key`` or ``SEEDS_KEY`` (with its
+        ``custom_settings``), and ``SEEDS_INVALID_KEY``."""
+        assert self.settings is not None
+        assert self.crawler_process is not None
+        settings = self.settings.copy()
+        try:
+            spider_class = self.crawler_process.spider_loader.load(name)
+        except KeyError:  # no such spider here: its state may still be in Redis
+            return seed_key_names(settings, name)
+        spider_class.update_settings(settings)
+        return seed_key_names(settings, spider_class)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -49,7 +63,12 @@ class Command(ScrapyCommand):
         client = sync_client(RedisConfig.from_url(url))
         try:
             plan = PurgePlan.survey(
-                client, args[0], settings, keep_seeds=opts.keep_seeds, force=opts.force
+                client,
+                args[0],
+                settings,
+                seed_keys=self._seed_keys(args[0]),
+                keep_seeds=opts.keep_seeds,
+                force=opts.force,
             )
             if (why := plan.refusal) is not None:
                 print(f"Not purged: {why}", file=sys.stderr)

@@ -115,6 +115,22 @@ def discover_spiders(client: SyncRedis) -> list[str]:
     return sorted(found)
 
 
+def count_seeds(pipe: Any, key: str, redis_type: str) -> None:
+    """Queue the count of the seeds waiting in ``key``, a list, set or sorted set (as
+    ``SEEDS_TYPE`` makes them; ``redis_type`` is what Redis's ``TYPE`` says of it now)."""
+    if redis_type == "set":
+        pipe.scard(key)
+    elif redis_type == "zset":
+        pipe.zcard(key)
+    elif redis_type in ("list", "none"):
+        pipe.llen(key)
+    else:
+        raise ValueError(
+            f"the seed key {key} is a Redis {redis_type}, not a list, set or sorted set: "
+            "no node can read seeds from it (see SEEDS_TYPE)"
+        )
+
+
 def leases_per_node(inflight: Iterable[bytes | str]) -> Counter[str]:
     """Leases each node holds, from the values of the ``inflight`` hash
     (``<node>\\t<score>\\t<JSON>``)."""
@@ -127,8 +143,8 @@ class FrontierAdmin:
         client: SyncRedis,
         spider: str,
         *,
-        seeds_key: str = "%(name)s:start_urls",
-        invalid_key: str = "%(name)s:start_urls:invalid",
+        seeds_key: str | None = None,
+        invalid_key: str | None = None,
         politeness_key: str = "politeness:{%(site)s}",
         node_ttl: float = 60.0,
         heartbeat_interval: float = 5.0,
@@ -137,8 +153,8 @@ class FrontierAdmin:
         self.spider = spider
         self.parts = spider_parts(client, spider)
         self.keys = self.parts[0]  # the spider's own keys: incidents, the server clock
-        self.seeds_key = seeds_key % {"name": spider}
-        self.invalid_key = invalid_key % {"name": spider}
+        self.seeds_key = seeds_key or f"{spider}:start_urls"
+        self.invalid_key = invalid_key or f"{self.seeds_key}:invalid"
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
         self.heartbeat_interval = heartbeat_interval
@@ -148,9 +164,10 @@ class FrontierAdmin:
         """The spider's state now, summed over every part of its frontier."""
         k = self.keys
         now_ms = server_time_ms(self.redis, k.epoch)
+        seeds_type = text(self.redis.type(self.seeds_key))
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.llen(self.invalid_key)
-            pipe.llen(self.seeds_key)
+            count_seeds(pipe, self.seeds_key, seeds_type)
             pipe.lrange(k.incidents, -INCIDENTS_SHOWN, -1)
             for part in self.parts:
                 pipe.get(part.queue_count)

@@ -23,7 +23,6 @@ from crawler.frontier.epoch import PURGED_EPOCH
 from crawler.frontier.keys import (
     FrontierKeys,
     fence_pattern,
-    frontier_parts,
     node_epoch_pattern,
     queue_pattern,
     start_pattern,
@@ -70,33 +69,32 @@ class PurgeSettings:
         )
 
 
-def spider_keys(spider: str, *, keep_seeds: bool, partitions: int = 1) -> list[str]:
-    parts = frontier_parts(spider, partitions)
-    keys = [key for part in parts for key in part.all()] + [f"{spider}:start_urls:invalid"]
+def spider_keys(seeds: SeedKeys, *, keep_seeds: bool) -> list[str]:
+    """The spider's fixed keys: every part's (``seeds.frontier``), its invalid seeds, and its
+    seeds unless ``keep_seeds``."""
+    keys = [key for part in seeds.frontier for key in part.all()] + [seeds.invalid]
     if not keep_seeds:
-        keys.append(f"{spider}:start_urls")
+        keys.append(seeds.seeds)
     return keys
 
 
 def present_keys(
-    client: SyncRedis,
-    spider: str,
-    *,
-    keep_seeds: bool,
-    parts: tuple[FrontierKeys, ...] | None = None,
+    client: SyncRedis, spider: str, *, keep_seeds: bool, seeds: SeedKeys | None = None
 ) -> list[str]:
-    """The spider's keys that exist: the frontier's (every part: ``parts``, else those Redis
-    records), its seeds, the start-request claims of every crawl and the crawl ledgers."""
-    if parts is None:
+    """The spider's keys that exist: the frontier's (every part), its seeds (``seeds``: the
+    keys its nodes read, by default ``<spider>:start_urls`` and the parts Redis records), the
+    start-request claims of every crawl and the crawl ledgers."""
+    if seeds is None:
         parts = spider_parts(client, spider)
-    keys = spider_keys(spider, keep_seeds=keep_seeds, partitions=len(parts))
+        seeds = SeedKeys(f"{spider}:start_urls", f"{spider}:start_urls:invalid", parts)
+    keys = spider_keys(seeds, keep_seeds=keep_seeds)
     present = [key for key in keys if client.exists(key)]
     listed = set(present)
     patterns = [start_pattern(spider), pattern_for_spider(spider)]
-    for part in parts:
+    for part in seeds.frontier:
         patterns += [queue_pattern(part), fence_pattern(part), node_epoch_pattern(part)]
     if not keep_seeds:  # the nodes' holds of taken seeds
-        patterns.append(SeedKeys(f"{spider}:start_urls", "", parts).holds_pattern)
+        patterns.append(seeds.holds_pattern)
     for pattern in patterns:
         found = {text(key) for key in client.scan_iter(match=pattern)} - listed
         present += sorted(found)
@@ -152,14 +150,18 @@ class PurgePlan:
         spider: str,
         settings: PurgeSettings,
         *,
+        seed_keys: tuple[str, str],
         keep_seeds: bool,
         force: bool,
     ) -> PurgePlan:
+        """``seed_keys``: the spider's seed key and invalid-seed key, as its nodes resolve
+        them (``crawler.frontier.seed_settings.seed_key_names``)."""
         parts = spider_parts(client, spider)
         live = live_nodes(client, parts)
         if live and not force:
             return cls(spider, parts, live, force, [], None, settings)
-        present = present_keys(client, spider, keep_seeds=keep_seeds, parts=parts)
+        seeds = SeedKeys(*seed_keys, parts)
+        present = present_keys(client, spider, keep_seeds=keep_seeds, seeds=seeds)
         topic = backlog_topic(
             settings.queue_max, settings.bootstrap, settings.backlog_template, spider
         )

@@ -9,6 +9,7 @@ settings: ``redis_key`` over ``SEEDS_KEY``, ``redis_batch_size`` over
 from __future__ import annotations
 
 import codecs
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -60,15 +61,13 @@ class SeedSettings:
         def attribute(attr: str) -> Any:
             return None if isinstance(spider, str) else getattr(spider, attr, None)
 
-        key = attribute("redis_key")
-        key_setting = "redis_key" if key is not None else "SEEDS_KEY"
-        key_template = str(key if key is not None else settings.get("SEEDS_KEY"))
+        seeds_key, invalid_key = seed_key_names(settings, spider)
         batch = attribute("redis_batch_size")
         idle = attribute("max_idle_time")
         values = cls(
             redis_url=settings.get("REDIS_URL") or "",
-            seeds_key=_format_key(key_setting, key_template, name),
-            invalid_key=_format_key("SEEDS_INVALID_KEY", settings.get("SEEDS_INVALID_KEY"), name),
+            seeds_key=seeds_key,
+            invalid_key=invalid_key,
             frontier=frontier_parts(name, get_int(settings, "FRONTIER_PARTITIONS") or 1),
             source=_source(settings.get("SEEDS_TYPE")),
             batch_size=(
@@ -119,6 +118,20 @@ class SeedSettings:
             raise ValueError(
                 f"REDIS_ENCODING (or redis_encoding)={self.encoding!r} is not a known encoding"
             ) from exc
+
+
+def seed_key_names(settings: Mapping[str, Any], spider: Any) -> tuple[str, str]:
+    """The seed key and the invalid-seed key of ``spider`` (a spider, its class or just its
+    name): its ``redis_key``, else ``SEEDS_KEY``; ``SEEDS_INVALID_KEY``. The nodes read
+    seeds there, and the operator commands count and purge them there."""
+    name = spider if isinstance(spider, str) else spider.name
+    key = None if isinstance(spider, str) else getattr(spider, "redis_key", None)
+    key_setting = "redis_key" if key is not None else "SEEDS_KEY"
+    key_template = str(key if key is not None else settings.get("SEEDS_KEY"))
+    return (
+        _format_key(key_setting, key_template, name),
+        _format_key("SEEDS_INVALID_KEY", str(settings.get("SEEDS_INVALID_KEY")), name),
+    )
 
 
 def _format_key(setting: str, template: str, name: str) -> str:
