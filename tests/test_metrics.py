@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import scrapy
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
@@ -40,6 +41,7 @@ from crawler.metrics.server import serve
 from crawler.metrics.stats import StatsMetrics
 from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
+from crawler.sessions.keys import SessionKeys
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 
 LABELS = {"spider": "pages", "node": "node-a", "crawl": "c1"}
@@ -311,6 +313,33 @@ def test_extension_serves_stats_and_stops_at_close() -> None:
         pytest.fail("the metrics server still answers after spider close")
 
 
+class PlatformSpider(scrapy.Spider):
+    name = "metered"
+    session_platform = "metered"
+
+
+def test_sessions_gauge_reads_the_sessions_key_prefix(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    redis_client.zadd("accounts-of:{metered}:accounts", {"a1": 0})
+    redis_client.hset("accounts-of:{metered}:session:a1", "health", "healthy")
+    crawler = get_crawler(
+        PlatformSpider,
+        settings_dict={
+            "METRICS_ENABLED": True,
+            "METRICS_HOST": "127.0.0.1",
+            "METRICS_PORTS": "0",
+            "REDIS_URL": redis_url,
+            "SESSIONS_KEY_PREFIX": "accounts-of",
+        },
+    )
+    extension = PrometheusMetrics.from_crawler(crawler)
+    try:
+        assert value(scrape(extension.port), "crawler_sessions", health="healthy") == 1
+    finally:
+        extension.spider_closed(PlatformSpider(), "finished")
+
+
 def get_json(port: int, path: str) -> tuple[int, dict[str, str]]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
@@ -455,7 +484,7 @@ def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
     redis_client.hset("sessions:{zhihu}:session:a1", "health", "healthy")
     redis_client.hset("sessions:{zhihu}:session:a2", "health", "banned")
     redis_client.hset("sessions:{zhihu}:session:a3", "health", "banned")
-    reader = ClusterReader(sync_client(redis_url), "zhihu", "zhihu")
+    reader = ClusterReader(sync_client(redis_url), "zhihu", SessionKeys("zhihu"))
     try:
         assert reader.read() == ClusterState(
             queue=2,

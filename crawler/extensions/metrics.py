@@ -35,6 +35,8 @@ from crawler.metrics.stats import StatsMetrics
 from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
+from crawler.sessions.keys import SessionKeys
+from crawler.sessions.settings import SessionSettings
 from crawler.settings_values import get_bool, get_int
 
 logger = logging.getLogger(__name__)
@@ -163,8 +165,10 @@ class PrometheusMetrics:
                 socket_connect_timeout=REDIS_TIMEOUT,
             )
             platform = getattr(crawler.spidercls, "session_platform", None)
+            prefix = SessionSettings.from_mapping(crawler.settings).key_prefix
+            sessions = SessionKeys(str(platform), prefix) if platform else None
             partitions = get_int(crawler.settings, "FRONTIER_PARTITIONS") or 1
-            self.cluster = ClusterReader(client, self.labels["spider"], platform, partitions)
+            self.cluster = ClusterReader(client, self.labels["spider"], sessions, partitions)
         registry = CollectorRegistry(auto_describe=False)
         # Scrapes run in the server's thread: copy the dict (atomic under the GIL).
         registry.register(StatsMetrics(lambda: dict(stats.get_stats()), self.labels))

@@ -43,15 +43,16 @@ class ClusterState:
 
 class ClusterReader:
     def __init__(
-        self, client: SyncRedis, spider: str, session_platform: str | None, partitions: int = 1
+        self, client: SyncRedis, spider: str, sessions: SessionKeys | None, partitions: int = 1
     ) -> None:
+        """``sessions``: the keys of the spider's session platform (None: it has none)."""
         self._client = client
         self._parts = [
             [keys.queue_count, keys.leases, keys.nodes]
             for keys in frontier_parts(spider, partitions)
         ]
         self._script = client.register_script(CLUSTER_SCRIPT)
-        self._sessions = SessionKeys(session_platform) if session_platform else None
+        self._sessions = sessions
 
     def read(self) -> ClusterState | None:
         """The state now; None when Redis does not answer."""
