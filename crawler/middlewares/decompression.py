@@ -46,7 +46,9 @@ class DecompressionSettings:
     def from_settings(cls, settings: BaseSettings) -> DecompressionSettings:
         maxsize = get_int(settings, "DECOMPRESSION_MAXSIZE", DEFAULT_MAXSIZE)
         if maxsize < 0:
-            raise ValueError(f"DECOMPRESSION_MAXSIZE={maxsize!r} must be >= 0 (bytes; 0 = DOWNLOAD_MAXSIZE only)")
+            raise ValueError(
+                f"DECOMPRESSION_MAXSIZE={maxsize!r} must be >= 0 (bytes; 0 = DOWNLOAD_MAXSIZE only)"
+            )
         return cls(maxsize=maxsize)
 
 

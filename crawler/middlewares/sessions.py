@@ -115,6 +115,20 @@ def set_cookies(response: Response) -> list[Cookie]:
     return parse_set_cookie(headers, urlsplit(response.url).hostname or "")
 
 
+def with_session_cookies(own: str, session: Session, url: str) -> str:
+    """The ``Cookie:`` header of a request to ``url``: the session's cookies that go there,
+    and the request's own (its ``cookies``, a cookie jar's, a header the spider set) but those
+    the session also has (the session's value wins)."""
+    shared = session.cookies_for(url, time.time())
+    names = {cookie.name for cookie in shared}
+    kept = [
+        pair.strip()
+        for pair in own.split(";")
+        if pair.strip() and pair.split("=", 1)[0].strip() not in names
+    ]
+    return "; ".join(kept + [f"{cookie.name}={cookie.value}" for cookie in shared])
+
+
 def browser_cookies(session: Session, url: str) -> list[dict[str, Any]]:
     """The session's cookies as Playwright's ``add_cookies`` wants them (JSON: storable meta)."""
     host = urlsplit(url).hostname or ""
@@ -189,8 +203,11 @@ class SharedSessionMiddleware:
             self.stats.inc_value("sessions/unavailable")
             raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")
         self.stats.inc_value("sessions/used")
-        request.headers[b"Cookie"] = session.cookie_header()
-        request.meta["dont_merge_cookies"] = True
+        own = request.headers.get(b"Cookie")  # Scrapy's CookiesMiddleware (700): the user's
+        header = with_session_cookies(own.decode("latin-1") if own else "", session, request.url)
+        if header:
+            request.headers[b"Cookie"] = header
+        request.meta["dont_merge_cookies"] = True  # the session is the jar of what sites set
         request.meta[ACCOUNT_META] = session.account
         request.meta[GENERATION_META] = session.generation
         if session.proxy:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from http.cookies import CookieError, SimpleCookie
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,32 +58,64 @@ def parse_cookie_header(header: str, domain: str = "") -> list[Cookie]:
     return cookies
 
 
-def parse_set_cookie(headers: Iterable[str], host: str) -> list[Cookie]:
-    """Cookies of ``Set-Cookie`` header values; host-only cookies get ``host``.
+def parse_set_cookie(
+    headers: Iterable[str], host: str, *, now: float | None = None
+) -> list[Cookie]:
+    """Cookies of ``Set-Cookie`` header values, read as browsers read them (RFC 6265 5.2):
+    the value is everything up to the first ``;``, unknown attributes (``Priority``,
+    ``Partitioned``, ``SameSite``) are ignored, host-only cookies get ``host``, and an
+    ``Expires`` in the past or a ``Max-Age`` of 0 or less makes a cookie that is already
+    expired, which deletes the stored one (``merge_cookie_lists``).
 
     Unreadable headers are skipped (a site's bad cookie must not stop a crawl).
     """
-    found: list[Cookie] = []
+    moment = time.time() if now is None else now
+    found = []
     for header in headers:
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header)
-        except CookieError:
-            continue
-        for morsel in jar.values():
-            max_age = morsel["max-age"]
-            found.append(
-                Cookie(
-                    name=morsel.key,
-                    value=morsel.value,
-                    domain=morsel["domain"] or host,
-                    path=morsel["path"] or "/",
-                    expires=time.time() + int(max_age) if max_age.isdigit() else None,
-                    secure=bool(morsel["secure"]),
-                    http_only=bool(morsel["httponly"]),
-                )
-            )
+        if (cookie := _set_cookie(header, host, moment)) is not None:
+            found.append(cookie)
     return found
+
+
+def _set_cookie(header: str, host: str, now: float) -> Cookie | None:
+    pair, *attributes = header.split(";")
+    name, equals, value = pair.partition("=")
+    name = name.strip()
+    if not equals or not name or _FORBIDDEN_IN_NAME.intersection(name):
+        return None
+    found: dict[str, str] = {}
+    for attribute in attributes:
+        key, _, text = attribute.partition("=")
+        found[key.strip().lower()] = text.strip()
+    expires: float | None = None
+    if (max_age := found.get("max-age")) is not None and _is_integer(max_age):
+        expires = now + int(max_age) if int(max_age) > 0 else 0.0
+    elif (date := found.get("expires")) is not None:
+        expires = _cookie_date(date)
+    domain = found.get("domain", "").lower()
+    return Cookie(
+        name=name,
+        value=value.strip(),
+        domain=("." + domain.lstrip(".")) if domain else host,
+        path=found.get("path") or "/",
+        expires=expires,
+        secure="secure" in found,
+        http_only="httponly" in found,
+    )
+
+
+def _cookie_date(text: str) -> float | None:
+    """Unix seconds of an ``Expires`` date (``Thu, 01 Jan 1970 00:00:00 GMT``, or with
+    dashes); None (a session cookie) when it cannot be read."""
+    try:
+        moment = parsedate_to_datetime(text.replace("-", " "))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _is_integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()
 
 
 def _flag(text: str, where: str, field: str) -> bool:

@@ -52,6 +52,20 @@ class Cookie:
     def expired(self, now: float) -> bool:
         return self.expires is not None and self.expires <= now
 
+    def sent_to(self, host: str, path: str, secure: bool) -> bool:
+        """Whether a browser sends this cookie with a request to ``host`` and ``path``
+        (``secure``: over https): its domain or a subdomain of it (a cookie without a domain,
+        imported so, goes to every host), a path under its path, https for a secure one."""
+        domain = self.domain.lstrip(".").lower()
+        if domain and host != domain and not host.endswith("." + domain):
+            return False
+        if self.secure and not secure:
+            return False
+        prefix = self.path or "/"
+        return path == prefix or (
+            path.startswith(prefix) and (prefix.endswith("/") or path[len(prefix)] == "/")
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -149,8 +163,20 @@ class Session:
         """name -> value, for ``Request(cookies=...)`` or a ``Cookie:`` header."""
         return {cookie.name: cookie.value for cookie in self.cookies}
 
-    def cookie_header(self) -> str:
-        return "; ".join(f"{name}={value}" for name, value in self.cookie_dict().items())
+    def cookies_for(self, url: str, now: float) -> list[Cookie]:
+        """The cookies a browser would send with a request to ``url``, longest path first."""
+        parts = urlsplit(url)
+        host, secure = (parts.hostname or "").lower(), parts.scheme in ("https", "wss")
+        matching = [
+            cookie
+            for cookie in self.cookies
+            if not cookie.expired(now) and cookie.sent_to(host, parts.path or "/", secure)
+        ]
+        return sorted(matching, key=lambda cookie: -len(cookie.path))
+
+    def cookie_header_for(self, url: str, now: float) -> str:
+        """The ``Cookie:`` header of a request to ``url`` ("" when no cookie goes there)."""
+        return "; ".join(f"{c.name}={c.value}" for c in self.cookies_for(url, now))
 
     def requests_in_minute(self, now: float) -> int:
         return self.used_in_minute if self.minute == int(now // 60) else 0

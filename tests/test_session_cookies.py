@@ -1,0 +1,156 @@
+"""Which of a shared session's cookies a request carries, and how a site's Set-Cookie
+headers change them: as a browser (and Scrapy's own cookie jar) would."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import scrapy
+from scrapy import Request
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+from scrapy.http import Response
+from scrapy.utils.test import get_crawler
+
+from crawler.middlewares.sessions import SharedSessionMiddleware, set_cookies
+from crawler.sessions import Cookie, Session
+from crawler.sessions.cookies import parse_set_cookie
+from crawler.sessions.models import merge_cookie_lists
+
+NOW = time.time()
+
+
+def sent(session: Session, url: str) -> dict[str, str]:
+    header = session.cookie_header_for(url, NOW)
+    return dict(pair.split("=", 1) for pair in header.split("; ")) if header else {}
+
+
+def test_a_cookie_goes_only_where_its_domain_path_and_secure_flag_allow() -> None:
+    session = Session(
+        "p",
+        "a",
+        (
+            Cookie("host", "1", domain="shop.test"),
+            Cookie("wide", "2", domain=".shop.test"),
+            Cookie("plain", "3", domain="shop.test", path="/account"),
+            Cookie("tls", "4", domain="shop.test", secure=True),
+            Cookie("old", "5", domain="shop.test", expires=NOW - 1),
+            Cookie("anywhere", "6"),  # imported without a domain: every host of the platform
+        ),
+    )
+    assert sent(session, "https://shop.test/account/orders") == {
+        "host": "1",
+        "wide": "2",
+        "plain": "3",
+        "tls": "4",
+        "anywhere": "6",
+    }
+    assert sent(session, "http://shop.test/accounts") == {"host": "1", "wide": "2", "anywhere": "6"}
+    assert sent(session, "http://www.shop.test/") == {"host": "1", "wide": "2", "anywhere": "6"}
+    assert sent(session, "http://other.test/") == {"anywhere": "6"}
+    assert sent(session, "http://evilshop.test/") == {"anywhere": "6"}
+
+
+def test_set_cookie_reads_what_browsers_read_and_deletes_what_they_delete() -> None:
+    parsed = parse_set_cookie(
+        [
+            'pref={"a":1}; Path=/',
+            "chip=1; Path=/; Secure; Partitioned",
+            "prio=1; Path=/; Priority=High; SameSite=Lax",
+            "gone=; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/",
+            "dashed=d; Expires=Thu, 01-Jan-1970 00:00:01 GMT",
+            "unreadable=u; Expires=someday",
+            "negative=x; Max-Age=-1",
+            "zero=x; Max-Age=0",
+            "later=y; Max-Age=60; Domain=.shop.test; HttpOnly",
+            "spaced=a b c",
+        ],
+        "shop.test",
+    )
+    by_name = {cookie.name: cookie for cookie in parsed}
+    assert {name: cookie.value for name, cookie in by_name.items()} == {
+        "pref": '{"a":1}',
+        "chip": "1",
+        "prio": "1",
+        "gone": "",
+        "negative": "x",
+        "zero": "x",
+        "later": "y",
+        "spaced": "a b c",
+        "dashed": "d",
+        "unreadable": "u",
+    }
+    assert by_name["chip"].secure
+    assert all(by_name[name].expired(NOW) for name in ("gone", "dashed", "negative", "zero"))
+    assert by_name["unreadable"].expires is None  # a session cookie, as browsers take it
+    later = by_name["later"]
+    assert (later.domain, later.http_only, later.expired(NOW + 30)) == (".shop.test", True, False)
+    assert by_name["pref"].domain == "shop.test"  # host-only: the host that set it
+    current = (Cookie("gone", "v", domain="shop.test"), Cookie("keep", "k", domain="shop.test"))
+    merged = merge_cookie_lists(current, parsed, NOW)
+    assert "gone" not in {cookie.name for cookie in merged}
+    assert "keep" in {cookie.name for cookie in merged}
+
+
+class PlatformSpider(scrapy.Spider):
+    name = "cookie_platform"
+    session_platform = "cookie_platform"
+
+
+def session_middleware() -> tuple[SharedSessionMiddleware, CookiesMiddleware]:
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 2, "SESSIONS_WAIT": 1.0}
+    crawler = get_crawler(PlatformSpider, settings_dict=settings)
+    crawler.spider = PlatformSpider.from_crawler(crawler)
+    return SharedSessionMiddleware.from_crawler(crawler), CookiesMiddleware.from_crawler(crawler)
+
+
+def through(
+    middlewares: tuple[SharedSessionMiddleware, CookiesMiddleware], request: Request
+) -> Request:
+    """The request as the downloader gets it: Scrapy's CookiesMiddleware (700), then ours (720)."""
+    shared, cookies = middlewares
+
+    async def run() -> None:
+        await shared.store.put(
+            Session(
+                "cookie_platform",
+                "a",
+                (Cookie("sid", "secret", domain="shop.test"), Cookie("lang", "en")),
+            ),
+            600,
+        )
+        outcome: Any = cookies.process_request(request)
+        if asyncio.iscoroutine(outcome):
+            await outcome
+        await shared.process_request(request)
+
+    asyncio.run(run())
+    return request
+
+
+def cookie_pairs(request: Request) -> set[str]:
+    header = (request.headers.get(b"Cookie") or b"").decode()
+    return set(header.split("; ")) if header else set()
+
+
+def test_the_session_is_not_sent_to_other_hosts() -> None:
+    request = through(session_middleware(), Request("http://other.test/page"))
+    assert cookie_pairs(request) == {"lang=en"}
+
+
+def test_the_users_own_cookies_go_with_the_sessions() -> None:
+    request = Request("http://shop.test/page", cookies={"mine": "v1", "lang": "fr"})
+    assert cookie_pairs(through(session_middleware(), request)) == {
+        "mine=v1",
+        "sid=secret",
+        "lang=en",  # the session's value wins over the request's own
+    }
+
+
+def test_set_cookies_of_a_response_keep_every_header_line() -> None:
+    response = Response(
+        "http://shop.test/",
+        headers=[(b"Set-Cookie", b"a=1; Path=/"), (b"Set-Cookie", b'b={"x": 1}')],
+    )
+    assert [(c.name, c.value) for c in set_cookies(response)] == [("a", "1"), ("b", '{"x": 1}')]
