@@ -32,6 +32,7 @@ def compare(
     same_hits: bool = True,
     label: str = "",
     stragglers: bool = False,
+    nodes: int = 2,
 ) -> tuple[ClusterRun, list[str], dict[str, int]]:
     cases = " ".join(f"{k}={v}" for k, v in (arguments or {}).items())
     result = compare_with_standalone(
@@ -45,6 +46,7 @@ def compare(
         arguments=arguments,
         fail_once=fail_once,
         stragglers=stragglers,
+        nodes=nodes,
     )
     if same_hits:  # every page as often as standalone Scrapy fetched it
         assert result.hits == result.reference_hits
@@ -109,6 +111,23 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         client.close()
         assert {record["reason"] for record in failed} == {"spider_exception/ValueError"}
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
+
+
+def test_requests_a_spider_idle_handler_crawls_are_fetched_on_a_single_node(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Work in phases: the node stays open for what its spider_idle handler handed to
+    engine.crawl() while those requests travel to Redis and back (it closed with them queued)."""
+    run, reference, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_cases",
+        arguments={"case": "idle_more"},
+        nodes=1,
+    )
+    assert sum('"again":true' in item for item in reference) == 5
+    assert sorted(run.items) == sorted(reference)
 
 
 def test_a_link_to_a_local_file_is_not_read(

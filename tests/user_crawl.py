@@ -217,8 +217,9 @@ def compare_with_standalone(
     arguments: Mapping[str, str] | None = None,
     fail_once: bool = False,
     stragglers: bool = False,
+    nodes: int = 2,
 ) -> Comparison:
-    """Standalone Scrapy and a 2-node cluster, at once, on one site; checks what every cell
+    """Standalone Scrapy and a cluster of ``nodes``, at once, on one site; checks what every cell
     must hold (a reference item, nothing left in Redis, a ledger that adds up) and adds a row
     to the conformance table."""
     with (
@@ -231,6 +232,7 @@ def compare_with_standalone(
             workdir / "cluster",
             redis_url=redis_url,
             kafka_bootstrap=kafka_bootstrap,
+            nodes=nodes,
             settings=settings,
             arguments=arguments,
         )

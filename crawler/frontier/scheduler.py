@@ -184,7 +184,11 @@ class LeasingScheduler:
         return deferred_from_coro(self._close(reason))
 
     def has_pending_requests(self) -> bool:
-        return bool(self.prefetch or self.writer.has_work or len(self.tracker))
+        """Requests leased here, held, or on their way to Redis: the node is not idle while
+        its own new requests travel (a spider_idle handler that hands requests to
+        engine.crawl() would otherwise see the node close before they were written). A lease
+        call on its way does not count: an idle node polls."""
+        return bool(self.prefetch or self.writer.writing or len(self.tracker))
 
     def __len__(self) -> int:
         return len(self.prefetch)

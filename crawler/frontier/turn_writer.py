@@ -104,6 +104,11 @@ class TurnWriter:
         return bool(self._fresh or self._finishing)
 
     @property
+    def writing(self) -> bool:
+        """Something waits for a write, or a write is on its way to Redis."""
+        return bool(self._fresh or self._finishing or self._flushes)
+
+    @property
     def pending(self) -> bool:
         return bool(self._fresh or self._waiters or self._finishing)
 

@@ -103,6 +103,7 @@ class ClusterStartMiddleware:
         self._written = False  # the crawl's start requests are in the frontier
         self._idle_since: float | None = None  # the cluster idle since (checked while idle)
         self._checked_at = 0.0
+        self._checked_after = -1  # frontier/enqueued when the last look began
         self._checking: asyncio.Task[None] | None = None
         self._start_claim: StartClaim | None = None
         self._start_items = StartItems()
@@ -194,16 +195,29 @@ class ClusterStartMiddleware:
 
     # -- closing only when the cluster is idle ------------------------------------------------
 
+    def _enqueued(self) -> int:
+        assert self.crawler.stats is not None
+        return int(self.crawler.stats.get_value("frontier/enqueued", 0))
+
     def _spider_idle(self, spider: Spider) -> None:
         now = time.monotonic()
-        fresh = now - self._checked_at <= 2 * self.idle_poll + 1
+        # a look is stale once this node sent requests after it began: they may not have
+        # been in Redis yet
+        fresh = (
+            now - self._checked_at <= 2 * self.idle_poll + 1
+            and self._checked_after == self._enqueued()
+        )
         if fresh and self._idle_since is not None and now - self._idle_since >= self.max_idle:
             return  # the cluster was idle at the last look, just now: let the spider close
         if self._checking is None or self._checking.done():
+            self._checked_after = self._enqueued()
             self._checking = asyncio.ensure_future(self._check_cluster(spider))
         raise DontCloseSpider
 
     async def _check_cluster(self, spider: Spider) -> None:
+        # what this node sent before the look (a spider_idle handler's engine.crawl(), in
+        # the same signal) is in Redis first, or the look would miss it
+        await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
         parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
         pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
         if not self._written:

@@ -14,6 +14,9 @@
 - ``engine_copy``: the same, but handed to ``crawler.engine.crawl()`` from the callback (a copy
   of the leased request: it carries the lease's meta), before the page's item and links;
 - ``other_host``: page 0 also links to a redirect (301) to page 1 on another host name;
+- ``idle_more``: once the crawl is idle, a ``spider_idle`` handler hands five more requests to
+  ``crawler.engine.crawl()`` and raises ``DontCloseSpider`` (Scrapy's documented use of the
+  signal for work in phases);
 - anything else: the plain crawl (for the middleware cases and retries).
 """
 
@@ -21,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import scrapy
-from scrapy.exceptions import CloseSpider
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -49,6 +54,22 @@ class CasesSpider(scrapy.Spider):
     def __init__(self, site: str = "", case: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.site, self.case = site, case
+        self.phase = 1
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.case == "idle_more":
+            crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        return spider
+
+    def idle(self) -> None:
+        if self.phase == 1 and self.crawler.engine is not None:
+            self.phase = 2
+            for page in range(5):
+                request = scrapy.Request(f"{self.site}/p/{page}.html", self.again, dont_filter=True)
+                self.crawler.engine.crawl(request)
+            raise DontCloseSpider
 
     async def start(self) -> AsyncIterator[Any]:
         yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse)
