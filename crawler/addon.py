@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 
+from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
@@ -120,8 +121,7 @@ class ClusterAddon:
                     priority="addon",
                 )
 
-    @staticmethod
-    def _cluster(settings: BaseSettings) -> None:
+    def _cluster(self, settings: BaseSettings) -> None:
         """LeasingScheduler; a scheduler or dupefilter chosen elsewhere would lose its
         guarantees (or be ignored), so it stops the start."""
         scheduler = settings.get("SCHEDULER")
@@ -139,18 +139,23 @@ class ClusterAddon:
                 "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
             )
         ClusterAddon._queues(settings)
-        ClusterAddon._download_delay(settings)
+        ClusterAddon._download_delay(settings, self.spidercls)
         ClusterAddon._closespider_counts(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
     @staticmethod
-    def _download_delay(settings: BaseSettings) -> None:
+    def _download_delay(settings: BaseSettings, spidercls: type[Spider] | None) -> None:
         """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
         would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
-        becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second)."""
+        becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second).
+        The spider's ``download_delay`` attribute counts as Scrapy counts it, at the spider's
+        priority (Scrapy applies it after the add-ons)."""
         delay = get_float(settings, "DOWNLOAD_DELAY")
         priority = settings.getpriority("DOWNLOAD_DELAY") or 0
+        attribute = getattr(spidercls, "download_delay", None)
+        if attribute is not None and priority <= SETTINGS_PRIORITIES["spider"]:
+            delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
         if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
             return
         if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):

@@ -15,7 +15,7 @@ import redis
 from redis.asyncio import Redis
 
 from crawler.demo.site import Site
-from crawler.middlewares.politeness import retry_after_seconds
+from crawler.middlewares.politeness import retry_after_seconds, site_of
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
 from tests.cluster import logs, running_nodes, wait_for_exit
 
@@ -140,3 +140,9 @@ def test_a_429_seen_by_one_node_slows_every_node(
     ]
     assert len(penalized) == 1  # one node saw the 429 ...
     assert len(site.hits) == 300  # ... and every page was still crawled
+
+
+def test_a_site_leaves_out_the_user_and_password_of_its_url() -> None:
+    """They would be part of a Redis key for an hour and printed by ``crawler status``."""
+    assert site_of("http://alice:s3cret@Shop.Test:8080/p") == "shop.test:8080"
+    assert site_of("https://token@shop.test/p") == "shop.test"

@@ -390,6 +390,26 @@ def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() ->
     assert project({"REDIS_URL": "redis://h:1/0"}).getfloat("POLITENESS_RATE") == 4.0
 
 
+class PacedSpider(scrapy.Spider):
+    name = "paced"
+    download_delay = 2  # Scrapy's spider attribute (deprecated for DOWNLOAD_DELAY, still read)
+
+
+def test_a_spiders_download_delay_attribute_becomes_the_cluster_wide_rate() -> None:
+    with pytest.warns(scrapy.exceptions.ScrapyDeprecationWarning, match="download_delay"):
+        addon = ClusterAddon(get_crawler(PacedSpider))  # Scrapy reads it after the add-ons
+
+    def rate(values: dict[str, Any]) -> float:
+        settings = Settings(resolve_settings({}))
+        settings.setdict({"REDIS_URL": "redis://h:1/0", **values}, priority="project")
+        addon.update_settings(settings)
+        return settings.getfloat("POLITENESS_RATE")
+
+    assert rate({}) == 0.5  # not 0.5 a second per node
+    assert rate({"POLITENESS_RATE": 3}) == 3
+    assert rate({"DOWNLOAD_DELAY": 1}) == 0.5  # the spider's wins over the project's, as in Scrapy
+
+
 def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="crawler.addon"):
         project({"REDIS_URL": "redis://h:1/0", "CLOSESPIDER_PAGECOUNT": 20})

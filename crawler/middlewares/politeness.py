@@ -48,7 +48,9 @@ DONT_THROTTLE_META = "dont_throttle"
 
 
 def site_of(url: str) -> str:
-    return urlsplit(url).netloc.lower()
+    """``host[:port]`` of ``url`` in lower case, without a user and password (they would
+    be part of a Redis key, and of what ``crawler status`` prints)."""
+    return urlsplit(url).netloc.rpartition("@")[2].lower()
 
 
 def retry_after_seconds(value: bytes | None) -> float:
