@@ -141,6 +141,7 @@ class ClusterAddon:
         ClusterAddon._queues(settings)
         ClusterAddon._download_delay(settings, self.spidercls)
         ClusterAddon._closespider_counts(settings)
+        ClusterAddon._per_node_limits(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
@@ -175,6 +176,37 @@ class ClusterAddon:
                     count,
                     *what,
                 )
+
+    @staticmethod
+    def _per_node_limits(settings: BaseSettings) -> None:
+        """Scrapy's download limits that each node keeps alone: said once at start, with what
+        holds cluster-wide instead (the politeness limiter, per site)."""
+        instead = (
+            "the cluster-wide limit of a site is POLITENESS_RATE, POLITENESS_SITE_RATES and "
+            "POLITENESS_BURST (docs/settings.md)"
+        )
+        if get_bool(settings, "AUTOTHROTTLE_ENABLED"):
+            logger.warning(
+                "AUTOTHROTTLE_ENABLED=True adjusts each node's own delay: with N nodes a site "
+                "gets up to N times the pace it settles on; %s, which also slows down on 429 and "
+                "503 for every node",
+                instead,
+            )
+        per_ip = get_int(settings, "CONCURRENT_REQUESTS_PER_IP")
+        if per_ip > 0:
+            logger.warning(
+                "CONCURRENT_REQUESTS_PER_IP=%d counts per node in cluster mode (N nodes: up to "
+                "N times as many requests at once to one IP); %s",
+                per_ip,
+                instead,
+            )
+        if slots := get_dict(settings, "DOWNLOAD_SLOTS"):
+            logger.warning(
+                "DOWNLOAD_SLOTS (%s) delays and concurrency hold per node in cluster mode (N "
+                "nodes: up to N times the pace); %s",
+                ", ".join(sorted(map(str, slots))),
+                instead,
+            )
 
     @staticmethod
     def _queues(settings: BaseSettings) -> None:

@@ -421,6 +421,30 @@ def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCapture
     ]
 
 
+def test_per_node_download_limits_are_said_to_hold_per_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    limits = {
+        "AUTOTHROTTLE_ENABLED": True,
+        "CONCURRENT_REQUESTS_PER_IP": 1,
+        "DOWNLOAD_SLOTS": {"shop.test": {"delay": 2, "concurrency": 1}},
+    }
+    with (
+        caplog.at_level(logging.WARNING, logger="crawler.addon"),
+        pytest.warns(scrapy.exceptions.ScrapyDeprecationWarning, match="PER_IP"),  # Scrapy's
+    ):
+        project({"REDIS_URL": "redis://h:1/0", **limits})
+        project(limits)  # standalone: as in Scrapy, nothing to say
+        project({"REDIS_URL": "redis://h:1/0", "AUTOTHROTTLE_ENABLED": False})
+    said = [record.getMessage() for record in caplog.records]
+    assert [message.split(" ", 1)[0] for message in said] == [
+        "AUTOTHROTTLE_ENABLED=True",
+        "CONCURRENT_REQUESTS_PER_IP=1",
+        "DOWNLOAD_SLOTS",
+    ]
+    assert all("POLITENESS_" in message for message in said)  # what holds cluster-wide instead
+
+
 def test_redis_pipeline_keeps_its_items_key() -> None:
     values = {
         "ITEM_PIPELINES": {"scrapy_redis.pipelines.RedisPipeline": 400},
