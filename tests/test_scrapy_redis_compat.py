@@ -429,11 +429,10 @@ def test_per_node_download_limits_are_said_to_hold_per_node(
         "CONCURRENT_REQUESTS_PER_IP": 1,
         "DOWNLOAD_SLOTS": {"shop.test": {"delay": 2, "concurrency": 1}},
     }
-    with (
-        caplog.at_level(logging.WARNING, logger="crawler.addon"),
-        pytest.warns(scrapy.exceptions.ScrapyDeprecationWarning, match="PER_IP"),  # Scrapy's
-    ):
-        project({"REDIS_URL": "redis://h:1/0", **limits})
+    deprecated = scrapy.exceptions.ScrapyDeprecationWarning
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        with pytest.warns(deprecated, match="PER_IP"):  # Scrapy's own warning
+            project({"REDIS_URL": "redis://h:1/0", **limits})
         project(limits)  # standalone: as in Scrapy, nothing to say
         project({"REDIS_URL": "redis://h:1/0", "AUTOTHROTTLE_ENABLED": False})
     said = [record.getMessage() for record in caplog.records]
