@@ -14,6 +14,7 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from crawler.frontier import codec
+from crawler.frontier.client import Lease
 from crawler.frontier.request_store import RequestStore
 from crawler.spiders.pages import PagesSpider
 
@@ -166,3 +167,20 @@ def test_meta_values_json_gives_back_as_another_type_are_counted_and_warned_once
     }
     assert len(caplog.records) == 2  # once per type
     assert "holds a tuple in its meta or cb_kwargs" in caplog.text
+
+
+def test_scrapys_tuple_meta_keys_come_back_as_tuples_the_downloader_can_use() -> None:
+    """``bindaddress`` (host, port) and a ``cookiejar`` key made of a tuple: JSON gives lists,
+    which Scrapy's downloader and CookiesMiddleware cannot use (unhashable)."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    meta = {"bindaddress": ("127.0.0.1", 0), "cookiejar": ("account", 1), "other": (1, 2)}
+    stored = store.encode(Request("http://e.com/0", meta=meta), "")
+    back = store.decode(Lease("l1", stored.body)).meta
+    assert (back["bindaddress"], back["cookiejar"], back["other"]) == (
+        ("127.0.0.1", 0),
+        ("account", 1),
+        [1, 2],  # the user's own key: as JSON gives it, and counted
+    )
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("frontier/reshaped/tuple") == 1

@@ -24,6 +24,9 @@ from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
 
 logger = logging.getLogger(__name__)
+# Scrapy's own meta keys whose value its components need as a tuple (``bindaddress``'s
+# (host, port)) or hashable (a ``cookiejar`` key): JSON gives lists back, made tuples again
+TUPLE_META = ("bindaddress", "cookiejar")
 HELD_VALUES = ("meta", "cb_kwargs")  # items and page methods in them: crawler.frontier.meta_objects
 
 
@@ -86,6 +89,9 @@ class RequestStore:
         """Count (``frontier/reshaped/<type>``) the meta and cb_kwargs values the callback
         will get back as another type, with a warning the first time of each type."""
         found: set[str] = set()
+        meta = fields.get("meta")
+        if isinstance(meta, dict) and any(key in meta for key in TUPLE_META):
+            fields = {**fields, "meta": {k: v for k, v in meta.items() if k not in TUPLE_META}}
         for key in HELD_VALUES:
             codec.reshaped_types(fields.get(key), found)
         for name in sorted(found):
@@ -103,4 +109,13 @@ class RequestStore:
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
         fields = codec.loads(lease.body, tagged=meta_objects.restore)
+        meta = fields.get("meta")
+        for key in TUPLE_META:
+            if meta and isinstance(meta.get(key), list):
+                meta[key] = as_tuple(meta[key])
         return request_from_dict(fields, spider=self.spider)
+
+
+def as_tuple(value: list[Any]) -> tuple[Any, ...]:
+    """A list JSON gave back as the tuple it was, lists in it too."""
+    return tuple(as_tuple(item) if isinstance(item, list) else item for item in value)
