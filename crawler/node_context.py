@@ -38,7 +38,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
 from crawler.redis_connection import AsyncRedis, async_client
-from crawler.redis_outage import OutageGuard
+from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import get_float, get_int
 
@@ -69,6 +69,7 @@ class NodeContext:
         self._close_by: float | None = None
         self._guards: dict[str, OutageGuard] = {}
         self._loops: set[asyncio.Task[None]] = set()
+        self._crawler = crawler
         crawler.signals.connect(self._close, signal=signals.engine_stopped)
 
     @classmethod
@@ -102,7 +103,9 @@ class NodeContext:
                 self.stats.inc_value(f"{component}/redis_error")
                 self.stats.inc_value(f"redis/outage/{reason}")
 
-            self._guards[component] = OutageGuard(component, count)
+            self._guards[component] = OutageGuard(
+                component, count, stop_deadline=self.stop_deadline
+            )
         return self._guards[component]
 
     @property
@@ -119,6 +122,13 @@ class NodeContext:
             budget = OUTAGE_CLOSE_BUDGET if self.redis_down else self.close_timeout
             self._close_by = time.monotonic() + budget
         return self._close_by
+
+    def stop_deadline(self) -> float | None:
+        """``close_deadline`` once the node is stopping (a signal, Ctrl-C: Scrapy's
+        ``Crawler.stop_async``), else None: every guard's retries end by it, so a download
+        waiting on the rate limiter or a write retrying does not hold a stop until Redis is
+        back (what is not returned then, other nodes reclaim)."""
+        return None if self._crawler.crawling else self.close_deadline()
 
     def frontier_checked(self, usable: bool) -> None:
         """The scheduler found the frontier usable by this node, or refused it."""
@@ -148,7 +158,9 @@ class NodeContext:
                     return
                 except asyncio.CancelledError:
                     raise
-                except Exception:
+                except Exception as exc:
+                    if isinstance(exc, GaveUp) and not self._crawler.crawling:
+                        return  # the node stops while Redis is away: the loop ends here
                     self.stats.inc_value(f"node/loop_crashed/{name}")
                     logger.exception(
                         "Background loop %r crashed; restarting it in %.0fs",

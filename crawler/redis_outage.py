@@ -80,11 +80,18 @@ class OutageGuard:
     """Runs a component's Redis operations through outages; ``on_error(reason)`` per failure."""
 
     def __init__(
-        self, component: str, on_error: Callable[[str], None], max_delay: float = 10.0
+        self,
+        component: str,
+        on_error: Callable[[str], None],
+        max_delay: float = 10.0,
+        stop_deadline: Callable[[], float | None] | None = None,
     ) -> None:
+        """``stop_deadline``: the deadline (monotonic) every retry ends by once the node is
+        stopping, None while it is not (``NodeContext.stop_deadline``)."""
         self.component = component
         self._on_error = on_error
         self._max_delay = max_delay
+        self._stop_deadline = stop_deadline
         self._down_since: float | None = None
 
     @property
@@ -112,7 +119,8 @@ class OutageGuard:
             self._down_since = None
 
     async def run(self, op: Callable[[], Awaitable[T]], *, deadline: float | None = None) -> T:
-        """Run ``op`` until it succeeds; raise ``GaveUp`` past ``deadline`` (monotonic)."""
+        """Run ``op`` until it succeeds; raise ``GaveUp`` past ``deadline`` (monotonic) or,
+        once the node is stopping, past its stop deadline."""
         delay = 0.0
         while True:
             try:
@@ -120,10 +128,13 @@ class OutageGuard:
             except Exception as exc:
                 if self.failed(exc) is None:
                     raise
-                if deadline is not None and time.monotonic() >= deadline:
+                stop = self._stop_deadline() if self._stop_deadline is not None else None
+                limits = [limit for limit in (deadline, stop) if limit is not None]
+                left = min(limits) - time.monotonic() if limits else None
+                if left is not None and left <= 0:
                     raise GaveUp(f"{self.component}: Redis still unavailable") from exc
                 delay = min(self._max_delay, delay * 2 or 0.1)
-                await asyncio.sleep(delay)
+                await asyncio.sleep(delay if left is None else min(delay, left))
                 continue
             self.succeeded()
             return result

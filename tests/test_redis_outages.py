@@ -237,3 +237,42 @@ def test_a_node_without_redis_says_so_at_once_and_stops_within_5s(tmp_path: Path
     assert took < 5, text
     assert "Could not return" not in text
     assert "Traceback" not in text
+
+
+def test_a_node_stopped_during_a_redis_outage_stops_within_seconds(tmp_path: Path) -> None:
+    """SIGTERM while Redis is away: the downloads waiting on the cluster's rate limiter and
+    the writes retrying give up at the stop's outage budget (FRONTIER_CLOSE_TIMEOUT's 3 s), and
+    the node exits; its leases come back to the others when they expire. Before, it waited for
+    Redis to come back."""
+    server = RedisServer(
+        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
+    )
+    server.start()
+    env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    try:
+        with (
+            Site(400, delay=0.2) as site,
+            running_nodes(1, workdir=tmp_path / "nodes", env=env, settings=settings) as nodes,
+        ):
+            client = redis.Redis.from_url(server.url)
+            client.lpush("pages:start_urls", site.url(0))
+            client.close()
+            wait_for_hits(site, 20)
+            server.stop()
+            assert wait_for_log(tmp_path / "nodes" / "node-0.log", "Redis unavailable", 20)
+            time.sleep(2)  # downloads now wait on the limiter, writes retry
+            stopping = time.monotonic()
+            nodes[0].send_signal(signal.SIGTERM)
+            try:
+                code: int | None = nodes[0].wait(45)
+            except subprocess.TimeoutExpired:
+                code = None
+            took = time.monotonic() - stopping
+    finally:
+        server.stop()
+    node_logs = logs(tmp_path / "nodes")
+    print(f"stopped in {took:.1f}s")
+    assert code == 0, node_logs
+    assert took < 15, node_logs
+    assert "Traceback" not in node_logs  # no loop crashed, no download error at the stop

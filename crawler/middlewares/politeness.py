@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
@@ -40,7 +41,7 @@ from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
-from crawler.redis_outage import OutageGuard
+from crawler.redis_outage import GaveUp, OutageGuard
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,13 @@ class ClusterRateLimitMiddleware:
     async def _limited(self, call: str, site: str, *args: object) -> float:
         if self.shared is not None and self.guard is not None:
             shared = self.shared
-            result: float = await self.guard.run(lambda: getattr(shared, call)(site, *args))
+            try:
+                result: float = await self.guard.run(lambda: getattr(shared, call)(site, *args))
+            except GaveUp as exc:  # the node stops while Redis is away
+                raise IgnoreRequest(
+                    f"not fetched: the node stops and the cluster's rate limit of {site} is in a "
+                    "Redis that does not answer (its lease goes back to the queue when it expires)"
+                ) from exc
             return result
         local_result: float = await getattr(self.local, call)(site, *args)
         return local_result
