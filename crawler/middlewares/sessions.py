@@ -40,6 +40,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
+from crawler.middlewares.politeness import retry_after_seconds
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
@@ -271,8 +272,13 @@ class SharedSessionMiddleware:
             return response
         generation = request.meta.get(GENERATION_META)
         reason = f"HTTP {response.status}"
+        # the site says when to come back (a 429's Retry-After): the account rests that long
+        told = retry_after_seconds(response.headers.get(b"Retry-After"))
+        cooldown = told if told > 0 else None  # else SESSIONS_COOLDOWN
         await self._shared(
-            lambda: self.store.mark(platform, account, state, reason, generation=generation)
+            lambda: self.store.mark(
+                platform, account, state, reason, cooldown, generation=generation
+            )
         )
         self.stats.inc_value(f"sessions/marked/{state.value}")
         tries = int(request.meta.get(TRIES_META, 0)) + 1

@@ -1,5 +1,6 @@
-"""Which of a shared session's cookies a request carries, and how a site's Set-Cookie
-headers change them: as a browser (and Scrapy's own cookie jar) would."""
+"""SharedSessionMiddleware with Scrapy's own components around it: which of a shared
+session's cookies a request carries and how a site's Set-Cookie headers change them (as a
+browser, and Scrapy's own cookie jar, would), and how long an account rests after a 429."""
 
 from __future__ import annotations
 
@@ -154,3 +155,19 @@ def test_set_cookies_of_a_response_keep_every_header_line() -> None:
         headers=[(b"Set-Cookie", b"a=1; Path=/"), (b"Set-Cookie", b'b={"x": 1}')],
     )
     assert [(c.name, c.value) for c in set_cookies(response)] == [("a", "1"), ("b", '{"x": 1}')]
+
+
+def test_an_account_answered_429_rests_as_long_as_retry_after_says() -> None:
+    shared, _ = session_middleware()
+    request = through(
+        (shared, CookiesMiddleware.from_crawler(shared.crawler)), Request("http://shop.test/")
+    )
+    response = Response("http://shop.test/", status=429, headers={"Retry-After": "3"})
+
+    async def rest() -> float:
+        await shared.process_response(request, response)
+        (session,) = await shared.store.list("cookie_platform")
+        return session.cooldown_until - time.time()
+
+    left = asyncio.run(rest())
+    assert 1 < left <= 3  # not SESSIONS_COOLDOWN's 600 s: the site said when to come back
