@@ -190,13 +190,36 @@ def test_heartbeats_reclaim_and_release_in_every_part(
         assert (beat.reclaimed, beat.epoch) == (6, epoch)
         held = await live.lease(6, 60_000, call="y")
         beat = await live.heartbeat([lease.id for lease in held], 60_000, 60_000, 10, epoch)
-        assert (beat.extended, beat.lost) == (6, 0)
+        assert (beat.extended, beat.lost) == (6, ())
         assert await live.release([lease.id for lease in held]) == 6
 
     run(scenario, redis_url)
     for keys in frontier_parts(SPIDER, 3):
         assert queued(redis_client, keys) == 2
         assert redis_client.zcard(keys.nodes) == 0  # live left every registry (dead never beat)
+
+
+def test_a_heartbeat_names_the_leases_another_node_took_over_in_every_part(
+    redis_url: str,
+) -> None:
+    """A node whose heartbeats did not reach Redis for the lease timeout learns which of its
+    leases are another node's now (it drops those it has not started: no second fetch)."""
+    sites = sites_by_part(3, 1)
+
+    async def scenario(r: AsyncRedis) -> None:
+        slow = frontier(r, "slow", 3)
+        other = frontier(r, "other", 3)
+        await slow.complete_turn([page(s) for part in sites for s in part], [])
+        epoch = await slow.open_epoch()
+        held = await slow.lease(3, 200, call="x")
+        await asyncio.sleep(0.3)
+        assert (await other.heartbeat([], 60_000, 60_000, 10, epoch)).reclaimed == 3
+        assert len(await other.lease(3, 60_000, call="y")) == 3
+        beat = await slow.heartbeat([lease.id for lease in held], 60_000, 60_000, 10, epoch)
+        assert sorted(beat.lost) == sorted(lease.id for lease in held)  # "<part>/<id>"
+        assert beat.extended == 0
+
+    run(scenario, redis_url)
 
 
 def test_lease_calls_start_at_a_part_weighted_by_its_depth() -> None:

@@ -173,7 +173,7 @@ def test_frontier_round_trip(topology: str, request: pytest.FixtureRequest) -> N
         assert first.body == b'{"u":"high"}'
         assert (await b.complete(first.id, "done", [])).status == "stolen"
         beat = await a.heartbeat([first.id, second.id], 60_000, 60_000, 10, epoch="")
-        assert (beat.extended, beat.reclaimed, beat.lost) == (2, 0, 0)
+        assert (beat.extended, beat.reclaimed, beat.lost) == (2, 0, ())
         done = await a.complete(first.id, "done", [new("child"), new("high")])
         assert (done.status, done.added, done.duplicates) == ("done", 1, 1)
         assert await a.release([second.id]) == 1

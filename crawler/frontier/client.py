@@ -88,7 +88,7 @@ class Completion:
 class Heartbeat:
     extended: int
     reclaimed: int
-    lost: int
+    lost: tuple[str, ...]  # lease ids held that are no longer this node's
     epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
     queued: int  # requests in the queue (of every part) after the beat
 
@@ -319,7 +319,9 @@ class FrontierClient:
             args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
         )
         self.queued = int(queued)
-        return Heartbeat(int(extended), int(reclaimed), int(lost), text(current), self.queued)
+        return Heartbeat(
+            int(extended), int(reclaimed), tuple(map(text, lost)), text(current), self.queued
+        )
 
     async def record_incident(self, record: bytes) -> None:
         await self.redis.rpush(self.keys.incidents, record)

@@ -60,6 +60,16 @@ class NodeHoldings:
         self.seen.clear()  # what this node sent to the dedup set is no longer there
         return held
 
+    def lost(self, lease_ids: tuple[str, ...]) -> None:
+        dropped = self.prefetch.drop(set(lease_ids))
+        if dropped:
+            self.stats.inc_value("frontier/lost_not_started", dropped)
+            logger.warning(
+                "Dropped %d leased requests not yet started: another node took them over while "
+                "this node's heartbeats did not reach Redis",
+                dropped,
+            )
+
     def forget_held(self) -> int:
         dropped = len(self.prefetch) + self.tracker.void_all()
         self.prefetch.clear()

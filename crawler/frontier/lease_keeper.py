@@ -47,6 +47,10 @@ class Holder(Protocol):
     def forget_seen(self) -> None:
         """The dedup was emptied for a recrawl: forget the seen-cache, keep the work."""
 
+    def lost(self, lease_ids: tuple[str, ...]) -> None:
+        """Leases the node held are no longer its (its heartbeats did not reach Redis for the
+        lease timeout, and another node reclaimed them): drop those not started."""
+
     def work_arrived(self) -> None:
         """Requests reached the shared queue: lease again now."""
 
@@ -124,7 +128,8 @@ class LeaseKeeper:
             logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
             self.holder.work_arrived()
         if beat.lost:
-            self.stats.inc_value("frontier/lease_lost/heartbeat", beat.lost)
+            self.stats.inc_value("frontier/lease_lost/heartbeat", len(beat.lost))
+            self.holder.lost(beat.lost)
 
     async def _frontier_lost(self, found: str) -> None:
         """Redis lost the frontier's data: re-enqueue what this node holds. An operator's

@@ -287,7 +287,7 @@ class PartitionedFrontier:
         return Heartbeat(
             sum(beat.extended for beat in beats),
             sum(beat.reclaimed for beat in beats),
-            sum(beat.lost for beat in beats),
+            tuple(self._lease_id(i, raw) for i, beat in enumerate(beats) for raw in beat.lost),
             " ".join(beat.epoch for beat in beats),
             sum(beat.queued for beat in beats),
         )

@@ -83,6 +83,13 @@ class Prefetch(Generic[T]):
     def leases(self) -> list[Lease]:
         return [lease for lease, _ in self._buffer]
 
+    def drop(self, lease_ids: set[str]) -> int:
+        """Drop the buffered leases ``lease_ids`` names; how many were."""
+        kept = deque(entry for entry in self._buffer if entry[0].id not in lease_ids)
+        dropped = len(self._buffer) - len(kept)
+        self._buffer = kept
+        return dropped
+
     def clear(self) -> None:
         self._buffer.clear()
         self._stop_waiting()

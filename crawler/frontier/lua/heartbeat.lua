@@ -6,13 +6,13 @@
 --       reset waits until every live node beats in its new epoch), 7 queue count
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6.. lease ids held
--- Returns {extended, reclaimed, lost, epoch, queued}: lost = ids held by the node that are no
--- longer its; epoch is the frontier's epoch now; queued the queue's length after the beat (a
+-- Returns {extended, reclaimed, lost, epoch, queued}: lost = the ids held by the node that are
+-- no longer its (reclaimed by another node, or finished meanwhile); epoch is the frontier's epoch now; queued the queue's length after the beat (a
 -- node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
 -- is another server), nothing else is done: the node must re-enqueue what it holds first.
 local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
-  return {0, 0, #ARGV - 5, epoch, queue_length(KEYS[7])}
+  return {0, 0, {}, epoch, queue_length(KEYS[7])}
 end
 local now = now_ms()
 local node = ARGV[1]
@@ -22,6 +22,7 @@ redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
 -- Variadic commands, QUEUE_CHUNK ids at a time: a command called from a script costs more than
 -- the entries it touches.
 local extended = 0
+local lost = {}
 local deadline = tostring(now + tonumber(ARGV[3]))
 for from = 6, #ARGV, QUEUE_CHUNK do
   local to = math.min(#ARGV, from + QUEUE_CHUNK - 1)
@@ -31,6 +32,8 @@ for from = 6, #ARGV, QUEUE_CHUNK do
     local record = records[n]
     if record and string.sub(record, 1, #prefix) == prefix then
       deadlines[#deadlines + 1], deadlines[#deadlines + 2] = deadline, ARGV[from + n - 1]
+    else
+      lost[#lost + 1] = ARGV[from + n - 1]
     end
   end
   if #deadlines > 0 then
@@ -41,4 +44,4 @@ end
 local reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-return {extended, reclaimed, #ARGV - 5 - extended, epoch, queue_length(KEYS[7])}
+return {extended, reclaimed, lost, epoch, queue_length(KEYS[7])}
