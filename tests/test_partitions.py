@@ -16,6 +16,7 @@ from redis.crc import key_slot
 from scrapy.settings import Settings
 
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
+from crawler.frontier.epoch import recover
 from crawler.frontier.keys import frontier_parts, part_tag
 from crawler.frontier.partitioned import FULL_DEPTH, PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
@@ -344,3 +345,26 @@ def test_wrong_partition_and_bound_settings_are_refused_at_start(
     settings = Settings({**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:6379", **given})
     with pytest.raises(ValueError, match=refusal):
         FrontierSettings.from_settings(settings)
+
+
+def test_a_node_recovering_from_lost_data_leaves_no_lease_of_its_own_behind(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Redis came back empty; before the node's heartbeat noticed, a write leased requests in
+    the new data. Recovery queues every request the node held once and finishes those leases:
+    none waits out the lease timeout to be reclaimed and fetched a second time."""
+    sites = sites_by_part(2, 2)
+
+    async def scenario(r: AsyncRedis) -> None:
+        node = frontier(r, "n", 2)
+        old_bodies = [page(site, "/old").body for site in sites[0]]  # leased before the loss
+        await node.complete_turn([page(s) for part in sites for s in part], [])
+        taken = await node.lease(4, 60_000, call="after-the-loss")
+        held = old_bodies + [lease.body for lease in taken]
+        held_ids = ["0/000000000001", "1/000000000002"] + [lease.id for lease in taken]
+        await recover(node, "the lost epoch", "", held, held_ids)
+        assert await node.pending() == 6  # each held request queued once, nothing leased
+
+    run(scenario, redis_url)
+    for keys in frontier_parts(SPIDER, 2):
+        assert redis_client.zcard(keys.leases) == redis_client.hlen(keys.inflight) == 0

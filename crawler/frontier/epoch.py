@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import orjson
 
 from crawler.frontier import codec
-from crawler.frontier.client import NewRequest
+from crawler.frontier.client import Finish, NewRequest
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.scope import site_of
 
@@ -60,10 +60,20 @@ def _requeued(body: bytes) -> NewRequest:
 
 
 async def recover(
-    client: PartitionedFrontier, known: str, found: str, held: list[bytes]
+    client: PartitionedFrontier,
+    known: str,
+    found: str,
+    held: list[bytes],
+    lease_ids: list[str],
 ) -> Recovery:
     """The frontier's epoch is ``found`` ("" for a part = none), not ``known``: adopt it,
-    record the incident and re-enqueue ``held`` (the request bodies this node holds)."""
+    record the incident, drop this node's leases of ``lease_ids`` (the ids it holds) that
+    the new data has, and re-enqueue ``held`` (the request bodies this node holds).
+
+    Writes and lease calls that ran between Redis coming back and this heartbeat took leases
+    in the new data; their requests are among ``held`` and queued again here, so those lease
+    records would only wait out the lease timeout (a stalled crawl) to be reclaimed and
+    fetched once more."""
     epoch = found if client.whole(found) else await client.open_epoch()
     logger.error(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
@@ -86,6 +96,8 @@ async def recover(
             }
         )
     )
+    if lease_ids:  # finished as done: no requeue (their bodies are queued again below)
+        await client.complete_turn([], [(Finish(lease_id, "done"), []) for lease_id in lease_ids])
     if held:
         await client.complete(None, "done", [_requeued(body) for body in held])
     return Recovery(epoch=epoch, requeued=len(held))

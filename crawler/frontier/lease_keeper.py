@@ -138,7 +138,9 @@ class LeaseKeeper:
         if operator_reset(found) is not None:
             self._operator_reset(found)
             return
-        recovery = await recover(self.client, self.epoch, found, self.holder.give_up_held())
+        held_ids = self.holder.held_leases()
+        held = self.holder.give_up_held()
+        recovery = await recover(self.client, self.epoch, found, held, held_ids)
         self.epoch = recovery.epoch
         # again: the seen feed may have taught the cache the lost epoch's meanwhile
         self.holder.forget_seen()
