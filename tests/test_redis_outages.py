@@ -142,18 +142,27 @@ def test_redis_at_maxmemory_for_20s_mid_crawl_pauses_and_loses_nothing(
     assert_nothing_lost(urls, slow_site, allowed_duplicates=0)
 
 
+def private_redis(
+    tmp_path: Path, *, appendonly: bool
+) -> tuple[RedisServer, dict[str, str], dict[str, str]]:
+    """A Redis of this test's own (started: it may be stopped and restarted), with the nodes'
+    environment and settings for it (fast leases, items to a feed in ``tmp_path``)."""
+    server = RedisServer(
+        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=appendonly)
+    )
+    server.start()
+    env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    return server, env, settings
+
+
 def test_redis_restarted_without_persistence_is_reported_not_finished(
     kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Redis loses all its data mid-crawl: the nodes notice (the frontier's epoch is gone),
     re-enqueue what they hold, record the incident, and ``crawler status`` shows the loss.
     Before, they finished "100% finished, 0 failed" with pages never crawled."""
-    server = RedisServer(
-        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=False)
-    )
-    server.start()
-    env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    server, env, settings = private_redis(tmp_path, appendonly=False)
     try:
         with Site(600, delay=0.1) as site:
             with running_nodes(3, workdir=tmp_path / "nodes", env=env, settings=settings) as nodes:
@@ -244,12 +253,7 @@ def test_a_node_stopped_during_a_redis_outage_stops_within_seconds(tmp_path: Pat
     the writes retrying give up at the stop's outage budget (FRONTIER_CLOSE_TIMEOUT's 3 s), and
     the node exits; its leases come back to the others when they expire. Before, it waited for
     Redis to come back."""
-    server = RedisServer(
-        RedisServerConfig(port=free_port(), data_dir=tmp_path / "redis", appendonly=True)
-    )
-    server.start()
-    env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    server, env, settings = private_redis(tmp_path, appendonly=True)
     try:
         with (
             Site(400, delay=0.2) as site,
