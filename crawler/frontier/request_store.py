@@ -81,6 +81,8 @@ class RequestStore:
                     ) from exc
         body = codec.dumps(fields, compress=self.compress)
         self._report_reshaped(request.url, fields)
+        if "cookiejar" in request.meta:
+            self._report_cookiejar(request.url)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
@@ -105,6 +107,20 @@ class RequestStore:
                     url,
                     name,
                 )
+
+    def _report_cookiejar(self, url: str) -> None:
+        """Count (``frontier/cookiejar``) the requests stored with a ``cookiejar``, with a
+        warning the first time: Scrapy's jars are each node's own."""
+        self.stats.inc_value("frontier/cookiejar")
+        if "cookiejar" not in self._reshaped:
+            self._reshaped.add("cookiejar")
+            logger.warning(
+                "Request %s names a cookie jar (meta cookiejar): Scrapy's jars are each node's "
+                "own, so another node that leases it sends the cookies of its own jar of that "
+                "name, not this one's (a login made here is not there); log in once for every "
+                "node with shared sessions (session_platform, docs/sessions.md); logged once",
+                url,
+            )
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
