@@ -87,6 +87,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
 
 class ClusterAddon:
     def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
         self.spidercls = crawler.spidercls if crawler is not None else None
 
     @classmethod
@@ -139,14 +140,16 @@ class ClusterAddon:
                 "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
             )
         ClusterAddon._queues(settings)
-        ClusterAddon._download_delay(settings, self.spidercls)
+        # the spider exists by now (Crawler.crawl makes it first): -a download_delay=2 too
+        spider = getattr(self.crawler, "spider", None) or self.spidercls
+        ClusterAddon._download_delay(settings, spider)
         ClusterAddon._closespider_counts(settings)
         ClusterAddon._per_node_limits(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
 
     @staticmethod
-    def _download_delay(settings: BaseSettings, spidercls: type[Spider] | None) -> None:
+    def _download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:
         """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
         would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
         becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second).
@@ -154,8 +157,8 @@ class ClusterAddon:
         priority (Scrapy applies it after the add-ons)."""
         delay = get_float(settings, "DOWNLOAD_DELAY")
         priority = settings.getpriority("DOWNLOAD_DELAY") or 0
-        attribute = getattr(spidercls, "download_delay", None)
-        if attribute is not None and priority <= SETTINGS_PRIORITIES["spider"]:
+        attribute = getattr(spider, "download_delay", None)
+        if attribute is not None and priority < SETTINGS_PRIORITIES["spider"]:
             delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
         if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
             return

@@ -18,10 +18,12 @@ from scrapy.settings import Settings
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.epoch import recover
 from crawler.frontier.keys import frontier_parts, part_tag
+from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import FULL_DEPTH, PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import AsyncRedis, async_client, sync_client
+from crawler.redis_outage import OutageGuard
 from settings.resolve import resolve_settings
 from tests.frontier_state import fingerprint_of, queued
 
@@ -368,3 +370,72 @@ def test_a_node_recovering_from_lost_data_leaves_no_lease_of_its_own_behind(
     run(scenario, redis_url)
     for keys in frontier_parts(SPIDER, 2):
         assert redis_client.zcard(keys.leases) == redis_client.hlen(keys.inflight) == 0
+
+
+class Counts:
+    def __init__(self, counter: Counter[str]) -> None:
+        self.counter = counter
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.counter[key] += count
+
+
+class Holdings:
+    """What a node holds, as its lease keeper sees it (crawler.frontier.holdings)."""
+
+    def __init__(self, ids: list[str], bodies: list[bytes]) -> None:
+        self.ids, self.bodies, self.dropped = ids, bodies, False
+
+    def held_leases(self) -> list[str]:
+        return self.ids
+
+    def held_bodies(self) -> list[bytes]:
+        return [] if self.dropped else self.bodies
+
+    def drop_buffered(self) -> None:
+        self.dropped = True
+
+    def forget_seen(self) -> None:
+        pass
+
+    def work_arrived(self) -> None:
+        pass
+
+
+def test_recovery_cut_short_by_an_outage_is_done_again_with_everything_held(
+    redis_url: str,
+) -> None:
+    """Redis fails again while the node re-enqueues what it held: nothing is dropped before
+    it is queued, so the heartbeat's next try queues it all (before, the buffered requests were
+    gone by then, their leases in the new data finished: lost)."""
+    sites = sites_by_part(2, 1)
+
+    async def scenario(r: AsyncRedis) -> None:
+        node = frontier(r, "n", 2)
+        await node.complete_turn([page(s) for part in sites for s in part], [])
+        taken = await node.lease(2, 60_000, call="after-the-loss")
+        holdings = Holdings([lease.id for lease in taken], [lease.body for lease in taken])
+        timing = Timing(lease_timeout=60, heartbeat_interval=5, reclaim_batch=10)
+        holder: Any = holdings  # just what recovering asks of the Holder protocol
+        guard = OutageGuard("t", lambda _: None)
+        keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing)
+        keeper.epoch = "the lost epoch"
+        real = node.complete_turn
+        calls = 0
+
+        async def failing_once(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise redis.exceptions.ConnectionError("Redis went away again")
+            return await real(*args, **kwargs)
+
+        node.complete_turn = failing_once  # type: ignore[method-assign]
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await keeper._frontier_lost("")
+        assert not holdings.dropped and not keeper.recovering
+        await keeper._frontier_lost("")  # the next heartbeat
+        assert holdings.dropped
+        assert await node.pending() == 2  # both requests queued again, none leased
+
+    run(scenario, redis_url)

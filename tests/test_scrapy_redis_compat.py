@@ -408,6 +408,11 @@ def test_a_spiders_download_delay_attribute_becomes_the_cluster_wide_rate() -> N
     assert rate({}) == 0.5  # not 0.5 a second per node
     assert rate({"POLITENESS_RATE": 3}) == 3
     assert rate({"DOWNLOAD_DELAY": 1}) == 0.5  # the spider's wins over the project's, as in Scrapy
+    spider_given = Settings(resolve_settings({}))
+    spider_given.set("REDIS_URL", "redis://h:1/0", priority="project")
+    spider_given.set("DOWNLOAD_DELAY", 4, priority="spider")  # custom_settings: Scrapy keeps it
+    addon.update_settings(spider_given)
+    assert spider_given.getfloat("POLITENESS_RATE") == 0.25
 
 
 def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:

@@ -53,6 +53,27 @@ def test_a_cookie_goes_only_where_its_domain_path_and_secure_flag_allow() -> Non
     assert sent(session, "http://evilshop.test/") == {"anywhere": "6"}
 
 
+def test_set_cookie_skips_what_browsers_refuse_and_never_raises() -> None:
+    parsed = parse_set_cookie(
+        [
+            "a=1; Max-Age=--5",
+            "b=2; Max-Age=\u00b2",
+            "c=3; Domain=other.test",  # not the host's: refused
+            "d=4; Path=admin",
+            "e=5; Max-Age=" + "9" * 400,
+            "f=6; Domain=Shop.Test",
+        ],
+        "www.shop.test",
+    )
+    assert [(c.name, c.domain, c.path, c.expires) for c in parsed] == [
+        ("a", "www.shop.test", "/", None),
+        ("b", "www.shop.test", "/", None),
+        ("d", "www.shop.test", "/", None),
+        ("e", "www.shop.test", "/", None),
+        ("f", ".shop.test", "/", None),
+    ]
+
+
 def test_set_cookie_reads_what_browsers_read_and_deletes_what_they_delete() -> None:
     parsed = parse_set_cookie(
         [

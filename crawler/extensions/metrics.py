@@ -165,8 +165,10 @@ class PrometheusMetrics:
                 socket_connect_timeout=REDIS_TIMEOUT,
             )
             platform = getattr(crawler.spidercls, "session_platform", None)
-            prefix = SessionSettings.from_mapping(crawler.settings).key_prefix
-            sessions = SessionKeys(str(platform), prefix) if platform else None
+            sessions = None
+            if platform:  # the sessions' settings are checked only for a spider that has them
+                prefix = SessionSettings.from_mapping(crawler.settings).key_prefix
+                sessions = SessionKeys(str(platform), prefix)
             partitions = get_int(crawler.settings, "FRONTIER_PARTITIONS") or 1
             self.cluster = ClusterReader(client, self.labels["spider"], sessions, partitions)
         registry = CollectorRegistry(auto_describe=False)

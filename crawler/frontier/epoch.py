@@ -73,7 +73,8 @@ async def recover(
     Writes and lease calls that ran between Redis coming back and this heartbeat took leases
     in the new data; their requests are among ``held`` and queued again here, so those lease
     records would only wait out the lease timeout (a stalled crawl) to be reclaimed and
-    fetched once more."""
+    fetched once more. Both go in one write per part (the node leases nothing meanwhile);
+    a lease id that is another node's in the new data is not touched (``stolen``)."""
     epoch = found if client.whole(found) else await client.open_epoch()
     logger.error(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
@@ -96,8 +97,9 @@ async def recover(
             }
         )
     )
-    if lease_ids:  # finished as done: no requeue (their bodies are queued again below)
-        await client.complete_turn([], [(Finish(lease_id, "done"), []) for lease_id in lease_ids])
-    if held:
-        await client.complete(None, "done", [_requeued(body) for body in held])
+    if held or lease_ids:  # the leases finished as done: their bodies are among those queued
+        await client.complete_turn(
+            [_requeued(body) for body in held],
+            [(Finish(lease_id, "done"), []) for lease_id in lease_ids],
+        )
     return Recovery(epoch=epoch, requeued=len(held))

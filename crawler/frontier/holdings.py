@@ -53,12 +53,14 @@ class NodeHoldings:
     def held_leases(self) -> list[str]:
         return self.tracker.held() + [lease.id for lease in self.prefetch.leases()]
 
-    def give_up_held(self) -> list[bytes]:
-        held = [state.body for state in self.tracker.states()]
-        held += [lease.body for lease in self.prefetch.leases()]
+    def held_bodies(self) -> list[bytes]:
+        return [state.body for state in self.tracker.states()] + [
+            lease.body for lease in self.prefetch.leases()
+        ]
+
+    def drop_buffered(self) -> None:
         self.prefetch.clear()  # not started: only their copies in the new queue are crawled
         self.seen.clear()  # what this node sent to the dedup set is no longer there
-        return held
 
     def lost(self, lease_ids: tuple[str, ...]) -> None:
         dropped = self.prefetch.drop(set(lease_ids))

@@ -37,8 +37,12 @@ class Holder(Protocol):
     def held_leases(self) -> list[str]:
         """Ids of every lease the node holds (in flight and buffered)."""
 
-    def give_up_held(self) -> list[bytes]:
-        """The bodies of every lease held; the buffered ones are dropped (not started)."""
+    def held_bodies(self) -> list[bytes]:
+        """The bodies of every lease held (in flight and buffered)."""
+
+    def drop_buffered(self) -> None:
+        """The held requests were queued again: drop the buffered ones (not started: only
+        their copies in the queue are crawled) and the seen-cache."""
 
     def forget_held(self) -> int:
         """The frontier was purged: drop the buffered leases, write nothing the others yield.
@@ -86,6 +90,7 @@ class LeaseKeeper:
         self.stats = stats
         self.timing = timing
         self.epoch = ""  # the frontier's epoch, once known
+        self.recovering = False  # re-enqueuing what the node holds after a loss of data
         self._beat_at = time.monotonic()  # the last heartbeat Redis answered
         self._at_risk = False
 
@@ -138,9 +143,13 @@ class LeaseKeeper:
         if operator_reset(found) is not None:
             self._operator_reset(found)
             return
-        held_ids = self.holder.held_leases()
-        held = self.holder.give_up_held()
-        recovery = await recover(self.client, self.epoch, found, held, held_ids)
+        self.recovering = True  # no lease call now: its ids could be the lost data's
+        try:
+            held_ids, held = self.holder.held_leases(), self.holder.held_bodies()
+            recovery = await recover(self.client, self.epoch, found, held, held_ids)
+            self.holder.drop_buffered()  # only once they are queued again (an outage retries)
+        finally:
+            self.recovering = False
         self.epoch = recovery.epoch
         # again: the seen feed may have taught the cache the lost epoch's meanwhile
         self.holder.forget_seen()

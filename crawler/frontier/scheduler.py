@@ -288,8 +288,10 @@ class LeasingScheduler:
     def may_lease(self) -> bool:
         if self._closing or self.refused:
             return False
-        # A stale keeper: this node's leases may be other nodes' by now: take no more.
-        return self._keeper is None or not self._keeper.stale()
+        # A stale keeper: this node's leases may be other nodes' by now: take no more. A
+        # recovering one: new lease ids could be the lost data's that it finishes.
+        keeper = self._keeper
+        return keeper is None or not (keeper.recovering or keeper.stale())
 
     def carry_lease(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> bool:
         carried = self.writer.carry_lease(ask, done)
@@ -328,7 +330,8 @@ class LeasingScheduler:
         self.tracker.release(lease_id)
 
     def wrote(self) -> None:
-        if not self.has_pending_requests():
+        # not has_pending_requests(): the write that calls this is still on its way
+        if not (self.prefetch or self.writer.has_work or len(self.tracker)):
             # Idle now, may be for good: the engine looks at once (spider_idle, closing on
             # idle), not at its next heartbeat, up to 5 s later.
             wake_engine(self.crawler)

@@ -112,6 +112,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _learn(self, netloc: str, body: bytes) -> None:
         agent = self._robotstxt_useragent or self._default_useragent
         delay = Protego.parse(body.decode("utf-8", "replace")).crawl_delay(agent)
-        self.crawl_delays.set(netloc.lower(), delay)
+        # keyed as the rate limiter names a site (politeness.site_of: no user and password)
+        self.crawl_delays.set(netloc.rpartition("@")[2].lower(), delay)
         if delay:
             logger.info("robots.txt of %s asks for a crawl delay of %ss", netloc, delay)

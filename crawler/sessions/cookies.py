@@ -6,6 +6,7 @@ what is wrong with it, never the cookie values.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from datetime import UTC
@@ -92,12 +93,15 @@ def _set_cookie(header: str, host: str, now: float) -> Cookie | None:
         expires = now + int(max_age) if int(max_age) > 0 else 0.0
     elif (date := found.get("expires")) is not None:
         expires = _cookie_date(date)
-    domain = found.get("domain", "").lower()
+    domain = found.get("domain", "").lower().lstrip(".")
+    if domain and host != domain and not host.endswith("." + domain):
+        return None  # a site may only set cookies for itself and its parent domains
+    path = found.get("path", "")
     return Cookie(
         name=name,
         value=value.strip(),
-        domain=("." + domain.lstrip(".")) if domain else host,
-        path=found.get("path") or "/",
+        domain="." + domain if domain else host,
+        path=path if path.startswith("/") else "/",
         expires=expires,
         secure="secure" in found,
         http_only="httponly" in found,
@@ -115,7 +119,7 @@ def _cookie_date(text: str) -> float | None:
 
 
 def _is_integer(text: str) -> bool:
-    return text.lstrip("-").isdigit()
+    return re.fullmatch(r"-?[0-9]{1,18}", text) is not None
 
 
 def _flag(text: str, where: str, field: str) -> bool:

@@ -38,7 +38,7 @@ class Health(StrEnum):
 class Cookie:
     name: str
     value: str = field(repr=False)
-    domain: str = ""  # "" = any host of the platform; ".example.com" includes subdomains
+    domain: str = ""  # "" = any host of the platform; else it and its subdomains, dot or not
     path: str = "/"
     expires: float | None = None  # Unix seconds; None = a browser-session cookie
     secure: bool = False
