@@ -40,7 +40,7 @@ from twisted.python.failure import Failure
 from crawler.frontier.acks import AckTracker
 from crawler.frontier.scheduler import LEASE_META
 from crawler.middlewares.lease_output import require_leasing_scheduler, track_output, tracked_lease
-from crawler.middlewares.refused import failure_reason
+from crawler.middlewares.refused import NotFetchedAtStop, failure_reason
 from crawler.url_credentials import mask_secrets
 
 
@@ -55,8 +55,11 @@ class LeaseErrback:
         self.lease_id = lease_id
 
     def __call__(self, failure: Failure) -> Any:
-        error = mask_secrets(str(failure.value))
-        self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
+        if isinstance(failure.value, NotFetchedAtStop):
+            self.tracker.requeue(self.lease_id, failure.value.reason)
+        else:
+            error = mask_secrets(str(failure.value))
+            self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
         self.tracker.answer(self.lease_id)
         if self.original is None:
             self.tracker.callback_done(self.lease_id)

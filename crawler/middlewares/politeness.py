@@ -31,17 +31,17 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
 from crawler.extensions.metrics import PrometheusMetrics
+from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
-from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
 
@@ -100,13 +100,8 @@ class ClusterRateLimitMiddleware:
     async def _limited(self, call: str, site: str, *args: object) -> float:
         if self.shared is not None and self.guard is not None:
             shared = self.shared
-            try:
+            with not_fetched_at_stop("politeness/stopped", f"the rate limit of {site}"):
                 result: float = await self.guard.run(lambda: getattr(shared, call)(site, *args))
-            except GaveUp as exc:  # the node stops while Redis is away
-                raise IgnoreRequest(
-                    f"not fetched: the node stops and the cluster's rate limit of {site} is in a "
-                    "Redis that does not answer (its lease goes back to the queue when it expires)"
-                ) from exc
             return result
         local_result: float = await getattr(self.local, call)(site, *args)
         return local_result

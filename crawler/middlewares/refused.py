@@ -1,8 +1,14 @@
-"""``RefusedRequest``: a request a component refused on purpose, with the reason to record."""
+"""``RefusedRequest``: a request a component refused on purpose, with the reason to record;
+``NotFetchedAtStop``: one a stopping node gave up on, which goes back to the queue."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from scrapy.exceptions import IgnoreRequest
+
+from crawler.redis_outage import GaveUp
 
 
 class RefusedRequest(IgnoreRequest):
@@ -12,6 +18,30 @@ class RefusedRequest(IgnoreRequest):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class NotFetchedAtStop(IgnoreRequest):
+    """The node stops and a Redis its download waits on does not answer: the request is not
+    fetched, and its lease goes back to the queue (``reason``: the requeue reason) instead of
+    being recorded as failed."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@contextlib.contextmanager
+def not_fetched_at_stop(reason: str, what: str) -> Iterator[None]:
+    """A download step that needs Redis: when its guard gives up (the node stops while Redis
+    does not answer), the request is not fetched and goes back to the queue (``reason``)."""
+    try:
+        yield
+    except GaveUp as exc:
+        raise NotFetchedAtStop(
+            reason,
+            f"not fetched: the node stops and {what} is in a Redis that does not answer (its "
+            "lease goes back to the queue)",
+        ) from exc
 
 
 def failure_reason(exception: BaseException | None) -> str:

@@ -28,9 +28,11 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
+from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays
 from crawler.redis_connection import AsyncRedis
+from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_int
 
 logger = logging.getLogger(__name__)
@@ -96,7 +98,8 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         redis, guard = self._redis, self._guard
         assert redis is not None
         assert guard is not None
-        body = await guard.run(lambda: redis.get(self._key(netloc)))
+        with not_fetched_at_stop("robotstxt/stopped", f"the shared robots.txt of {netloc}"):
+            body = await guard.run(lambda: redis.get(self._key(netloc)))
         return body.encode() if isinstance(body, str) else body
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
@@ -106,7 +109,10 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         redis, guard = self._redis, self._guard
         if redis is None or guard is None or response.status >= 500:
             return
-        await guard.run(lambda: redis.set(self._key(netloc), body, ex=self._ttl))
+        try:
+            await guard.run(lambda: redis.set(self._key(netloc), body, ex=self._ttl))
+        except GaveUp:  # the node stops while Redis is away: the next node fetches it again
+            return
         self._stats.inc_value("robotstxt/shared_stored")
 
     def _learn(self, netloc: str, body: bytes) -> None:

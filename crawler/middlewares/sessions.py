@@ -41,6 +41,7 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
 from crawler.middlewares.politeness import retry_after_seconds
+from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
@@ -180,7 +181,10 @@ class SharedSessionMiddleware:
 
     async def _shared(self, op: Callable[[], Awaitable[T]]) -> T:
         """Run a session-store operation, through Redis outages in cluster mode."""
-        return await (op() if self._guard is None else self._guard.run(op))
+        if self._guard is None:
+            return await op()
+        with not_fetched_at_stop("sessions/stopped", "the shared sessions"):
+            return await self._guard.run(op)
 
     def _platform(self, request: Request) -> tuple[Spider, str] | None:
         spider = self.crawler.spider
