@@ -24,9 +24,11 @@ def ended_with(exception: Exception) -> LeaseState:
 def test_a_request_given_up_at_a_stop_goes_back_to_the_queue() -> None:
     """Not failed for good: the node stopped while Redis did not answer, nothing is wrong with
     the request."""
-    with pytest.raises(IgnoreRequest) as raised:  # Scrapy ignores it like any IgnoreRequest
-        with not_fetched_at_stop("politeness/stopped", "the rate limit of h"):
-            raise GaveUp("politeness: Redis still unavailable")
+    with (
+        pytest.raises(IgnoreRequest) as raised,  # Scrapy ignores it like any IgnoreRequest
+        not_fetched_at_stop("politeness/stopped", "the rate limit of h"),
+    ):
+        raise GaveUp("politeness: Redis still unavailable")
     state = ended_with(raised.value)
     assert (state.outcome, state.requeue_reason) == ("requeue", "politeness/stopped")
 
