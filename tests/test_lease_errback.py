@@ -16,7 +16,7 @@ def ended_with(exception: Exception) -> LeaseState:
     ended: list[LeaseState] = []
     tracker = AckTracker(ended.append, lambda lease_id, children: None)
     tracker.start("l1", b"{}")
-    LeaseErrback(None, tracker, "l1")(Failure(exception))
+    LeaseErrback(None, tracker, "l1")(Failure(exception))  # type: ignore[no-untyped-call]
     (state,) = ended
     return state
 

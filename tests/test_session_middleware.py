@@ -192,3 +192,12 @@ def test_an_account_answered_429_rests_as_long_as_retry_after_says() -> None:
 
     left = asyncio.run(rest())
     assert 1 < left <= 3  # not SESSIONS_COOLDOWN's 600 s: the site said when to come back
+
+    async def three_more() -> Session:
+        for _ in range(3):  # SESSIONS_MAX_STRIKES is 3: strikes would retire the account
+            await shared.process_response(request, response)
+        (session,) = await shared.store.list("cookie_platform")
+        return session
+
+    session = asyncio.run(three_more())
+    assert (session.health.value, session.strikes) == ("risky", 0)

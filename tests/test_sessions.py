@@ -139,6 +139,21 @@ def test_cooldown_after_risky(kind: str, redis_url: str) -> None:
 
 
 @BACKENDS
+def test_a_rest_the_site_asked_for_counts_no_strike(kind: str, redis_url: str) -> None:
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings(max_strikes=2)) as store:
+            await store.put(Session("zhihu", "alice", cookies()), 600)
+            for _ in range(3):
+                health = await store.mark("zhihu", "alice", Health.RISKY, "429", 2, strike=False)
+                assert health is Health.RISKY
+            session = await store.get("zhihu", "alice")
+            assert session is not None and session.strikes == 0
+            assert session.cooldown_until - time.time() <= 2
+
+    asyncio.run(body())
+
+
+@BACKENDS
 def test_retired_after_repeated_bans(kind: str, redis_url: str) -> None:
     async def body() -> None:
         async with open_store(kind, redis_url, SessionSettings(max_strikes=3)) as store:

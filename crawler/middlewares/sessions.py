@@ -276,12 +276,13 @@ class SharedSessionMiddleware:
             return response
         generation = request.meta.get(GENERATION_META)
         reason = f"HTTP {response.status}"
-        # the site says when to come back (a 429's Retry-After): the account rests that long
-        told = retry_after_seconds(response.headers.get(b"Retry-After"))
-        cooldown = told if told > 0 else None  # else SESSIONS_COOLDOWN
+        # the site says when to come back (a 429's Retry-After): the account rests that long,
+        # and no strike is counted (strikes retire an account: this one only came too often)
+        told = response.headers.get(b"Retry-After")
+        rest = retry_after_seconds(told) if told else None  # None: SESSIONS_COOLDOWN
         await self._shared(
             lambda: self.store.mark(
-                platform, account, state, reason, cooldown, generation=generation
+                platform, account, state, reason, rest, strike=told is None, generation=generation
             )
         )
         self.stats.inc_value(f"sessions/marked/{state.value}")

@@ -100,6 +100,7 @@ class MemorySessionStore:
         reason: str,
         cooldown: float | None = None,
         *,
+        strike: bool = True,
         generation: int | None = None,
         now: float | None = None,
     ) -> Health | None:
@@ -113,7 +114,7 @@ class MemorySessionStore:
         moment = time.time() if now is None else now
         strikes, until = session.strikes, 0.0
         if health in _RESTING:
-            strikes += 1
+            strikes += 1 if strike else 0
             until = moment + (self.settings.cooldown if cooldown is None else cooldown)
             if strikes >= self.settings.max_strikes:
                 health = Health.RETIRED

@@ -62,10 +62,13 @@ class SessionStore(Protocol):
         reason: str,
         cooldown: float | None = None,
         *,
+        strike: bool = True,
         generation: int | None = None,
         now: float | None = None,
     ) -> Health | None:
-        """Record a verdict; returns the health after it (``None``: no such session)."""
+        """Record a verdict; returns the health after it (``None``: no such session).
+        ``strike=False``: a rest the site asked for (``Retry-After``), which does not count
+        towards ``SESSIONS_MAX_STRIKES``."""
 
     async def list(self, platform: str) -> builtins.list[Session]: ...
 
@@ -186,6 +189,7 @@ class RedisSessionStore:
         reason: str,
         cooldown: float | None = None,
         *,
+        strike: bool = True,
         generation: int | None = None,
         now: float | None = None,
     ) -> Health | None:
@@ -199,6 +203,7 @@ class RedisSessionStore:
                 _ms(now),
                 self.settings.max_strikes,
                 "" if generation is None else generation,
+                "1" if strike else "0",
             ],
         )
         if not result:

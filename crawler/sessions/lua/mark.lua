@@ -3,9 +3,10 @@
 -- ARGV: 1 health (healthy | expired | risky | banned | retired), 2 reason, 3 cooldown ms,
 --       4 now ms ('' = server time), 5 strikes before retirement,
 --       6 generation the caller used ('' = any; another one means a newer login already
---       replaced those cookies, and the mark is dropped)
--- risky and banned count a strike and rest the account for the cooldown; the strike that
--- reaches ARGV[5] retires it. A retired account stays retired (only put replaces it);
+--       replaced those cookies, and the mark is dropped), 7 '0': no strike (a rest the site
+--       asked for with Retry-After)
+-- risky and banned count a strike (unless ARGV[7] is '0') and rest the account for the
+-- cooldown; the strike that reaches ARGV[5] retires it. A retired account stays retired (only put replaces it);
 -- healthy clears the cooldown.
 -- Returns the health after the call, or false when there is no such session.
 local s = redis.call('HMGET', KEYS[1], 'health', 'strikes', 'generation')
@@ -20,7 +21,7 @@ local health = ARGV[1]
 local strikes = tonumber(s[2]) or 0
 local cooldown = 0
 if health == 'risky' or health == 'banned' then
-  strikes = strikes + 1
+  if ARGV[7] ~= '0' then strikes = strikes + 1 end
   cooldown = now + tonumber(ARGV[3])
   if strikes >= tonumber(ARGV[5]) then health = 'retired' end
 end
