@@ -201,3 +201,19 @@ def test_an_account_answered_429_rests_as_long_as_retry_after_says() -> None:
 
     session = asyncio.run(three_more())
     assert (session.health.value, session.strikes) == ("risky", 0)
+
+
+def test_a_retry_keeps_the_users_cookies_and_only_the_sessions_current_ones() -> None:
+    """Scrapy's retry copies the request with its header and meta (dont_merge_cookies set):
+    the user's cookies stay, a cookie the session no longer has is not sent again."""
+    middlewares = session_middleware()
+    first = through(middlewares, Request("http://shop.test/p", cookies={"mine": "v1"}))
+    retry = first.copy()
+    shared = middlewares[0]
+
+    async def drop_sid_then_retry() -> None:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("lang", "de"),)), 600)
+        await shared.process_request(retry)
+
+    asyncio.run(drop_sid_then_retry())
+    assert cookie_pairs(retry) == {"mine=v1", "lang=de"}

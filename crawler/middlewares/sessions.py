@@ -71,6 +71,9 @@ TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
+# the request's own Cookie header as Scrapy's CookiesMiddleware built it the first time: a
+# retry or a redirect (meta copied, dont_merge_cookies set) starts again from it
+OWN_COOKIES_META = "session_own_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
 
@@ -208,10 +211,15 @@ class SharedSessionMiddleware:
             self.stats.inc_value("sessions/unavailable")
             raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")
         self.stats.inc_value("sessions/used")
-        own = request.headers.get(b"Cookie")  # Scrapy's CookiesMiddleware (700): the user's
-        header = with_session_cookies(own.decode("latin-1") if own else "", session, request.url)
+        own = request.meta.get(OWN_COOKIES_META)
+        if not isinstance(own, str):  # first pass: Scrapy's CookiesMiddleware (700) built it
+            built = request.headers.get(b"Cookie")
+            own = request.meta[OWN_COOKIES_META] = built.decode("latin-1") if built else ""
+        header = with_session_cookies(own, session, request.url)
         if header:
             request.headers[b"Cookie"] = header
+        else:
+            request.headers.pop(b"Cookie", None)
         request.meta["dont_merge_cookies"] = True  # the session is the jar of what sites set
         request.meta[ACCOUNT_META] = session.account
         request.meta[GENERATION_META] = session.generation
