@@ -475,6 +475,16 @@ def test_status_counts_seeds_of_a_set_or_sorted_set(
     assert top.returncode == 0, top.stderr
 
 
+def test_status_reads_scrapy_redis_s_start_urls_key_setting(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    redis_client.lpush("legacy:pages", "http://h/1")
+    env = {"CRAWLER_SETTING_REDIS_START_URLS_KEY": "legacy:%(name)s"}
+    snapshot = status_of(redis_url, "pages", env)["snapshot"]
+    assert isinstance(snapshot, dict)
+    assert snapshot["seeds_waiting"] == 1
+
+
 def test_purge_deletes_the_seed_keys_the_settings_name(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

@@ -67,7 +67,11 @@ def spider_class(name: str, settings: Mapping[str, Any]) -> type[Any]:
 
 
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
-    from crawler.frontier.seed_settings import seed_key_names  # noqa: PLC0415 - imports Scrapy
+    # these import Scrapy: only the commands that need a spider's facts load it
+    from scrapy.settings import Settings  # noqa: PLC0415
+
+    from crawler import scrapy_redis_compat  # noqa: PLC0415
+    from crawler.frontier.seed_settings import seed_key_names  # noqa: PLC0415
 
     try:
         spider_class = _loader(_modules(settings)).load(name)
@@ -75,7 +79,10 @@ def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
         spider_class = None
     custom = {**settings, **(getattr(spider_class, "custom_settings", None) or {})}
     platform = getattr(spider_class, "session_platform", None)
-    seeds_key, invalid_key = seed_key_names(custom, spider_class or name)
+    values = Settings(dict(settings))
+    values.setdict(getattr(spider_class, "custom_settings", None) or {}, priority="spider")
+    scrapy_redis_compat.apply(values)  # REDIS_START_URLS_KEY, as the nodes read it
+    seeds_key, invalid_key = seed_key_names(values, spider_class or name)
     return SpiderFacts(
         topic_template=str(custom["KAFKA_TOPIC_TEMPLATE"]),
         dlq_template=str(custom["KAFKA_DLQ_TOPIC_TEMPLATE"]),

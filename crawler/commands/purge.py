@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler import scrapy_redis_compat
 from crawler.cli.prompt import answer
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 from crawler.frontier.seed_settings import seed_key_names
@@ -47,6 +48,7 @@ class Command(ScrapyCommand):
         except KeyError:  # no such spider here: its state may still be in Redis
             return seed_key_names(settings, name)
         spider_class.update_settings(settings)
+        scrapy_redis_compat.apply(settings)  # REDIS_START_URLS_KEY, as the nodes read it
         return seed_key_names(settings, spider_class)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
