@@ -24,6 +24,7 @@ Spiders fed from Redis (``crawler.spiders.RedisSpider``) keep their own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -41,7 +42,7 @@ from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
-from crawler.redis_outage import outage_reason
+from crawler.redis_outage import GaveUp, outage_reason
 from crawler.settings_values import get_float, get_int
 from crawler.signals import frontier_flush
 from crawler.spiders.base import RedisSpider
@@ -103,7 +104,7 @@ class ClusterStartMiddleware:
         self._written = False  # the crawl's start requests are in the frontier
         self._idle_since: float | None = None  # the cluster idle since (checked while idle)
         self._checked_at = 0.0
-        self._checked_after = -1  # frontier/enqueued when the last look began
+        self._checked_after = -1  # frontier/added when the last look began
         self._checking: asyncio.Task[None] | None = None
         self._start_claim: StartClaim | None = None
         self._start_items = StartItems()
@@ -167,7 +168,8 @@ class ClusterStartMiddleware:
         finally:
             refresher.cancel()
             if not ended:  # the node stops while writing: another one takes over at once
-                await self.guard.run(claim.release)
+                with contextlib.suppress(GaveUp):  # or, Redis away, once the claim expires
+                    await self.guard.run(claim.release)
         if self._start_items.requeued:
             logger.warning(
                 "%d items start() yielded could not be delivered: the start-request claim is "
@@ -195,22 +197,25 @@ class ClusterStartMiddleware:
 
     # -- closing only when the cluster is idle ------------------------------------------------
 
-    def _enqueued(self) -> int:
+    def _added(self) -> int:
+        """Requests this node's writes added to the shared queue (duplicates the dedup
+        dropped are not: a spider_idle handler that asks for pages crawled before lets the
+        node close, as in Scrapy)."""
         assert self.crawler.stats is not None
-        return int(self.crawler.stats.get_value("frontier/enqueued", 0))
+        return int(self.crawler.stats.get_value("frontier/added", 0))
 
     def _spider_idle(self, spider: Spider) -> None:
         now = time.monotonic()
-        # a look is stale once this node sent requests after it began: they may not have
-        # been in Redis yet
+        # a look is stale once this node added requests after it began (the node is not
+        # idle while a write is on its way, so they are counted by then)
         fresh = (
             now - self._checked_at <= 2 * self.idle_poll + 1
-            and self._checked_after == self._enqueued()
+            and self._checked_after == self._added()
         )
         if fresh and self._idle_since is not None and now - self._idle_since >= self.max_idle:
             return  # the cluster was idle at the last look, just now: let the spider close
         if self._checking is None or self._checking.done():
-            self._checked_after = self._enqueued()
+            self._checked_after = self._added()
             self._checking = asyncio.ensure_future(self._check_cluster(spider))
         raise DontCloseSpider
 
@@ -219,9 +224,12 @@ class ClusterStartMiddleware:
         # the same signal) is in Redis first, or the look would miss it
         await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
         parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
-        pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
-        if not self._written:
-            self._written = await self.guard.run(self._claim(spider).written)
+        try:
+            pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
+            if not self._written:
+                self._written = await self.guard.run(self._claim(spider).written)
+        except GaveUp:  # the node stops while Redis is away: no more looks
+            return
         if pending or not self._written:
             self._idle_since = None
         elif self._idle_since is None:
