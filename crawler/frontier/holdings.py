@@ -67,8 +67,9 @@ class NodeHoldings:
         if dropped:
             self.stats.inc_value("frontier/lost_not_started", dropped)
             logger.warning(
-                "Dropped %d leased requests not yet started: another node took them over while "
-                "this node's heartbeats did not reach Redis",
+                "Dropped %d leased requests not yet started: their leases are no longer this "
+                "node's (reclaimed while its heartbeats did not reach Redis, or returned by "
+                "crawler requeue), so another node fetches them",
                 dropped,
             )
 
