@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
     from scrapy.spiderloader import SpiderLoaderProtocol
 
 
@@ -66,26 +67,36 @@ def spider_class(name: str, settings: Mapping[str, Any]) -> type[Any]:
     return spider
 
 
+def settings_as_nodes_read_them(
+    settings: BaseSettings, spider_class: type[Any] | None
+) -> BaseSettings:
+    """A copy of ``settings`` with the spider's ``custom_settings`` applied and scrapy-redis's
+    setting names mapped (``REDIS_START_URLS_KEY``...), as a node of the spider reads them."""
+    from crawler import scrapy_redis_compat  # noqa: PLC0415 - imports Scrapy
+
+    values = settings.copy()
+    if spider_class is not None:
+        spider_class.update_settings(values)
+    scrapy_redis_compat.apply(values)
+    return values
+
+
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
     # these import Scrapy: only the commands that need a spider's facts load it
     from scrapy.settings import Settings  # noqa: PLC0415
 
-    from crawler import scrapy_redis_compat  # noqa: PLC0415
     from crawler.frontier.seed_settings import seed_key_names  # noqa: PLC0415
 
     try:
         spider_class = _loader(_modules(settings)).load(name)
     except KeyError:
         spider_class = None
-    custom = {**settings, **(getattr(spider_class, "custom_settings", None) or {})}
     platform = getattr(spider_class, "session_platform", None)
-    values = Settings(dict(settings))
-    values.setdict(getattr(spider_class, "custom_settings", None) or {}, priority="spider")
-    scrapy_redis_compat.apply(values)  # REDIS_START_URLS_KEY, as the nodes read it
+    values = settings_as_nodes_read_them(Settings(dict(settings)), spider_class)
     seeds_key, invalid_key = seed_key_names(values, spider_class or name)
     return SpiderFacts(
-        topic_template=str(custom["KAFKA_TOPIC_TEMPLATE"]),
-        dlq_template=str(custom["KAFKA_DLQ_TOPIC_TEMPLATE"]),
+        topic_template=str(values["KAFKA_TOPIC_TEMPLATE"]),
+        dlq_template=str(values["KAFKA_DLQ_TOPIC_TEMPLATE"]),
         session_platform=str(platform) if platform else None,
         seeds_key=seeds_key,
         invalid_key=invalid_key,

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler import scrapy_redis_compat
 from crawler.cli.prompt import answer
+from crawler.cli.spiders import settings_as_nodes_read_them
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 from crawler.frontier.seed_settings import seed_key_names
 from crawler.redis_connection import sync_client
@@ -42,14 +42,12 @@ class Command(ScrapyCommand):
         ``custom_settings``), and ``SEEDS_INVALID_KEY``."""
         assert self.settings is not None
         assert self.crawler_process is not None
-        settings = self.settings.copy()
         try:
             spider_class = self.crawler_process.spider_loader.load(name)
         except KeyError:  # no such spider here: its state may still be in Redis
-            return seed_key_names(settings, name)
-        spider_class.update_settings(settings)
-        scrapy_redis_compat.apply(settings)  # REDIS_START_URLS_KEY, as the nodes read it
-        return seed_key_names(settings, spider_class)
+            spider_class = None
+        settings = settings_as_nodes_read_them(self.settings, spider_class)
+        return seed_key_names(settings, spider_class or name)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:

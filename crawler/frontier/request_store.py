@@ -47,7 +47,7 @@ class RequestStore:
         self.compress = compress  # FRONTIER_COMPRESS
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self._reshaped: set[str] = set()  # value types already warned about
+        self._warned: set[str] = set()  # what was warned about once: value types, "cookiejar"
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
@@ -98,8 +98,8 @@ class RequestStore:
             codec.reshaped_types(fields.get(key), found)
         for name in sorted(found):
             self.stats.inc_value(f"frontier/reshaped/{name}")
-            if name not in self._reshaped:
-                self._reshaped.add(name)
+            if name not in self._warned:
+                self._warned.add(name)
                 logger.warning(
                     "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, "
                     "its callback gets it back as a list, string or dict (a tuple or set as a "
@@ -112,8 +112,8 @@ class RequestStore:
         """Count (``frontier/cookiejar``) the requests stored with a ``cookiejar``, with a
         warning the first time: Scrapy's jars are each node's own."""
         self.stats.inc_value("frontier/cookiejar")
-        if "cookiejar" not in self._reshaped:
-            self._reshaped.add("cookiejar")
+        if "cookiejar" not in self._warned:
+            self._warned.add("cookiejar")
             logger.warning(
                 "Request %s names a cookie jar (meta cookiejar): Scrapy's jars are each node's "
                 "own, so another node that leases it sends the cookies of its own jar of that "

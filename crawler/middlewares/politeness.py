@@ -38,7 +38,7 @@ from crawler.extensions.metrics import PrometheusMetrics
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
-from crawler.politeness.delays import CrawlDelays
+from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
@@ -49,9 +49,8 @@ DONT_THROTTLE_META = "dont_throttle"
 
 
 def site_of(url: str) -> str:
-    """``host[:port]`` of ``url`` in lower case, without a user and password (they would
-    be part of a Redis key, and of what ``crawler status`` prints)."""
-    return urlsplit(url).netloc.rpartition("@")[2].lower()
+    """The site of ``url`` (``crawler.politeness.delays.site_of_netloc``)."""
+    return site_of_netloc(urlsplit(url).netloc)
 
 
 def retry_after_seconds(value: bytes | None) -> float:

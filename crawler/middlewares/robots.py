@@ -30,7 +30,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
-from crawler.politeness.delays import CrawlDelays
+from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_int
@@ -118,7 +118,6 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _learn(self, netloc: str, body: bytes) -> None:
         agent = self._robotstxt_useragent or self._default_useragent
         delay = Protego.parse(body.decode("utf-8", "replace")).crawl_delay(agent)
-        # keyed as the rate limiter names a site (politeness.site_of: no user and password)
-        self.crawl_delays.set(netloc.rpartition("@")[2].lower(), delay)
+        self.crawl_delays.set(site_of_netloc(netloc), delay)
         if delay:
             logger.info("robots.txt of %s asks for a crawl delay of %ss", netloc, delay)

@@ -11,6 +11,13 @@ from __future__ import annotations
 from crawler.politeness.limiter import Rate
 
 
+def site_of_netloc(netloc: str) -> str:
+    """A site as the rate limiter names it: the ``host[:port]`` of a URL's netloc in lower
+    case, without a user and password (they would be part of a Redis key, and of what
+    ``crawler status`` prints)."""
+    return netloc.rpartition("@")[2].lower()
+
+
 class CrawlDelays:
     """Owned by the node's robots.txt middleware; the rate limiter reads it."""
 

@@ -7,8 +7,8 @@
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6.. lease ids held
 -- Returns {extended, reclaimed, lost, epoch, queued}: lost = the ids held by the node that are
--- no longer its (reclaimed by another node, or finished meanwhile); epoch is the frontier's epoch now; queued the queue's length after the beat (a
--- node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
+-- no longer its (reclaimed by another node, or finished meanwhile); epoch is the frontier's
+-- epoch now; queued the queue's length after the beat (a node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
 -- is another server), nothing else is done: the node must re-enqueue what it holds first.
 local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
