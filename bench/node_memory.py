@@ -7,10 +7,10 @@ One ``pages`` node in cluster mode (Redis and Kafka: ``REDIS_URL`` and
 the same run, each ``--runs`` times in turn:
 
 * **eager (before)**: scrapy-playwright's own handler for http and https, as the
-  add-on installed it until now (``-s DOWNLOAD_HANDLERS=...``): a Playwright driver per
-  scheme starts with the engine;
-* **on demand (after)**: the default, ``LazyBrowserDownloadHandler``: Playwright
-  starts with the first request that needs a browser.
+  add-on installed it until 2026-12-01 (``-s DOWNLOAD_HANDLERS=...``, kept beneath the
+  node's download handler): a Playwright driver per scheme starts with the engine;
+* **on demand (after)**: the default, ``NodeDownloadHandler``: Playwright starts with
+  the first request that needs a browser.
 
 For each: processes and resident memory of the node's process tree (``VmRSS`` of the
 node and every descendant, from ``/proc``) once idle, after crawling ``--pages`` pages

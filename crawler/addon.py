@@ -4,9 +4,10 @@ Cluster mode (``REDIS_URL`` set; a bad URL fails here, see
 ``crawler.redis_connection``): ``LeasingScheduler`` shares one Redis frontier
 between nodes. Standalone mode: Scrapy's own scheduler.
 Without ``KAFKA_BOOTSTRAP_SERVERS`` items go to a JSON Lines feed instead.
-With ``BROWSER_ENABLED``, requests marked for the browser (see
-``BrowserRenderingMiddleware``) render on Debian's Chromium through
-scrapy-playwright, started by the first of them (``crawler.browser_handler``).
+Every request leaves through ``crawler.download_handler`` (installed for every scheme
+``DOWNLOAD_HANDLERS`` serves, the project's handlers beneath it): paced by the politeness
+limiter as it leaves and, with ``BROWSER_ENABLED``, rendered on Debian's Chromium through
+scrapy-playwright when marked for the browser (``BrowserRenderingMiddleware``).
 Values are set at ``addon`` priority, so project, spider and command-line
 settings still win. The project's middlewares, pipeline and
 extensions (``COMPONENTS``) are added to the component dicts whatever dicts
@@ -23,15 +24,17 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
+from scrapy.utils.python import without_none_values
 
 from crawler import scrapy_redis_compat, standalone_commands
 from crawler.component_orders import check_pipeline_orders, check_spider_middleware_orders
+from crawler.download_handler import PLAIN_HANDLERS, check_plain_handler
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
-BROWSER_HANDLER = "crawler.browser_handler.LazyBrowserDownloadHandler"
+NODE_DOWNLOAD_HANDLER = "crawler.download_handler.NodeDownloadHandler"
 # Scrapy's scheduler queue settings -> the values whose order the frontier keeps
 FIFO_DISK_QUEUES = tuple(
     f"scrapy.squeues.{kind}Fifo{store}Queue"
@@ -105,6 +108,7 @@ class ClusterAddon:
         if settings.get("REDIS_URL"):
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
             self._cluster(settings)
+        self._download_handlers(settings)
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
@@ -229,6 +233,27 @@ class ClusterAddon:
                 )
 
     @staticmethod
+    def _download_handlers(settings: BaseSettings) -> None:
+        """The node's download handler for every scheme a handler serves, whoever set them
+        (at their priority: a project's or -s dict is merged, not replaced); the handlers it
+        replaces go beneath it (``CRAWLER_DOWNLOAD_HANDLERS``)."""
+        serving = without_none_values(settings.getwithbase("DOWNLOAD_HANDLERS"))
+        if NODE_DOWNLOAD_HANDLER in serving.values():  # a second pass of the add-on
+            return
+        for scheme, path in serving.items():
+            check_plain_handler(scheme, path)
+        settings.set(PLAIN_HANDLERS, dict(serving), "addon")
+        given = settings.getpriority("DOWNLOAD_HANDLERS") or 0
+        settings.set(
+            "DOWNLOAD_HANDLERS",
+            {
+                **settings.getdict("DOWNLOAD_HANDLERS"),
+                **dict.fromkeys(serving, NODE_DOWNLOAD_HANDLER),
+            },
+            max(given, SETTINGS_PRIORITIES["addon"]),
+        )
+
+    @staticmethod
     def _browser(settings: BaseSettings) -> None:
         pages, contexts = (
             get_int(settings, "BROWSER_MAX_PAGES"),
@@ -238,15 +263,6 @@ class ClusterAddon:
             raise ValueError(
                 f"BROWSER_MAX_PAGES={pages} and BROWSER_MAX_CONTEXTS={contexts} must be >= 1"
             )
-        handlers = {"http": BROWSER_HANDLER, "https": BROWSER_HANDLER}
-        # merged into whatever DOWNLOAD_HANDLERS holds (settings.base turns file:// off), at its
-        # priority: the browser handler serves http and https whoever set the rest
-        given = settings.getpriority("DOWNLOAD_HANDLERS") or 0
-        settings.set(
-            "DOWNLOAD_HANDLERS",
-            {**settings.getdict("DOWNLOAD_HANDLERS"), **handlers},
-            max(given, SETTINGS_PRIORITIES["addon"]),
-        )
         launch = {"executable_path": settings.get("BROWSER_EXECUTABLE"), "headless": True}
         settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
         settings.set(

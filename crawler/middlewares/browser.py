@@ -3,8 +3,8 @@
 A request is rendered when its meta has ``browser: True`` (also from a JSON
 seed's ``meta``) or its spider sets ``render_with_browser = True``. Rendering
 goes through scrapy-playwright, started by the first such request
-(``crawler.browser_handler``, which ``ClusterAddon`` installs when
-``BROWSER_ENABLED`` is on), with Debian's Chromium (``BROWSER_EXECUTABLE``;
+(in ``crawler.download_handler``, which ``ClusterAddon`` installs; with
+``BROWSER_ENABLED`` on), with Debian's Chromium (``BROWSER_EXECUTABLE``;
 Playwright's own browser download is not needed).
 Pages per node are bounded (``BROWSER_MAX_CONTEXTS`` times ``BROWSER_MAX_PAGES``;
 a page costs about 300 MB) and closed after each response, also on errors.

@@ -1,9 +1,10 @@
 """``ClusterRateLimitMiddleware``: one rate limit per site for the whole cluster.
 
-Downloader middleware, last before the network. Each request first reserves
-its site's next slot (``crawler.politeness.limiter``; one Redis round trip,
-Redis server time) and waits for it with ``asyncio.sleep``: the reactor never
-blocks and requests to other sites keep flowing. A request that had to wait
+Downloader middleware, and the pacing the node's download handler
+(``crawler.download_handler``) asks of it as each request leaves, after Scrapy's own
+per-site queue: a request reserves its site's next slot (``crawler.politeness.limiter``;
+one Redis round trip, Redis server time) and waits for it with ``asyncio.sleep``: the
+reactor never blocks and requests to other sites keep flowing. A request that had to wait
 checks the site's cooldown before it goes (a second round trip) and books a
 new slot if a penalty started meanwhile. Responses with a status in
 ``POLITENESS_PENALTY_STATUSES`` (429, 503) start a shared cooldown for the
@@ -33,6 +34,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.middlewares.refused import not_fetched_at_stop
@@ -105,8 +107,12 @@ class ClusterRateLimitMiddleware:
         local_result: float = await getattr(self.local, call)(site, *args)
         return local_result
 
-    async def process_request(self, request: Request) -> None:
-        if request.meta.get(DONT_THROTTLE_META):
+    async def pace(self, request: Request) -> None:
+        """Wait until ``request`` may leave: its site's next slot, and no cooldown. Called by
+        the node's download handler, so a request held in Scrapy's per-site queue books its
+        time when it leaves it, not when it reached the downloader. Requests without a host
+        (``data:``, ``file:``) and those with meta ``dont_throttle`` go at once."""
+        if request.meta.get(DONT_THROTTLE_META) or not urlparse_cached(request).hostname:
             return
         site = site_of(request.url)
         rate = self.delays.apply(site, self.settings.rate_for(site))

@@ -1,0 +1,196 @@
+"""``NodeDownloadHandler``: how a node's requests leave it.
+
+``ClusterAddon`` installs it for every scheme ``DOWNLOAD_HANDLERS`` serves (one instance per
+crawler serves them all). For each request, in this order:
+
+1. **Pacing.** The politeness middleware's limiter books the request's time now, as it
+   leaves, after Scrapy's own per-site queue (``CONCURRENT_REQUESTS_PER_DOMAIN``,
+   ``DOWNLOAD_SLOTS``): requests that waited there behind a slow response go out at the
+   site's rate, not all at once when it returns. No pacing when the politeness middleware
+   is off (``POLITENESS_ENABLED``, or removed from ``DOWNLOADER_MIDDLEWARES``).
+2. **The browser,** for requests marked for it (meta ``playwright``, set by
+   ``BrowserRenderingMiddleware``) when ``BROWSER_ENABLED``: scrapy-playwright's handler,
+   built and started by the first such request (unless the project's handler for the
+   scheme is scrapy-playwright's own: then that one renders them, as in Scrapy). Its
+   Playwright driver (a ``node`` process of about 150 MB) would otherwise start with the
+   engine, one per scheme, whether or not the spider ever renders a page; from its start
+   on scrapy-playwright does all the browser work (contexts, page limits, its
+   ``playwright/*`` stats).
+3. **The plain handler** of the request's scheme otherwise: the one ``DOWNLOAD_HANDLERS``
+   named for it before the add-on installed this one (kept in ``CRAWLER_DOWNLOAD_HANDLERS``;
+   Scrapy's own unless the project chose another), built as Scrapy builds it (at start, or
+   at first use when it is ``lazy``). A handler with Scrapy's deprecated Deferred API stops
+   the start (``check_plain_handler``, called by the add-on).
+
+Stats: ``browser/started`` (scrapy-playwright started, once per node),
+``browser/start_failed`` (its start raised; the next browser request tries again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+from weakref import WeakKeyDictionary
+
+from scrapy import Request
+from scrapy.core.downloader.handlers.base import BaseDownloadHandler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured, NotSupported
+from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from crawler.middlewares.politeness import ClusterRateLimitMiddleware
+from crawler.settings_values import get_bool, get_dict
+
+logger = logging.getLogger(__name__)
+
+PLAIN_HANDLERS = "CRAWLER_DOWNLOAD_HANDLERS"
+HandlerPath = str | Callable[..., Any]  # as DOWNLOAD_HANDLERS gives it: a path or a class
+
+# One handler per crawler, shared by the schemes it is installed for (Scrapy builds one per
+# scheme), so http and https pages share one Playwright driver and one Chromium.
+_PER_CRAWLER: WeakKeyDictionary[Crawler, NodeDownloadHandler] = WeakKeyDictionary()
+
+
+class DownloadHandler(Protocol):
+    async def download_request(self, request: Request) -> Response: ...
+
+    async def close(self) -> None: ...
+
+
+def check_plain_handler(scheme: str, path: HandlerPath) -> None:
+    """Refuse a handler the node's handler cannot call: Scrapy's deprecated Deferred API."""
+    if not inspect.iscoroutinefunction(getattr(load_object(path), "download_request", None)):
+        raise ValueError(
+            f"DOWNLOAD_HANDLERS[{scheme!r}]={path!r}: its download_request is not a coroutine "
+            "function (Scrapy's deprecated Deferred API); the node's download handler calls "
+            "`async def download_request(self, request)` (and `async def close(self)`)"
+        )
+
+
+def renders(handler_class: type) -> bool:
+    """Whether ``handler_class`` is scrapy-playwright's handler (or built on it)."""
+    return any(cls.__module__.startswith("scrapy_playwright.") for cls in handler_class.__mro__)
+
+
+def plain_handler(crawler: Crawler, path: HandlerPath) -> DownloadHandler | str:
+    """The handler ``path`` names, built as Scrapy builds it; the reason it cannot serve (its
+    ``NotConfigured``) instead of it."""
+    handler_class = load_object(path)
+    try:
+        handler: DownloadHandler = build_from_crawler(handler_class, crawler)
+    except NotConfigured as exc:
+        return str(exc) or f"{handler_class.__name__} is not configured"
+    return handler
+
+
+class NodeDownloadHandler(BaseDownloadHandler):
+    lazy = False  # the plain handlers that are not lazy are ready at start, as in Scrapy
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        assert crawler.stats is not None
+        self.stats: StatsCollector = crawler.stats
+        self.paths: dict[str, HandlerPath] = get_dict(crawler.settings, PLAIN_HANDLERS)
+        # scheme -> its plain handler, or why it has none; lazy ones are built on first use
+        self.plain: dict[str, DownloadHandler | str] = {
+            scheme: plain_handler(crawler, path)
+            for scheme, path in self.paths.items()
+            if not getattr(load_object(path), "lazy", True)
+        }
+        # schemes whose project handler is scrapy-playwright's: it renders their browser requests
+        self.project_renders = {
+            scheme for scheme, path in self.paths.items() if renders(load_object(path))
+        }
+        self.browser_enabled = get_bool(crawler.settings, "BROWSER_ENABLED")
+        self.browser: Any = None  # ScrapyPlaywrightDownloadHandler once started
+        self.start_lock = asyncio.Lock()
+        self.politeness: ClusterRateLimitMiddleware | None = None
+        self.politeness_looked_up = False
+        self.closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NodeDownloadHandler:
+        handler = _PER_CRAWLER.get(crawler)
+        if handler is None:
+            handler = _PER_CRAWLER[crawler] = cls(crawler)
+        return handler
+
+    def pacing(self) -> ClusterRateLimitMiddleware | None:
+        """The node's politeness middleware (None when it is off), looked up on first use:
+        the downloader's middlewares are built after its handlers."""
+        if not self.politeness_looked_up:
+            self.politeness = self.crawler.get_downloader_middleware(ClusterRateLimitMiddleware)
+            self.politeness_looked_up = True
+        return self.politeness
+
+    def plain_for(self, scheme: str) -> DownloadHandler | str:
+        """The plain handler of ``scheme`` (built now if it is lazy), or why there is none."""
+        if scheme not in self.plain:
+            path = self.paths.get(scheme)
+            self.plain[scheme] = (
+                f"no handler available for that scheme ({PLAIN_HANDLERS})"
+                if path is None
+                else plain_handler(self.crawler, path)
+            )
+        return self.plain[scheme]
+
+    async def download_request(self, request: Request) -> Response:
+        if (pacing := self.pacing()) is not None:
+            await pacing.pace(request)
+        scheme = urlparse_cached(request).scheme
+        if (
+            self.browser_enabled
+            and request.meta.get("playwright")
+            and scheme not in self.project_renders
+        ):
+            browser = await self.started_browser()
+            response: Response = await browser.download_request(request)
+            return response
+        handler = self.plain_for(scheme)
+        if isinstance(handler, str):
+            raise NotSupported(f"Unsupported URL scheme '{scheme}': {handler}")
+        return await handler.download_request(request)
+
+    async def started_browser(self) -> Any:
+        """scrapy-playwright's handler, built and started on the first call."""
+        async with self.start_lock:
+            if self.browser is None:
+                self.browser = await self.start_browser()
+        return self.browser
+
+    async def start_browser(self) -> Any:
+        began = time.monotonic()
+        from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler  # noqa: PLC0415 - only a node that renders imports it
+
+        handler = build_from_crawler(ScrapyPlaywrightDownloadHandler, self.crawler)
+        try:
+            # What scrapy-playwright runs at engine_started; the engine has started already.
+            await handler._maybe_launch_in_thread()
+        except Exception:
+            self.stats.inc_value("browser/start_failed")
+            await handler.close()
+            raise
+        self.stats.inc_value("browser/started")
+        logger.info(
+            "Started Playwright for the first browser request in %.2fs",
+            time.monotonic() - began,
+        )
+        return handler
+
+    async def close(self) -> None:
+        if self.closed:  # installed for several schemes: Scrapy closes it once per scheme
+            return
+        self.closed = True
+        for handler in self.plain.values():
+            if not isinstance(handler, str):
+                await handler.close()
+        async with self.start_lock:
+            if self.browser is not None:
+                await self.browser.close()
