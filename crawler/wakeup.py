@@ -23,12 +23,15 @@ def wake_engine(crawler: Crawler) -> None:
 
 
 def engine_closing(crawler: Crawler) -> bool:
-    """True once the engine stops or starts closing its spider (any reason)."""
+    """True once the engine stops or starts closing its spider (any reason). Not before it
+    starts: the spider opens (pipelines' ``open_spider``, ``spider_opened`` handlers) first."""
     engine = crawler.engine
-    if engine is None or not engine.running:
+    if engine is None:
         return True
     slot = getattr(engine, "_slot", None)
-    return slot is not None and slot.closing is not None
+    if slot is not None and slot.closing is not None:
+        return True
+    return engine.start_time is not None and not engine.running
 
 
 def engine_idle(crawler: Crawler) -> bool:

@@ -176,3 +176,20 @@ def test_a_producer_config_librdkafka_refuses_fails_at_start_naming_the_setting(
     crawler = MagicMock(settings=settings)
     with pytest.raises(ValueError, match=rf"KAFKA_PRODUCER_CONFIG=.*librdkafka.*{said}"):
         KafkaPipelineSettings.from_crawler(crawler)
+
+
+def test_bootstrap_servers_in_the_producer_config_is_refused_naming_the_setting() -> None:
+    """The node logs, the CLI and every other client use KAFKA_BOOTSTRAP_SERVERS: a second
+    address for the producer alone would send items to a broker nothing else names."""
+    settings = Settings(resolve_settings({}))
+    settings.setdict(
+        {
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+            "KAFKA_PRODUCER_CONFIG": '{"bootstrap.servers": "127.0.0.1:1"}',
+        },
+        priority="cmdline",
+    )
+    with pytest.raises(
+        ValueError, match=r"KAFKA_PRODUCER_CONFIG.*bootstrap.servers.*KAFKA_BOOTSTRAP_SERVERS"
+    ):
+        KafkaPipelineSettings.from_crawler(MagicMock(settings=settings))

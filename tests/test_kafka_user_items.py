@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+from confluent_kafka.admin import AdminClient
 
 from crawler.demo.site import Site
 from crawler.kafka.reader import ReceivedMessage, read_topic
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 
-def crawl(case: str, bootstrap: str, topic_template: str, workdir: Path) -> tuple[str, str]:
+def crawl(
+    case: str, bootstrap: str, topic_template: str, workdir: Path, **settings: str
+) -> tuple[str, str]:
     """Run spider ``user_items`` with ``case`` on one node: (its topic, its log)."""
     with (
         Site(1) as site,
@@ -25,6 +28,7 @@ def crawl(case: str, bootstrap: str, topic_template: str, workdir: Path) -> tupl
                 "SPIDER_MODULES": "crawler.spiders,tests.spiders",
                 "KAFKA_TOPIC_TEMPLATE": topic_template,
                 "KAFKA_SPOOL_DIR": str(workdir / "spool"),
+                **settings,
             },
             arguments={"url": site.url(0), "case": case},
         ) as nodes,
@@ -75,3 +79,23 @@ def test_a_user_class_named_page_is_not_checked_against_the_builtin_page_schema(
     assert orjson.loads(sent.value)["title"] == "mine"
     assert sent.headers["item_type"] == b"page"
     assert "kafka/rejected" not in log
+
+
+def test_a_slow_pipeline_open_does_not_skip_the_topic_check(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    """The topic check (partitions, config) holds when the user's pipelines take longer to
+    open than the Kafka poller's first tick: before the engine starts it is not closing."""
+    topic, log = crawl(
+        "scrapy_values",
+        kafka_bootstrap,
+        topic_template,
+        tmp_path,
+        ITEM_PIPELINES='{"tests.spiders.user_items.SlowOpen": 100}',
+        KAFKA_TOPIC_PARTITIONS="3",
+    )
+    assert len(read_topic(kafka_bootstrap, topic, expected=4, timeout=30)) == 4
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topics = admin.list_topics(timeout=10).topics
+    assert len(topics[topic].partitions) == 3, log
+    assert len(topics[f"{topic}.dlq"].partitions) == 3, log

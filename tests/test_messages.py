@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time as clock
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -115,3 +117,44 @@ def test_other_schema_versions_are_refused_saying_what_to_do(version: object) ->
     error = schema_version_error("item class Page", version)
     assert error is not None
     assert error.startswith(f"item class Page schema_version is {version!r}, not an integer")
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The node's local time zone is five hours behind UTC."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    clock.tzset()
+    yield
+    monkeypatch.undo()
+    clock.tzset()
+
+
+@pytest.mark.usefixtures("new_york")
+@pytest.mark.parametrize(
+    ("crawled_at", "expected"),
+    [
+        (CRAWLED, int(CRAWLED.timestamp() * 1000)),
+        (CRAWLED.replace(tzinfo=None), int(CRAWLED.timestamp() * 1000)),  # naive: UTC
+        (datetime(1, 1, 1), None),  # before 1970: Kafka has no such timestamp
+        (datetime(9999, 12, 31, tzinfo=UTC), None),  # ahead of now: brokers refuse it
+        ("2026-11-29T12:00:00", None),
+    ],
+)
+def test_the_timestamp_is_crawled_at_when_kafka_takes_it_else_the_send_time(
+    crawled_at: object, expected: int | None
+) -> None:
+    before = int(clock.time() * 1000)
+    timestamp = _encode({"url": "https://example.com/", "crawled_at": crawled_at}).timestamp_ms
+    if expected is None:
+        assert before <= timestamp <= int(clock.time() * 1000)
+    else:
+        assert timestamp == expected
+
+
+@pytest.mark.usefixtures("new_york")
+def test_a_naive_utc_crawl_time_is_not_read_as_local_time() -> None:
+    """``datetime.utcnow()``-style values: read as local time they would be five hours ahead,
+    past what brokers accept, and the item could never be sent."""
+    naive_now = datetime.now(UTC).replace(tzinfo=None)
+    timestamp = _encode({"url": "https://example.com/", "crawled_at": naive_now}).timestamp_ms
+    assert abs(timestamp - clock.time() * 1000) < 5000

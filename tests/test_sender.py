@@ -218,3 +218,25 @@ def test_a_replayed_message_that_cannot_be_spooled_again_keeps_its_segment(
     (segment,) = [p for p in item_sender.spool.directory.glob("*.jsonl") if p.stat().st_size]
     records = [decode_record(line) for line in segment.read_bytes().splitlines()]
     assert [r.message.value for r in records] == [message(1).value, message(2).value]
+
+
+@pytest.mark.parametrize("code", [KafkaError.INVALID_TIMESTAMP, KafkaError.TOPIC_EXCEPTION])
+def test_a_refused_timestamp_or_topic_name_is_dead_lettered_not_an_outage(
+    tmp_path: Path, code: int
+) -> None:
+    """The broker answered and refused this message: no outage, and the dead letter carries
+    the send time (a copy with the refused timestamp would be refused again)."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(1)], outcomes)
+    producer = FakeProducer.made[0]
+    producer.report_all(KafkaError(code))
+    ((dlq, _),) = producer.queued
+    assert dlq.topic == "items.dlq"
+    assert dlq.timestamp_ms == 0  # the producer's clock
+    producer.report_all(None)
+    assert outcomes == ["dead_lettered"]
+    assert counts["kafka/dead_lettered"] == 1
+    assert item_sender.outage_seconds() == 0
+    assert list(item_sender.spool.directory.glob("*.jsonl")) == []

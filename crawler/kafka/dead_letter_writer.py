@@ -48,6 +48,7 @@ class DeadLetterWriter:
         dlq = replace(
             message,
             topic=self._template.format(topic=message.topic),
+            timestamp_ms=0,  # the send time: the item's own may be what the broker refused
             headers=[
                 *message.headers,
                 ("dlq_original_topic", message.topic.encode()),

@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from datetime import time as day_time
 from functools import cache
 from typing import Any
@@ -64,10 +64,19 @@ def item_key(item_type: str, url: str) -> bytes:
     return digest.hexdigest().encode("ascii")
 
 
+AHEAD_MS = 60_000  # brokers refuse timestamps far ahead (log.message.timestamp.after.max.ms)
+
+
 def _timestamp_ms(value: object) -> int:
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    return int(time.time() * 1000)
+    """``crawled_at`` in milliseconds (a naive one is UTC, as ``datetime.utcnow()`` makes it);
+    the send time when it is no datetime or outside what Kafka takes (before 1970, or more
+    than a minute ahead of this clock)."""
+    now = int(time.time() * 1000)
+    if not isinstance(value, datetime):
+        return now
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    crawled = int(moment.timestamp() * 1000)
+    return crawled if 0 <= crawled <= now + AHEAD_MS else now
 
 
 JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: "a"} -> {"1": "a"}, as json.dumps writes it

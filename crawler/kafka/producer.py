@@ -26,6 +26,7 @@ DeliveryReport = Callable[[KafkaError | None, Message], None]
 
 LEADER_POLL = 0.2  # seconds between metadata checks while a new topic gets its leaders
 
+BROKER_LIST_KEYS = frozenset({"bootstrap.servers", "metadata.broker.list"})  # one, two names
 # Safe defaults; any librdkafka option given by the user overrides them.
 DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "enable.idempotence": True,
@@ -52,6 +53,11 @@ def checked_producer_config(
     """``producer_config``, after librdkafka has accepted it (a producer is built and dropped:
     it checks every property, and that ``acks`` agrees with idempotence); ValueError naming
     ``setting`` when it does not."""
+    if given := sorted(BROKER_LIST_KEYS & set(overrides)):
+        raise ValueError(
+            f"{setting} sets {', '.join(given)}: give the brokers in KAFKA_BOOTSTRAP_SERVERS "
+            "(the node's log, its other clients and the crawler CLI use it)"
+        )
     config = producer_config(bootstrap_servers, overrides)
     try:
         Producer(config)
@@ -138,15 +144,18 @@ class ItemProducer:
         names = list(dict.fromkeys(names))
         existing = set((await asyncio.to_thread(self._metadata, timeout)).topics)
         wanted = [name for name in names if name not in existing]
-        if wanted:
+        created = (
             await self._create(wanted, partitions, replication, topic_config, timeout)
+            if wanted
+            else []
+        )
         while problem := await self.probe(
             names, max(0.1, deadline - time.monotonic()), must_exist=True
         ):
             if time.monotonic() >= deadline:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, problem))
             await asyncio.sleep(LEADER_POLL)
-        return wanted
+        return created
 
     async def _create(
         self,
@@ -155,7 +164,8 @@ class ItemProducer:
         replication: int,
         topic_config: Mapping[str, str] | None,
         timeout: float,
-    ) -> None:
+    ) -> list[str]:
+        """Create ``names``; those this call created (not those that exist by then)."""
         admin = AdminClient(
             {
                 **{k: v for k, v in self._config.items() if k in ("bootstrap.servers", "logger")},
@@ -174,12 +184,16 @@ class ItemProducer:
             ],
             request_timeout=timeout,
         )
-        for future in futures.values():
+        created = []
+        for name, future in futures.items():
             try:
                 await asyncio.wrap_future(future)
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
+                continue  # another node (or the broker's auto-creation) was first
+            created.append(name)
+        return created
 
 
 def _leaderless(metadata: Any, topics: list[str]) -> str | None:

@@ -51,6 +51,8 @@ PERMANENT_ERRORS = frozenset(
         KafkaError.RECORD_LIST_TOO_LARGE,
         KafkaError.TOPIC_AUTHORIZATION_FAILED,
         KafkaError._INVALID_ARG,
+        KafkaError.INVALID_TIMESTAMP,  # outside the broker's window: would be refused again
+        KafkaError.TOPIC_EXCEPTION,  # an invalid topic name
     }
 )
 BROKER_DOWN_ERRORS = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,6 +26,16 @@ class Versioned:
     schema_version: ClassVar[str] = "v2"
 
     url: str
+
+
+class SlowOpen:
+    """A user's pipeline whose ``open_spider`` takes a while (a connection, a warm-up)."""
+
+    async def open_spider(self) -> None:
+        await asyncio.sleep(0.5)
+
+    def process_item(self, item: Any) -> Any:
+        return item
 
 
 class UserItemsSpider(RedisSpider):
