@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from crawler.demo.site import Site
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
-from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep, check_fingerprints
+from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.dedup_bloom import (
     BLOCK_BYTES,
     CHUNKS_PER_SLICE,
@@ -47,6 +47,7 @@ from crawler.lua import text
 from tests.aio import run
 from tests.cluster import crawl_site_once
 from tests.frontier_state import queued
+from tests.one_node import crawl
 
 KEYS = FrontierKeys.for_spider("unit")
 CONFIGS = {
@@ -157,11 +158,7 @@ def test_compact_mode_stays_exact_in_crowded_buckets(
     assert any(k.count(".") == 2 for k in fields)  # a second level: 20,000 / 16 > 256
 
 
-def test_compact_and_bloom_need_full_length_fingerprints() -> None:
-    check_fingerprints(CONFIGS["exact"], b"short")
-    check_fingerprints(CONFIGS["bloom"], bytes(20))
-    with pytest.raises(ValueError, match=r"FRONTIER_DUPEFILTER='compact' needs .* makes 8"):
-        check_fingerprints(CONFIGS["compact"], bytes(8))
+def test_the_scripts_take_the_first_12_bytes_of_a_fingerprint() -> None:
     step = DedupStep.for_config(DedupConfig(DedupMode.BLOOM))
     assert step.encode("") == ""
     assert step.encode(fingerprint("x")) == bytes.fromhex(fingerprint("x"))[:12]
@@ -549,3 +546,24 @@ def test_bloom_crawl_gets_every_page_exactly_once(
     assert filtered == re.findall(r"'frontier/seen_cache_hit': (\d+)", node_logs)
     assert "dupefilter bloom" in node_logs
     assert int(redis_client.hget(keys.bloom_meta, "slices") or 0) >= 3  # 50, 100, 200 + ...
+
+
+@pytest.mark.parametrize("mode", ["exact", "compact", "bloom"])
+def test_a_fingerprinter_of_the_users_own_dedups_as_standalone_scrapy_does(
+    mode: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Its fingerprints are the canonical URLs, which share their first bytes: each page is
+    still crawled once (not all but the first dropped as seen)."""
+    with Site(30) as site:
+        run = crawl(
+            "pages",
+            [site.url(0)],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            settings={
+                "REQUEST_FINGERPRINTER_CLASS": "tests.spiders.fingerprints.UrlFingerprinter",
+                "FRONTIER_DUPEFILTER": mode,
+            },
+        )
+    assert run.urls() == site.all_urls(), run.log
+    assert run.stat("item_scraped_count") == 30

@@ -25,6 +25,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.frontier.dedup import DedupStep
 from crawler.frontier.partitions import part_of, spider_parts
+from crawler.frontier.request_store import dedup_fingerprint
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed
 from crawler.frontier.settings import FrontierSettings
@@ -100,8 +101,8 @@ class SeedChecker:
         return requests
 
     def fingerprint(self, request: Request) -> str:
-        fingerprinter = self.crawler.request_fingerprinter
-        return fingerprinter.fingerprint(request).hex()
+        assert self.crawler.request_fingerprinter is not None
+        return dedup_fingerprint(self.crawler.request_fingerprinter, request)
 
     def check(self, client: SyncRedis, raw_seeds: list[str]) -> list[SeedReport]:
         """A report per seed, in order; the dedup is read, never written."""

@@ -80,16 +80,6 @@ class DedupConfig:
                 ) from None
 
 
-def check_fingerprints(config: DedupConfig, sample: bytes) -> None:
-    """Raise ValueError if the mode needs longer fingerprints than ``sample`` (one made by the
-    crawler's request fingerprinter)."""
-    if config.mode is not DedupMode.EXACT and len(sample) < DIGEST_BYTES:
-        raise ValueError(
-            f"FRONTIER_DUPEFILTER={config.mode.value!r} needs request fingerprints of at least "
-            f"{DIGEST_BYTES} bytes; REQUEST_FINGERPRINTER_CLASS makes {len(sample)}"
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class DedupStep:
     """What ``turn.lua`` needs from a mode: its snippet, keys, arguments, encoding."""
@@ -150,21 +140,18 @@ class DedupStep:
         return ["", "", "", "", *self.args, *(self.encode(f) for f in fingerprints)]
 
     def encode(self, fingerprint: str) -> str | bytes:
-        """The fingerprint as the script takes it ('' stays '': never deduplicated); the exact
-        set takes a shorter one whole (a fingerprinter of its own)."""
+        """The fingerprint as the script takes it ('' stays '': never deduplicated)."""
         if not self.binary or not fingerprint:
             return fingerprint
-        if self.snippet == "dedup_set":
-            return bytes.fromhex(fingerprint[: 2 * DIGEST_BYTES])
         return self.digest(fingerprint)
 
     @staticmethod
     def digest(fingerprint: str) -> bytes:
-        """The ``DIGEST_BYTES`` first bytes of a hex fingerprint (compact, bloom)."""
+        """The ``DIGEST_BYTES`` first bytes of a hex fingerprint."""
         digest = bytes.fromhex(fingerprint[: 2 * DIGEST_BYTES])
         if len(digest) < DIGEST_BYTES:
             raise ValueError(
-                f"fingerprint {fingerprint!r} is shorter than {DIGEST_BYTES} bytes: the compact "
-                "and bloom dupefilters need Scrapy's 20-byte request fingerprints"
+                f"fingerprint {fingerprint!r} is shorter than {DIGEST_BYTES} bytes: the "
+                "frontier's fingerprints are 20-byte SHA-1 digests (crawler.frontier.request_store)"
             )
         return digest

@@ -11,12 +11,17 @@ themselves (``crawler.frontier.meta_objects``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
-from scrapy.utils.request import request_from_dict
+from scrapy.utils.request import (
+    RequestFingerprinter,
+    RequestFingerprinterProtocol,
+    request_from_dict,
+)
 
 from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
@@ -37,6 +42,17 @@ def failure_record(state: LeaseState, node_id: str) -> bytes:
     return codec.failure_json(state.failure, node_id, state.body, state.error)
 
 
+def dedup_fingerprint(fingerprinter: RequestFingerprinterProtocol, request: Request) -> str:
+    """The frontier's fingerprint of ``request`` (hex): Scrapy's own fingerprinter's SHA-1 as it
+    is; another fingerprinter's bytes hashed with SHA-1 first. The dedup keeps 12 bytes of a
+    fingerprint, and one of the user's own (a canonical URL, ``b"product:" + id``) can share
+    its first 12 bytes with many others."""
+    raw = fingerprinter.fingerprint(request)
+    if type(fingerprinter) is RequestFingerprinter:
+        return raw.hex()
+    return hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+
+
 class RequestStore:
     """Encode and decode the requests of one spider with the crawl's fingerprinter."""
 
@@ -53,7 +69,7 @@ class RequestStore:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
         if request.dont_filter and not seed:
             return ""
-        return self.fingerprinter.fingerprint(request).hex()
+        return dedup_fingerprint(self.fingerprinter, request)
 
     def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
         """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold, or

@@ -32,7 +32,6 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.client import Lease, LeaseAsk, NewRequest
-from crawler.frontier.dedup import check_fingerprints
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.holdings import NodeHoldings
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
@@ -71,9 +70,6 @@ class LeasingScheduler:
         self.dedup_report = DedupReport(
             self.stats, self.settings.dedup, get_bool(crawler.settings, "DUPEFILTER_DEBUG")
         )
-        assert crawler.request_fingerprinter is not None
-        sample = crawler.request_fingerprinter.fingerprint(Request("http://example.com/"))
-        check_fingerprints(self.settings.dedup, sample)
         self.guard = self.context.guard("frontier")
         self.prefetch: Prefetch[Request] = Prefetch(
             self,
