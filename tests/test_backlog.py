@@ -26,7 +26,7 @@ from crawler.devservices import KafkaBroker
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings, Step
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
-from crawler.frontier.keys import frontier_parts
+from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.partitions import part_of
 from crawler.frontier.pending import pending_requests
 from crawler.kafka.messages import OutgoingMessage
@@ -37,6 +37,7 @@ from crawler.redis_connection import async_client
 from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 from tests.frontier_state import fingerprint_of, queued
+from tests.one_node import crawl
 
 SPIDER = "spill"
 MAX = 40
@@ -47,9 +48,11 @@ def kafka(module_kafka: KafkaBroker) -> KafkaBroker:
     return module_kafka
 
 
-def settings(broker: KafkaBroker, topic: str, flush_timeout: float = 10.0) -> BacklogSettings:
+def settings(
+    broker: KafkaBroker, topic: str, flush_timeout: float = 10.0, queue_max: int = MAX
+) -> BacklogSettings:
     return BacklogSettings(
-        queue_max=MAX,
+        queue_max=queue_max,
         batch=1000,
         interval=0.1,
         topic=topic,
@@ -66,31 +69,33 @@ def request(n: int) -> NewRequest:
     return NewRequest(fingerprint_of(url), float(n), body, site=f"site{n % 7}.test")
 
 
+@pytest.mark.parametrize(("bound", "count"), [(MAX, 300), (1, 12)])
 def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
-    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, bound: int, count: int
 ) -> None:
+    """Also with the smallest bound: a part refills once it is empty."""
     parts = frontier_parts(SPIDER, 2)
-    topic = "backlog-once"
-    sizes = Counter(part_of(request(n).site, 2) for n in range(300))
-    spilled = sum(max(0, size - MAX) for size in sizes.values())
+    topic = f"backlog-once-{bound}"
+    sizes = Counter(part_of(request(n).site, 2) for n in range(count))
+    spilled = sum(max(0, size - bound) for size in sizes.values())
     assert spilled > 0
 
     async def scenario() -> list[str]:
         client = async_client(redis_url, max_connections=8)
         nodes = [FrontierClient(client, keys, "n1") for keys in parts]
-        backlog = Backlog(nodes, settings(kafka, topic), lease_ms=60_000)
+        backlog = Backlog(nodes, settings(kafka, topic, queue_max=bound), lease_ms=60_000)
         try:
             await backlog.open()
             by_part: dict[int, list[NewRequest]] = {0: [], 1: []}
-            for n in range(300):
+            for n in range(count):
                 by_part[part_of(request(n).site, 2)].append(request(n))
             for part, found in by_part.items():
                 await nodes[part].complete(None, "done", found)
             first = await backlog.step()
             assert first.spilled == spilled and first.refused == 0
             for keys, found in zip(parts, by_part.values(), strict=True):
-                assert queued(redis_client, keys) == min(MAX, len(found))  # the bound holds
-            assert await pending_requests(client, parts) == 300  # spilled ones count as queued
+                assert queued(redis_client, keys) == min(bound, len(found))  # the bound holds
+            assert await pending_requests(client, parts) == count  # spilled ones count as queued
             crawled: list[str] = []
             deadline = time.monotonic() + 60  # the group's first assignment takes seconds
             while time.monotonic() < deadline:  # lease everything, stepping as a node does
@@ -99,7 +104,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
                         crawled.append(codec.loads(lease.body)["url"])
                         await node.complete_many([Finish(lease.id, "done")], [])
                 await backlog.step()
-                if len(crawled) >= 300 and not await pending_requests(client, parts):
+                if len(crawled) >= count and not await pending_requests(client, parts):
                     break
                 await asyncio.sleep(0.05)
             return crawled
@@ -109,7 +114,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
 
     crawled = asyncio.run(scenario())
     counts = Counter(crawled)
-    assert set(counts) == {codec.loads(request(n).body)["url"] for n in range(300)}
+    assert set(counts) == {codec.loads(request(n).body)["url"] for n in range(count)}
     assert max(counts.values()) == 1  # every request exactly once
     for keys in parts:
         assert int(redis_client.get(keys.backlog) or 0) == 0
@@ -402,5 +407,45 @@ def test_scrapy_purge_deletes_the_backlog_of_a_crawl_whose_redis_keys_are_gone(
     done = purge("--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Nothing to purge for 'pages' in Redis"), done.stdout
+    assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
+    assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
+
+
+def test_a_node_without_the_bound_is_refused_while_requests_wait_in_the_backlog(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """It would never read them back: the crawl would never finish (nor would this node)."""
+    redis_client.set(FrontierKeys.for_spider("pages").backlog, 59)
+    with Site(3) as site:
+        run = crawl("pages", [site.url(0)], workdir=tmp_path, redis_url=redis_url)
+    assert run.items == []
+    assert "'finish_reason': 'frontier_backlog_unread'" in run.log
+    assert "59 requests of 'pages' wait in the Kafka backlog" in run.log
+    assert "-s FRONTIER_QUEUE_MAX=<n>" in run.log
+    assert run.stat("frontier/refused/backlog") == 1
+
+
+def test_a_purge_deletes_the_backlog_of_a_crawl_that_spilled_without_being_told_the_bound(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """The nodes had -s FRONTIER_QUEUE_MAX, the operator's purge does not: the crawl's backlog
+    counters in Redis say it spilled, so its topic goes too (else the next crawl reads it)."""
+    topic = f"spill-backlog-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer.produce(topic, b'{"url": "http://left.invalid/"}')
+    assert producer.flush(30) == 0
+    redis_client.set(FrontierKeys.for_spider("pages").backlog, 1)
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    command = ["scrapy", "purge", "pages", "--yes", "-s", f"FRONTIER_BACKLOG_TOPIC={topic}"]
+    done = subprocess.run(
+        [sys.executable, "-m", *command],
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}

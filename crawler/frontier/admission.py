@@ -7,7 +7,9 @@ is refused (``frontier/refused/partitions``, ERROR log, the spider closes with
 ``frontier_partitions_changed``), and so is one that finds requests stored by an older
 version (``frontier/refused/layout``, ``frontier_layout_old``: ``crawler migrate`` moves
 them), before it reads a seed or writes a start request (both wait for
-:meth:`NodeContext.frontier_open`). An admitted node then warns about
+:meth:`NodeContext.frontier_open`). A node without ``FRONTIER_QUEUE_MAX`` is refused while
+requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
+``frontier_backlog_unread``): it would not read them back. An admitted node then warns about
 dedup keys of another mode and, with ``FRONTIER_QUEUE_MAX``, starts the backlog loop
 (``crawler.frontier.backlog``).
 """
@@ -25,7 +27,8 @@ from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.refusal import FrontierRefused
+from crawler.frontier.pending import spilled_requests
+from crawler.frontier.refusal import BacklogUnread, FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
@@ -70,6 +73,8 @@ class FrontierAdmission:
         and start the backlog loop."""
         try:
             await self.guard.run(self.client.claim)
+            if self.backlog is None:
+                await self.guard.run(self._check_no_backlog)
         except FrontierRefused as exc:
             self.refuse(exc)
             return
@@ -80,6 +85,13 @@ class FrontierAdmission:
                 "backlog", lambda: backlog.run(self.guard, self.stats)
             )
         await self._check_dedup_keys()
+
+    async def _check_no_backlog(self) -> None:
+        """Without ``FRONTIER_QUEUE_MAX`` nothing reads the backlog: refuse a crawl that has one."""
+        parts = self.client.parts
+        spilled = await spilled_requests(parts[0].redis, [part.keys for part in parts])
+        if spilled:
+            raise BacklogUnread(self.client.spider, spilled)
 
     def refuse(self, reason: FrontierRefused) -> None:
         """This node may not use the frontier (``reason``): take and write nothing, stop."""

@@ -218,7 +218,7 @@ class Backlog:
         """Read back into the assigned parts under half their bound: (requests, read errors,
         messages that were not spilled requests: failed, with a record each)."""
         assigned = await asyncio.to_thread(self.consumer.assignment)
-        low = self.settings.queue_max // 2
+        low = max(1, self.settings.queue_max // 2)  # a bound of 1: refill once it is empty
         wanted = [tp for tp in assigned if depths[tp.partition] < low]
         full = [tp for tp in assigned if depths[tp.partition] >= low]
         if full:

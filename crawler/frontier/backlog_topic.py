@@ -56,10 +56,10 @@ def read_back(value: bytes) -> tuple[str, bytes]:
     return score_text(float(score)), request_json
 
 
-def backlog_topic(queue_max: int, bootstrap: str, template: str, spider: str) -> str | None:
+def backlog_topic(spills: bool, bootstrap: str, template: str, spider: str) -> str | None:
     """The Kafka backlog topic of ``spider``'s crawls (``FRONTIER_BACKLOG_TOPIC``), which a
-    purge deletes; None without a backlog (``FRONTIER_QUEUE_MAX`` 0 or no Kafka)."""
-    return template.format(spider=spider) if queue_max and bootstrap else None
+    purge deletes; None without a backlog (the crawl ``spills`` nowhere, or no Kafka)."""
+    return template.format(spider=spider) if spills and bootstrap else None
 
 
 def purge_backlog(

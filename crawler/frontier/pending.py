@@ -37,3 +37,12 @@ def pending_requests_sync(client: SyncRedis, parts: Sequence[FrontierKeys]) -> t
             pipe.zcard(keys.leases)
             pipe.get(keys.backlog)
         return _queued_and_leased(pipe.execute())
+
+
+async def spilled_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
+    """Requests spilled to the Kafka backlog (``FRONTIER_QUEUE_MAX``) and not read back, in
+    every part."""
+    async with client.pipeline(transaction=False) as pipe:
+        for keys in parts:
+            pipe.get(keys.backlog)
+        return sum(max(0, int(n or 0)) for n in await pipe.execute())

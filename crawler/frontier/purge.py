@@ -162,8 +162,11 @@ class PurgePlan:
             return cls(spider, parts, live, force, [], None, settings)
         seeds = SeedKeys(*seed_keys, parts)
         present = present_keys(client, spider, keep_seeds=keep_seeds, seeds=seeds)
+        # the nodes spilled (their backlog counters are here) though the purge was not told
+        # FRONTIER_QUEUE_MAX: the topic goes too
+        spilled = any(keys.backlog in present for keys in parts)
         topic = backlog_topic(
-            settings.queue_max, settings.bootstrap, settings.backlog_template, spider
+            settings.queue_max > 0 or spilled, settings.bootstrap, settings.backlog_template, spider
         )
         return cls(spider, parts, live, force, present, topic, settings)
 

@@ -15,3 +15,18 @@ class FrontierRefused(Exception):
 
     stat = "refused"  # the stat frontier/refused/<stat>
     finish_reason = "frontier_refused"  # the spider's finish reason
+
+
+class BacklogUnread(FrontierRefused):
+    """Requests of the crawl wait in the Kafka backlog, and this node would not read them."""
+
+    stat = "backlog"
+    finish_reason = "frontier_backlog_unread"
+
+    def __init__(self, spider: str, spilled: int) -> None:
+        super().__init__(
+            f"{spilled} requests of {spider!r} wait in the Kafka backlog (spilled under "
+            "FRONTIER_QUEUE_MAX), and a node without FRONTIER_QUEUE_MAX does not read them "
+            "back: the crawl would never finish. Start the nodes with -s FRONTIER_QUEUE_MAX=<n> "
+            f"(any bound), or end the crawl with `crawler purge {spider}`"
+        )
