@@ -29,6 +29,7 @@ from scrapy.utils.python import without_none_values
 from crawler import scrapy_redis_compat, standalone_commands
 from crawler.component_orders import check_pipeline_orders, check_spider_middleware_orders
 from crawler.download_handler import PLAIN_HANDLERS, check_plain_handler
+from crawler.frontier.settings import FrontierSettings
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
@@ -151,6 +152,9 @@ class ClusterAddon:
         ClusterAddon._per_node_limits(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
+        FrontierSettings.from_settings(
+            settings
+        )  # a ValueError naming the setting, before Scrapy opens anything
 
     @staticmethod
     def _download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:

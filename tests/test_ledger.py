@@ -4,6 +4,8 @@ killed before their final push are named by ``crawler status``."""
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +17,9 @@ from crawler.cli.status import ledger_text
 from crawler.extensions.ledger import LedgerExtension
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.admin import FrontierAdmin
-from crawler.lua import script_text
+from crawler.lua import script_text, text
 from crawler.redis_connection import server_time_ms
+from tests.cluster import logs, running_nodes, wait_for_log
 
 KEYS = LedgerKeys.for_crawl("pages", "c1")
 
@@ -104,3 +107,29 @@ def test_the_push_script_adds_each_number_once(redis_client: redis.Redis, number
     assert push(keys=[KEYS.total, KEYS.runs], args=older) == 0
     assert redis_client.hget(KEYS.total, "done") == b"3"
     assert int(redis_client.hget(KEYS.total, "started_ms") or 0) > 0
+
+
+def test_a_run_is_in_the_ledger_from_its_start(redis_url: str, tmp_path: Path) -> None:
+    """Killed before its first push (an interval after start), a run was in no ledger, and
+    `crawler status` said the ledger added up without it."""
+    keys = LedgerKeys.for_crawl("pages", "c-start")
+    client = redis.Redis.from_url(redis_url)
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "LEDGER_INTERVAL": "60",
+        "CRAWLER_CRAWL_ID": "c-start",
+        "CRAWLER_STANDALONE_FEED": "",
+        "METRICS_ENABLED": "False",
+    }
+    try:
+        with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as (node,):
+            assert wait_for_log(tmp_path / "node-0.log", "Ledger ", timeout=30), logs(tmp_path)
+            deadline = time.monotonic() + 10
+            while not client.hlen(keys.runs) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            runs = client.hgetall(keys.runs)
+            node.kill()
+    finally:
+        client.close()
+    fields = {text(field).rsplit(":", 1)[1] for field in runs}
+    assert fields >= {"state", "push"}, logs(tmp_path)

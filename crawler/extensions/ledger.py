@@ -134,6 +134,9 @@ class LedgerExtension:
 
     async def _push_loop(self) -> None:
         assert self._guard is not None
+        # At once, empty: the run is in the ledger from its start, so one killed before its
+        # first interval is named as short, not missing.
+        await self._guard.run(self.push)
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), self.settings.interval)
