@@ -14,7 +14,9 @@ import pytest
 import redis
 
 from crawler.frontier.keys import FrontierKeys
-from tests.user_crawl import ClusterRun, compare_with_standalone, pipelines
+from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.user_crawl import USER_SETTINGS, ClusterRun, cluster, compare_with_standalone, pipelines
+from tests.user_site import UserSite
 
 PAGES = 16
 MIDDLEWARES = "tests.userproject.middlewares."
@@ -210,3 +212,32 @@ def test_a_request_json_cannot_hold_fails_its_parent_and_the_node_goes_on(
     assert failed[0]["request"]["url"].endswith("/p/0.html")
     log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
     assert why in log
+
+
+def test_a_later_run_says_that_start_raised_in_an_earlier_one(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """The start requests are marked written after start() raised (a node running at the same
+    time would only fail alike); a later run, start() fixed, does not run it again and says
+    why only what it gave is in the frontier, and what to do."""
+    with UserSite(PAGES) as site:
+        cluster(
+            "u_start",
+            site,
+            tmp_path / "failing",
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+            arguments={"fail": "1"},
+        )
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+        settings = {**USER_SETTINGS, "MAX_IDLE_TIME_BEFORE_CLOSE": "0"}
+        arguments = {"site": site.base_url}
+        workdir = tmp_path / "fixed"
+        with running_nodes(
+            1, workdir=workdir, env=env, settings=settings, spider="u_start", arguments=arguments
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(workdir)
+    log = (workdir / "node-0.log").read_text()
+    assert "start() of crawl 'default' raised after 1 start requests in an earlier run" in log
+    assert "crawler purge u_start" in log

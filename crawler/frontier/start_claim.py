@@ -51,9 +51,18 @@ class StartClaim:
         """Extend the claim; False when it is no longer this node's."""
         return bool(await self._refresh(keys=[self.key], args=[self._node_id, self._lifetime_ms]))
 
-    async def finish(self) -> bool:
-        """Mark the start requests written; False when the claim had passed to another node."""
-        return bool(await self._finish(keys=[self.key], args=[self._node_id]))
+    async def finish(self, failed_after: int | None = None) -> bool:
+        """Mark the start requests written (``failed_after``: start() raised after that many);
+        False when the claim had passed to another node."""
+        args: list[str | int] = [self._node_id]
+        if failed_after is not None:
+            args.append(failed_after)
+        return bool(await self._finish(keys=[self.key], args=args))
+
+    async def failed_after(self) -> int | None:
+        """How many start requests start() gave before it raised, when it did (read only)."""
+        value = await self._client.hget(self.key, "failed_after")
+        return None if value is None else int(value)
 
     async def release(self) -> bool:
         """Give the claim up while writing (the node stops): another node takes it at once.

@@ -132,13 +132,25 @@ class ClusterStartMiddleware:
         while (outcome := await self.guard.run(claim.claim)) is ClaimOutcome.HELD:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
-            logger.info(
-                "Start requests of crawl %r are in the frontier (written by another node or an "
-                "earlier run; start() is not run again): leasing. To crawl the site again run "
-                "`crawler purge`; another CRAWLER_CRAWL_ID runs start() again but keeps what the "
-                "dedup has seen (only new URLs are crawled)",
-                self.crawl_id,
-            )
+            failed_after = await self.guard.run(claim.failed_after)
+            if failed_after is None:
+                logger.info(
+                    "Start requests of crawl %r are in the frontier (written by another node or "
+                    "an earlier run; start() is not run again): leasing. To crawl the site again "
+                    "run `crawler purge`; another CRAWLER_CRAWL_ID runs start() again but keeps "
+                    "what the dedup has seen (only new URLs are crawled)",
+                    self.crawl_id,
+                )
+            else:
+                logger.warning(
+                    "start() of crawl %r raised after %d start requests in an earlier run (its "
+                    "error is in that node's log): only those are in the frontier, and start() "
+                    "is not run again. To run it again: `crawler purge %s` (the crawl starts "
+                    "over), or another CRAWLER_CRAWL_ID (what the dedup has seen is kept)",
+                    self.crawl_id,
+                    failed_after,
+                    spider.name,
+                )
             self._written = True
             return
         logger.info("Writing the start requests of crawl %r into the frontier", self.crawl_id)
@@ -176,7 +188,7 @@ class ClusterStartMiddleware:
                 "left to expire, and another node writes the start requests again",
                 self._start_items.requeued,
             )
-        elif await self.guard.run(claim.finish):
+        elif await self.guard.run(lambda: claim.finish(None if failed is None else count)):
             self._written = True
             logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)
         else:
