@@ -59,8 +59,8 @@ def crawl(
     settings: Mapping[str, str] | None = None,
     timeout: float = 45,
 ) -> NodeRun:
-    """One node of ``spider`` crawls from ``seeds`` (pushed to ``<spider>:start_urls``) until
-    the cluster is idle; asserts it exits 0."""
+    """One node of ``spider`` crawls from ``seeds`` (pushed to ``<spider>:start_urls``; none:
+    from what the frontier holds) until the cluster is idle; asserts it exits 0."""
     feed = workdir / "items.jsonl"
     node_settings = {**NODE_SETTINGS, "CRAWLER_STANDALONE_FEED": str(feed), **(settings or {})}
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
@@ -69,7 +69,8 @@ def crawl(
         with running_nodes(
             1, workdir=workdir, env=env, settings=node_settings, spider=spider
         ) as nodes:
-            client.lpush(f"{spider}:start_urls", *reversed(seeds))
+            if seeds:  # none: the node crawls what the frontier holds
+                client.lpush(f"{spider}:start_urls", *reversed(seeds))
             peak_rss = _watch_peak_rss(nodes[0], timeout)
             codes = wait_for_exit(nodes, timeout=0)
         assert codes == [0], logs(workdir)

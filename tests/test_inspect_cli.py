@@ -12,8 +12,10 @@ import redis
 
 from crawler.cli.main import main
 from crawler.demo.nodes import REPO_ROOT
+from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier import codec
 from crawler.frontier.client import FrontierClient, Lease, NewRequest
+from crawler.frontier.inspect import FailedRecord, PartInspector
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client, sync_client
 from tests.aio import run
@@ -175,6 +177,8 @@ def test_retry_puts_failed_requests_back_and_a_node_leases_them(
     counts = cli_json(capsys, redis_url, "failed", "pages", "retry", "--reason", "download/")
     assert counts == {"spider": "pages", "retried": 3, "skipped": 0}
     assert redis_client.hlen(KEYS.failed) == 2
+    ledger = LedgerKeys.for_crawl("pages", "default").total  # CRAWLER_CRAWL_ID
+    assert redis_client.hget(ledger, "retried") == b"3"  # enqueued + retried == done + failed
     assert redis_client.smembers(KEYS.dupefilter) == seen_before  # dedup untouched
 
     taken = run(lease(redis_url, "node-b", 10))
@@ -184,6 +188,18 @@ def test_retry_puts_failed_requests_back_and_a_node_leases_them(
     assert codec.loads(taken[0].body)["meta"] == {"depth": 0}  # no retry_times: retried afresh
     stored_as = {t.body.startswith(codec.COMPRESSED) for t in taken}
     assert stored_as == {compress is None}
+
+
+def test_a_retry_in_another_part_is_counted_in_part_0s_ledger(redis_client: redis.Redis) -> None:
+    part = FrontierKeys.for_spider("pages", part=1, count=2)
+    stored = orjson.dumps({"reason": "download/X", "request": {"url": "http://a.test/"}})
+    redis_client.hset(part.failed, "000000000001", stored)
+    record = FailedRecord("000000000001", stored, orjson.loads(stored))
+    ledger = LedgerKeys.for_crawl("pages", "c1").total
+    assert PartInspector(redis_client, part).retry(record, ledger=ledger)
+    assert not PartInspector(redis_client, part).retry(record, ledger=ledger)  # gone: not counted
+    assert redis_client.hget(ledger, "retried") == b"1"
+    assert redis_client.hlen(part.failed) == 0
 
 
 def test_drop_asks_first_then_deletes(redis_url: str, redis_client: redis.Redis) -> None:

@@ -1,5 +1,6 @@
 """The crawl ledger adds up: pushes that timed out but ran are added once; runs that were
-killed before their final push are named by ``crawler status``."""
+killed before their final push are named by ``crawler status``; failed requests retried by
+hand are counted."""
 
 from __future__ import annotations
 
@@ -8,18 +9,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import redis
 import redis.asyncio
 from scrapy.utils.test import get_crawler
 
-from crawler.cli.status import ledger_text
+from crawler.cli.status import frontier_status, ledger_text, render
+from crawler.devservices.ports import free_port
 from crawler.extensions.ledger import LedgerExtension
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.admin import FrontierAdmin
 from crawler.lua import script_text, text
 from crawler.redis_connection import server_time_ms
 from tests.cluster import logs, running_nodes, wait_for_log
+from tests.one_node import crawl
+from tests.test_operations import crawler_cli, status_with_nothing_else
 
 KEYS = LedgerKeys.for_crawl("pages", "c1")
 
@@ -133,3 +138,36 @@ def test_a_run_is_in_the_ledger_from_its_start(redis_url: str, tmp_path: Path) -
         client.close()
     fields = {text(field).rsplit(":", 1)[1] for field in runs}
     assert fields >= {"state", "push"}, logs(tmp_path)
+
+
+def test_a_failed_request_retried_by_hand_keeps_the_ledger_adding_up(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """``crawler failed retry`` puts a failed request back into the queue: it is leased and
+    finishes once more without being enqueued again. Before, the ledger did not count it, and
+    ``enqueued == done + failed`` broke after the next run."""
+    dead_port = f"http://127.0.0.1:{free_port()}/"
+    settings = {"RETRY_TIMES": "1", "DOWNLOAD_TIMEOUT": "5"}
+    first = crawl("pages", [dead_port], workdir=tmp_path / "1", redis_url=redis_url,
+                  settings=settings)  # fmt: skip
+    assert len(first.failed) == 1
+    retried = crawler_cli(redis_url, "failed", "pages", "retry", "--json")
+    assert retried.returncode == 0, retried.stderr
+    assert orjson.loads(retried.stdout)["retried"] == 1
+    second = crawl("pages", [], workdir=tmp_path / "2", redis_url=redis_url, settings=settings)
+    assert (len(second.failed), second.leftover) == (1, 0)  # it failed again
+
+    status = frontier_status(redis_client, "pages", "default")
+    totals = status["ledger"]["totals"]
+    assert status["state"] == "finished"
+    assert totals["enqueued"] + totals.get("retried", 0) == totals["done"] + totals["failed"]
+    assert totals["retried"] == 1
+    assert totals["leased"] == (
+        totals["done"]
+        + totals["failed"]
+        + totals.get("requeued", 0)
+        + totals.get("reclaimed", 0)
+        + totals.get("released", 0)
+    )
+    assert ledger_text(status["ledger"]).startswith("adds up")
+    assert ", 1 retried (crawler failed retry)," in render(status_with_nothing_else(status))

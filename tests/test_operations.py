@@ -34,6 +34,8 @@ from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.seed_holds import SeedKeys
+from crawler.frontier.seed_queue import SeedQueue
 from tests.frontier_state import fingerprint_of, put_lease, put_queued, queue_entries, queued
 
 KEYS = FrontierKeys.for_spider("pages")
@@ -220,12 +222,52 @@ def test_requeue_returns_an_expired_lease(redis_url: str, redis_client: redis.Re
     assert queued(redis_client, KEYS) == 0
     result = crawler_cli(redis_url, "requeue", "pages", "--json", "--crawl", "c1")
     assert result.returncode == 0, result.stderr
-    assert orjson.loads(result.stdout) == {"spider": "pages", "requeued": 1}
+    assert orjson.loads(result.stdout) == {"spider": "pages", "requeued": 1, "seeds": 0}
     assert queue_entries(redis_client, KEYS) == [(3, b'{"url": "http://h/"}')]
     assert (redis_client.zcard(KEYS.leases), redis_client.hlen(KEYS.inflight)) == (0, 0)
     assert redis_client.hget(LedgerKeys.for_crawl("pages", "c1").total, "reclaimed") == b"1"
     again = crawler_cli(redis_url, "requeue", "pages")
     assert "Returned 0 expired leases of 'pages'" in again.stdout
+
+
+def test_seeds_held_by_a_dead_node_are_work_left_and_requeue_returns_them(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A node killed between taking seeds and writing their requests leaves them in its hold
+    (``{<seed key>}:taken:<node>``). Before, status said the crawl was finished (it read
+    neither the holds nor the takers) and only a node starting later returned them."""
+    redis_client.lpush("pages:start_urls", "http://h/1", "http://h/2", "http://h/3")
+    seed_keys = SeedKeys("pages:start_urls", "pages:start_urls:invalid", (KEYS,))
+
+    async def take() -> None:
+        client = AsyncRedis.from_url(redis_url)
+        try:
+            dead = SeedQueue(client, seed_keys, node_id="dead", hold_ms=1)
+            live = SeedQueue(client, seed_keys, node_id="live", hold_ms=60_000)
+            assert len(await dead.take(2, 0.1)) == 2  # and then it is killed: no done()
+            assert len(await live.take(1, 0.1)) == 1
+        finally:
+            await client.aclose()
+
+    asyncio.run(take())
+    time.sleep(0.05)  # the dead node's hold expires
+    status = frontier_status(redis_client, "pages", "c1")
+    assert status["state"] == "stalled"  # work left, no live node; before: finished
+    snap = status["snapshot"]
+    assert (snap["seeds_waiting"], snap["seeds_held"], snap["seeds_held_expired"]) == (0, 3, 2)
+    assert eta_text(status) == "STALLED: work left, no live node"
+    assert ", 0 seeds waiting, 3 seeds held (2 expired)" in render(status_with_nothing_else(status))
+
+    result = crawler_cli(redis_url, "requeue", "pages", "--json", "--crawl", "c1")
+    assert result.returncode == 0, result.stderr
+    assert orjson.loads(result.stdout) == {"spider": "pages", "requeued": 0, "seeds": 2}
+    # back in the seed key, the first taken next in line (nodes take from the right)
+    assert redis_client.lrange("pages:start_urls", 0, -1) == [b"http://h/2", b"http://h/1"]
+    assert not redis_client.exists(seed_keys.taken("dead"))
+    after = FrontierAdmin(redis_client, "pages").snapshot()
+    assert (after["seeds_waiting"], after["seeds_held"], after["seeds_held_expired"]) == (2, 1, 0)
+    text = crawler_cli(redis_url, "requeue", "pages").stdout
+    assert "Returned 0 expired leases of 'pages' to the queue, 0 held seeds" in text
 
 
 def test_purge_asks_and_deletes_ledgers_too(redis_url: str, redis_client: redis.Redis) -> None:

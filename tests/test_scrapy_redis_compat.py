@@ -25,7 +25,8 @@ from scrapy.utils.test import get_crawler
 from crawler import scrapy_redis_compat
 from crawler.addon import COMPONENTS, ClusterAddon
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_holds import SeedKeys
+from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSource
 from crawler.spiders.base import RedisCrawlSpider, RedisSpider
 from settings.resolve import resolve_settings

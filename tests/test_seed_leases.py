@@ -19,7 +19,8 @@ from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.site import Site
 from crawler.frontier.dedup import DIGEST_BYTES
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.seed_queue import SeedKeys, SeedQueue
+from crawler.frontier.seed_holds import SeedKeys
+from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import text
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, wait_for_log

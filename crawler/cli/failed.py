@@ -3,6 +3,8 @@
 The records are ``{<spider>}:failed`` (``turn.lua``, outcome ``failed``). ``retry`` puts
 each request back into the queue, removing its record in the same atomic step;
 nodes lease it like any new request (the dupefilter is not asked: it was seen long ago).
+Each retry is counted as ``retried`` in the crawl's ledger (``--crawl``, default
+``CRAWLER_CRAWL_ID``), so ``enqueued + retried == done + failed`` once the crawl is over.
 ``drop`` deletes the records, after asking unless ``--yes``. ``--reason`` keeps the records
 whose reason starts with it.
 """
@@ -20,6 +22,7 @@ from scrapy.settings import Settings
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.prompt import answer
 from crawler.cli.spiders import require_spider
+from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.inspect import FailedRecord, FrontierInspector
 from crawler.settings_values import get_bool
 
@@ -41,6 +44,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         sub.add_argument("--json", action="store_true", help="JSON for scripts")
         sub.set_defaults(run=_command(action))
     actions.choices["drop"].add_argument("--yes", action="store_true", help="do not ask")
+    actions.choices["retry"].add_argument(
+        "--crawl", default=None, help="crawl id of the ledger (default: CRAWLER_CRAWL_ID)"
+    )
 
 
 def _command(action: Action) -> Callable[[argparse.Namespace], int]:
@@ -90,10 +96,13 @@ def run_list(args: argparse.Namespace, inspector: FrontierInspector) -> int:
 
 def run_retry(args: argparse.Namespace, inspector: FrontierInspector) -> int:
     retried = skipped = 0
-    compress = get_bool(Settings(project_settings()), "FRONTIER_COMPRESS")  # as nodes store them
+    settings = project_settings()
+    compress = get_bool(Settings(settings), "FRONTIER_COMPRESS")  # as nodes store them
+    crawl_id = args.crawl or str(settings["CRAWLER_CRAWL_ID"])
+    ledger = LedgerKeys.for_crawl(args.spider, crawl_id).total
     for record in inspector.failed(args.reason):
         try:
-            queued = inspector.retry(record, compress)
+            queued = inspector.retry(record, compress, ledger)
         except ValueError as exc:
             print(f"not retried {record.id}: {exc}", file=sys.stderr)
             skipped += 1

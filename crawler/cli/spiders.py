@@ -26,6 +26,7 @@ class SpiderFacts:
     session_platform: str | None  # the class's session_platform
     seeds_key: str  # its redis_key, else SEEDS_KEY
     invalid_key: str  # SEEDS_INVALID_KEY
+    seeds_type: object  # SEEDS_TYPE as set (crawler.frontier.seed_settings.seed_source reads it)
 
 
 @functools.cache
@@ -100,4 +101,5 @@ def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
         session_platform=str(platform) if platform else None,
         seeds_key=seeds_key,
         invalid_key=invalid_key,
+        seeds_type=values.get("SEEDS_TYPE"),
     )

@@ -105,6 +105,9 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     totals, recent = ledger["totals"], ledger["recent"]
     finished = totals.get("done", 0) + totals.get("failed", 0)
     remaining = snapshot["queued"] + snapshot["leased"]
+    # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
+    # them) are work left: their requests are not in the frontier yet.
+    seeds = snapshot["seeds_waiting"] + snapshot["seeds_held"]
     live = any(node["live"] for node in snapshot["nodes"])
     # Rates over the minutes nodes were fetching in (idle minutes would dilute them), and 0
     # with no live node: nothing is happening, whatever the last minutes did.
@@ -113,11 +116,11 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     enqueued_per_minute = per_minute(recent.get("enqueued", 0), window)
     state: Literal["running", "stalled", "finished"] = "running"
     eta = None
-    if remaining == 0 and snapshot["seeds_waiting"] == 0:
+    if remaining == 0 and seeds == 0:
         state, eta = "finished", 0.0
     elif not live:
         state = "stalled"
-    elif finished_per_minute > 0:
+    elif remaining > 0 and finished_per_minute > 0:
         eta = round(remaining * 60 / finished_per_minute, 1)
     return FrontierStatus(
         snapshot=snapshot,
@@ -327,12 +330,19 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         f"  progress       {progress_bar(status['progress'])}  {eta_text(status)}"
         + ("  (INCOMPLETE: frontier data lost, see incidents)" if snap["incidents"] else ""),
         f"  done/failed    {totals.get('done', 0)} done, {totals.get('failed', 0)} failed,"
-        f" {totals.get('enqueued', 0)} enqueued, {totals.get('pages', 0)} pages",
+        f" {totals.get('enqueued', 0)} enqueued,"
+        + (f" {totals['retried']} retried (crawler failed retry)," if totals.get("retried") else "")
+        + f" {totals.get('pages', 0)} pages",
         f"  queue          {snap['queued']} queued"
         + (f" ({snap['spilled']} in Kafka)" if snap["spilled"] else "")
         + f", {snap['leased']} leased"
         f" ({snap['expired']} expired), {snap['dedup']} seen{dedup_detail(snap)},"
-        f" {snap['seeds_waiting']} seeds waiting",
+        f" {snap['seeds_waiting']} seeds waiting"
+        + (
+            f", {snap['seeds_held']} seeds held ({snap['seeds_held_expired']} expired)"
+            if snap["seeds_held"]
+            else ""
+        ),
         f"  rates          {status['pages_per_minute']} pages/min,"
         f" {status['delivered_per_minute']} items delivered/min,"
         f" {status['finished_per_minute']} finished/min"

@@ -53,7 +53,12 @@ def render_spider(status: SpiderStatus, color: bool) -> list[str]:
         f" delivered/min  done {totals.get('done', 0)}"
         f"  failed {paint(str(failed), RED, color and failed > 0)}",
         f"  queued {snap['queued']}  leased {snap['leased']} ({snap['expired']} expired)"
-        f"  seeds waiting {snap['seeds_waiting']}",
+        f"  seeds waiting {snap['seeds_waiting']}"
+        + (
+            f"  held {snap['seeds_held']} ({snap['seeds_held_expired']} expired)"
+            if snap["seeds_held"]
+            else ""
+        ),
     ]
     shown = [node for node in snap["nodes"] if not gone(node)]
     width = max((len(node["node"]) for node in shown), default=4)

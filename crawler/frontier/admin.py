@@ -7,7 +7,9 @@ scans of the collections that can grow large (failed records, invalid seeds,
 politeness keys), so it never blocks Redis. The scans visit every master of a
 cluster. ``ledger()`` reads the
 crawl ledger the nodes write (``crawler.extensions.ledger_layout``).
-``requeue_expired()`` returns expired leases to the queue (``lua/requeue.lua``).
+``requeue_expired()`` returns expired leases to the queue (``lua/requeue.lua``), and
+``requeue_seeds()`` the seeds held by nodes whose hold expired to the seed key
+(``lua/seed_reclaim.lua``, as the nodes do).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import glob_escape
 from crawler.frontier.partitions import spider_parts
-from crawler.lua import frontier_script, text
+from crawler.frontier.seed_holds import SeedKeys, held_seeds, reclaim_call
+from crawler.lua import frontier_script, script_text, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
 SCAN_COUNT = 1000  # entries asked for per scan step
@@ -72,6 +75,8 @@ class Snapshot(TypedDict):
     invalid_seeds: int
     invalid_by_reason: dict[str, int]
     seeds_waiting: int
+    seeds_held: int  # taken by nodes, their requests not yet in the frontier
+    seeds_held_expired: int  # of those, held by nodes whose hold expired (killed): requeue
     nodes: list[NodeInfo]
     politeness: list[SiteInfo]
     incidents: list[dict[str, Any]]  # frontier state found lost (crawler.frontier.epoch), last 20
@@ -155,10 +160,14 @@ class FrontierAdmin:
         self.keys = self.parts[0]  # the spider's own keys: incidents, the server clock
         self.seeds_key = seeds_key or f"{spider}:start_urls"
         self.invalid_key = invalid_key or f"{self.seeds_key}:invalid"
+        self.seed_keys = SeedKeys(self.seeds_key, self.invalid_key, self.parts)
         self.politeness_affixes = tuple(politeness_key.split("%(site)s", 1))
         self.node_ttl = node_ttl
         self.heartbeat_interval = heartbeat_interval
         self._requeue = client.register_script(frontier_script("queue", "requeue"))
+        self._reclaim_seeds = client.register_script(
+            script_text("crawler.frontier", "seed_reclaim")
+        )
 
     def snapshot(self) -> Snapshot:
         """The spider's state now, summed over every part of its frontier."""
@@ -185,6 +194,7 @@ class FrontierAdmin:
         for found in counts[4::6]:
             for node, alive_until in found:
                 nodes[text(node)] = max(alive_until, nodes.get(text(node), alive_until))
+        holds = held_seeds(self.redis, self.seed_keys, now_ms)
         dedup = [
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
             for d in dedup_summary(self.redis, self.parts)
@@ -203,6 +213,8 @@ class FrontierAdmin:
             invalid_seeds=int(invalid),
             invalid_by_reason=self._invalid_reasons(),
             seeds_waiting=int(seeds),
+            seeds_held=holds.held,
+            seeds_held_expired=holds.expired,
             nodes=[
                 self._node(node, alive_until, now_ms, per_node)
                 for node, alive_until in sorted(nodes.items())
@@ -324,3 +336,10 @@ class FrontierAdmin:
             total += int(returned)
             if int(examined) < REQUEUE_BATCH:
                 return total
+
+    def requeue_seeds(self, source: str) -> int:
+        """Return the seeds held by nodes whose hold expired (killed before their requests
+        were in the frontier) to the seed key, a ``source`` (``SEEDS_TYPE``: ``list``,
+        ``set`` or ``zset``), as any node does (``lua/seed_reclaim.lua``); how many."""
+        keys, args = reclaim_call(self.seed_keys, source)
+        return int(self._reclaim_seeds(keys=keys, args=args))

@@ -6,7 +6,8 @@ Keys as in docs/redis-keys.md, each part's under its hash tag (``PartInspector``
 Collections that can grow large are walked in steps of ``SCAN_COUNT`` (the queue's lists with
 LRANGE, level by level in lease order; leases and failure records with ZSCAN/HSCAN), so memory
 stays bounded by one step plus what is returned. ``retry`` moves a failure record back into
-the queue with ``lua/retry_failed.lua``, one atomic step per record.
+the queue with ``lua/retry_failed.lua``, one atomic step per record (counted in the crawl
+ledger's ``retried``).
 """
 
 from __future__ import annotations
@@ -151,12 +152,13 @@ class PartInspector:
             if record.reason.startswith(reason_prefix):
                 yield record
 
-    def retry(self, record: FailedRecord, compress: bool = True) -> bool:
+    def retry(self, record: FailedRecord, compress: bool = True, ledger: str | None = None) -> bool:
         """Enqueue the record's request again (at the tail of its priority's level; compressed
         or not, as ``FRONTIER_COMPRESS`` says) and remove the record; the request gets its full
-        download retries again (meta ``retry_times`` removed). Raises ``ValueError`` when the
-        record holds no request that can be queued; returns False when the record is gone or
-        changed since it was read."""
+        download retries again (meta ``retry_times`` removed). Counted as ``retried`` in the
+        crawl ledger ``ledger`` when given (in the same step in part 0, whose hash tag the
+        ledger shares). Raises ``ValueError`` when the record holds no request that can be
+        queued; returns False when the record is gone or changed since it was read."""
         request = record.fields.get("request")
         if not isinstance(request, dict) or not isinstance(request.get("url"), str):
             raise ValueError("the record holds no readable request")
@@ -169,11 +171,13 @@ class PartInspector:
             request = {**request, "meta": meta}
         k = self.keys
         body = codec.stored(orjson.dumps(request), compress)
-        queued = self._retry(
-            keys=[k.failed, k.queue_levels, k.queue_count],
-            args=[record.id, record.stored, str(-priority), body],
-        )
-        return bool(queued)
+        keys = [k.failed, k.queue_levels, k.queue_count]
+        if ledger is not None and k.part == 0:
+            keys.append(ledger)
+        queued = bool(self._retry(keys=keys, args=[record.id, record.stored, str(-priority), body]))
+        if ledger is not None and k.part and queued:
+            self.redis.hincrby(ledger, "retried", 1)
+        return queued
 
     def drop(self, ids: Sequence[str]) -> int:
         """Delete these failure records; how many there were."""
@@ -268,9 +272,10 @@ class FrontierInspector:
             for record in part.failed(reason_prefix):
                 yield FailedRecord(self._record_id(index, record.id), record.stored, record.fields)
 
-    def retry(self, record: FailedRecord, compress: bool = True) -> bool:
+    def retry(self, record: FailedRecord, compress: bool = True, ledger: str | None = None) -> bool:
         part, raw = self._part(record.id)
-        return self.parts[part].retry(FailedRecord(raw, record.stored, record.fields), compress)
+        found = FailedRecord(raw, record.stored, record.fields)
+        return self.parts[part].retry(found, compress, ledger)
 
     def drop(self, ids: Sequence[str]) -> int:
         by_part: dict[int, list[str]] = {}

@@ -37,7 +37,7 @@ from crawler.frontier.reset import (
     wait_for_nodes,
     write_epoch,
 )
-from crawler.frontier.seed_queue import SeedKeys
+from crawler.frontier.seed_holds import SeedKeys
 from crawler.kafka.config import security_setting
 from crawler.lua import text
 from crawler.redis_connection import SyncRedis

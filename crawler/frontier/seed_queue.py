@@ -11,7 +11,8 @@ sets the node's hold deadline in ``{<seed key>}:takers`` (Redis time). The node
 trims the list once the batch's requests are in the frontier (:meth:`SeedQueue.done`)
 and refreshes its hold meanwhile (:meth:`SeedQueue.keep_alive`). Any node returns
 the seeds of a node whose hold expired (it died) to the seed key
-(``lua/seed_reclaim.lua``), and a node stopping gracefully returns its own
+(``lua/seed_reclaim.lua``, as ``crawler requeue`` does:
+``crawler.frontier.seed_holds``), and a node stopping gracefully returns its own
 (:meth:`SeedQueue.give_back`): no seed is lost at any instant. A list seed key
 empty at a look is waited on with ``BLMOVE`` into the taken list (atomic too), so
 an idle node sees a new seed as soon as it is pushed; sets and sorted sets are
@@ -23,49 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from redis.exceptions import ResponseError
 
-from crawler.frontier.keys import FrontierKeys, glob_escape
 from crawler.frontier.pending import pending_requests
+from crawler.frontier.seed_holds import SeedKeys, reclaim_call
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 from crawler.url_credentials import mask_secrets
-
-
-def slot_tag(key: str) -> str:
-    """``key`` with a Redis Cluster hash tag that puts keys built on it in ``key``'s slot."""
-    start = key.find("{")
-    if start != -1 and key.find("}", start + 2) != -1:
-        return key  # it has a tag already: keys that start with it share that tag
-    return f"{{{key}}}"
-
-
-@dataclass(frozen=True, slots=True)
-class SeedKeys:
-    seeds: str
-    invalid: str
-    frontier: tuple[FrontierKeys, ...]  # every part of the spider's frontier
-
-    @property
-    def takers(self) -> str:
-        return f"{slot_tag(self.seeds)}:takers"
-
-    @property
-    def taken_prefix(self) -> str:
-        return f"{slot_tag(self.seeds)}:taken:"
-
-    def taken(self, node_id: str) -> str:
-        return self.taken_prefix + node_id
-
-    @property
-    def holds_pattern(self) -> str:
-        """SCAN pattern of the takers hash and every node's taken list."""
-        return glob_escape(slot_tag(self.seeds)) + ":ta[kr]*"
 
 
 class WrongSeedKeyType(Exception):
@@ -151,15 +120,12 @@ class SeedQueue:
             keys=[self.keys.seeds, self.keys.taken(self.node_id), self.keys.takers],
             args=[0, self.node_id, self.hold_ms, self.source.value],
         )
-        return await self._give_back("")
+        keys, args = reclaim_call(self.keys, self.source.value)
+        return int(await self._reclaim(keys=keys, args=args))
 
     async def give_back(self) -> int:
         """Return every seed this node holds to the seed key (at a graceful stop)."""
-        return await self._give_back(self.node_id)
-
-    async def _give_back(self, node_id: str) -> int:
-        keys = [self.keys.seeds, self.keys.takers]
-        args = [self.keys.taken_prefix, self.source.value, node_id]
+        keys, args = reclaim_call(self.keys, self.source.value, self.node_id)
         return int(await self._reclaim(keys=keys, args=args))
 
     async def reject(self, raw: bytes, reason: str, error: str, node_id: str) -> None:

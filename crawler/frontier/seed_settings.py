@@ -69,7 +69,7 @@ class SeedSettings:
             seeds_key=seeds_key,
             invalid_key=invalid_key,
             frontier=frontier_parts(name, get_int(settings, "FRONTIER_PARTITIONS") or 1),
-            source=_source(settings.get("SEEDS_TYPE")),
+            source=seed_source(settings.get("SEEDS_TYPE")),
             batch_size=(
                 _number("redis_batch_size", batch, int)
                 if batch is not None
@@ -143,7 +143,8 @@ def _format_key(setting: str, template: str, name: str) -> str:
         ) from exc
 
 
-def _source(value: object) -> SeedSource:
+def seed_source(value: object) -> SeedSource:
+    """``SEEDS_TYPE`` read: the seed key's type; a ``ValueError`` names a bad value."""
     try:
         return SeedSource(str(value).strip().lower())
     except ValueError:

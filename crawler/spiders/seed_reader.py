@@ -26,7 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from scrapy import Request
 from scrapy.crawler import Crawler
 
-from crawler.frontier.seed_queue import SeedKeys, SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_holds import SeedKeys
+from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.node_context import LOOP_RESTART_DELAY, NodeContext
 from crawler.redis_outage import GaveUp
