@@ -37,7 +37,7 @@ from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_connection import AsyncRedis, async_client, topology_problem
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import get_float, get_int
@@ -58,6 +58,8 @@ class NodeContext:
         if max_connections < 1:
             raise ValueError(f"REDIS_MAX_CONNECTIONS={max_connections} must be >= 1")
         self.config = RedisConfig.from_url(url)
+        if problem := topology_problem(self.config):  # every command would fail, or MOVED
+            raise ValueError(problem)
         self.node_id = resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats

@@ -152,3 +152,34 @@ def server_time_ms(client: SyncRedis, key: str) -> int:
     """Redis server time (epoch milliseconds) of the server that holds ``key``."""
     seconds, micros = client.eval(_SERVER_TIME_SCRIPT, 1, key)
     return int(seconds) * 1000 + int(micros) // 1000
+
+
+def topology_problem(config: RedisConfig, timeout: float = 2.0) -> str | None:
+    """What is wrong when ``config`` names another topology than the server's (a Redis
+    Cluster URL for a lone server, a one-server URL for a node of a Cluster), or None; also
+    None when the server does not answer (the outage policy takes it from there) or is a
+    Sentinel's (whose master is found later). One ``INFO cluster`` to the first host."""
+    if config.topology is Topology.SENTINEL:
+        return None
+    host, port = config.hosts[0]
+    kwargs = {**config.connection_kwargs(), "db": 0}
+    kwargs.update(socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = redis.Redis(host=host, port=port, **kwargs)
+    try:
+        enabled = bool(int(client.info("cluster").get("cluster_enabled", 0)))
+    except redis.exceptions.RedisError:
+        return None
+    finally:
+        client.close()
+    if config.topology is Topology.CLUSTER and not enabled:
+        return (
+            f"REDIS_URL={config.display} names a Redis Cluster, but the server there is not "
+            "one (cluster mode is not enabled): give a lone server as redis://host:port/db"
+        )
+    if config.topology is Topology.SERVER and enabled:
+        return (
+            f"REDIS_URL={config.display} names one server, but it is a node of a Redis Cluster, "
+            "which keeps each key on one master (the others answer MOVED): give the cluster "
+            "as redis+cluster://host:port[,host:port...]"
+        )
+    return None

@@ -24,8 +24,12 @@ KEYS = FrontierKeys.for_spider("pages")
 
 
 def migrate(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return crawler_cli(redis_url, "migrate", "pages", *args)
+
+
+def crawler_cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "crawler", "migrate", "pages", *args, "--redis", redis_url],
+        [sys.executable, "-m", "crawler", *args, "--redis", redis_url],
         cwd=REPO_ROOT,
         env=os.environ.copy(),
         capture_output=True,
@@ -83,6 +87,9 @@ def test_migrate_moves_queue_and_leases_then_nodes_crawl_them(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     old_frontier(redis_client)
+    status = orjson.loads(crawler_cli(redis_url, "status", "pages", "--json").stdout)
+    assert status[0]["state"] == "old_layout"  # not "finished": nodes refuse it
+    assert "run `crawler migrate pages`" in crawler_cli(redis_url, "status", "pages").stdout
     redis_client.zadd(KEYS.nodes, {"live-node": 1e15})  # beating (server time far ahead)
     refused = migrate(redis_url)
     assert refused.returncode == 1

@@ -37,7 +37,7 @@ from crawler.sessions import (
     SessionSettings,
 )
 from crawler.zhihu.privacy import shared_privacy_key
-from tests.cluster import crawl_into_kafka
+from tests.cluster import crawl_into_kafka, logs, running_nodes, wait_for_exit
 from tests.frontier_state import fingerprint_of
 
 SPIDERS = ("a", "b", "c")  # their hash tags fall on three different masters
@@ -309,3 +309,25 @@ def test_two_nodes_crawl_the_cluster(
     assert "pages:start_urls:invalid" in deleted
     left = {key.decode() for key in cluster.scan_iter(match="*pages*")}
     assert left == set()
+
+
+@pytest.mark.parametrize("wrong", ["cluster_url_for_a_server", "server_url_for_a_cluster_node"])
+def test_a_redis_url_of_the_other_topology_is_refused_at_start(
+    wrong: str, redis_url: str, redis_cluster_url: str, tmp_path: Path
+) -> None:
+    """Refused as the node starts: every command failed (a node logged a traceback a second,
+    for ever), or each key on another master answered MOVED (half the pages failed, and the
+    crawl 'finished')."""
+    if wrong == "cluster_url_for_a_server":
+        host, port = RedisConfig.from_url(redis_url).hosts[0]
+        url, said = f"redis+cluster://{host}:{port}", "names a Redis Cluster, but the server"
+    else:
+        host, port = RedisConfig.from_url(redis_cluster_url).hosts[0]
+        url, said = f"redis://{host}:{port}/0", "is a node of a Redis Cluster"
+    env = {"REDIS_URL": url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {"CRAWLER_STANDALONE_FEED": "", "METRICS_ENABLED": "False"}
+    with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        assert wait_for_exit(nodes, timeout=30) == [1], logs(tmp_path)
+    log = (tmp_path / "node-0.log").read_text()
+    assert said in log
+    assert "heartbeat" not in log and "Spider opened" not in log

@@ -26,6 +26,7 @@ from crawler.cli.config import (
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
 from crawler.cli.spiders import require_spider, spider_facts
 from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot, discover_spiders
+from crawler.frontier.layout import old_layout_keys
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import SessionCensus, count_sessions
@@ -53,7 +54,9 @@ class FrontierStatus(TypedDict):
     enqueued_per_minute: float  # new requests found: while above 0 the ETA is a lower bound
     eta_seconds: float | None
     eta_lower_bound: bool  # the frontier is still growing: more work than counted so far
-    state: Literal["running", "stalled", "finished"]  # stalled: work left, no live node
+    # stalled: work left, no live node; old_layout: requests stored by an older version, which
+    # nodes refuse until `crawler migrate`
+    state: Literal["running", "stalled", "finished", "old_layout"]
 
 
 class SpiderStatus(FrontierStatus):
@@ -114,9 +117,11 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     window = ledger["active_seconds"] if live else 0.0
     finished_per_minute = per_minute(recent.get("done", 0) + recent.get("failed", 0), window)
     enqueued_per_minute = per_minute(recent.get("enqueued", 0), window)
-    state: Literal["running", "stalled", "finished"] = "running"
+    state: Literal["running", "stalled", "finished", "old_layout"] = "running"
     eta = None
-    if remaining == 0 and seeds == 0:
+    if old_layout_keys(client, admin.parts):
+        state = "old_layout"
+    elif remaining == 0 and seeds == 0:
         state, eta = "finished", 0.0
     elif not live:
         state = "stalled"
@@ -260,6 +265,12 @@ def eta_text(status: FrontierStatus) -> str:
     """The ETA, or why there is none; a lower bound while the crawl still finds new pages."""
     if status["state"] == "stalled":
         return "STALLED: work left, no live node"
+    if status["state"] == "old_layout":
+        spider = status["snapshot"]["spider"]
+        return (
+            "OLD LAYOUT: requests stored by an older version, which nodes refuse: stop them and "
+            f"run `crawler migrate {spider}`"
+        )
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
     if status["eta_lower_bound"]:
         text += f" (still finding {status['enqueued_per_minute']} new/min)"
