@@ -376,7 +376,8 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}",
         f"  dead letters   {dead_letters_text(status['dead_letters'])}",
         f"  sessions       {sessions_text(status['sessions'])}",
-        f"  politeness     {len(snap['politeness'])} site(s)",
+        # the limiter's state is per site, shared by every spider and crawl of this Redis
+        f"  politeness     {len(snap['politeness'])} site(s) (every spider's: shared per site)",
     ]
     lines += [
         f"    {site['site']}  factor {site['factor']:.2f}"
