@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import JsonLinesLog, dead_letter_file, decode_record
+from crawler.kafka.spool import JsonLinesLog, dead_letter_file, decode_record, encode_record
 
 Report = Callable[[KafkaError | None, Any], None]
 
@@ -240,3 +240,15 @@ def test_a_refused_timestamp_or_topic_name_is_dead_lettered_not_an_outage(
     assert counts["kafka/dead_lettered"] == 1
     assert item_sender.outage_seconds() == 0
     assert list(item_sender.spool.directory.glob("*.jsonl")) == []
+
+
+@pytest.mark.parametrize(
+    "value", [b"{'title': 'lone surrogate \\ud800'}", b'{"a":\n1}', b"", b'{"n":1}']
+)
+def test_a_spool_record_keeps_a_value_that_is_no_json_line(value: bytes) -> None:
+    """An ``unencodable`` dead letter's value is the item's Python repr: embedded as it is it
+    made an unreadable line, which a replay skipped and deleted with its segment."""
+    letter = OutgoingMessage("items.dlq", None, value, [("dlq_reason", b"unencodable")], 0)
+    line = encode_record(letter, "_purge_queue")
+    assert line.count(b"\n") == 1
+    assert decode_record(line).message.value == value

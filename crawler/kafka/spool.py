@@ -30,14 +30,23 @@ class SpooledMessage:
 
 
 def encode_record(message: OutgoingMessage, reason: str) -> bytes:
-    """One spool line; the value (UTF-8 JSON) is embedded as it is."""
+    """One spool line; the value, UTF-8 JSON on one line, is embedded as it is (checked:
+    ``orjson.Fragment`` embeds any bytes), any other (e.g. an ``unencodable`` dead letter's
+    Python repr) in base64."""
+    if _one_line_json(message.value):
+        return _dump(message, reason, orjson.Fragment(message.value), "json") + b"\n"
+    value = base64.b64encode(message.value).decode("ascii")
+    return _dump(message, reason, value, "base64") + b"\n"
+
+
+def _one_line_json(value: bytes) -> bool:
+    if b"\n" in value or b"\r" in value:
+        return False
     try:
-        value: Any = orjson.Fragment(message.value)
-        line = _dump(message, reason, value, "json")
-    except orjson.JSONEncodeError:  # not JSON (e.g. a dead letter's repr): keep the bytes
-        value = base64.b64encode(message.value).decode("ascii")
-        line = _dump(message, reason, value, "base64")
-    return line + b"\n"
+        orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _dump(message: OutgoingMessage, reason: str, value: Any, encoding: str) -> bytes:
