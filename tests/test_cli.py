@@ -15,7 +15,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import read_topic
-from crawler.kafka.spool import Spool
+from crawler.kafka.spool import JsonLinesLog, Spool, dead_letter_file, encode_record
 
 
 def crawler_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,6 +61,28 @@ def test_consume_prints_json_lines(kafka_bootstrap: str) -> None:
     assert [row["value"]["title"] for row in rows] == ["标题 0 😀", "标题 1 😀", "标题 2 😀"]
     assert rows[0]["headers"] == {"item_type": "page"}
     assert rows[0]["key"] == "k0"
+
+
+def test_spool_list_counts_the_dead_letter_files(tmp_path: Path) -> None:
+    """A node's dead-letter file is never replayed, but an operator sees it: no "is empty"."""
+    letters = JsonLinesLog(dead_letter_file(tmp_path / "pages", "n1"))
+    for n in range(2):
+        dead = message("items.dlq", n, [("dlq_reason", b"schema")])
+        letters.append(encode_record(dead, "schema; dlq: msg_size_too_large"))
+    letters.close()
+
+    listed = crawler_cli("spool", "list", "pages", "--dir", str(tmp_path))
+    assert listed.returncode == 0, listed.stderr
+    assert "is empty" not in listed.stdout
+    assert "segment=dead-letters/n1.jsonl state=dead_letters messages=2" in listed.stdout
+    as_json = crawler_cli("spool", "list", "pages", "--dir", str(tmp_path), "--json")
+    (row,) = orjson.loads(as_json.stdout)
+    assert (row["segment"], row["state"], row["messages"], row["reasons"]) == (
+        "dead-letters/n1.jsonl",
+        "dead_letters",
+        2,
+        {"schema; dlq: msg_size_too_large": 2},
+    )
 
 
 def test_spool_list_and_replay(kafka_bootstrap: str, tmp_path: Path) -> None:

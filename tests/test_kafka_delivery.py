@@ -21,6 +21,7 @@ from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import DEAD_LETTER_DIR, decode_record
+from tests.cli_process import crawler_process, ok
 from tests.cluster import (
     delivery_evidence,
     logs,
@@ -175,6 +176,69 @@ def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(
     assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
     assert list((spool / "pages").glob("*.jsonl")) == []
     assert "'kafka/replayed': 30" in (tmp_path / "second" / "node-0.log").read_text()
+
+
+def test_dead_letters_of_a_node_stopped_while_kafka_is_away_are_spooled_for_the_dlq(
+    own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    """A graceful stop purges the dead letters waiting for the paused broker: they go to the
+    spool, addressed to the dead-letter topic, and a replay delivers them there. Only the
+    item too large for the dead-letter topic too is in the node's dead-letter file. They used
+    to be written to that file (``schema; dlq: _purge_queue``), which nothing replays."""
+    spool = tmp_path / "spool"
+    bootstrap = own_kafka.bootstrap_servers
+    topic = topic_template.format(spider="faulty")
+    producer = ItemProducer(producer_config(bootstrap, {}))
+    asyncio.run(producer.ensure_topics([topic, f"{topic}.dlq"], 1, 1))
+    own_kafka.pause()
+    with (
+        Site(1) as site,
+        running_nodes(
+            1,
+            workdir=tmp_path,
+            spider="faulty",
+            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": bootstrap},
+            settings={
+                "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+                "KAFKA_TOPIC_TEMPLATE": topic_template,
+                "KAFKA_SPOOL_DIR": str(spool),
+                "KAFKA_FLUSH_TIMEOUT": "2",
+            },
+            arguments={"url": site.url(0)},
+        ) as nodes,
+    ):
+        wait_for_hits(site, 1)
+        time.sleep(2)
+        nodes[0].send_signal(signal.SIGTERM)
+        assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
+    (letter,) = [
+        decode_record(line)
+        for path in (spool / "faulty" / DEAD_LETTER_DIR).glob("*.jsonl")
+        for line in path.read_bytes().splitlines()
+    ]
+    assert letter.reason == "msg_size_too_large; dlq: msg_size_too_large"
+    spooled = [
+        decode_record(line)
+        for path in (spool / "faulty").glob("*.jsonl")
+        for line in path.read_bytes().splitlines()
+    ]
+    assert Counter(r.message.topic for r in spooled) == {topic: 2, f"{topic}.dlq": 2}
+    log = (tmp_path / "node-0.log").read_text()
+    assert "'kafka/dead_letter_spooled'" in log and "kafka/spool_unreadable" not in log
+
+    own_kafka.resume()
+    env = {"CRAWLER_SETTING_SPIDER_MODULES": "crawler.spiders,tests.spiders"}
+    listed = crawler_process("spool", "list", "faulty", "--dir", str(spool), env=env)
+    assert "segment=dead-letters/" in ok(listed)
+    replayed = crawler_process(
+        "spool", "replay", "faulty", "--dir", str(spool), "--bootstrap", bootstrap, env=env
+    )
+    assert ok(replayed) == "replayed=2 spooled_again=0 dead_lettered=2 left=0 spool_errors=0\n"
+    dead = read_topic(bootstrap, f"{topic}.dlq", expected=2, timeout=30)
+    assert {m.headers["dlq_reason"] for m in dead} == {b"unencodable", b"schema"}
+    assert {m.headers["dlq_original_topic"] for m in dead} == {topic.encode()}
+    good = read_topic(bootstrap, topic, expected=2, timeout=30)
+    assert sorted(orjson.loads(m.value)["url"].split("#")[1] for m in good) == ["good-1", "good-2"]
 
 
 def test_kcat_reads_values_and_headers_byte_exact(kafka_bootstrap: str, tmp_path: Path) -> None:

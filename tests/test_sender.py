@@ -242,6 +242,99 @@ def test_a_refused_timestamp_or_topic_name_is_dead_lettered_not_an_outage(
     assert list(item_sender.spool.directory.glob("*.jsonl")) == []
 
 
+def dlq_refused_for_now(tmp_path: Path, counts: Counter[str], code: int) -> ItemSender:
+    """A message Kafka refuses for good (``invalid_msg``) whose dead letter the dead-letter
+    topic does not take for now (``code``, transient): spooled, not written to the file."""
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(1)], outcomes)
+    producer = FakeProducer.made[0]
+    producer.report_all(KafkaError(KafkaError.INVALID_MSG))
+    producer.report_all(KafkaError(code))
+    assert outcomes == ["spooled"]
+    assert not dead_letter_file(tmp_path / "spool", "n1").exists()
+    assert counts["kafka/dead_letter_spooled"] == 1
+    assert counts["kafka/dead_lettered"] == counts["kafka/dead_lettered_file"] == 0
+    return item_sender
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._PURGE_QUEUE,  # a graceful stop while the broker is away
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+    ],
+)
+def test_a_dead_letter_the_dlq_does_not_take_for_now_is_spooled_for_the_dlq(
+    tmp_path: Path, code: int
+) -> None:
+    """The spooled dead letter keeps its dead-letter topic and headers: a replay delivers it
+    there (``kafka/dead_lettered`` then), never to the item topic."""
+    counts: Counter[str] = Counter()
+    item_sender = dlq_refused_for_now(tmp_path, counts, code)
+    producer = FakeProducer.made[0]
+    # the broker is away, unless the producer purged the dead letter itself
+    assert (item_sender.outage_seconds() > 0) == (code != KafkaError._PURGE_QUEUE)
+    item_sender.health.answered()
+
+    item_sender.replay()
+    ((replayed, _),) = producer.queued
+    assert replayed.topic == "items.dlq"
+    assert replayed.value == message(1).value
+    assert ("dlq_original_topic", b"items") in replayed.headers
+    assert ("dlq_reason", b"invalid_msg") in replayed.headers
+    producer.report_all(None)
+    assert counts["kafka/dead_lettered"] == 1
+    assert counts["kafka/delivered"] == counts["kafka/replayed"] == 0  # not an item delivered
+    assert item_sender.spool.segments() == []
+
+
+def test_a_dead_letter_whose_dlq_produce_fails_for_now_is_spooled(tmp_path: Path) -> None:
+    """``produce()`` of the dead letter refuses it for now: a topic it does not know yet, a
+    full local queue."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    refusals = iter([KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC)), None])
+
+    def refuse(message: OutgoingMessage, on_delivery: Report) -> bool:
+        if refusal := next(refusals):
+            raise refusal
+        return False  # the local queue is full
+
+    FakeProducer.made[0].send = refuse  # type: ignore[method-assign]
+    for n in (1, 2):
+        item_sender.dead_letter(message(n), "schema", "$.n: invalid", outcomes.append)
+    assert outcomes == ["spooled", "spooled"]
+    assert not dead_letter_file(tmp_path / "spool", "n1").exists()
+    assert counts["kafka/dead_letter_spooled"] == 2
+    item_sender.spool.seal()
+    (segment,) = item_sender.spool.segments()
+    records = [decode_record(line) for line in segment.read_bytes().splitlines()]
+    assert [r.message.topic for r in records] == ["items.dlq", "items.dlq"]
+
+
+def test_a_replayed_dead_letter_refused_for_good_goes_to_the_file_not_a_dlq_of_the_dlq(
+    tmp_path: Path,
+) -> None:
+    counts: Counter[str] = Counter()
+    item_sender = dlq_refused_for_now(tmp_path, counts, KafkaError._MSG_TIMED_OUT)
+    item_sender.health.answered()
+    producer = FakeProducer.made[0]
+    item_sender.replay()
+    producer.report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    assert producer.queued == []  # nothing for items.dlq.dlq
+    (line,) = dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()
+    record = decode_record(line)
+    assert record.message.topic == "items.dlq"
+    assert record.reason == "invalid_msg; dlq: msg_size_too_large"
+    assert counts["kafka/dead_lettered_file"] == 1
+    assert counts["kafka/dead_lettered"] == 0
+    assert item_sender.spool.segments() == []
+
+
 @pytest.mark.parametrize(
     "value", [b"{'title': 'lone surrogate \\ud800'}", b'{"a":\n1}', b"", b'{"n":1}']
 )

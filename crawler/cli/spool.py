@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections import Counter
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -21,7 +22,7 @@ from crawler.cli.config import (
 from crawler.cli.spiders import require_spider
 from crawler.kafka.producer import producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import claim, dead_letter_file, read_segment
+from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
 from crawler.node import resolve_node_id
 
 
@@ -56,26 +57,35 @@ def run_list(args: argparse.Namespace) -> int:
             rows.append({"segment": segment.name, "state": "being written"})
             continue
         with handle:
-            records, broken = read_segment(handle)
-        rows.append(
-            {
-                "segment": segment.name,
-                "state": "sealed",
-                "messages": len(records),
-                "unreadable": broken,
-                "bytes": segment.stat().st_size,
-                "topics": dict(Counter(r.message.topic for r in records)),
-                "reasons": dict(Counter(r.reason for r in records)),
-            }
-        )
+            rows.append(_row(segment.name, "sealed", segment, handle))
+    segments = len(rows)
+    # never replayed; read unlocked (a running node holds its file): lines are whole
+    for path in sorted((directory / DEAD_LETTER_DIR).glob("*.jsonl")):
+        with path.open("rb") as handle:
+            rows.append(_row(f"{DEAD_LETTER_DIR}/{path.name}", "dead_letters", path, handle))
     if args.json:
         print(orjson.dumps(rows).decode())
         return 0
     if not rows:
         print(f"spool {directory} is empty")
+    elif not segments:
+        print(f"spool {directory} has no segments to replay")
     for row in rows:
         print(" ".join(f"{name}={value}" for name, value in row.items()))
     return 0
+
+
+def _row(name: str, state: str, path: Path, handle: IO[bytes]) -> dict[str, object]:
+    records, broken = read_segment(handle)
+    return {
+        "segment": name,
+        "state": state,
+        "messages": len(records),
+        "unreadable": broken,
+        "bytes": path.stat().st_size,
+        "topics": dict(Counter(r.message.topic for r in records)),
+        "reasons": dict(Counter(r.reason for r in records)),
+    }
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -1,4 +1,13 @@
-"""Dead-lettering one message: the dead-letter topic, else a local file (no Scrapy imports)."""
+"""Dead-lettering one message: the dead-letter topic, else the spool or a local file (no
+Scrapy imports).
+
+A dead letter the dead-letter topic does not take for now (transient: the broker is away,
+timed out, purged at a stop) goes to the spool as any message does, addressed to the
+dead-letter topic with its ``dlq_*`` headers: a replay sends it there (``resend``). Only one the
+dead-letter topic refuses for good (permanent: too large for it too) is written to the node's
+dead-letter file, and so is a replayed dead letter refused for good: a dead letter is never
+dead-lettered again (no ``<topic>.dlq.dlq``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
+from crawler.kafka.errors import error_reason, is_permanent
 from crawler.kafka.health import Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
@@ -17,14 +27,26 @@ from crawler.kafka.spool import JsonLinesLog, encode_record
 
 logger = logging.getLogger(__name__)
 
-
-def error_reason(error: KafkaError) -> str:
-    return str(error.name()).lower()
+REASON_HEADER = "dlq_reason"
+# spools a message whose send failed for now (the sender's, which settles it)
+Transient = Callable[[OutgoingMessage, KafkaError, Settled | None], None]
 
 
 def settle(on_settled: Settled | None, outcome: str) -> None:
     if on_settled is not None:
         on_settled(outcome)
+
+
+def is_dead_letter(message: OutgoingMessage) -> bool:
+    """A message made by ``DeadLetterWriter.send`` (spooled, then replayed)."""
+    return any(name == REASON_HEADER for name, _ in message.headers)
+
+
+def _reason(message: OutgoingMessage) -> str:
+    value = next((v for name, v in message.headers if name == REASON_HEADER), None)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
 
 
 class DeadLetterWriter:
@@ -34,17 +56,18 @@ class DeadLetterWriter:
         dead_letter_file: Path,
         producer: Callable[[], ItemProducer],
         count: Count,
+        transient: Transient,
     ) -> None:
         self._template = dlq_topic_template
         self._file = JsonLinesLog(dead_letter_file)
         self._producer = producer
         self._count = count
+        self._transient = transient
 
     def send(
         self, message: OutgoingMessage, reason: str, error: str, on_settled: Settled | None
     ) -> None:
-        """Send to the dead-letter topic with the reason in headers; to the local file if
-        that fails too. Settles ``dead_lettered`` either way."""
+        """Send to the dead-letter topic with the reason in headers."""
         dlq = replace(
             message,
             topic=self._template.format(topic=message.topic),
@@ -52,25 +75,47 @@ class DeadLetterWriter:
             headers=[
                 *message.headers,
                 ("dlq_original_topic", message.topic.encode()),
-                ("dlq_reason", reason.encode()),
+                (REASON_HEADER, reason.encode()),
                 ("dlq_error", error.encode("utf-8", "replace")[:1000]),
             ],
         )
+        self._deliver(dlq, reason, on_settled)
+
+    def resend(self, dlq: OutgoingMessage, on_settled: Settled) -> None:
+        """Send a spooled dead letter (``is_dead_letter``) to its dead-letter topic again."""
+        self._deliver(dlq, _reason(dlq), on_settled)
+
+    def _deliver(self, dlq: OutgoingMessage, reason: str, on_settled: Settled | None) -> None:
+        """Settles ``dead_lettered`` when the topic takes it or it is written to the file,
+        else as the sender's ``transient`` settles it (``spooled``, or ``requeue``)."""
 
         def report(failure: KafkaError | None, _: Message) -> None:
             if failure is None:
                 self._count("kafka/dead_lettered", 1)
+                settle(on_settled, "dead_lettered")
             else:
-                self._write(dlq, f"{reason}; dlq: {error_reason(failure)}")
-            settle(on_settled, "dead_lettered")
+                self._failed(dlq, reason, failure, is_permanent(failure), on_settled)
 
         try:
             if self._producer().send(dlq, report):
                 return
-            failure = "local queue full"
+            failure = KafkaError(KafkaError._QUEUE_FULL, "local queue full")
         except KafkaException as exc:
-            failure = error_reason(exc.args[0])
-        self._write(dlq, f"{reason}; dlq: {failure}")
+            failure = exc.args[0]
+        self._failed(dlq, reason, failure, is_permanent(failure, at_produce=True), on_settled)
+
+    def _failed(
+        self,
+        dlq: OutgoingMessage,
+        reason: str,
+        failure: KafkaError,
+        permanent: bool,
+        on_settled: Settled | None,
+    ) -> None:
+        if not permanent:
+            self._transient(dlq, failure, on_settled)
+            return
+        self._write(dlq, f"{reason}; dlq: {error_reason(failure)}")
         settle(on_settled, "dead_lettered")
 
     def _write(self, message: OutgoingMessage, reason: str) -> None:

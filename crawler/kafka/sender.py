@@ -7,7 +7,8 @@ Every message ends in exactly one settled outcome, reported to its
 - ``spooled``: a transient failure (broker unreachable, timed out, purged at
   shutdown); written to the local spool (fsynced), replayed later;
 - ``dead_lettered``: a permanent failure (too large, invalid); sent to the
-  dead-letter topic, or to the local dead-letter file if even that fails;
+  dead-letter topic, or to the local dead-letter file if even that refuses it for good (a
+  dead letter the dead-letter topic does not take for now is spooled, addressed to it);
 - ``requeue``: it could not even be spooled (disk error): the caller should
   crawl it again.
 
@@ -33,7 +34,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from crawler.kafka.dead_letter_writer import DeadLetterWriter, error_reason, settle
+from crawler.kafka.dead_letter_writer import DeadLetterWriter, is_dead_letter, settle
+from crawler.kafka.errors import BROKER_DOWN_ERRORS, LOCAL_ERRORS, error_reason, is_permanent
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
@@ -42,31 +44,6 @@ from crawler.kafka.spool import Spool
 
 logger = logging.getLogger(__name__)
 
-PERMANENT_ERRORS = frozenset(
-    {
-        KafkaError.MSG_SIZE_TOO_LARGE,
-        KafkaError.INVALID_MSG_SIZE,
-        KafkaError.INVALID_MSG,
-        KafkaError.INVALID_RECORD,
-        KafkaError.RECORD_LIST_TOO_LARGE,
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError._INVALID_ARG,
-        KafkaError.INVALID_TIMESTAMP,  # outside the broker's window: would be refused again
-        KafkaError.TOPIC_EXCEPTION,  # an invalid topic name
-    }
-)
-BROKER_DOWN_ERRORS = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})
-# produce() refusals that pass: metadata lags behind a new topic or a late broker; fatal
-# errors recreate the producer
-TRANSIENT_PRODUCE_ERRORS = frozenset(
-    {
-        KafkaError._UNKNOWN_TOPIC,
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._FATAL,
-    }
-)
-PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 POLL_EVERY = 32  # serve delivery reports every N sends (and on every periodic poll)
 PROBE_INTERVAL = 2.0  # seconds between metadata probes while Kafka is away or stalled
 PROBE_TIMEOUT = 5.0  # seconds one probe waits for the broker
@@ -102,7 +79,11 @@ class ItemSender:
         self.spool = Spool(config.spool_dir, config.node_id)
         self._replay = SpoolReplay(self.spool, count)
         self._dead_letters = DeadLetterWriter(
-            config.dlq_topic_template, config.dead_letter_file, lambda: self.producer, count
+            config.dlq_topic_template,
+            config.dead_letter_file,
+            lambda: self.producer,
+            count,
+            self._transient,
         )
         self._topics: set[str] = set()  # topics sent to: a probe checks their leaders
         self._last_replay = 0.0
@@ -151,7 +132,7 @@ class ItemSender:
                 self.health.answered()
                 self._count("kafka/delivered", 1)
                 settle(on_settled, "delivered")
-            elif error.code() in PERMANENT_ERRORS:
+            elif is_permanent(error):
                 self._permanent(message, error, on_settled)
             else:
                 self._transient(message, error, on_settled)
@@ -162,17 +143,18 @@ class ItemSender:
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
     ) -> None:
         """``produce()`` raised: transient or permanent by its error."""
-        if error.code() in TRANSIENT_PRODUCE_ERRORS:
-            self._transient(message, error, on_settled)
-        else:
+        if is_permanent(error, at_produce=True):
             self._permanent(message, error, on_settled)
+        else:
+            self._transient(message, error, on_settled)
 
     def _transient(
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
-        if error.code() not in PURGED:  # purged by us (closing, a new producer): no outage
+        # no outage when purged by us (closing, a new producer) or the local queue is full
+        if error.code() not in LOCAL_ERRORS:
             self.health.failed(reason)
         self._spool(message, reason, on_settled)
 
@@ -191,6 +173,8 @@ class ItemSender:
             settle(on_settled, "requeue")
             return
         self._count("kafka/spooled", 1)
+        if is_dead_letter(message):
+            self._count("kafka/dead_letter_spooled", 1)
         settle(on_settled, "spooled")
 
     def _permanent(
@@ -204,7 +188,8 @@ class ItemSender:
     def dead_letter(
         self, message: OutgoingMessage, reason: str, error: str, on_settled: Settled | None
     ) -> None:
-        """Send to the dead-letter topic; to the local file if that fails too."""
+        """Send to the dead-letter topic; to the spool if it does not take it for now, to
+        the local file if it refuses it for good."""
         self._dead_letters.send(message, reason, error, on_settled)
 
     # -- periodic work ------------------------------------------------------------------------
@@ -271,6 +256,9 @@ class ItemSender:
 
     def _resend(self, message: OutgoingMessage, settled: Settled) -> None:
         self._topics.add(message.topic)
+        if is_dead_letter(message):  # to its dead-letter topic, never dead-lettered again
+            self._dead_letters.resend(message, settled)
+            return
         try:
             accepted = self.producer.send(message, self._delivery_callback(message, settled))
         except KafkaException as exc:

@@ -10,8 +10,9 @@ dead-lettered and dropped with a log line and a stat.
 ``process_item`` returns only once the item is settled: delivered, spooled
 durably, or dead-lettered, so Scrapy's ``item_scraped`` signal means "safe"
 and the leasing frontier completes the item's request only then, whatever
-the pipelines before this one returned. Only when even the spool fails is
-the item dropped with ``ItemRequeued``: its request goes back to the queue.
+the pipelines before this one returned. Only when even the spool fails (for
+the item, or its dead letter) is the item dropped with ``ItemRequeued``: its
+request goes back to the queue.
 When the engine starts closing, messages still unacknowledged after
 ``KAFKA_FLUSH_TIMEOUT`` are spooled so that closing never waits on the broker.
 
@@ -177,12 +178,7 @@ class KafkaPipeline:
             await self._reject(message.message, message.reason, message.error, item_type)
         settled = self._settlement()
         await self.sender.send(message, partial(_resolve, settled))
-        if await settled == "requeue":
-            raise ItemRequeued(
-                f"item of type {item_type} could be neither sent nor spooled: "
-                "its request goes back to the queue",
-                "kafka/spool_error",
-            )
+        _requeue_if_unspooled(await settled, "item", item_type)
         return item
 
     async def _refused(self, exc: TopicRefused) -> NoReturn:
@@ -210,7 +206,7 @@ class KafkaPipeline:
         logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
         settled = self._settlement()
         self.sender.dead_letter(message, reason, error, partial(_resolve, settled))
-        await settled
+        _requeue_if_unspooled(await settled, "dead letter", item_type)
         raise DropItem(f"dead-lettered ({reason}): {error}")
 
     def _poll(self) -> None:
@@ -293,3 +289,14 @@ class KafkaPipeline:
 def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
     if not settled.done():
         settled.set_result(outcome)
+
+
+def _requeue_if_unspooled(outcome: str, what: str, item_type: str) -> None:
+    """A message that could be neither sent nor spooled (disk error): its request goes back
+    to the queue."""
+    if outcome == "requeue":
+        raise ItemRequeued(
+            f"{what} of type {item_type} could be neither sent nor spooled: "
+            "its request goes back to the queue",
+            "kafka/spool_error",
+        )
