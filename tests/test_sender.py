@@ -345,3 +345,21 @@ def test_a_spool_record_keeps_a_value_that_is_no_json_line(value: bytes) -> None
     line = encode_record(letter, "_purge_queue")
     assert line.count(b"\n") == 1
     assert decode_record(line).message.value == value
+
+
+def test_a_message_spooled_again_by_a_replay_counts_once_as_spooled(tmp_path: Path) -> None:
+    """``kafka/spooled`` (the ledger's ``items/spooled``) counts messages, not spool writes:
+    a replay that fails again counts ``kafka/respooled``."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(1)], outcomes)
+    FakeProducer.made[0].report_all(KafkaError(KafkaError._MSG_TIMED_OUT))
+    for _ in range(3):  # three replays while Kafka is still away
+        item_sender.replay()
+        FakeProducer.made[0].report_all(KafkaError(KafkaError._MSG_TIMED_OUT))
+    assert outcomes == ["spooled"]
+    assert (counts["kafka/spooled"], counts["kafka/respooled"]) == (1, 3)
+    item_sender.replay()
+    FakeProducer.made[0].report_all(None)
+    assert counts["kafka/replayed"] == 1

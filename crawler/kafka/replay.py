@@ -26,7 +26,7 @@ Send = Callable[[OutgoingMessage, Settled], None]
 class SpoolReplay:
     def __init__(self, spool: Spool, count: Count) -> None:
         self.spool = spool
-        self._count = count
+        self.count = count
         self.running = 0  # segments being replayed
 
     def replay(self, send: Send) -> None:
@@ -38,7 +38,7 @@ class SpoolReplay:
                 continue
             records, broken = read_segment(handle)
             if broken:
-                self._count("kafka/spool_unreadable", broken)
+                self.count("kafka/spool_unreadable", broken)
                 logger.error("%d unreadable lines in spool segment %s", broken, segment)
             if records:
                 logger.info("Replaying %d spooled messages from %s", len(records), segment)
@@ -47,27 +47,38 @@ class SpoolReplay:
             for record in records:
                 send(record.message, settled)
 
-    def _settler(self, segment: Path, handle: IO[bytes], total: int) -> Settled:
-        left = [total]
-        kept = [False]
-
-        def finish() -> None:
-            if kept[0]:
-                logger.error("Spool segment %s kept for a later replay (disk error)", segment)
-            else:
-                segment.unlink(missing_ok=True)
-            handle.close()
-            self.running -= 1
-
-        def settled(outcome: str) -> None:
-            left[0] -= 1
-            if outcome == "delivered":
-                self._count("kafka/replayed", 1)
-            elif outcome == "requeue":
-                kept[0] = True
-            if left[0] == 0:
-                finish()
-
+    def _settler(self, segment: Path, handle: IO[bytes], total: int) -> ReplaySettler:
+        settler = ReplaySettler(self, segment, handle, total)
         if total == 0:
-            finish()
-        return settled
+            settler.finish()
+        return settler
+
+
+class ReplaySettler:
+    """Settles the records of one replayed segment (``Settled``); deletes the segment once
+    each is settled, unless one could not be (``requeue``: a disk error). The sender knows a
+    replayed message by it: spooled again, it is not counted as spooled a second time."""
+
+    def __init__(self, replay: SpoolReplay, segment: Path, handle: IO[bytes], total: int) -> None:
+        self._replay = replay
+        self._segment = segment
+        self._handle = handle
+        self._left = total
+        self._kept = False
+
+    def __call__(self, outcome: str) -> None:
+        self._left -= 1
+        if outcome == "delivered":
+            self._replay.count("kafka/replayed", 1)
+        elif outcome == "requeue":
+            self._kept = True
+        if self._left == 0:
+            self.finish()
+
+    def finish(self) -> None:
+        if self._kept:
+            logger.error("Spool segment %s kept for a later replay (disk error)", self._segment)
+        else:
+            self._segment.unlink(missing_ok=True)
+        self._handle.close()
+        self._replay.running -= 1

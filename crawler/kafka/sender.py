@@ -39,7 +39,7 @@ from crawler.kafka.errors import BROKER_DOWN_ERRORS, LOCAL_ERRORS, error_reason,
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
-from crawler.kafka.replay import Settled, SpoolReplay
+from crawler.kafka.replay import ReplaySettler, Settled, SpoolReplay
 from crawler.kafka.spool import Spool
 
 logger = logging.getLogger(__name__)
@@ -172,9 +172,12 @@ class ItemSender:
                 )
             settle(on_settled, "requeue")
             return
-        self._count("kafka/spooled", 1)
-        if is_dead_letter(message):
-            self._count("kafka/dead_letter_spooled", 1)
+        if isinstance(on_settled, ReplaySettler):  # spooled before: counted then
+            self._count("kafka/respooled", 1)
+        else:
+            self._count("kafka/spooled", 1)
+            if is_dead_letter(message):
+                self._count("kafka/dead_letter_spooled", 1)
         settle(on_settled, "spooled")
 
     def _permanent(
