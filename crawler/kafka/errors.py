@@ -36,6 +36,7 @@ TRANSIENT_PRODUCE_ERRORS = frozenset(
         KafkaError._FATAL,
     }
 )
+UNKNOWN_TOPIC_ERRORS = frozenset({KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART})
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 # transient failures of the node's own making, which say nothing of the broker: no outage
 LOCAL_ERRORS = PURGED | {KafkaError._QUEUE_FULL}

@@ -35,7 +35,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from crawler.kafka.dead_letter_writer import DeadLetterWriter, is_dead_letter, settle
-from crawler.kafka.errors import BROKER_DOWN_ERRORS, LOCAL_ERRORS, error_reason, is_permanent
+from crawler.kafka.errors import (
+    BROKER_DOWN_ERRORS,
+    LOCAL_ERRORS,
+    UNKNOWN_TOPIC_ERRORS,
+    error_reason,
+    is_permanent,
+)
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
@@ -86,6 +92,7 @@ class ItemSender:
             self._transient,
         )
         self._topics: set[str] = set()  # topics sent to: a probe checks their leaders
+        self._missing_topics: set[str] = set()  # topics Kafka said it has not: logged once
         self._last_replay = 0.0
         self._last_report = time.monotonic()  # a delivery report came, or nothing was pending
         self._last_probe = 0.0
@@ -153,6 +160,14 @@ class ItemSender:
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
+        if error.code() in UNKNOWN_TOPIC_ERRORS and message.topic not in self._missing_topics:
+            self._missing_topics.add(message.topic)  # said once per topic and node
+            logger.error(
+                "Kafka has no topic %s (yet): its messages wait in the spool and are sent again "
+                "once it exists. With KAFKA_CREATE_TOPICS=False, create it (KAFKA_TOPIC_TEMPLATE "
+                "names it), or check the name",
+                message.topic,
+            )
         # no outage when purged by us (closing, a new producer) or the local queue is full
         if error.code() not in LOCAL_ERRORS:
             self.health.failed(reason)
