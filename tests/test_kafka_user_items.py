@@ -99,3 +99,14 @@ def test_a_slow_pipeline_open_does_not_skip_the_topic_check(
     topics = admin.list_topics(timeout=10).topics
     assert len(topics[topic].partitions) == 3, log
     assert len(topics[f"{topic}.dlq"].partitions) == 3, log
+
+
+def test_without_a_shared_queue_an_item_kafka_refuses_for_good_is_said_lost(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Kafka-only (no REDIS_URL): there is no queue to crawl its request again, so the log
+    must not promise one; the node stops and says what was lost."""
+    _topic, log = crawl("page", kafka_bootstrap, "bad topic {spider}", tmp_path)
+    assert "goes back to the queue" not in log
+    assert "no shared queue" in log
+    assert "'kafka/lost/topic_refused/TOPIC_EXCEPTION': 1" in log

@@ -48,6 +48,7 @@ from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
 from crawler.node import resolve_node_id
+from crawler.node_context import NodeContext
 from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
 
@@ -178,7 +179,7 @@ class KafkaPipeline:
             await self._reject(message.message, message.reason, message.error, item_type)
         settled = self._settlement()
         await self.sender.send(message, partial(_resolve, settled))
-        _requeue_if_unspooled(await settled, "item", item_type)
+        self._requeue_if_unspooled(await settled, "item", item_type)
         return item
 
     async def _refused(self, exc: TopicRefused) -> NoReturn:
@@ -192,7 +193,29 @@ class KafkaPipeline:
             self._stopping = asyncio.ensure_future(
                 engine.close_spider_async(reason="kafka_topic_refused")
             )
-        raise ItemRequeued(str(exc), f"kafka/topic_refused/{exc.code}")
+        raise self._requeued(str(exc), f"kafka/topic_refused/{exc.code}")
+
+    def _requeue_if_unspooled(self, outcome: str, what: str, item_type: str) -> None:
+        """A message that could be neither sent nor spooled (disk error): its request goes back
+        to the queue."""
+        if outcome == "requeue":
+            raise self._requeued(
+                f"{what} of type {item_type} could be neither sent nor spooled",
+                "kafka/spool_error",
+            )
+
+    def _requeued(self, message: str, reason: str) -> DropItem:
+        """The item is dropped and its request crawled again (``ItemRequeued``); without the
+        shared frontier (no ``REDIS_URL``) there is no queue to crawl it again: the item is
+        lost, and said so (``kafka/lost/topic_refused/<code>``, ``kafka/lost/spool_error``)."""
+        if NodeContext.of(self.crawler) is not None:
+            return ItemRequeued(f"{message}: its request goes back to the queue", reason)
+        stat = f"kafka/lost/{reason.removeprefix('kafka/')}"
+        self.stats.inc_value(stat)
+        return DropItem(
+            f"{message}; no shared queue to crawl its request again (standalone, no "
+            f"REDIS_URL): the item is lost ({stat})"
+        )
 
     @staticmethod
     def _settlement() -> asyncio.Future[str]:
@@ -206,7 +229,7 @@ class KafkaPipeline:
         logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
         settled = self._settlement()
         self.sender.dead_letter(message, reason, error, partial(_resolve, settled))
-        _requeue_if_unspooled(await settled, "dead letter", item_type)
+        self._requeue_if_unspooled(await settled, "dead letter", item_type)
         raise DropItem(f"dead-lettered ({reason}): {error}")
 
     def _poll(self) -> None:
@@ -289,14 +312,3 @@ class KafkaPipeline:
 def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
     if not settled.done():
         settled.set_result(outcome)
-
-
-def _requeue_if_unspooled(outcome: str, what: str, item_type: str) -> None:
-    """A message that could be neither sent nor spooled (disk error): its request goes back
-    to the queue."""
-    if outcome == "requeue":
-        raise ItemRequeued(
-            f"{what} of type {item_type} could be neither sent nor spooled: "
-            "its request goes back to the queue",
-            "kafka/spool_error",
-        )
