@@ -54,3 +54,11 @@ def put_lease(
     """A lease of ``node`` as ``turn.lua`` records it (deadline 0: long expired)."""
     client.zadd(keys.leases, {lease_id: deadline_ms})
     client.hset(keys.inflight, lease_id, f"{node}\t{-priority}\t".encode() + body)
+
+
+def leases_ended(totals: dict[str, int]) -> int:
+    """The leases a crawl ledger's ``totals`` says ended (done, failed, requeued, reclaimed,
+    released): once the crawl is over, the ledger's ``leased``."""
+    return sum(
+        totals.get(name, 0) for name in ("done", "failed", "requeued", "reclaimed", "released")
+    )

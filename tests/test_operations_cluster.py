@@ -39,6 +39,7 @@ from crawler.kafka.reader import read_topic
 from crawler.sessions import Health, RedisSessionStore
 from tests.cli_process import crawler_process, ok
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, running_nodes, wait_for_exit
+from tests.frontier_state import leases_ended
 
 SPIDER = "pages"
 KEYS = FrontierKeys.for_spider(SPIDER)
@@ -281,13 +282,7 @@ def test_status_after_the_crawl_adds_up(crawl: Crawl, cluster: Cluster) -> None:
     # 500 and for the 429, two for the dead port (RETRY_TIMES = 2).
     assert totals["enqueued"] == PAGES + 2 + len(FLAKY) + 1 + 2
     assert totals["done"] + totals["failed"] == totals["enqueued"]
-    assert totals["leased"] == (
-        totals["done"]
-        + totals["failed"]
-        + totals.get("requeued", 0)
-        + totals.get("reclaimed", 0)
-        + totals.get("released", 0)
-    )
+    assert totals["leased"] == leases_ended(totals)
     assert (totals["failed"], totals["seeded"], totals["invalid_seeds"]) == (1, 4, 1)
     assert totals["pages"] == sum(crawl.site.hits.values())
     assert totals["items/delivered"] == PAGES - len(REJECTED)

@@ -157,7 +157,11 @@ def test_a_replay_never_takes_the_dead_letter_file_for_a_segment(tmp_path: Path)
     assert len(dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()) == 1
 
 
-def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(tmp_path: Path) -> None:
+def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spooled, and named once in an ERROR (not only 'Kafka unreachable (_unknown_topic)'):
+    with KAFKA_CREATE_TOPICS=False a missing topic is the operator's to create."""
     counts: Counter[str] = Counter()
     outcomes: list[str] = []
     item_sender = sender(tmp_path, counts)
@@ -166,8 +170,12 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(tmp_path: Path) -
         raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
 
     FakeProducer.made[0].send = unknown  # type: ignore[method-assign]
-    send_all(item_sender, [message(1)], outcomes)
-    assert outcomes == ["spooled"]
+    with caplog.at_level(logging.ERROR, logger="crawler.kafka.sender"):
+        send_all(item_sender, [message(1), message(2)], outcomes)
+    assert outcomes == ["spooled", "spooled"]
+    named = [r.getMessage() for r in caplog.records if "has no topic items" in r.getMessage()]
+    assert len(named) == 1, caplog.text
+    assert "KAFKA_CREATE_TOPICS" in named[0] and "KAFKA_TOPIC_TEMPLATE" in named[0]
     assert counts["kafka/dead_lettered"] == 0
     assert item_sender.outage_seconds() > 0  # an outage, not a permanent failure
 
@@ -364,24 +372,3 @@ def test_a_message_spooled_again_by_a_replay_counts_once_as_spooled(tmp_path: Pa
     item_sender.replay()
     FakeProducer.made[0].report_all(None)
     assert counts["kafka/replayed"] == 1
-
-
-def test_a_topic_kafka_does_not_have_is_named_once_in_an_error(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Not only 'Kafka unreachable (_unknown_topic)': with KAFKA_CREATE_TOPICS=False a missing
-    topic is the operator's to create, and the log says which."""
-    counts: Counter[str] = Counter()
-    outcomes: list[str] = []
-    item_sender = sender(tmp_path, counts)
-
-    def unknown(message: OutgoingMessage, on_delivery: Report) -> bool:
-        raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
-
-    FakeProducer.made[0].send = unknown  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR, logger="crawler.kafka.sender"):
-        send_all(item_sender, [message(1), message(2)], outcomes)
-    assert outcomes == ["spooled", "spooled"]
-    named = [r.getMessage() for r in caplog.records if "has no topic items" in r.getMessage()]
-    assert len(named) == 1, caplog.text
-    assert "KAFKA_CREATE_TOPICS" in named[0] and "KAFKA_TOPIC_TEMPLATE" in named[0]
