@@ -158,28 +158,33 @@ def topology_problem(config: RedisConfig, timeout: float = 2.0) -> str | None:
     """What is wrong when ``config`` names another topology than the server's (a Redis
     Cluster URL for a lone server, a one-server URL for a node of a Cluster), or None; also
     None when the server does not answer (the outage policy takes it from there) or is a
-    Sentinel's (whose master is found later). One ``INFO cluster`` to the first host."""
+    Sentinel's (whose master is found later). ``INFO cluster`` (and on a Cluster node
+    ``CLUSTER SLOTS``) to the first host, over TLS for ``rediss``."""
     if config.topology is Topology.SENTINEL:
         return None
     host, port = config.hosts[0]
-    kwargs = {**config.connection_kwargs(), "db": 0}
+    kwargs = {**config.connection_kwargs(), "ssl": config.tls is not None, "db": 0}
     kwargs.update(socket_timeout=timeout, socket_connect_timeout=timeout)
     client = redis.Redis(host=host, port=port, **kwargs)
     try:
-        enabled = bool(int(client.info("cluster").get("cluster_enabled", 0)))
+        enabled = client.info("cluster").get("cluster_enabled")
+        # one master holding every slot (a single-shard managed cluster) serves redis:// too
+        masters = len({tuple(slot[2][:2]) for slot in client.cluster("SLOTS")}) if enabled else 0
     except redis.exceptions.RedisError:
         return None
     finally:
         client.close()
-    if config.topology is Topology.CLUSTER and not enabled:
+    if enabled is None:  # INFO without its cluster section: nothing to tell
+        return None
+    if config.topology is Topology.CLUSTER and not int(enabled):
         return (
             f"REDIS_URL={config.display} names a Redis Cluster, but the server there is not "
             "one (cluster mode is not enabled): give a lone server as redis://host:port/db"
         )
-    if config.topology is Topology.SERVER and enabled:
+    if config.topology is Topology.SERVER and masters > 1:
         return (
-            f"REDIS_URL={config.display} names one server, but it is a node of a Redis Cluster, "
-            "which keeps each key on one master (the others answer MOVED): give the cluster "
-            "as redis+cluster://host:port[,host:port...]"
+            f"REDIS_URL={config.display} names one server, but it is a node of a Redis Cluster "
+            f"of {masters} masters, each holding some keys (the others answer MOVED): give the "
+            "cluster as redis+cluster://host:port[,host:port...]"
         )
     return None

@@ -23,15 +23,14 @@ def wake_engine(crawler: Crawler) -> None:
 
 
 def engine_closing(crawler: Crawler) -> bool:
-    """True once the engine stops or starts closing its spider (any reason). Not before it
-    starts: the spider opens (pipelines' ``open_spider``, ``spider_opened`` handlers) first."""
+    """True once the crawler stops (a signal, the spider closed) or the engine starts closing
+    its spider (any reason). Not while it opens and starts: pipelines' ``open_spider``,
+    ``spider_opened`` and ``engine_started`` handlers run before ``engine.running``."""
     engine = crawler.engine
-    if engine is None:
+    if engine is None or not crawler.crawling:
         return True
     slot = getattr(engine, "_slot", None)
-    if slot is not None and slot.closing is not None:
-        return True
-    return engine.start_time is not None and not engine.running
+    return slot is not None and slot.closing is not None
 
 
 def engine_idle(crawler: Crawler) -> bool:

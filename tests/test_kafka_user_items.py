@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from crawler.demo.site import Site
@@ -81,18 +82,27 @@ def test_a_user_class_named_page_is_not_checked_against_the_builtin_page_schema(
     assert "kafka/rejected" not in log
 
 
-def test_a_slow_pipeline_open_does_not_skip_the_topic_check(
-    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+@pytest.mark.parametrize(
+    "slow",
+    [
+        {"ITEM_PIPELINES": '{"tests.spiders.user_items.SlowOpen": 100}'},
+        {"EXTENSIONS": '{"tests.spiders.user_items.SlowStart": 100}'},
+    ],
+    ids=["open_spider", "engine_started"],
+)
+def test_a_slow_open_or_start_does_not_skip_the_topic_check(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path, slow: dict[str, str]
 ) -> None:
-    """The topic check (partitions, config) holds when the user's pipelines take longer to
-    open than the Kafka poller's first tick: before the engine starts it is not closing."""
+    """The topic check (partitions, config) holds when the user's pipelines or extensions
+    take longer to open or start than the Kafka poller's first tick: the engine is not
+    closing while it opens and starts."""
     topic, log = crawl(
         "scrapy_values",
         kafka_bootstrap,
         topic_template,
         tmp_path,
-        ITEM_PIPELINES='{"tests.spiders.user_items.SlowOpen": 100}',
         KAFKA_TOPIC_PARTITIONS="3",
+        **slow,
     )
     assert len(read_topic(kafka_bootstrap, topic, expected=4, timeout=30)) == 4
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})

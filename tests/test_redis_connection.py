@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from crawler.addon import ClusterAddon
 from crawler.demo.site import Site
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import async_client, sync_client
+from crawler.redis_connection import async_client, sync_client, topology_problem
 from crawler.redis_url import RedisConfig, TlsOptions, Topology, redact_url
 from tests.cluster import crawl_into_kafka
 from tests.frontier_state import fingerprint_of, queued
@@ -313,3 +314,14 @@ def test_nodes_crawl_through_sentinel_and_tls(
         ]
         for done in crawls:
             done.result()
+
+
+def test_the_topology_check_speaks_tls_to_a_tls_server(redis_tls_url: str) -> None:
+    """The server refuses plain text: an answer about its topology proves the check used the
+    URL's TLS (in plain text it sent AUTH unencrypted, failed, and checked nothing)."""
+    config = RedisConfig.from_url(redis_tls_url)
+    assert topology_problem(config) is None  # a lone server, as the URL says
+    as_cluster = replace(config, topology=Topology.CLUSTER)
+    assert "names a Redis Cluster, but the server there is not one" in (
+        topology_problem(as_cluster) or ""
+    )

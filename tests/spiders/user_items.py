@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from scrapy import signals
+from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from crawler.spiders.base import RedisSpider
@@ -36,6 +38,20 @@ class SlowOpen:
 
     def process_item(self, item: Any) -> Any:
         return item
+
+
+class SlowStart:
+    """A user's extension whose ``engine_started`` handler takes a while (scrapy-playwright's
+    own handler launches its browser there)."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SlowStart:
+        extension = cls()
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        return extension
+
+    async def engine_started(self) -> None:
+        await asyncio.sleep(0.5)
 
 
 class UserItemsSpider(RedisSpider):
