@@ -28,7 +28,7 @@ from scrapy.utils.python import without_none_values
 
 from crawler import scrapy_redis_compat, standalone_commands
 from crawler.component_orders import check_pipeline_orders, check_spider_middleware_orders
-from crawler.download_handler import PLAIN_HANDLERS, check_plain_handler
+from crawler.download_handler import PLAIN_HANDLERS
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
@@ -241,12 +241,15 @@ class ClusterAddon:
         """The node's download handler for every scheme a handler serves, whoever set them
         (at their priority: a project's or -s dict is merged, not replaced); the handlers it
         replaces go beneath it (``CRAWLER_DOWNLOAD_HANDLERS``)."""
-        serving = without_none_values(settings.getwithbase("DOWNLOAD_HANDLERS"))
-        if NODE_DOWNLOAD_HANDLER in serving.values():  # a second pass of the add-on
+        if settings.get(PLAIN_HANDLERS) is not None:  # the add-on ran on these settings
             return
-        for scheme, path in serving.items():
-            check_plain_handler(scheme, path)
-        settings.set(PLAIN_HANDLERS, dict(serving), "addon")
+        serving = without_none_values(settings.getwithbase("DOWNLOAD_HANDLERS"))
+        plain = {
+            scheme: path
+            for scheme, path in serving.items()
+            if component_path(path) != NODE_DOWNLOAD_HANDLER
+        }
+        settings.set(PLAIN_HANDLERS, plain, "addon")
         given = settings.getpriority("DOWNLOAD_HANDLERS") or 0
         settings.set(
             "DOWNLOAD_HANDLERS",

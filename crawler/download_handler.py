@@ -19,8 +19,9 @@ crawler serves them all). For each request, in this order:
 3. **The plain handler** of the request's scheme otherwise: the one ``DOWNLOAD_HANDLERS``
    named for it before the add-on installed this one (kept in ``CRAWLER_DOWNLOAD_HANDLERS``;
    Scrapy's own unless the project chose another), built as Scrapy builds it (at start, or
-   at first use when it is ``lazy``). A handler with Scrapy's deprecated Deferred API stops
-   the start (``check_plain_handler``, called by the add-on).
+   at first use when it is ``lazy``); one that fails to build leaves only its scheme
+   unsupported, and one on Scrapy's deprecated Deferred API runs as Scrapy runs it, with a
+   warning.
 
 Stats: ``browser/started`` (scrapy-playwright started, once per node),
 ``browser/start_failed`` (its start raised; the next browser request tries again).
@@ -33,7 +34,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from scrapy import Request
@@ -42,6 +43,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured, NotSupported
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.defer import ensure_awaitable, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
@@ -58,35 +60,48 @@ HandlerPath = str | Callable[..., Any]  # as DOWNLOAD_HANDLERS gives it: a path 
 _PER_CRAWLER: WeakKeyDictionary[Crawler, NodeDownloadHandler] = WeakKeyDictionary()
 
 
-class DownloadHandler(Protocol):
-    async def download_request(self, request: Request) -> Response: ...
-
-    async def close(self) -> None: ...
-
-
-def check_plain_handler(scheme: str, path: HandlerPath) -> None:
-    """Refuse a handler the node's handler cannot call: Scrapy's deprecated Deferred API."""
-    if not inspect.iscoroutinefunction(getattr(load_object(path), "download_request", None)):
-        raise ValueError(
-            f"DOWNLOAD_HANDLERS[{scheme!r}]={path!r}: its download_request is not a coroutine "
-            "function (Scrapy's deprecated Deferred API); the node's download handler calls "
-            "`async def download_request(self, request)` (and `async def close(self)`)"
-        )
-
-
-def renders(handler_class: type) -> bool:
-    """Whether ``handler_class`` is scrapy-playwright's handler (or built on it)."""
-    return any(cls.__module__.startswith("scrapy_playwright.") for cls in handler_class.__mro__)
-
-
-def plain_handler(crawler: Crawler, path: HandlerPath) -> DownloadHandler | str:
-    """The handler ``path`` names, built as Scrapy builds it; the reason it cannot serve (its
-    ``NotConfigured``) instead of it."""
-    handler_class = load_object(path)
+def handler_class(path: HandlerPath) -> type | None:
+    """The class ``path`` names (None when it cannot be loaded: ``plain_handler`` says why)."""
     try:
-        handler: DownloadHandler = build_from_crawler(handler_class, crawler)
+        loaded: type = load_object(path)
+    except Exception:  # noqa: BLE001 - any import error; plain_handler logs it
+        return None
+    return loaded
+
+
+def renders(path: HandlerPath) -> bool:
+    """Whether ``path`` names scrapy-playwright's handler (or one built on it)."""
+    loaded = handler_class(path)
+    return loaded is not None and any(
+        cls.__module__.startswith("scrapy_playwright.") for cls in loaded.__mro__
+    )
+
+
+def is_lazy(path: HandlerPath) -> bool:
+    loaded = handler_class(path)
+    return loaded is not None and bool(getattr(loaded, "lazy", True))
+
+
+def plain_handler(crawler: Crawler, scheme: str, path: HandlerPath) -> Any:
+    """The handler ``path`` names, built as Scrapy builds it, or the reason it cannot serve
+    (its ``NotConfigured``, or what building it raised, logged as Scrapy logs it): one broken
+    handler leaves only its scheme unsupported. A handler on Scrapy's deprecated Deferred API
+    is run as Scrapy runs it, with a warning."""
+    try:
+        handler = build_from_crawler(load_object(path), crawler)
     except NotConfigured as exc:
-        return str(exc) or f"{handler_class.__name__} is not configured"
+        return str(exc) or f"{path} is not configured"
+    except Exception as exc:
+        logger.error('Loading "%s" for scheme "%s"', path, scheme, exc_info=True)
+        return f"{path} failed to load: {exc}"
+    if not inspect.iscoroutinefunction(handler.download_request):
+        logger.warning(
+            "DOWNLOAD_HANDLERS[%r]=%r: download_request is not a coroutine function (Scrapy's "
+            "deprecated Deferred API, run as Scrapy runs it); rewrite it as `async def "
+            "download_request(self, request)`",
+            scheme,
+            path,
+        )
     return handler
 
 
@@ -99,15 +114,13 @@ class NodeDownloadHandler(BaseDownloadHandler):
         self.stats: StatsCollector = crawler.stats
         self.paths: dict[str, HandlerPath] = get_dict(crawler.settings, PLAIN_HANDLERS)
         # scheme -> its plain handler, or why it has none; lazy ones are built on first use
-        self.plain: dict[str, DownloadHandler | str] = {
-            scheme: plain_handler(crawler, path)
+        self.plain: dict[str, Any] = {
+            scheme: plain_handler(crawler, scheme, path)
             for scheme, path in self.paths.items()
-            if not getattr(load_object(path), "lazy", True)
+            if not is_lazy(path)
         }
         # schemes whose project handler is scrapy-playwright's: it renders their browser requests
-        self.project_renders = {
-            scheme for scheme, path in self.paths.items() if renders(load_object(path))
-        }
+        self.project_renders = {scheme for scheme, path in self.paths.items() if renders(path)}
         self.browser_enabled = get_bool(crawler.settings, "BROWSER_ENABLED")
         self.browser: Any = None  # ScrapyPlaywrightDownloadHandler once started
         self.start_lock = asyncio.Lock()
@@ -130,14 +143,14 @@ class NodeDownloadHandler(BaseDownloadHandler):
             self.politeness_looked_up = True
         return self.politeness
 
-    def plain_for(self, scheme: str) -> DownloadHandler | str:
+    def plain_for(self, scheme: str) -> Any:
         """The plain handler of ``scheme`` (built now if it is lazy), or why there is none."""
         if scheme not in self.plain:
             path = self.paths.get(scheme)
             self.plain[scheme] = (
                 f"no handler available for that scheme ({PLAIN_HANDLERS})"
                 if path is None
-                else plain_handler(self.crawler, path)
+                else plain_handler(self.crawler, scheme, path)
             )
         return self.plain[scheme]
 
@@ -156,7 +169,13 @@ class NodeDownloadHandler(BaseDownloadHandler):
         handler = self.plain_for(scheme)
         if isinstance(handler, str):
             raise NotSupported(f"Unsupported URL scheme '{scheme}': {handler}")
-        return await handler.download_request(request)
+        if inspect.iscoroutinefunction(handler.download_request):
+            response = await handler.download_request(request)
+        else:  # Scrapy's deprecated Deferred API
+            deferred = handler.download_request(request, self.crawler.spider)
+            response = await maybe_deferred_to_future(deferred)
+        assert isinstance(response, Response)
+        return response
 
     async def started_browser(self) -> Any:
         """scrapy-playwright's handler, built and started on the first call."""
@@ -189,8 +208,8 @@ class NodeDownloadHandler(BaseDownloadHandler):
             return
         self.closed = True
         for handler in self.plain.values():
-            if not isinstance(handler, str):
-                await handler.close()
+            if not isinstance(handler, str) and hasattr(handler, "close"):
+                await ensure_awaitable(handler.close())  # a coroutine, a Deferred or None
         async with self.start_lock:
             if self.browser is not None:
                 await self.browser.close()

@@ -1,5 +1,6 @@
 """A project's own DOWNLOAD_HANDLERS fetch its pages, beneath the node's download handler (which
-paces requests and renders browser requests); one with Scrapy's deprecated API stops the start."""
+paces requests and renders browser requests), as Scrapy runs them: the deprecated Deferred API
+with a warning, and one that fails to build leaves only its scheme unsupported."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import orjson
 import pytest
 
 from crawler.demo.site import Site
-from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.cluster import running_nodes, wait_for_exit
 
 SETTINGS = {
     "SPIDER_MODULES": "crawler.spiders,tests.spiders",
@@ -35,7 +36,7 @@ def run(mode: str, redis_url: str, workdir: Path, **settings: str) -> tuple[int 
         ) as nodes,
     ):
         (code,) = wait_for_exit(nodes, timeout=60)
-    return code, logs(workdir), feed
+    return code, (workdir / "node-0.log").read_text(), feed
 
 
 @pytest.mark.parametrize("mode", ["standalone", "cluster"])
@@ -53,11 +54,24 @@ def test_a_projects_own_handler_fetches_its_pages(
     assert {item["fetched_by"] for item in items} == {"MarkingHandler"}
 
 
-def test_a_handler_with_the_deprecated_deferred_api_stops_the_start(
+def test_a_handler_on_the_deprecated_deferred_api_runs_with_a_warning(
     redis_url: str, tmp_path: Path
 ) -> None:
+    """As Scrapy 2.19 runs it."""
     given = json.dumps({"http": f"{HANDLERS}.DeferredHandler"})
-    code, log, _feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=given)
-    assert code != 0, log
-    assert "DOWNLOAD_HANDLERS['http']" in log, log
-    assert "not a coroutine function" in log, log
+    code, log, feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=given)
+    assert code == 0, log
+    items = [orjson.loads(line) for line in feed.read_text().splitlines()]
+    assert {item["fetched_by"] for item in items} == {"DeferredHandler"}, log
+    assert "deprecated Deferred API" in log
+
+
+def test_a_handler_that_fails_to_build_leaves_only_its_scheme_unsupported(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """As in Scrapy: http pages are still fetched when the ftp handler cannot be built."""
+    given = json.dumps({"ftp": f"{HANDLERS}.BrokenHandler"})
+    code, log, feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=given)
+    assert code == 0, log
+    assert len(feed.read_text().splitlines()) == 3, log
+    assert 'for scheme "ftp"' in log and "needs a credentials file" in log

@@ -8,7 +8,9 @@ from typing import Any
 import scrapy
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 
 
@@ -20,16 +22,40 @@ class MarkingHandler(HTTP11DownloadHandler):
 
 
 class DeferredHandler:
+    """Scrapy's deprecated Deferred API (still run by Scrapy 2.19, with a warning)."""
+
     lazy = False
 
-    def __init__(self, crawler: Any) -> None:
-        self.crawler = crawler
+    def __init__(self, crawler: Crawler) -> None:
+        self.http = HTTP11DownloadHandler.from_crawler(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DeferredHandler:
+        return cls(crawler)
 
     def download_request(self, request: Request, spider: scrapy.Spider) -> Deferred[Response]:
-        raise NotImplementedError
+        return deferred_from_coro(self.marked(request))
 
-    def close(self) -> None:
-        pass
+    async def marked(self, request: Request) -> Response:
+        response = await self.http.download_request(request)
+        response.headers[b"X-Fetched-By"] = b"DeferredHandler"
+        return response
+
+    def close(self) -> Deferred[None]:
+        return deferred_from_coro(self.http.close())
+
+
+class BrokenHandler:
+    """A handler whose construction fails (a missing credential file, say)."""
+
+    lazy = False
+
+    def __init__(self, crawler: Crawler) -> None:
+        raise RuntimeError("needs a credentials file")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrokenHandler:
+        return cls(crawler)
 
 
 class HandlerMarkSpider(scrapy.Spider):
