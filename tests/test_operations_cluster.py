@@ -495,6 +495,7 @@ def test_requeue_returns_the_leases_of_a_killed_node(
     assert orjson.loads(ok(cli(*requeue, "--json"))) == {
         "spider": SPIDER,
         "requeued": outage.killed_leases,
+        "seeds": 0,  # seeds held by the killed node: it held none
     }
     admin = FrontierAdmin(redis_db, SPIDER)
     after = admin.snapshot()
