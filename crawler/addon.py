@@ -152,9 +152,8 @@ class ClusterAddon:
         ClusterAddon._per_node_limits(settings)
         check_spider_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
-        FrontierSettings.from_settings(
-            settings
-        )  # a ValueError naming the setting, before Scrapy opens anything
+        # a ValueError naming the setting, before Scrapy opens anything
+        FrontierSettings.from_settings(settings)
 
     @staticmethod
     def _download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:

@@ -4,6 +4,7 @@ Scrapy imports). Every component that talks to Redis gets its client here."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any, TypeAlias
 
 import redis
@@ -162,10 +163,10 @@ def topology_problem(config: RedisConfig, timeout: float = 2.0) -> str | None:
     ``CLUSTER SLOTS``) to the first host, over TLS for ``rediss``."""
     if config.topology is Topology.SENTINEL:
         return None
-    host, port = config.hosts[0]
-    kwargs = {**config.connection_kwargs(), "ssl": config.tls is not None, "db": 0}
-    kwargs.update(socket_timeout=timeout, socket_connect_timeout=timeout)
-    client = redis.Redis(host=host, port=port, **kwargs)
+    # the first host alone, as one server (a Cluster URL's host may not be a Cluster's node)
+    first = replace(config, topology=Topology.SERVER, hosts=config.hosts[:1], db=0)
+    client = sync_client(first, socket_timeout=timeout, socket_connect_timeout=timeout)
+    assert isinstance(client, redis.Redis)  # one server's client
     try:
         enabled = client.info("cluster").get("cluster_enabled")
         # one master holding every slot (a single-shard managed cluster) serves redis:// too

@@ -112,9 +112,10 @@ class ClusterRateLimitMiddleware:
         the node's download handler, so a request held in Scrapy's per-site queue books its
         time when it leaves it, not when it reached the downloader. Requests without a host
         (``data:``, ``file:``) and those with meta ``dont_throttle`` go at once."""
-        if request.meta.get(DONT_THROTTLE_META) or not urlparse_cached(request).hostname:
+        url = urlparse_cached(request)
+        if request.meta.get(DONT_THROTTLE_META) or not url.hostname:
             return
-        site = site_of(request.url)
+        site = site_of_netloc(url.netloc)
         rate = self.delays.apply(site, self.settings.rate_for(site))
         while True:
             wait = await self._limited("reserve", site, rate, self.settings.penalty)
