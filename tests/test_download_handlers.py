@@ -54,24 +54,24 @@ def test_a_projects_own_handler_fetches_its_pages(
     assert {item["fetched_by"] for item in items} == {"MarkingHandler"}
 
 
-def test_a_handler_on_the_deprecated_deferred_api_runs_with_a_warning(
-    redis_url: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("given", "fetched_by", "said"),
+    [
+        # as Scrapy 2.19 runs it
+        ({"http": "DeferredHandler"}, "DeferredHandler", ["deprecated Deferred API"]),
+        # as in Scrapy: http pages are still fetched when the ftp handler cannot be built
+        ({"ftp": "BrokenHandler"}, "-", ['for scheme "ftp"', "needs a credentials file"]),
+    ],
+    ids=["deprecated_deferred_api", "fails_to_build"],
+)
+def test_a_handler_scrapy_runs_with_a_warning_or_an_error_is_run_so(
+    given: dict[str, str], fetched_by: str, said: list[str], redis_url: str, tmp_path: Path
 ) -> None:
-    """As Scrapy 2.19 runs it."""
-    given = json.dumps({"http": f"{HANDLERS}.DeferredHandler"})
-    code, log, feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=given)
+    handlers = json.dumps({scheme: f"{HANDLERS}.{name}" for scheme, name in given.items()})
+    code, log, feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=handlers)
     assert code == 0, log
     items = [orjson.loads(line) for line in feed.read_text().splitlines()]
-    assert {item["fetched_by"] for item in items} == {"DeferredHandler"}, log
-    assert "deprecated Deferred API" in log
-
-
-def test_a_handler_that_fails_to_build_leaves_only_its_scheme_unsupported(
-    redis_url: str, tmp_path: Path
-) -> None:
-    """As in Scrapy: http pages are still fetched when the ftp handler cannot be built."""
-    given = json.dumps({"ftp": f"{HANDLERS}.BrokenHandler"})
-    code, log, feed = run("cluster", redis_url, tmp_path, DOWNLOAD_HANDLERS=given)
-    assert code == 0, log
-    assert len(feed.read_text().splitlines()) == 3, log
-    assert 'for scheme "ftp"' in log and "needs a credentials file" in log
+    assert len(items) == 3, log
+    assert {item["fetched_by"] for item in items} == {fetched_by}, log
+    for text in said:
+        assert text in log

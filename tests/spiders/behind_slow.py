@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,8 +19,10 @@ class BehindSlowSpider(scrapy.Spider):
         self.site = site
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        # the slow page first: the fast ones wait in Scrapy's per-site queue behind it
+        # the slow page first: the fast ones wait in Scrapy's per-site queue behind it (given
+        # once it is on its way: leased together, either could reach the downloader first)
         yield scrapy.Request(f"{self.site}/slow", priority=10)
+        await asyncio.sleep(0.5)
         for index in range(6):
             yield scrapy.Request(f"{self.site}/fast/{index}")
 
