@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
 import time
@@ -41,25 +42,35 @@ def own_kafka(tmp_path: Path) -> Iterator[KafkaBroker]:
         yield broker
 
 
-def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
-    kafka_bootstrap: str, topic_template: str, tmp_path: Path
-) -> None:
-    spool = tmp_path / "spool"
+@contextlib.contextmanager
+def faulty_node(
+    bootstrap: str, topic_template: str, workdir: Path, spool: Path, **settings: str
+) -> Iterator[tuple[Site, list[subprocess.Popen[bytes]]]]:
+    """One Kafka-only node of the ``faulty`` spider (good and bad items) on a one-page site."""
     with (
         Site(1) as site,
         running_nodes(
             1,
-            workdir=tmp_path,
+            workdir=workdir,
             spider="faulty",
-            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": bootstrap},
             settings={
                 "SPIDER_MODULES": "crawler.spiders,tests.spiders",
                 "KAFKA_TOPIC_TEMPLATE": topic_template,
                 "KAFKA_SPOOL_DIR": str(spool),
+                **settings,
             },
             arguments={"url": site.url(0)},
         ) as nodes,
     ):
+        yield site, nodes
+
+
+def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    with faulty_node(kafka_bootstrap, topic_template, tmp_path, spool) as (_site, nodes):
         assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
     topic = topic_template.format(spider="faulty")
 
@@ -191,21 +202,9 @@ def test_dead_letters_of_a_node_stopped_while_kafka_is_away_are_spooled_for_the_
     producer = ItemProducer(producer_config(bootstrap, {}))
     asyncio.run(producer.ensure_topics([topic, f"{topic}.dlq"], 1, 1))
     own_kafka.pause()
-    with (
-        Site(1) as site,
-        running_nodes(
-            1,
-            workdir=tmp_path,
-            spider="faulty",
-            env={"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": bootstrap},
-            settings={
-                "SPIDER_MODULES": "crawler.spiders,tests.spiders",
-                "KAFKA_TOPIC_TEMPLATE": topic_template,
-                "KAFKA_SPOOL_DIR": str(spool),
-                "KAFKA_FLUSH_TIMEOUT": "2",
-            },
-            arguments={"url": site.url(0)},
-        ) as nodes,
+    with faulty_node(bootstrap, topic_template, tmp_path, spool, KAFKA_FLUSH_TIMEOUT="2") as (
+        site,
+        nodes,
     ):
         wait_for_hits(site, 1)
         time.sleep(2)
