@@ -58,9 +58,10 @@ def crawl(
     redis_url: str,
     settings: Mapping[str, str] | None = None,
     timeout: float = 45,
+    exit_code: int = 0,
 ) -> NodeRun:
     """One node of ``spider`` crawls from ``seeds`` (pushed to ``<spider>:start_urls``; none:
-    from what the frontier holds) until the cluster is idle; asserts it exits 0."""
+    from what the frontier holds) until the cluster is idle; asserts it exits ``exit_code``."""
     feed = workdir / "items.jsonl"
     node_settings = {**NODE_SETTINGS, "CRAWLER_STANDALONE_FEED": str(feed), **(settings or {})}
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
@@ -73,7 +74,7 @@ def crawl(
                 client.lpush(f"{spider}:start_urls", *reversed(seeds))
             peak_rss = _watch_peak_rss(nodes[0], timeout)
             codes = wait_for_exit(nodes, timeout=0)
-        assert codes == [0], logs(workdir)
+        assert codes == [exit_code], logs(workdir)
         keys = FrontierKeys.for_spider(spider)
         failed = [orjson.loads(value) for value in client.hvals(keys.failed)]
         leftover = queued(client, keys) + int(client.zcard(keys.leases))

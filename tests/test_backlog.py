@@ -417,7 +417,7 @@ def test_a_node_without_the_bound_is_refused_while_requests_wait_in_the_backlog(
     """It would never read them back: the crawl would never finish (nor would this node)."""
     redis_client.set(FrontierKeys.for_spider("pages").backlog, 59)
     with Site(3) as site:
-        run = crawl("pages", [site.url(0)], workdir=tmp_path, redis_url=redis_url)
+        run = crawl("pages", [site.url(0)], workdir=tmp_path, redis_url=redis_url, exit_code=1)
     assert run.items == []
     assert "'finish_reason': 'frontier_backlog_unread'" in run.log
     assert "59 requests of 'pages' wait in the Kafka backlog" in run.log

@@ -313,7 +313,7 @@ def test_a_topic_the_broker_refuses_for_good_stops_the_node_and_loses_nothing(
     }
     with Site(3) as site, running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
         redis_client.lpush("pages:start_urls", site.url(0))
-        assert wait_for_exit(nodes, timeout=90) == [0], logs(tmp_path)
+        assert wait_for_exit(nodes, timeout=90) == [1], logs(tmp_path)
     log = (tmp_path / "node-0.log").read_text()
     assert "Closing spider (kafka_topic_refused)" in log
     assert "KAFKA_TOPIC_REPLICATION" in log

@@ -156,7 +156,7 @@ def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
         ) as nodes:
             log = tmp_path / "node-0.log"
             assert wait_for_log(log, "Node refused", timeout=60), logs(tmp_path)
-            wait_for_exit(nodes, timeout=60)
+            assert wait_for_exit(nodes, timeout=60) == [1]  # a supervisor sees it failed
         assert sum(site.hits.values()) == 0
     text = (tmp_path / "node-0.log").read_text()
     assert (

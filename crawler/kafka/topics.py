@@ -49,6 +49,8 @@ REFUSALS = {
 class TopicRefused(Exception):
     """The broker answered and refused a topic: it will refuse it again."""
 
+    finish_reason = "kafka_topic_refused"  # the spider's finish reason: the node stops
+
     def __init__(self, topic: str, code: str, error: str, change: str) -> None:
         super().__init__(f"Kafka refuses topic {topic} ({code}: {error}): change {change}")
         self.code = code

@@ -189,9 +189,9 @@ class KafkaPipeline:
         self.stats.inc_value(f"kafka/topic_refused/{exc.code}")
         engine = self.crawler.engine
         if self._stopping is None and engine is not None and not engine_closing(self.crawler):
-            logger.error("%s; the node stops (kafka_topic_refused)", exc)
+            logger.error("%s; the node stops (%s)", exc, exc.finish_reason)
             self._stopping = asyncio.ensure_future(
-                engine.close_spider_async(reason="kafka_topic_refused")
+                engine.close_spider_async(reason=exc.finish_reason)
             )
         raise self._requeued(str(exc), f"kafka/topic_refused/{exc.code}")
 
