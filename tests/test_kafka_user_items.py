@@ -15,9 +15,15 @@ from tests.cluster import logs, running_nodes, wait_for_exit
 
 
 def crawl(
-    case: str, bootstrap: str, topic_template: str, workdir: Path, **settings: str
+    case: str,
+    bootstrap: str,
+    topic_template: str,
+    workdir: Path,
+    exit_code: int = 0,
+    **settings: str,
 ) -> tuple[str, str]:
-    """Run spider ``user_items`` with ``case`` on one node: (its topic, its log)."""
+    """Run spider ``user_items`` with ``case`` on one node, which exits ``exit_code``: (its
+    topic, its log)."""
     with (
         Site(1) as site,
         running_nodes(
@@ -34,7 +40,7 @@ def crawl(
             arguments={"url": site.url(0), "case": case},
         ) as nodes,
     ):
-        assert wait_for_exit(nodes, timeout=120) == [0], logs(workdir)
+        assert wait_for_exit(nodes, timeout=120) == [exit_code], logs(workdir)
     return topic_template.format(spider="user_items"), (workdir / "node-0.log").read_text()
 
 
@@ -116,7 +122,7 @@ def test_without_a_shared_queue_an_item_kafka_refuses_for_good_is_said_lost(
 ) -> None:
     """Kafka-only (no REDIS_URL): there is no queue to crawl its request again, so the log
     must not promise one; the node stops and says what was lost."""
-    _topic, log = crawl("page", kafka_bootstrap, "bad topic {spider}", tmp_path)
+    _topic, log = crawl("page", kafka_bootstrap, "bad topic {spider}", tmp_path, exit_code=1)
     assert "goes back to the queue" not in log
     assert "no shared queue" in log
     assert "'kafka/lost/topic_refused/TOPIC_EXCEPTION': 1" in log
