@@ -3,6 +3,7 @@ dead-lettered with a log line and a stat: never lost without a word."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
@@ -19,8 +20,8 @@ def crawl(
     bootstrap: str,
     topic_template: str,
     workdir: Path,
+    settings: Mapping[str, str] | None = None,
     exit_code: int = 0,
-    **settings: str,
 ) -> tuple[str, str]:
     """Run spider ``user_items`` with ``case`` on one node, which exits ``exit_code``: (its
     topic, its log)."""
@@ -35,7 +36,7 @@ def crawl(
                 "SPIDER_MODULES": "crawler.spiders,tests.spiders",
                 "KAFKA_TOPIC_TEMPLATE": topic_template,
                 "KAFKA_SPOOL_DIR": str(workdir / "spool"),
-                **settings,
+                **(settings or {}),
             },
             arguments={"url": site.url(0), "case": case},
         ) as nodes,
@@ -107,8 +108,7 @@ def test_a_slow_open_or_start_does_not_skip_the_topic_check(
         kafka_bootstrap,
         topic_template,
         tmp_path,
-        KAFKA_TOPIC_PARTITIONS="3",
-        **slow,
+        {"KAFKA_TOPIC_PARTITIONS": "3", **slow},
     )
     assert len(read_topic(kafka_bootstrap, topic, expected=4, timeout=30)) == 4
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})

@@ -15,7 +15,8 @@ import redis
 import redis.asyncio
 from scrapy.utils.test import get_crawler
 
-from crawler.cli.status import frontier_status, ledger_text, render
+from crawler.cli.status import frontier_status
+from crawler.cli.status_text import ledger_text, render
 from crawler.devservices.ports import free_port
 from crawler.extensions.ledger import LedgerExtension
 from crawler.extensions.ledger_layout import LedgerKeys

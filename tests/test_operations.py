@@ -21,13 +21,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 from crawler.cli.main import build_parser, main
-from crawler.cli.status import (
-    FrontierStatus,
-    SpiderStatus,
-    eta_text,
-    frontier_status,
-    render,
-)
+from crawler.cli.status import FrontierStatus, SpiderStatus, frontier_status
+from crawler.cli.status_text import eta_text, render
 from crawler.demo.nodes import REPO_ROOT
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields

@@ -7,14 +7,10 @@ Redis must answer; Kafka need not: its dead letters are then ``unknown``.
 from __future__ import annotations
 
 import argparse
-import time
-from collections import Counter
-from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import orjson
 
-from crawler.cli.completeness import completeness_lines
 from crawler.cli.config import (
     add_kafka_option,
     add_redis_option,
@@ -25,7 +21,8 @@ from crawler.cli.config import (
 )
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
 from crawler.cli.spiders import require_spider, spider_facts
-from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot, discover_spiders
+from crawler.cli.status_text import render
+from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.redis_connection import SyncRedis
@@ -229,162 +226,6 @@ class StatusReader:
             topics=counts,
             error=None,
         )
-
-
-def dedup_detail(snap: Snapshot) -> str:
-    """`` (bloom, 1.9 MB, 45% of its slice, est. FP 0.0061%)``, per dedup mode in use."""
-    parts = []
-    for mode in snap["dedup_modes"]:
-        size = mode["bytes"]
-        text = f"{mode['mode']}, " + (
-            f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
-        )
-        if mode["fill"] is not None:
-            text += f", {mode['fill']:.0%} of its slice, est. FP {mode['fp_rate'] * 100:.2g}%"
-        parts.append(text)
-    return f" ({'; '.join(parts)})" if parts else ""
-
-
-def progress_bar(fraction: float | None, width: int = 30) -> str:
-    filled = round((fraction or 0.0) * width)
-    percent = "   -  " if fraction is None else f"{fraction * 100:5.1f}%"
-    return f"[{'#' * filled}{'.' * (width - filled)}] {percent}"
-
-
-def format_eta(seconds: float | None, lower_bound: bool = False) -> str:
-    if seconds is None:
-        return "ETA ?"
-    if seconds == 0:
-        return "finished"
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"ETA {'>= ' if lower_bound else ''}{hours}:{minutes:02d}:{secs:02d}"
-
-
-def eta_text(status: FrontierStatus) -> str:
-    """The ETA, or why there is none; a lower bound while the crawl still finds new pages."""
-    if status["state"] == "stalled":
-        return "STALLED: work left, no live node"
-    if status["state"] == "old_layout":
-        spider = status["snapshot"]["spider"]
-        return (
-            "OLD LAYOUT: requests stored by an older version, which nodes refuse: stop them and "
-            f"run `crawler migrate {spider}`"
-        )
-    text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
-    if status["eta_lower_bound"]:
-        text += f" (still finding {status['enqueued_per_minute']} new/min)"
-    return text
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{reason} {count}" for reason, count in counts.items()) or "none"
-
-
-def sessions_text(sessions: SessionCensus | None) -> str:
-    if sessions is None:
-        return "none (the spider has no session_platform)"
-    resting = f" ({sessions['resting']} resting)" if sessions["resting"] else ""
-    accounts = f"{sessions['accounts']} account{'' if sessions['accounts'] == 1 else 's'}"
-    return f"{sessions['platform']}: {accounts}: {_counts(sessions['by_health'])}{resting}"
-
-
-def dead_letters_text(dead_letters: DeadLetterStatus) -> str:
-    if dead_letters["state"] == "off":
-        return "- (no Kafka: give --bootstrap or set KAFKA_BOOTSTRAP_SERVERS)"
-    if dead_letters["state"] == "unknown":
-        return f"unknown ({dead_letters['error']})"
-    return (
-        f"{dead_letters['unhandled']} unhandled: {_counts(dead_letters['topics'])}"
-        f" (group {dead_letters['group']})"
-    )
-
-
-def incident_text(incident: Mapping[str, Any]) -> str:
-    at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(incident.get("at", 0))))
-    return (
-        f"{at} UTC: Redis lost the frontier's data (epoch {incident.get('epoch_before')} ->"
-        f" {incident.get('epoch_after')}); {incident.get('node')} re-enqueued the"
-        f" {incident.get('requeued')} requests it held; requests only queued then are lost,"
-        " and the counts before it are gone"
-    )
-
-
-def ledger_text(ledger: LedgerView) -> str:
-    short = ledger["short_runs"]
-    if not short:
-        return f"adds up ({ledger['runs']} node runs, none stopped without its final push)"
-    return (
-        f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
-        f" (their last interval is missing): {', '.join(short)}"
-    )
-
-
-def gone(node: NodeInfo) -> bool:
-    """A dead node whose leases were all reclaimed: hidden unless ``--all``."""
-    return node["state"] == "gone"
-
-
-def nodes_text(nodes: list[NodeInfo]) -> str:
-    states = Counter("dead" if gone(node) else node["state"] for node in nodes)
-    parts = [f"{states[state]} {state}" for state in ("live", "late", "dead") if states[state]]
-    gone_count = sum(1 for node in nodes if gone(node))
-    return (", ".join(parts) or "none") + (f" ({gone_count} gone: --all)" if gone_count else "")
-
-
-def render(status: SpiderStatus, show_all: bool = False) -> str:
-    snap, totals = status["snapshot"], status["ledger"]["totals"]
-    at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(snap["server_time"]))
-    live = any(node["live"] for node in snap["nodes"])
-    lines = [
-        f"{snap['spider']}  (crawl {status['ledger']['crawl_id']}, {at} UTC)",
-        f"  progress       {progress_bar(status['progress'])}  {eta_text(status)}"
-        + ("  (INCOMPLETE: frontier data lost, see incidents)" if snap["incidents"] else ""),
-        f"  done/failed    {totals.get('done', 0)} done, {totals.get('failed', 0)} failed,"
-        f" {totals.get('enqueued', 0)} enqueued,"
-        + (f" {totals['retried']} retried (crawler failed retry)," if totals.get("retried") else "")
-        + f" {totals.get('pages', 0)} pages",
-        f"  queue          {snap['queued']} queued"
-        + (f" ({snap['spilled']} in Kafka)" if snap["spilled"] else "")
-        + f", {snap['leased']} leased"
-        f" ({snap['expired']} expired), {snap['dedup']} seen{dedup_detail(snap)},"
-        f" {snap['seeds_waiting']} seeds waiting"
-        + (
-            f", {snap['seeds_held']} seeds held ({snap['seeds_held_expired']} expired)"
-            if snap["seeds_held"]
-            else ""
-        ),
-        f"  rates          {status['pages_per_minute']} pages/min,"
-        f" {status['delivered_per_minute']} items delivered/min,"
-        f" {status['finished_per_minute']} finished/min"
-        f" (over {status['ledger']['active_seconds'] if live else 0:.0f}s of fetching"
-        f" in the last {status['ledger']['window_seconds']:.0f}s)",
-        f"  nodes          {nodes_text(snap['nodes'])}",
-    ]
-    shown = [node for node in snap["nodes"] if show_all or not gone(node)]
-    width = max((len(node["node"]) for node in shown), default=0)
-    lines += [
-        f"    {node['node']:<{width}}  {node['state']:<4}"
-        f"  {node['leases']:>4} leases  heartbeat {node['heartbeat_ago']:.1f}s ago"
-        for node in shown
-    ]
-    lines.append(f"  ledger         {ledger_text(status['ledger'])}")
-    lines += completeness_lines(totals)
-    lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
-    lines += [
-        f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}",
-        f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}",
-        f"  dead letters   {dead_letters_text(status['dead_letters'])}",
-        f"  sessions       {sessions_text(status['sessions'])}",
-        # the limiter's state is per site, shared by every spider and crawl of this Redis
-        f"  politeness     {len(snap['politeness'])} site(s) (every spider's: shared per site)",
-    ]
-    lines += [
-        f"    {site['site']}  factor {site['factor']:.2f}"
-        + (f"  cooling down {site['cooldown_left']:.1f}s" if site["cooldown_left"] else "")
-        for site in snap["politeness"]
-    ]
-    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

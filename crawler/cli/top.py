@@ -15,10 +15,8 @@ from crawler.cli.status import (
     StatusReader,
     add_crawl_options,
     add_dead_letter_status_options,
-    eta_text,
-    gone,
-    progress_bar,
 )
+from crawler.cli.status_text import eta_text, gone, progress_bar
 
 CLEAR = "\x1b[H\x1b[2J"
 ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
