@@ -217,3 +217,35 @@ def test_a_retry_keeps_the_users_cookies_and_only_the_sessions_current_ones() ->
 
     asyncio.run(drop_sid_then_retry())
     assert cookie_pairs(retry) == {"mine=v1", "lang=de"}
+
+
+def test_a_redirect_to_another_host_carries_none_of_the_first_hosts_own_cookies() -> None:
+    """Scrapy's redirect drops the Cookie header on a host change and its jar gives the new
+    host its own cookies; meta (with the first host's saved cookies) goes with the redirect."""
+    middlewares = session_middleware()
+    first = through(middlewares, Request("http://shop.test/r", cookies={"mine": "v1"}))
+    redirected = first.replace(url="http://other.test/landing", cookies=None)
+    redirected.headers.pop(b"Cookie", None)  # as RedirectMiddleware does on a host change
+    asyncio.run(middlewares[0].process_request(redirected))
+    assert cookie_pairs(redirected) == {"lang=en"}  # the session's cookie for every host
+    back = redirected.replace(url="http://shop.test/again")  # and a redirect back again:
+    back.headers.pop(b"Cookie", None)  # the first host's own cookies, as Scrapy's jar has them
+    asyncio.run(middlewares[0].process_request(back))
+    assert cookie_pairs(back) == {"mine=v1", "sid=secret", "lang=en"}
+
+
+def test_a_site_cannot_set_a_cookie_for_a_public_suffix_or_another_ip() -> None:
+    """As browsers and Scrapy's jar: a Domain that is a public suffix is refused (kept for
+    the host alone when it is the host), an IP host's cookie is the host's alone."""
+    assert parse_set_cookie(["x=1; Domain=com"], "a.com") == []
+    assert parse_set_cookie(["x=1; Domain=co.uk"], "shop.example.co.uk") == []
+    assert parse_set_cookie(["x=1; Domain=1"], "127.0.0.1") == []
+    assert parse_set_cookie(["x=1; Domain=0.0.1"], "127.0.0.1") == []
+    (own_ip,) = parse_set_cookie(["x=1; Domain=127.0.0.1"], "127.0.0.1")
+    assert own_ip.domain == "127.0.0.1"  # host-only: never sent to 1.127.0.0.1
+    (suffix_host,) = parse_set_cookie(["x=1; Domain=github.io"], "github.io")
+    assert suffix_host.domain == "github.io"
+    (parent,) = parse_set_cookie(["x=1; Domain=example.co.uk"], "shop.example.co.uk")
+    assert parent.domain == ".example.co.uk"
+    session = Session("p", "a", (*parse_set_cookie(["w=1; Domain=1"], "127.0.0.1"),))
+    assert sent(session, "http://127.0.1.1/") == {}

@@ -39,6 +39,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.middlewares.politeness import retry_after_seconds
 from crawler.middlewares.refused import not_fetched_at_stop
@@ -71,8 +72,9 @@ TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
-# the request's own Cookie header as Scrapy's CookiesMiddleware built it the first time: a
-# retry or a redirect (meta copied, dont_merge_cookies set) starts again from it
+# the request's own Cookie header per host ({host: header}), as Scrapy's CookiesMiddleware
+# built it the first time: a retry or a redirect (meta copied, dont_merge_cookies set) starts
+# again from its host's; a host it was not built for (a redirect elsewhere) has none
 OWN_COOKIES_META = "session_own_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
@@ -158,6 +160,20 @@ async def add_session_cookies(page: Any, request: Request) -> None:
         await page.context.add_cookies(cookies)
 
 
+def own_cookies(request: Request) -> str:
+    """The request's own cookies (``OWN_COOKIES_META``) for its host, recorded in its meta."""
+    host = urlparse_cached(request).hostname or ""
+    by_host = request.meta.get(OWN_COOKIES_META)
+    if by_host is None:  # first pass: Scrapy's CookiesMiddleware (700) built the header
+        built = request.headers.get(b"Cookie")
+        by_host = {host: built.decode("latin-1") if built else ""}
+    elif isinstance(by_host, str):  # recorded by an earlier version, for whichever host
+        by_host = {host: by_host}
+    # a new dict: a redirect shares its source's meta values
+    request.meta[OWN_COOKIES_META] = by_host = {host: "", **by_host}
+    return str(by_host[host])
+
+
 class SharedSessionMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.settings = SessionMiddlewareSettings.from_settings(crawler.settings)
@@ -211,11 +227,7 @@ class SharedSessionMiddleware:
             self.stats.inc_value("sessions/unavailable")
             raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")
         self.stats.inc_value("sessions/used")
-        own = request.meta.get(OWN_COOKIES_META)
-        if not isinstance(own, str):  # first pass: Scrapy's CookiesMiddleware (700) built it
-            built = request.headers.get(b"Cookie")
-            own = request.meta[OWN_COOKIES_META] = built.decode("latin-1") if built else ""
-        header = with_session_cookies(own, session, request.url)
+        header = with_session_cookies(own_cookies(request), session, request.url)
         if header:
             request.headers[b"Cookie"] = header
         else:

@@ -6,6 +6,7 @@ what is wrong with it, never the cookie values.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import time
 from collections.abc import Iterable
@@ -15,9 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from tldextract import TLDExtract
 
 from crawler.sessions.models import Cookie, SessionError
 
+# The public suffix list Scrapy's cookie jar consults, from the copy tldextract ships (never
+# fetched: a node may have no internet, and a crawl must not wait on one)
+_split_domain = TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
 _NETSCAPE_FIELDS = 7
 _HTTP_ONLY_PREFIX = "#HttpOnly_"
 _FORBIDDEN_IN_NAME = set(' \t\r\n;,="')
@@ -94,8 +99,10 @@ def _set_cookie(header: str, host: str, now: float) -> Cookie | None:
     elif (date := found.get("expires")) is not None:
         expires = _cookie_date(date)
     domain = found.get("domain", "").lower().lstrip(".")
-    if domain and host != domain and not host.endswith("." + domain):
+    if domain and not _may_set_for(host, domain):
         return None  # a site may only set cookies for itself and its parent domains
+    if domain == host and (_is_ip(host) or _is_public_suffix(host)):
+        domain = ""  # the host's own, never its subdomains' (browsers do the same)
     path = found.get("path", "")
     return Cookie(
         name=name,
@@ -106,6 +113,27 @@ def _set_cookie(header: str, host: str, now: float) -> Cookie | None:
         secure="secure" in found,
         http_only="httponly" in found,
     )
+
+
+def _may_set_for(host: str, domain: str) -> bool:
+    """Whether ``host`` may set a cookie with the ``Domain`` attribute ``domain`` (RFC 6265
+    5.3): itself, or a parent domain that is no public suffix (``com``, ``co.uk``,
+    ``github.io``); an IP address only itself."""
+    if host == domain:
+        return True
+    return host.endswith("." + domain) and not _is_ip(host) and not _is_public_suffix(domain)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_public_suffix(domain: str) -> bool:
+    return not _split_domain(domain).domain
 
 
 def _cookie_date(text: str) -> float | None:
