@@ -200,3 +200,24 @@ def test_a_request_with_a_cookie_jar_of_this_node_is_warned_about_once(
     assert crawler.stats.get_value("frontier/cookiejar") == 3
     assert len(caplog.records) == 1
     assert "shared sessions" in caplog.text
+
+
+def test_a_shared_sessions_cookie_header_is_never_stored() -> None:
+    """A retry or redirect of a request that used a shared session copies the Cookie header the
+    session middleware set (the session's secret cookies): stored, it would sit in Redis in
+    plain text, outside CRAWLER_SESSION_KEY's encryption. The middleware builds it again."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    retry = Request(
+        "http://e.com/0",
+        headers={"Cookie": "mine=v1; sid=SECRET", "Accept": "text/html"},
+        meta={"session_own_cookies": {"e.com": "mine=v1"}, "session_account": "alice"},
+    )
+    stored = store.encode(retry, "")
+    assert b"SECRET" not in codec.plain(stored.body)
+    back = store.decode(Lease("l1", stored.body))
+    assert b"Cookie" not in back.headers
+    assert back.headers[b"Accept"] == b"text/html"
+    assert back.meta["session_own_cookies"] == {"e.com": "mine=v1"}
+    plain = store.encode(Request("http://e.com/1", headers={"Cookie": "mine=v1"}), "")
+    assert store.decode(Lease("l2", plain.body)).headers[b"Cookie"] == b"mine=v1"  # no session

@@ -27,6 +27,7 @@ from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
+from crawler.sessions.models import OWN_COOKIES_META
 
 logger = logging.getLogger(__name__)
 # Scrapy's own meta keys whose value its components need as a tuple (``bindaddress``'s
@@ -87,6 +88,13 @@ class RequestStore:
                 "is not a method of the spider (Scrapy stores callbacks by name: use a method of "
                 f"the spider, with cb_kwargs for what a closure would hold): {exc}"
             ) from exc
+        if OWN_COOKIES_META in request.meta and "headers" in fields:
+            # the session middleware's header, the session's cookies in it: built again
+            fields["headers"] = {
+                name: values
+                for name, values in fields["headers"].items()
+                if name.lower() not in ("cookie", b"cookie")
+            }
         for key in HELD_VALUES:
             if key in fields:
                 try:

@@ -46,6 +46,7 @@ from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
+    OWN_COOKIES_META,
     Cookie,
     Health,
     LoginLease,
@@ -72,10 +73,6 @@ TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
-# the request's own Cookie header per host ({host: header}), as Scrapy's CookiesMiddleware
-# built it the first time: a retry or a redirect (meta copied, dont_merge_cookies set) starts
-# again from its host's; a host it was not built for (a redirect elsewhere) has none
-OWN_COOKIES_META = "session_own_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
 

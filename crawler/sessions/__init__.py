@@ -16,7 +16,14 @@ from crawler.sessions.cookies import (
 from crawler.sessions.crypto import KEY_ENV, CookieCipher, SessionKeyError
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.memory import MemorySessionStore
-from crawler.sessions.models import Cookie, Health, Session, SessionDecodeError, SessionError
+from crawler.sessions.models import (
+    OWN_COOKIES_META,
+    Cookie,
+    Health,
+    Session,
+    SessionDecodeError,
+    SessionError,
+)
 from crawler.sessions.relogin import (
     LoginInProgress,
     LoginLease,
@@ -32,6 +39,7 @@ from crawler.sessions.store import RedisSessionStore, SessionStore
 
 __all__ = [
     "KEY_ENV",
+    "OWN_COOKIES_META",
     "Cookie",
     "CookieCipher",
     "CookieFormatError",

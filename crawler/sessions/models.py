@@ -17,6 +17,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
+# Request meta: the request's own Cookie header per host ({host: header}), as Scrapy's
+# CookiesMiddleware built it the first time (crawler.middlewares.sessions): a retry or a
+# redirect (meta copied, dont_merge_cookies set) starts again from its host's; a host it was not
+# built for (a redirect elsewhere) has none. A request that has it never stores its Cookie
+# header, which holds the session's cookies (crawler.frontier.request_store).
+OWN_COOKIES_META = "session_own_cookies"
+
 
 class SessionError(Exception):
     """Base class of the session layer's errors (messages never carry cookie values)."""
