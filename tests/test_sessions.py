@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 import redis
+import scrapy
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
@@ -561,3 +562,44 @@ def test_a_node_an_hour_behind_stores_sessions_every_node_gets(
     assert stored.expires_at is not None
     assert abs(stored.expires_at - (real() + 1800)) < 5  # Redis time + TTL
     assert abs(stored.created_at - real()) < 5  # moved onto the Redis clock
+
+
+def test_an_unreadable_session_is_retired_and_the_other_accounts_serve(
+    redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session hash damaged by hand (its cookies not JSON) failed every request that drew
+    it, with a traceback, and `crawler sessions list` showed no account at all."""
+    from scrapy.utils.test import get_crawler
+
+    from crawler.middlewares.sessions import SharedSessionMiddleware
+    from crawler.sessions.models import UnreadableSession
+
+    class Spider(scrapy.Spider):
+        name = "unreadable"
+        session_platform = "zhihu"
+
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 2, "SESSIONS_WAIT": 1.0}
+    crawler = get_crawler(Spider, settings_dict=settings)
+    crawler.spider = Spider.from_crawler(crawler)
+    middleware = SharedSessionMiddleware.from_crawler(crawler)
+
+    async def body() -> None:
+        async with open_store("redis", redis_url, SessionSettings()) as store:
+            await put_accounts(store, "alice", "bob")
+            redis_client.hset(store.keys("zhihu").session("alice"), "cookies", b"not-json{")
+            with pytest.raises(UnreadableSession, match="zhihu/alice retired"):
+                await store.acquire("zhihu")
+            middleware.store = store
+            drawn = [await middleware._usable_session(crawler.spider, "zhihu") for _ in range(2)]
+            assert [s.account if s else None for s in drawn] == ["bob", "bob"]
+            health = redis_client.hmget(store.keys("zhihu").session("alice"), "health", "reason")
+            assert health == [b"retired", b"unreadable"]
+
+    asyncio.run(body())
+    assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
+    rows = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(row["account"], row["health"]) for row in rows] == [
+        ("bob", "healthy"),
+        ("alice", "unreadable"),
+    ]
+    assert "not valid cookie JSON" in rows[1]["error"]

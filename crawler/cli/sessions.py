@@ -126,11 +126,19 @@ def _row(summary: dict[str, Any]) -> str:
 
 async def _list(args: argparse.Namespace, store: RedisSessionStore) -> int:
     now = time.time()
-    sessions = await store.list(args.platform)
+    unreadable: dict[str, str] = {}
+    sessions = await store.list(args.platform, unreadable)
     for session in sessions:
         summary = session.summary(now)
         print(orjson.dumps(summary).decode() if args.json else _row(summary))
-    if not sessions and not args.json:
+    for account, error in unreadable.items():  # a field written by hand, damaged
+        if args.json:
+            print(
+                orjson.dumps({"account": account, "health": "unreadable", "error": error}).decode()
+            )
+        else:
+            print(f"{account:<20}  unreadable  {error}")
+    if not sessions and not unreadable and not args.json:
         print(f"no sessions for {args.platform}")
     return 0
 

@@ -55,12 +55,15 @@ from crawler.sessions import (
     RedisLoginLease,
     RedisSessionStore,
     Session,
+    SessionDecodeError,
     SessionError,
     SessionSettings,
     SessionStore,
     ensure_fresh_session,
 )
 from crawler.sessions.cookies import parse_set_cookie
+from crawler.sessions.models import UnreadableSession
+from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -216,7 +219,7 @@ class SharedSessionMiddleware:
         spider, platform = found
         pinned = request.meta.get(PIN_META)
         session = (
-            await self._shared(lambda: self.store.get(platform, str(pinned)))
+            await self._pinned_session(platform, str(pinned))
             if pinned
             else await self._usable_session(spider, platform)
         )
@@ -238,11 +241,26 @@ class SharedSessionMiddleware:
             request.meta[BROWSER_COOKIES_META] = browser_cookies(session, request.url)
             request.meta["playwright_page_init_callback"] = PAGE_INIT_CALLBACK
 
+    async def _pinned_session(self, platform: str, account: str) -> Session | None:
+        try:
+            return await self._shared(lambda: self.store.get(platform, account))
+        except SessionDecodeError as exc:
+            self._unreadable(exc)
+            return None
+
+    def _unreadable(self, exc: SessionDecodeError) -> None:
+        self.stats.inc_value("sessions/unreadable")
+        logger.error("Stored session cannot be read: %s", exc)
+
     async def _usable_session(self, spider: Spider, platform: str) -> Session | None:
         deadline = time.monotonic() + self.settings.wait
         pause = 0.05
         while True:
-            session: Session | None = await self._shared(lambda: self.store.acquire(platform))
+            try:
+                session: Session | None = await self._shared(lambda: self.store.acquire(platform))
+            except UnreadableSession as exc:  # retired: the next account is drawn at once
+                self._unreadable(exc)
+                continue
             if session is not None:
                 return session
             await self._log_in_again(spider, platform)
@@ -261,7 +279,7 @@ class SharedSessionMiddleware:
             await self._log_in_account(platform, str(account), provider)
 
     async def _log_in_account(self, platform: str, account: str, provider: Any) -> None:
-        session = await self._shared(lambda: self.store.get(platform, account))
+        session = await self._shared(lambda: session_to_replace(self.store, platform, account))
         if session is not None and session.health is not Health.EXPIRED:
             return
         try:

@@ -33,6 +33,19 @@ class SessionDecodeError(SessionError):
     """A stored session could not be read back."""
 
 
+class UnreadableSession(SessionDecodeError):
+    """``acquire`` drew an account whose stored session cannot be read (a field written by
+    hand, damaged): it is retired (reason ``unreadable``) and the caller draws again."""
+
+    def __init__(self, platform: str, account: str, error: str) -> None:
+        super().__init__(
+            f"{error}: account {platform}/{account} retired (import it again with `crawler "
+            f"sessions import`, or remove it with `crawler sessions invalidate {platform} "
+            f"{account}`)"
+        )
+        self.account = account
+
+
 class Health(StrEnum):
     HEALTHY = "healthy"  # usable
     EXPIRED = "expired"  # the site wants a new login (ensure_fresh_session)

@@ -24,7 +24,7 @@ from crawler.redis_connection import AsyncRedis
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import Health, Session, SessionError
 from crawler.sessions.settings import SessionSettings
-from crawler.sessions.store import SessionStore
+from crawler.sessions.store import SessionStore, session_to_replace
 
 if TYPE_CHECKING:
     from crawler.sessions.providers import LoginProvider
@@ -156,7 +156,7 @@ async def _login_under_lease(
     """
     async with _renewing(lease, platform, account, token, settings.login_lease / 3):
         cookies = tuple(await login.login(account))
-    previous = await store.get(platform, account) or Session(platform, account)
+    previous = await session_to_replace(store, platform, account) or Session(platform, account)
     fresh = dataclasses.replace(
         previous,
         cookies=cookies,
@@ -230,7 +230,7 @@ async def ensure_fresh_session(
         token = await lease.acquire(platform, account)
         held = token is not None
         try:
-            current = _usable(await store.get(platform, account))
+            current = _usable(await session_to_replace(store, platform, account))
             if current is not None:
                 return current
             if token is not None:

@@ -26,6 +26,7 @@ from crawler.sessions.models import (
     Session,
     SessionDecodeError,
     SessionError,
+    UnreadableSession,
     decode_cookies,
     encode_cookies,
     merge_cookie_lists,
@@ -33,6 +34,7 @@ from crawler.sessions.models import (
 from crawler.sessions.settings import SessionSettings
 
 logger = logging.getLogger(__name__)
+UNREADABLE = "unreadable"  # the reason of an account retired because its session can't be read
 
 MERGE_ATTEMPTS = 8
 _TIME_FIELDS = ("created_at", "expires_at", "last_used", "cooldown_until", "updated_at")
@@ -156,7 +158,12 @@ class RedisSessionStore:
         if not flat:
             return None
         fields = {text(flat[i]): flat[i + 1] for i in range(1, len(flat), 2)}
-        return self._decode(platform, text(flat[0]), fields)
+        account = text(flat[0])
+        try:
+            return self._decode(platform, account, fields)
+        except SessionDecodeError as exc:  # never handed out again: a login or import replaces it
+            await self.mark(platform, account, Health.RETIRED, UNREADABLE, strike=False)
+            raise UnreadableSession(platform, account, str(exc)) from None
 
     async def merge_cookies(
         self, platform: str, account: str, cookies: Iterable[Cookie], *, now: float | None = None
@@ -215,7 +222,11 @@ class RedisSessionStore:
             )
         return after
 
-    async def list(self, platform: str) -> builtins.list[Session]:
+    async def list(
+        self, platform: str, unreadable: dict[str, str] | None = None
+    ) -> builtins.list[Session]:
+        """The platform's sessions; with ``unreadable``, the ones that cannot be read are left
+        out and put there (account -> why) instead of raising ``SessionDecodeError``."""
         keys = self.keys(platform)
         members = await self.redis.zrange(keys.accounts, 0, -1)
         accounts = [text(member) for member in members if isinstance(member, bytes | str)]
@@ -223,11 +234,17 @@ class RedisSessionStore:
             for account in accounts:
                 pipe.hgetall(keys.session(account))
             rows = await pipe.execute()
-        return [
-            self._decode(platform, account, raw)
-            for account, raw in zip(accounts, rows, strict=True)
-            if raw
-        ]
+        sessions = []
+        for account, raw in zip(accounts, rows, strict=True):
+            if not raw:
+                continue
+            try:
+                sessions.append(self._decode(platform, account, raw))
+            except SessionDecodeError as exc:
+                if unreadable is None:
+                    raise
+                unreadable[account] = str(exc)
+        return sessions
 
     async def invalidate(self, platform: str, account: str) -> bool:
         keys = self.keys(platform)
@@ -265,3 +282,13 @@ class RedisSessionStore:
                 f"session {where} has a missing or malformed field ({type(exc).__name__}: "
                 f"{exc.args[0] if isinstance(exc, KeyError) else 'bad number or health'})"
             ) from None
+
+
+async def session_to_replace(store: SessionStore, platform: str, account: str) -> Session | None:
+    """The account's session before a login replaces it: None when there is none, or when it
+    cannot be read (the login writes a readable one)."""
+    try:
+        return await store.get(platform, account)
+    except SessionDecodeError as exc:
+        logger.warning("%s: a login replaces it", exc)
+        return None
