@@ -35,6 +35,7 @@ from crawler.sessions import (
     Session,
     SessionError,
     SessionKeyError,
+    SessionKeys,
     SessionSettings,
     SessionStore,
     SessionUnavailable,
@@ -580,19 +581,20 @@ def test_an_unreadable_session_is_retired_and_the_other_accounts_serve(
 
     settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 2, "SESSIONS_WAIT": 1.0}
     crawler = get_crawler(Spider, settings_dict=settings)
-    crawler.spider = Spider.from_crawler(crawler)
+    crawler.spider = spider = Spider.from_crawler(crawler)
     middleware = SharedSessionMiddleware.from_crawler(crawler)
+    keys = SessionKeys("zhihu", SessionSettings().key_prefix)
 
     async def body() -> None:
         async with open_store("redis", redis_url, SessionSettings()) as store:
             await put_accounts(store, "alice", "bob")
-            redis_client.hset(store.keys("zhihu").session("alice"), "cookies", b"not-json{")
+            redis_client.hset(keys.session("alice"), "cookies", b"not-json{")
             with pytest.raises(UnreadableSession, match="zhihu/alice retired"):
                 await store.acquire("zhihu")
             middleware.store = store
-            drawn = [await middleware._usable_session(crawler.spider, "zhihu") for _ in range(2)]
+            drawn = [await middleware._usable_session(spider, "zhihu") for _ in range(2)]
             assert [s.account if s else None for s in drawn] == ["bob", "bob"]
-            health = redis_client.hmget(store.keys("zhihu").session("alice"), "health", "reason")
+            health = redis_client.hmget(keys.session("alice"), "health", "reason")
             assert health == [b"retired", b"unreadable"]
 
     asyncio.run(body())
