@@ -78,7 +78,7 @@ def apply(settings: BaseSettings) -> None:
     _scheduler(settings)
     _aliases(settings)
     _seed_type(settings)
-    _redis_url(settings)
+    redis_url_setting(settings)
     _items_key(settings)
     _stats_key(settings)
     idle = (
@@ -163,10 +163,15 @@ def _seed_type(settings: BaseSettings) -> None:
             "(or SEEDS_TYPE=set|zset)"
         )
     for flag in chosen:
+        if given(settings, "SEEDS_TYPE") and settings.get("SEEDS_TYPE") != flags[flag]:
+            raise ValueError(
+                f"{flag}=True and SEEDS_TYPE={settings.get('SEEDS_TYPE')!r} disagree: they say "
+                "the same thing, give one"
+            )
         settings.set("SEEDS_TYPE", flags[flag], priority=_priority(settings, flag))
 
 
-def _redis_url(settings: BaseSettings) -> None:
+def redis_url_setting(settings: BaseSettings) -> None:
     """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL; given together with a
     REDIS_URL that says otherwise, the start stops (scrapy-redis let one silently win)."""
     params = get_dict(settings, "REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
@@ -227,6 +232,11 @@ def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
         password = quote(str(params.get("password") or ""), safe="")
         netloc = f"{user}:{password}@{netloc}" if password else f"{user}@{netloc}"
     if "db" in params and scheme in ("redis", "rediss"):
+        if path and path != str(int(params["db"])):  # scrapy-redis let the URL's win silently
+            raise ValueError(
+                f"REDIS_PARAMS' db {params['db']} and the database {path} in REDIS_URL are both "
+                "given: put the database in REDIS_URL only"
+            )
         path = str(int(params["db"]))
     timeouts = ("socket_timeout", "socket_connect_timeout")
     options = [(name, str(params[name])) for name in timeouts if name in params]

@@ -10,6 +10,7 @@ the setting is refused with a message naming what to use instead.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 from typing import Any
@@ -24,6 +25,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler import scrapy_redis_compat
 from crawler.addon import COMPONENTS, ClusterAddon
+from crawler.cli.config import redis_url as cli_redis_url
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_holds import SeedKeys
 from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
@@ -260,6 +262,8 @@ def test_scrapy_redis_seed_settings_map_to_ours() -> None:
     assert (settings.get("SEEDS_KEY"), settings.getint("SEEDS_BATCH_SIZE")) == ("start:urls", 5)
     assert settings.get("SEEDS_TYPE") == "zset"
     assert project({"REDIS_START_URLS_AS_SET": True}).get("SEEDS_TYPE") == "set"
+    agreeing = {"REDIS_START_URLS_AS_SET": True, "SEEDS_TYPE": "set"}
+    assert project(agreeing).get("SEEDS_TYPE") == "set"
     assert project({"SCHEDULER_IDLE_BEFORE_CLOSE": 10}).getfloat("FRONTIER_IDLE_POLL") == 10
     project(
         {"SCHEDULER_PERSIST": True, "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue"}
@@ -283,10 +287,24 @@ def test_scrapy_redis_seed_settings_map_to_ours() -> None:
             "redis://h:1/0?socket_timeout=30",
         ),
         ({"REDIS_PARAMS": {"url": "redis://h:2/1"}}, "redis://h:2/1"),
+        ({"REDIS_URL": "redis://h:1", "REDIS_PARAMS": {"db": 5}}, "redis://h:1/5"),
+        ({"REDIS_URL": "redis://h:1/5", "REDIS_PARAMS": {"db": 5}}, "redis://h:1/5"),
     ],
 )
 def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) -> None:
     assert project(values).get("REDIS_URL") == url
+
+
+def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nodes map REDIS_HOST / REDIS_PORT / REDIS_PARAMS to REDIS_URL; the `crawler` commands
+    said "no Redis: give --redis or set REDIS_URL" for such a project."""
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("CRAWLER_SETTING_REDIS_HOST", "redis.local")
+    monkeypatch.setenv("CRAWLER_SETTING_REDIS_PARAMS", '{"db": 3}')
+    assert cli_redis_url(argparse.Namespace(redis=None)) == "redis://redis.local:6379/3"
+    monkeypatch.setenv("CRAWLER_SETTING_REDIS_URL", "redis://other:1/0")
+    with pytest.raises(SystemExit, match="REDIS_URL and REDIS_HOST are both given"):
+        cli_redis_url(argparse.Namespace(redis=None))
 
 
 @pytest.mark.parametrize(
@@ -332,6 +350,18 @@ def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) 
             "db cannot be put in a redis\\+sentinel:// REDIS_URL",
         ),
         ({"STATS_KEY": "%(spider)s:stats"}, "only applies to STATS_CLASS"),
+        (  # it won silently: the nodes used db 5, `crawler seed` pushed to db 0
+            {"REDIS_URL": "redis://h:1/0", "REDIS_PARAMS": {"db": 5}},
+            "REDIS_PARAMS' db 5 and the database 0 in REDIS_URL are both given",
+        ),
+        (  # it won silently: a producer's ZADD met a set
+            {"REDIS_START_URLS_AS_SET": True, "SEEDS_TYPE": "zset"},
+            "REDIS_START_URLS_AS_SET=True and SEEDS_TYPE='zset' disagree",
+        ),
+        (
+            {"REDIS_START_URLS_AS_ZSET": True, "SEEDS_TYPE": "set"},
+            "REDIS_START_URLS_AS_ZSET=True and SEEDS_TYPE='set' disagree",
+        ),
         (
             {
                 "REDIS_URL": "redis://h:1/0",

@@ -16,6 +16,7 @@ from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
 from crawler.redis_url import RedisConfig
+from crawler.scrapy_redis_compat import redis_url_setting
 from crawler.settings_values import get_float
 from settings.resolve import resolve_settings
 
@@ -124,7 +125,16 @@ def frontier_admin(client: SyncRedis, spider: str) -> FrontierAdmin:
 
 
 def redis_url(args: argparse.Namespace) -> str:
-    url = args.redis or project_settings()["REDIS_URL"]
+    """``--redis``, else the project's Redis as its nodes reach it (``REDIS_URL``, or
+    scrapy-redis's ``REDIS_HOST``/``REDIS_PORT``/``REDIS_PARAMS`` mapped to it)."""
+    url = args.redis
+    if not url:
+        settings = Settings(project_settings())
+        try:
+            redis_url_setting(settings)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
+        url = settings["REDIS_URL"]
     if not url:
         raise SystemExit("no Redis: give --redis or set REDIS_URL")
     return str(url)
