@@ -50,6 +50,11 @@ QUEUE_ORDERS = {
     "SCHEDULER_START_DISK_QUEUE": (),
 }
 
+# Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
+SCRAPY_BOOLEANS = tuple(
+    name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
+)
+
 # Scrapy's CloseSpider extension's counts -> what each node counts
 CLOSESPIDER_COUNTS = {
     "CLOSESPIDER_PAGECOUNT": ("crawled", "pages"),
@@ -99,6 +104,8 @@ class ClusterAddon:
         return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
+        for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
+            get_bool(settings, name)
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
         standalone_commands.apply(settings)  # scrapy fetch, shell, ...: never cluster mode
         for setting, components in COMPONENTS.items():
@@ -166,7 +173,13 @@ class ClusterAddon:
         priority = settings.getpriority("DOWNLOAD_DELAY") or 0
         attribute = getattr(spider, "download_delay", None)
         if attribute is not None and priority < SETTINGS_PRIORITIES["spider"]:
-            delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
+            try:
+                delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"the spider's download_delay={attribute!r} (an attribute, or -a "
+                    "download_delay=...) must be a number of seconds"
+                ) from None
         if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
             return
         if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):

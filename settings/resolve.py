@@ -8,6 +8,7 @@ component through Scrapy's typed getters exactly like ``-s NAME=<value>``).
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -31,6 +32,17 @@ def _uppercase_names(module: ModuleType) -> dict[str, Any]:
     return {name: getattr(module, name) for name in dir(module) if name.isupper()}
 
 
+def _log_level(given: str) -> str:
+    """``CRAWLER_LOG_LEVEL`` in any case (Python's logging takes only upper-case names)."""
+    level = given.strip().upper()
+    if level not in logging.getLevelNamesMapping():
+        raise ValueError(
+            f"CRAWLER_LOG_LEVEL={given!r} is not a log level; choose one of "
+            "DEBUG, INFO, WARNING, ERROR, CRITICAL"
+        )
+    return level
+
+
 def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """Return every setting for the profile and environment given."""
     profile = environ.get(PROFILE_ENV, DEFAULT_PROFILE).strip() or DEFAULT_PROFILE
@@ -44,6 +56,8 @@ def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for variable, setting in ENV_OVERRIDES.items():
         if variable in environ:
             values[setting] = environ[variable]
+    if "CRAWLER_LOG_LEVEL" in environ:
+        values["LOG_LEVEL"] = _log_level(environ["CRAWLER_LOG_LEVEL"])
     for variable, value in environ.items():
         name = variable.removeprefix(SETTING_PREFIX)
         if variable.startswith(SETTING_PREFIX) and name:

@@ -15,8 +15,10 @@ from typing import Any
 
 import orjson
 import pytest
+import scrapy
 from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict
+from scrapy.utils.test import get_crawler
 
 from crawler.addon import COMPONENTS, ClusterAddon
 from crawler.cli.spiders import project_spiders
@@ -211,3 +213,29 @@ def test_a_dict_setting_that_is_not_an_object_is_refused_by_name(
             except Exception as exc:  # noqa: BLE001  # any other error is the defect
                 wrong[name] = f"{component}: {type(exc).__name__}: {exc}"
     assert wrong == {}
+
+
+def test_a_scrapy_boolean_setting_that_does_not_parse_is_refused_by_name() -> None:
+    """Scrapy's own getbool said only "Supported values for boolean settings are ...", from
+    whichever component read it first (ROBOTSTXT_OBEY: the shared robots middleware)."""
+    for name in ("ROBOTSTXT_OBEY", "COOKIES_ENABLED", "HTTPCACHE_ENABLED"):
+        settings = from_command_line({name: "maybe"})
+        with pytest.raises(ValueError, match=f"{name}='maybe' is not a boolean"):
+            ClusterAddon().update_settings(settings)
+
+
+def test_a_spiders_download_delay_that_is_no_number_is_refused_by_name() -> None:
+    class Paced(scrapy.Spider):
+        name = "paced"
+        download_delay = "abc"  # as `scrapy crawl paced -a download_delay=abc` sets it
+
+    with pytest.warns(scrapy.exceptions.ScrapyDeprecationWarning, match="download_delay"):
+        addon = ClusterAddon(get_crawler(Paced))  # Scrapy's own warning about the attribute
+    with pytest.raises(ValueError, match=r"download_delay='abc' .*must be a number"):
+        addon.update_settings(from_command_line(CLUSTER))
+
+
+def test_the_log_level_variable_takes_any_case_and_names_itself_when_wrong() -> None:
+    assert resolve_settings({"CRAWLER_LOG_LEVEL": "debug"})["LOG_LEVEL"] == "DEBUG"
+    with pytest.raises(ValueError, match="CRAWLER_LOG_LEVEL='LOUD' is not a log level"):
+        resolve_settings({"CRAWLER_LOG_LEVEL": "LOUD"})
