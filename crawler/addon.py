@@ -27,7 +27,11 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.python import without_none_values
 
 from crawler import scrapy_redis_compat, standalone_commands
-from crawler.component_orders import check_pipeline_orders, check_spider_middleware_orders
+from crawler.component_orders import (
+    check_downloader_middleware_orders,
+    check_pipeline_orders,
+    check_spider_middleware_orders,
+)
 from crawler.download_handler import PLAIN_HANDLERS
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_url import RedisConfig
@@ -158,6 +162,7 @@ class ClusterAddon:
         ClusterAddon._closespider_counts(settings)
         ClusterAddon._per_node_limits(settings)
         check_spider_middleware_orders(settings)
+        check_downloader_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
         # a ValueError naming the setting, before Scrapy opens anything
         FrontierSettings.from_settings(settings)

@@ -6,7 +6,10 @@ lease for each item and request it sees, so it must see them after every other m
 an item a middleware below it drops was held and is never settled, and the lease is never
 finished (the node never closes). ``ClusterStartMiddleware`` lets one node of the crawl run
 ``start()``; what a middleware below it adds is added by every node. Such a middleware stops
-the start, with the order to give it instead (cluster mode).
+the start, with the order to give it instead (cluster mode). So does a downloader middleware
+below ``LeaseFailureMiddleware`` with a ``process_response``: Scrapy runs that after the lease
+middleware's, and an ``IgnoreRequest`` it raised reached the request's own errback, not the
+lease (counted done, no failure record).
 
 ``KafkaPipeline`` delivers the item it is given: an item pipeline after it would drop or change
 an item already delivered, so one stops the start while Kafka is on (standalone or not).
@@ -21,6 +24,7 @@ from crawler.settings_values import component_path
 
 LEASE_OUTPUT = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
 CLUSTER_START = "crawler.middlewares.cluster_start.ClusterStartMiddleware"
+LEASE_FAILURES = "crawler.middlewares.lease_failures.LeaseFailureMiddleware"
 KAFKA_PIPELINE = "crawler.pipelines.kafka.KafkaPipeline"
 # the frontier's middleware -> the methods a middleware below it must not have
 GUARDED = {
@@ -58,6 +62,24 @@ def check_spider_middleware_orders(settings: BaseSettings) -> None:
                     f"frontier's (docs/settings.md); give it an order above {highest} (Scrapy's "
                     "own spider middlewares start at 50)"
                 )
+
+
+def check_downloader_middleware_orders(settings: BaseSettings) -> None:
+    """Raise ValueError for an enabled downloader middleware below ``LeaseFailureMiddleware``
+    that has ``process_response``: Scrapy runs it after that middleware's, which has given the
+    request its own errback back, so a failure it raises would pass the lease by."""
+    orders = _enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    lease = orders.get(LEASE_FAILURES)
+    if lease is None:
+        return
+    for path, order in orders.items():
+        if order < lease and hasattr(load_object(path), "process_response"):
+            raise ValueError(
+                f"DOWNLOADER_MIDDLEWARES puts {path} at {order}, below LeaseFailureMiddleware at "
+                f"{lease}: in cluster mode what its process_response() raises must reach the "
+                f"request's lease (docs/settings.md); give it an order above {lease} (Scrapy's "
+                "own downloader middlewares start at 50)"
+            )
 
 
 def check_pipeline_orders(settings: BaseSettings) -> None:

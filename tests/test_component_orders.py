@@ -35,6 +35,18 @@ class AddsStart:
             yield output
 
 
+class BlocksResponses:
+    """A ban or content filter: what its process_response raises must fail the lease."""
+
+    def process_response(self, request: object, response: Response) -> Response:
+        return response
+
+
+class OnlyRequests:
+    def process_request(self, request: object) -> None:
+        return None
+
+
 class OnlyInput:
     def process_spider_input(self, response: Response) -> None:
         return None
@@ -77,3 +89,17 @@ def test_an_item_pipeline_after_the_kafka_pipeline_is_refused() -> None:
     moved = "crawler.pipelines.kafka.KafkaPipeline"
     project({**KAFKA, "ITEM_PIPELINES": {HERE + "Tags": 950, moved: 1000}})
     project({"ITEM_PIPELINES": {HERE + "Tags": 950}})  # no Kafka: the pipeline is off
+
+
+def test_a_downloader_middleware_with_process_response_below_the_lease_one_is_refused() -> None:
+    """Its process_response ran after LeaseFailureMiddleware's had given the request its own
+    errback back: an IgnoreRequest it raised went past the lease (counted done, no record)."""
+    with pytest.raises(
+        ValueError,
+        match=r"DOWNLOADER_MIDDLEWARES puts .*BlocksResponses at 1, below LeaseFailureMiddleware "
+        r"at 10: .* above 10",
+    ):
+        project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 1}})
+    project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {HERE + "OnlyRequests": 1}})
+    project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 11}})
+    project({"DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 1}})  # standalone
