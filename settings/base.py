@@ -58,9 +58,9 @@ COMMANDS_MODULE = "crawler.commands"
 
 # --- Politeness: one rate limit per site for the whole cluster ----------------
 POLITENESS_ENABLED = True  # bool
-POLITENESS_RATE = 4.0  # float req/s per site, all nodes together (default for every site)
+POLITENESS_RATE = 4.0  # float req/s per site, all nodes together, or {"rate": r, "burst": b}
 POLITENESS_BURST = 1  # int >= 1: requests a site may get at once after a quiet time
-POLITENESS_SITE_RATES: dict[str, object] = {}  # site -> rate or {"rate": r, "burst": b}
+POLITENESS_SITE_RATES: dict[str, object] = {}  # "host[:port]" -> rate or {"rate": r, "burst": b}
 POLITENESS_PENALTY_STATUSES = [429, 503]  # list: statuses that cool a site down
 POLITENESS_COOLDOWN = 5.0  # float s: first cooldown; doubles for strikes in the window
 POLITENESS_MAX_COOLDOWN = 300.0  # float s

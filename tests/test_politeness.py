@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 import redis
 from redis.asyncio import Redis
+from scrapy.settings import Settings
+from scrapy.utils.conf import arglist_to_dict
 
 from crawler.demo.site import Site
 from crawler.middlewares.politeness import retry_after_seconds, site_of
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
+from crawler.politeness.settings import PolitenessSettings
+from settings.resolve import resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 T = TypeVar("T")
@@ -146,3 +151,77 @@ def test_a_site_leaves_out_the_user_and_password_of_its_url() -> None:
     """They would be part of a Redis key for an hour and printed by ``crawler status``."""
     assert site_of("http://alice:s3cret@Shop.Test:8080/p") == "shop.test:8080"
     assert site_of("https://token@shop.test/p") == "shop.test"
+
+
+def politeness(
+    given: dict[str, object],
+    *,
+    command_line: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> PolitenessSettings:
+    """The politeness settings of a node given ``given`` (``custom_settings``), ``-s`` options
+    (``command_line``, parsed as ``scrapy crawl`` parses them) and the environment."""
+    settings = Settings(resolve_settings(environ or {}))
+    settings.setdict(given, priority="spider")
+    settings.setdict(arglist_to_dict(list(command_line)), priority="cmdline")
+    return PolitenessSettings.from_settings(settings)
+
+
+def test_a_site_rate_applies_to_its_site_as_the_limiter_names_it() -> None:
+    for url in (
+        "http://127.0.0.1:18731/p",
+        "http://Shop.Test/",
+        "http://[::1]:8080/",
+        "http://alice:s3cret@shop.test:81/",
+        "http://xn--bcher-kva.de/",
+    ):
+        site = site_of(url)
+        assert politeness({"POLITENESS_SITE_RATES": {site: 1}}).rate_for(site) == Rate(1.0), url
+    # A key without a port applies to every port of its host; keys are read in lower case.
+    for key, site in (("Shop.Test", "shop.test:8080"), ("[::1]", "[::1]:8080")):
+        assert politeness({"POLITENESS_SITE_RATES": {key: 1}}).rate_for(site) == Rate(1.0), key
+
+
+@pytest.mark.parametrize(
+    ("key", "instead"),
+    [
+        ("http://127.0.0.1:18731/", "'127.0.0.1:18731'"),
+        ("https://shop.test", "'shop.test'"),
+        ("//shop.test:81", "'shop.test:81'"),
+        ("shop.test/catalog", "'shop.test'"),
+        ("127.0.0.1:18731/", "'127.0.0.1:18731'"),
+        ("alice@shop.test", "'shop.test'"),
+        (" shop.test", "'shop.test'"),
+        ("shop.test:080", "'shop.test:80'"),
+        ("shop.test:", "'shop.test'"),
+        ("bücher.de", "'xn--bcher-kva.de'"),
+        ("shop test", "host or host:port"),
+        ("shop.test:99999", "host or host:port"),
+        ("", "host or host:port"),
+    ],
+)
+def test_a_site_rate_key_that_names_no_site_is_refused(key: str, instead: str) -> None:
+    """Such a key matched no request: its site was crawled at the default rate, faster than
+    asked. It is refused, naming the setting, the key, the value and what to write."""
+    expected = rf"POLITENESS_SITE_RATES\[{re.escape(repr(key))}\]=1: .* write {re.escape(instead)}"
+    with pytest.raises(ValueError, match=expected):
+        politeness({"POLITENESS_SITE_RATES": {key: 1}})
+    with pytest.raises(ValueError, match=expected):  # -s, as JSON
+        politeness({}, command_line=[f'POLITENESS_SITE_RATES={{"{key}": 1}}'])
+
+
+def test_two_site_rate_keys_for_one_site_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"POLITENESS_SITE_RATES: 'Shop.Test' and 'shop.test'"):
+        politeness({"POLITENESS_SITE_RATES": {"Shop.Test": 1, "shop.test": 2}})
+
+
+def test_a_rate_with_an_unknown_field_is_refused() -> None:
+    """``{"rate": 1, "bursty": 3}`` was read as rate 1 and the default burst."""
+    with pytest.raises(
+        ValueError,
+        match=r"POLITENESS_SITE_RATES\['127.0.0.1:18731'\]=\{'rate': 1, 'bursty': 3\}: "
+        r"unknown field 'bursty'; a rate is a number or \{\"rate\": r, \"burst\": b\}",
+    ):
+        politeness({"POLITENESS_SITE_RATES": {"127.0.0.1:18731": {"rate": 1, "bursty": 3}}})
+    with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 1, 'bursty': 3\}: unknown"):
+        politeness({"POLITENESS_RATE": {"rate": 1, "bursty": 3}})

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
+from w3lib.url import safe_url_string
 
+from crawler.politeness.delays import site_of_netloc
 from crawler.politeness.limiter import Penalty, Rate
 from crawler.settings_values import (
     get_bool,
@@ -19,9 +23,56 @@ from crawler.settings_values import (
     status_code,
 )
 
+RATE_FIELDS = ("rate", "burst")
+# A site as the limiter names a request's (``site_of_netloc`` of the URL Scrapy made of it:
+# the host in lower case, IDNA-encoded, an IPv6 address in brackets; the port in decimal).
+SITE = re.compile(
+    r"(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(?::(?:0|[1-9][0-9]{0,4}))?"
+)
+
+
+def _limiter_site(text: str) -> str | None:
+    """The site the limiter gives a request to the URL or ``host[:port]`` ``text`` (Scrapy
+    encodes a request's URL with w3lib's ``safe_url_string``), or None if it has none."""
+    try:
+        netloc = urlsplit(text if "://" in text or text.startswith("//") else f"//{text}").netloc
+        url = safe_url_string(f"http://{site_of_netloc(netloc)}/")
+        return site_of_netloc(urlsplit(url).netloc) or None
+    except ValueError:  # a bad IPv6 address or port
+        return None
+
+
+def _site(name: str, key: Any, value: Any) -> str:
+    """The site a ``POLITENESS_SITE_RATES`` key names, in the form the limiter gives a request's
+    site; a key no request's site could match is refused (its site would get the default rate)."""
+    site = str(key).lower()
+    if SITE.fullmatch(site) and _limiter_site(site) == site:
+        return site
+    suggested = _limiter_site(str(key).strip())
+    instead = repr(suggested) if suggested and SITE.fullmatch(suggested) else "host or host:port"
+    raise ValueError(
+        f"{name}={value!r}: {key!r} is not a site as the rate limiter names one (host or "
+        f"host:port, without a scheme, user, path, slash or spaces, host in IDNA form); "
+        f"write {instead}"
+    )
+
+
+def _host(site: str) -> str:
+    """``site`` without its port (``[::1]:8080`` is ``[::1]``)."""
+    host, colon, port = site.rpartition(":")
+    return host if colon and port.isdigit() else site
+
 
 def _rate(name: str, value: Any, default_burst: int) -> Rate:
     """A rate is a number (requests/s) or ``{"rate": r, "burst": b}``."""
+    if isinstance(value, Mapping):
+        unknown = [field for field in value if field not in RATE_FIELDS]
+        if unknown:
+            raise ValueError(
+                f"{name}={value!r}: unknown field{'s' * (len(unknown) > 1)} "
+                f"{', '.join(repr(field) for field in unknown)}; "
+                'a rate is a number or {"rate": r, "burst": b}'
+            )
     try:
         if isinstance(value, Mapping):
             rate = Rate(float(value["rate"]), int(value.get("burst", default_burst)))
@@ -47,10 +98,18 @@ class PolitenessSettings:
         if not get_bool(settings, "POLITENESS_ENABLED"):
             raise NotConfigured
         burst = get_int(settings, "POLITENESS_BURST")
-        sites = {
-            str(site).lower(): _rate(f"POLITENESS_SITE_RATES[{site!r}]", value, burst)
-            for site, value in get_dict(settings, "POLITENESS_SITE_RATES").items()
-        }
+        sites: dict[str, Rate] = {}
+        keys: dict[str, Any] = {}
+        for key, value in get_dict(settings, "POLITENESS_SITE_RATES").items():
+            name = f"POLITENESS_SITE_RATES[{key!r}]"
+            site = _site(name, key, value)
+            if site in keys:
+                raise ValueError(
+                    f"POLITENESS_SITE_RATES: {keys[site]!r} and {key!r} name the same site "
+                    f"{site}; keep one"
+                )
+            keys[site] = key
+            sites[site] = _rate(name, value, burst)
         values = cls(
             default=_rate("POLITENESS_RATE", settings.get("POLITENESS_RATE"), burst),
             sites=sites,
@@ -87,6 +146,6 @@ class PolitenessSettings:
             raise ValueError(f"POLITENESS_KEY={self.key_template!r} must contain %(site)s")
 
     def rate_for(self, site: str) -> Rate:
-        return (
-            self.sites.get(site) or self.sites.get(site.split(":", maxsplit=1)[0]) or self.default
-        )
+        """The rate of ``site`` (``host[:port]``): its own, its host's (any port), or the
+        default."""
+        return self.sites.get(site) or self.sites.get(_host(site)) or self.default
