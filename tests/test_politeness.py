@@ -21,7 +21,7 @@ from crawler.demo.site import Site
 from crawler.middlewares.politeness import retry_after_seconds, site_of
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
-from settings.resolve import resolve_settings
+from settings.resolve import SETTING_PREFIX, resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 T = TypeVar("T")
@@ -225,3 +225,18 @@ def test_a_rate_with_an_unknown_field_is_refused() -> None:
         politeness({"POLITENESS_SITE_RATES": {"127.0.0.1:18731": {"rate": 1, "bursty": 3}}})
     with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 1, 'bursty': 3\}: unknown"):
         politeness({"POLITENESS_RATE": {"rate": 1, "bursty": 3}})
+
+
+def test_the_default_rate_takes_a_json_object_on_the_command_line() -> None:
+    """``-s 'POLITENESS_RATE={"rate": 2, "burst": 3}'`` was refused as not a rate, although
+    the same dict in ``custom_settings`` was accepted."""
+    given = '{"rate": 2, "burst": 3}'
+    assert politeness({"POLITENESS_RATE": {"rate": 2, "burst": 3}}).default == Rate(2.0, 3)
+    assert politeness({}, command_line=[f"POLITENESS_RATE={given}"]).default == Rate(2.0, 3)
+    environ = {f"{SETTING_PREFIX}POLITENESS_RATE": f" {given}"}
+    assert politeness({}, environ=environ).default == Rate(2.0, 3)
+    assert politeness({}, command_line=["POLITENESS_RATE=2"]).default == Rate(2.0, 1)
+    with pytest.raises(ValueError, match=r"POLITENESS_RATE='\{\"rate\": 2' is not a JSON object"):
+        politeness({}, command_line=['POLITENESS_RATE={"rate": 2'])
+    with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 0\}: rate must be > 0"):
+        politeness({}, command_line=['POLITENESS_RATE={"rate": 0}'])

@@ -15,6 +15,7 @@ from w3lib.url import safe_url_string
 from crawler.politeness.delays import site_of_netloc
 from crawler.politeness.limiter import Penalty, Rate
 from crawler.settings_values import (
+    dict_value,
     get_bool,
     get_dict,
     get_float,
@@ -64,7 +65,10 @@ def _host(site: str) -> str:
 
 
 def _rate(name: str, value: Any, default_burst: int) -> Rate:
-    """A rate is a number (requests/s) or ``{"rate": r, "burst": b}``."""
+    """A rate is a number (requests/s) or ``{"rate": r, "burst": b}``, also given as the text
+    of a JSON object (``-s``, the environment)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        value = dict_value(name, value)
     if isinstance(value, Mapping):
         unknown = [field for field in value if field not in RATE_FIELDS]
         if unknown:
