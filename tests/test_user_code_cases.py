@@ -86,6 +86,30 @@ def test_downloader_middlewares_that_replace(
     assert set(hits) == {f"/p/{i}.html" for i in range(PAGES)}
 
 
+def test_a_replacement_the_frontier_cannot_store_fails_its_lease(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Standalone Scrapy fetches the replacement from memory; the cluster cannot store it. Its
+    lease was finished as done (no record, the page silently missing): it fails, with why."""
+    settings = {
+        "DOWNLOADER_MIDDLEWARES": orjson.dumps(
+            {MIDDLEWARES + "UnstorableReplaceMiddleware": 500}
+        ).decode()
+    }
+    run, reference, _ = compare(
+        tmp_path, redis_url, kafka_bootstrap, settings=settings, same_hits=False, nodes=1
+    )
+    assert not any('"page":1,' in item for item in run.items)
+    assert any('"page":1,' in item for item in reference)
+    client = redis.Redis.from_url(redis_url)
+    failed = [orjson.loads(v) for v in client.hvals(FrontierKeys.for_spider("u_start_urls").failed)]
+    client.close()
+    assert [record["reason"] for record in failed] == ["frontier/unserializable"]
+    assert "meta key 'handle' is not JSON serializable" in failed[0]["error"]
+    assert failed[0]["request"]["url"].endswith("/p/1.html")
+    assert run.ledger["failed"] == 1
+
+
 def test_retries_and_redirect_chains(tmp_path: Path, redis_url: str, kafka_bootstrap: str) -> None:
     run, reference, hits = compare(
         tmp_path, redis_url, kafka_bootstrap, fail_once=True, label="500 once, then retried"

@@ -91,13 +91,14 @@ class AckTracker:
         state.request_holds -= 1
         self._release(state)
 
-    def replace(self, lease_id: str, request: NewRequest) -> None:
+    def replace(self, lease_id: str, request: NewRequest | None) -> None:
         """A request that carries the lease's meta reached the scheduler. Before the download
         was answered, it answers it (a redirect, a retry): it is enqueued and the lease ends
         with it. After, the spider's code made it from the leased request (a copy handed to
-        ``engine.crawl()``, outside the callback's output): it is a child of the lease."""
+        ``engine.crawl()``, outside the callback's output): it is a child of the lease. None:
+        it could not be stored (the lease was failed with why), and the lease ends alike."""
         state = self._leases[lease_id]
-        if not state.void:
+        if request is not None and not state.void:
             state.children.append(request)
         if not state.answered:
             self.callback_done(lease_id)

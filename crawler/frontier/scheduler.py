@@ -208,17 +208,17 @@ class LeasingScheduler:
             new = None
             self.stats.inc_value("frontier/unserializable")
             logger.error("Request not enqueued: %s", exc)
-            if self.tracker.tracks(parent_id):  # its parent is recorded as failed, with why
-                self.tracker.fail(parent_id, "frontier/unserializable", str(exc))
+            # the lease it came from (its parent's, or the one it replaces) fails, with why
+            owner = parent_id if self.tracker.tracks(parent_id) else lease_id
+            if self.tracker.tracks(owner):
+                self.tracker.fail(owner, "frontier/unserializable", str(exc))
         if new is not None and fingerprint:
             self._seen.add(fingerprint)
         if self.tracker.tracks(parent_id):
             self.tracker.add_child(parent_id, new)  # releases the parent's hold either way
-        elif new is None:
-            pass
         elif self.tracker.tracks(lease_id):
             self.tracker.replace(lease_id, new)  # a redirect or retry, or a copy made by the spider
-        else:
+        elif new is not None:
             self.writer.add_fresh([new])
         if new is None:
             return False

@@ -40,3 +40,14 @@ class NewResponseMiddleware:
             encoding="utf-8",
             request=Request(response.url, callback=request.callback, meta={"rebuilt": True}),
         )
+
+
+class UnstorableReplaceMiddleware:
+    """Replaces the request of page 1 with a copy whose meta holds what JSON cannot (as
+    Scrapy's retry of a scrapy-playwright request with ``playwright_include_page`` copies its
+    live page): the frontier cannot store the replacement."""
+
+    def process_request(self, request: Request) -> Request | None:
+        if not request.url.endswith("/p/1.html") or "handle" in request.meta:
+            return None
+        return request.replace(meta={**request.meta, "handle": object()}, dont_filter=True)
