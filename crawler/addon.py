@@ -32,7 +32,7 @@ from crawler.component_orders import (
     check_pipeline_orders,
     check_spider_middleware_orders,
 )
-from crawler.download_handler import PLAIN_HANDLERS
+from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
@@ -283,16 +283,21 @@ class ClusterAddon:
             get_int(settings, "BROWSER_MAX_PAGES"),
             get_int(settings, "BROWSER_MAX_CONTEXTS"),
         )
-        if pages < 1 or contexts < 1:
+        if pages < 1 or contexts < 0:
             raise ValueError(
-                f"BROWSER_MAX_PAGES={pages} and BROWSER_MAX_CONTEXTS={contexts} must be >= 1"
+                f"BROWSER_MAX_PAGES={pages} must be >= 1 and BROWSER_MAX_CONTEXTS={contexts} "
+                ">= 0 (0: no limit)"
             )
-        launch = {"executable_path": settings.get("BROWSER_EXECUTABLE"), "headless": True}
+        launch = {
+            "executable_path": settings.get("BROWSER_EXECUTABLE"),
+            "headless": True,
+            **get_dict(settings, "PLAYWRIGHT_LAUNCH_OPTIONS"),  # yours win
+        }
+        given = settings.getpriority("PLAYWRIGHT_LAUNCH_OPTIONS") or 0
+        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", launch, max(given, SETTINGS_PRIORITIES["addon"]))
+        if why := missing_browser(launch):
+            logger.warning("%s", why)
         settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
-        settings.set(
-            "PLAYWRIGHT_LAUNCH_OPTIONS",
-            {**launch, **get_dict(settings, "PLAYWRIGHT_LAUNCH_OPTIONS")},
-            "addon",
-        )
-        settings.set("PLAYWRIGHT_MAX_CONTEXTS", contexts, "addon")
+        if contexts:  # a spider naming more contexts than that waits for one to be closed
+            settings.set("PLAYWRIGHT_MAX_CONTEXTS", contexts, "addon")
         settings.set("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages, "addon")

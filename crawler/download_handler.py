@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,25 @@ from crawler.settings_values import get_bool, get_dict
 logger = logging.getLogger(__name__)
 
 PLAIN_HANDLERS = "CRAWLER_DOWNLOAD_HANDLERS"
+
+
+class BrowserMissing(Exception):
+    """The Chromium the launch options name is not there: no browser request can be rendered."""
+
+
+def missing_browser(launch_options: dict[str, Any]) -> str | None:
+    """Why ``launch_options``' Chromium (``executable_path``) cannot run, or None if it can (or
+    Playwright picks its own)."""
+    path = launch_options.get("executable_path")
+    if not path or (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    return (
+        f"BROWSER_EXECUTABLE={path!r} is not an executable file: requests marked for the "
+        "browser fail until it is (install Debian's chromium, or set BROWSER_EXECUTABLE or "
+        "BROWSER_ENABLED=False)"
+    )
+
+
 HandlerPath = str | Callable[..., Any]  # as DOWNLOAD_HANDLERS gives it: a path or a class
 
 # One handler per crawler, shared by the schemes it is installed for (Scrapy builds one per
@@ -188,6 +208,9 @@ class NodeDownloadHandler(BaseDownloadHandler):
         began = time.monotonic()
         from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler  # noqa: PLC0415 - only a node that renders imports it
 
+        if why := missing_browser(get_dict(self.crawler.settings, "PLAYWRIGHT_LAUNCH_OPTIONS")):
+            self.stats.inc_value("browser/start_failed")
+            raise BrowserMissing(why)
         handler = build_from_crawler(ScrapyPlaywrightDownloadHandler, self.crawler)
         try:
             # What scrapy-playwright runs at engine_started; the engine has started already.

@@ -135,7 +135,7 @@ CLUSTER_LOGSTATS_INTERVAL = 60.0  # float s > 0: how often the summary is logged
 # --- Browser rendering (scrapy-playwright on Debian's Chromium) -------------------------
 BROWSER_ENABLED = True  # bool: requests with meta browser=True are rendered in Chromium
 BROWSER_EXECUTABLE = "/usr/bin/chromium"  # str: Chromium binary (Debian package chromium)
-BROWSER_MAX_CONTEXTS = 1  # int >= 1: browser contexts per node
+BROWSER_MAX_CONTEXTS = 0  # int >= 0: browser contexts per node (0: no limit, as scrapy-playwright)
 BROWSER_MAX_PAGES = 2  # int >= 1: pages per context (a page costs about 300 MB)
 
 # --- Crawl ledger: every node adds its stats' deltas to one hash per crawl -----

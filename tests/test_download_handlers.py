@@ -4,13 +4,20 @@ with a warning, and one that fails to build leaves only its scheme unsupported."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from pathlib import Path
 
 import orjson
 import pytest
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 
+from crawler.addon import ClusterAddon
 from crawler.demo.site import Site
+from crawler.download_handler import BrowserMissing, NodeDownloadHandler
+from settings.resolve import resolve_settings
 from tests.cluster import running_nodes, wait_for_exit
 
 SETTINGS = {
@@ -75,3 +82,42 @@ def test_a_handler_scrapy_runs_with_a_warning_or_an_error_is_run_so(
     assert {item["fetched_by"] for item in items} == {fetched_by}, log
     for text in said:
         assert text in log
+
+
+def browser_settings(values: dict[str, object]) -> Settings:
+    """A node's settings once the add-on has set scrapy-playwright's from BROWSER_*."""
+    settings = Settings(resolve_settings({}))
+    settings.setdict(values, priority="project")
+    ClusterAddon().update_settings(settings)
+    return settings
+
+
+def test_the_browser_settings_keep_what_scrapy_playwright_users_give() -> None:
+    """A spider naming two browser contexts waited for ever for the second one (the add-on
+    capped contexts at 1, scrapy-playwright's are unlimited); a project's own launch options
+    replaced the Chromium path instead of being merged with it (every page failed)."""
+    default = browser_settings({})
+    assert "PLAYWRIGHT_MAX_CONTEXTS" not in default or default["PLAYWRIGHT_MAX_CONTEXTS"] is None
+    assert browser_settings({"BROWSER_MAX_CONTEXTS": 3})["PLAYWRIGHT_MAX_CONTEXTS"] == 3
+    own = browser_settings({"PLAYWRIGHT_LAUNCH_OPTIONS": {"headless": False, "args": ["--x"]}})
+    assert own.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") == {
+        "executable_path": "/usr/bin/chromium",
+        "headless": False,  # yours win
+        "args": ["--x"],
+    }
+
+
+def test_a_missing_chromium_is_named_at_start_and_no_browser_is_started(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        browser_settings({"BROWSER_EXECUTABLE": "/nonexistent/chromium"})
+    assert "BROWSER_EXECUTABLE='/nonexistent/chromium' is not an executable file" in caplog.text
+    launch = {"executable_path": "/nonexistent/chromium"}  # as the add-on sets it
+    crawler = get_crawler(settings_dict={"PLAYWRIGHT_LAUNCH_OPTIONS": launch})
+    handler = NodeDownloadHandler.from_crawler(crawler)
+    with pytest.raises(BrowserMissing, match="BROWSER_EXECUTABLE='/nonexistent/chromium'"):
+        asyncio.run(handler.start_browser())
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("browser/start_failed") == 1
+    assert crawler.stats.get_value("browser/started") is None

@@ -6,8 +6,8 @@ goes through scrapy-playwright, started by the first such request
 (in ``crawler.download_handler``, which ``ClusterAddon`` installs; with
 ``BROWSER_ENABLED`` on), with Debian's Chromium (``BROWSER_EXECUTABLE``;
 Playwright's own browser download is not needed).
-Pages per node are bounded (``BROWSER_MAX_CONTEXTS`` times ``BROWSER_MAX_PAGES``;
-a page costs about 300 MB) and closed after each response, also on errors.
+They share one browser context, whose pages are bounded (``BROWSER_MAX_PAGES``; a
+page costs about 300 MB), and are closed after each response, also on errors.
 Other requests use Scrapy's HTTP downloader as usual.
 
 Stats: ``browser/requests``.

@@ -16,7 +16,7 @@ Requests rendered in Chromium (``BrowserRenderingMiddleware``) get the
 session's cookies in their browser context before the page loads, so the
 page's own requests (scripts, XHR) carry them too; the cookies the page's
 response sets flow back like any other. Pages share the node's browser
-context (``BROWSER_MAX_CONTEXTS``): with several accounts rendering at once,
+context (scrapy-playwright's default one): with several accounts rendering at once,
 keep ``BROWSER_MAX_PAGES = 1`` so their cookies never meet.
 
 Stats: ``sessions/used``, ``sessions/marked/<health>``, ``sessions/retried``,
