@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import pytest
@@ -128,6 +128,64 @@ def test_a_plain_spider_with_page_methods_runs_them_on_whichever_node_leases_it(
         {"url": js_site, "title": "脚本标题"},
         {"url": js_site + "static", "title": "set by static", "ran": 1},
     ]
+
+
+class FlakyJsPage(JsPage):
+    """The scripted page, answered 500 the first time (Scrapy retries it)."""
+
+    asked: ClassVar[set[str]] = set()
+
+    def do_GET(self) -> None:
+        if self.path not in self.asked:
+            self.asked.add(self.path)
+            body = b"<html><body>try again</body></html>"  # Chromium fails an empty 500
+            self.send_response(500)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+
+def test_a_retried_request_that_took_its_page_gets_a_new_one_and_the_old_one_is_closed(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Scrapy's retry copies meta, with scrapy-playwright's live page in it: the frontier could
+    not store the retry, the page was lost with no record and its page never closed (pages
+    held until the node froze)."""
+    if shutil.which(CHROMIUM) is None:
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyJsPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/flaky"
+    feed = tmp_path / "items.jsonl"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "CRAWLER_STANDALONE_FEED": str(feed),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+        "SPIDER_MODULES": "crawler.spiders,tests.spiders",
+    }
+    try:
+        with running_nodes(
+            1,
+            workdir=tmp_path,
+            env=env,
+            settings=settings,
+            spider="include_page",
+            arguments={"url": url},
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    items = [orjson.loads(line) for line in feed.read_bytes().splitlines()]
+    assert items == [{"url": url, "title": "脚本标题"}], logs(tmp_path)
+    log = (tmp_path / "node-0.log").read_text()
+    assert "'retry/count': 1" in log
+    assert "'frontier/playwright_page_closed': 1" in log
+    assert "'playwright/page_count': 2" in log
+    assert "'playwright/page_count/max_concurrent': 1" in log  # the first one was closed
 
 
 APP = (

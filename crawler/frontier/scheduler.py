@@ -35,6 +35,7 @@ from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.holdings import NodeHoldings
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.live_pages import LivePages
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
@@ -77,6 +78,7 @@ class LeasingScheduler:
             int(self.settings.lease_timeout * 1000),
             self.settings.idle_poll,
         )
+        self.live_pages = LivePages(self.stats)
         self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
         self.writer = TurnWriter(self, self.stats, self.dedup_report, self.settings.write_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -190,6 +192,7 @@ class LeasingScheduler:
         return len(self.prefetch)
 
     def enqueue_request(self, request: Request) -> bool:
+        self.live_pages.take(request)
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
         seed = bool(request.meta.pop(SEED_META, False)) and request.dont_filter

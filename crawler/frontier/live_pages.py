@@ -1,0 +1,41 @@
+"""scrapy-playwright's live page in a request's meta, which the frontier cannot store.
+
+A request rendered with ``playwright_include_page`` carries its page object in meta
+``playwright_page``, and so does every copy Scrapy makes of it (a retry, a redirect);
+standalone, scrapy-playwright renders the copy in that page. A stored request cannot hold it:
+the scheduler takes it out of the request's meta (the request gets a new page on whichever node
+fetches it, handed to its callback as usual) and closes it, so it holds no page slot of the node
+(``frontier/playwright_page_closed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from scrapy import Request
+from scrapy.statscollectors import StatsCollector
+
+PAGE_META = "playwright_page"
+
+
+class LivePages:
+    def __init__(self, stats: StatsCollector) -> None:
+        self.stats = stats
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def take(self, request: Request) -> None:
+        """Take the live page out of ``request``'s meta, if it has one, and close it."""
+        page = request.meta.pop(PAGE_META, None)
+        if page is None:
+            return
+        self.stats.inc_value("frontier/playwright_page_closed")
+        task = asyncio.ensure_future(_close(page))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+async def _close(page: Any) -> None:
+    with contextlib.suppress(Exception):  # closed already, or its browser is gone
+        await page.close()
