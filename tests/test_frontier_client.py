@@ -108,6 +108,30 @@ def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
     assert redis_client.zscore(KEYS.nodes, "live") is not None
 
 
+def test_after_a_redis_outage_the_first_beat_takes_no_live_nodes_leases(
+    redis_url: str,
+) -> None:
+    """Redis's clock runs on while no beat reaches it: past the lease timeout every lease looks
+    expired, and the first node back returned the leases of nodes as alive as itself (their
+    pages fetched twice, no node dead). A node that finds its own beat late reclaims nothing."""
+
+    async def scenario() -> None:
+        a, b = client_for(redis_url, "a"), client_for(redis_url, "b")
+        await a.complete(None, "done", [new("p", 7), new("q", 2)])
+        held_a, held_b = await a.lease(1, 300), await b.lease(1, 300)
+        for client, held in ((a, held_a), (b, held_b)):  # alive, beating
+            await client.heartbeat([held[0].id], 300, 300, 100, epoch="")
+        await asyncio.sleep(0.5)  # the outage: no beat, leases and nodes past their time
+        first = await a.heartbeat([held_a[0].id], 300, 300, 100, epoch="")
+        assert (first.extended, first.reclaimed) == (1, 0)
+        late = await b.heartbeat([held_b[0].id], 300, 300, 100, epoch="")
+        assert (late.extended, late.lost) == (1, ())  # b's lease is still b's
+        await a.aclose()
+        await b.aclose()
+
+    run(scenario())
+
+
 def test_release_returns_leases_with_their_priority(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

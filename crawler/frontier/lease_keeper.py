@@ -3,7 +3,9 @@
 Every ``FRONTIER_HEARTBEAT_INTERVAL`` it extends the leases the node holds, returns
 expired leases of any node to the queue, and checks the frontier's epoch
 (``crawler.frontier.epoch``): when Redis lost its data the node re-enqueues what it
-holds. While no heartbeat reaches Redis for a lease timeout the node's leases may
+holds. After an outage (its own beat late in Redis, or Redis unanswered for half a lease
+timeout) it reclaims nothing for a lease timeout: every node's leases looked expired, and
+their beats extend them. While no heartbeat reaches Redis for a lease timeout the node's leases may
 already be other nodes', so :meth:`LeaseKeeper.stale` tells the scheduler to lease
 nothing more until one does (``frontier/leasing_paused``). Redis outages go through
 the node's outage guard; any other error ends the loop, and the node context's
@@ -92,6 +94,7 @@ class LeaseKeeper:
         self.epoch = ""  # the frontier's epoch, once known
         self.recovering = False  # re-enqueuing what the node holds after a loss of data
         self._beat_at = time.monotonic()  # the last heartbeat Redis answered
+        self._reclaim_from = 0.0  # no expired lease is reclaimed before (monotonic time)
         self._at_risk = False
 
     async def run(self) -> None:
@@ -108,7 +111,7 @@ class LeaseKeeper:
                     self.holder.held_leases(),
                     node_ttl_ms=int(timing.lease_timeout * 1000),
                     lease_ms=int(timing.lease_timeout * 1000),
-                    reclaim_limit=timing.reclaim_batch,
+                    reclaim_limit=self._reclaim_limit(),
                     epoch=self.epoch,
                 )
                 if beat.epoch != self.epoch:
@@ -123,6 +126,16 @@ class LeaseKeeper:
                 self._beaten(beat)
             self.holder.after_beat()
             await asyncio.sleep(timing.heartbeat_interval)
+
+    def _reclaim_limit(self) -> int:
+        """How many expired leases this beat may return to the queue: none for a lease timeout
+        after beats could not reach Redis for half of one. The other nodes' could not either,
+        and their leases look expired meanwhile (Redis's clock ran on); their beats, a heartbeat
+        interval apart, extend them, and a lease timeout later only a dead node's are left."""
+        now = time.monotonic()
+        if now - self._beat_at > self.timing.lease_timeout / 2:
+            self._reclaim_from = now + self.timing.lease_timeout
+        return self.timing.reclaim_batch if now >= self._reclaim_from else 0
 
     def _beaten(self, beat: Heartbeat) -> None:
         self._beat_at = time.monotonic()

@@ -1,6 +1,7 @@
 -- Heartbeat of node ARGV[1]: mark it alive, extend the leases it still holds, and return
 -- expired leases (of any node: an owner that stopped extending is dead or stalled) to the head
--- of their level of the queue. lua/queue.lua comes before this body.
+-- of their level of the queue, unless this node's own beat is late (see kept_away).
+-- lua/queue.lua comes before this body.
 -- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue levels, 5 epoch,
 --       6 the node's epoch (the epoch it last beat in, kept for the node ttl: an operator's
 --       reset waits until every live node beats in its new epoch), 7 queue count
@@ -17,6 +18,11 @@ end
 local now = now_ms()
 local node = ARGV[1]
 local prefix = node .. '\t'
+-- A node whose own beat comes after its alive-until was kept from Redis (an outage, a freeze:
+-- Redis's clock ran on), and so were the others: their leases look expired only for that
+-- reason, and their next beats extend them. It reclaims nothing this time.
+local was_alive_until = tonumber(redis.call('ZSCORE', KEYS[1], node))
+local kept_away = was_alive_until ~= nil and was_alive_until < now
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
 -- Variadic commands, QUEUE_CHUNK ids at a time: a command called from a script costs more than
@@ -41,7 +47,10 @@ for from = 6, #ARGV, QUEUE_CHUNK do
     extended = extended + #deadlines / 2
   end
 end
-local reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
+local reclaimed = 0
+if not kept_away then
+  reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
+end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 return {extended, reclaimed, lost, epoch, queue_length(KEYS[7])}

@@ -1,0 +1,83 @@
+"""A node's heartbeat loop after Redis was away: it takes no live node's leases."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import redis
+
+from crawler.frontier.client import Heartbeat
+from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.redis_outage import OutageGuard
+
+
+class Beats:
+    """A frontier whose heartbeats fail while ``away`` and record the reclaim limit asked."""
+
+    def __init__(self) -> None:
+        self.away = False
+        self.limits: list[int] = []
+
+    async def open_epoch(self) -> str:
+        return "e"
+
+    async def heartbeat(self, held: list[str], **kwargs: Any) -> Heartbeat:
+        if self.away:
+            raise redis.exceptions.ConnectionError("Redis is away")
+        self.limits.append(kwargs["reclaim_limit"])
+        return Heartbeat(0, 0, (), "e", 0)
+
+
+class Quiet:
+    """A node that holds nothing."""
+
+    def held_leases(self) -> list[str]:
+        return []
+
+    async def on_beat(self) -> None:
+        pass
+
+    def after_beat(self) -> None:
+        pass
+
+    def work_arrived(self) -> None:
+        pass
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.counter: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.counter[key] += count
+
+
+def test_back_from_an_outage_a_node_reclaims_nothing_for_a_lease_timeout() -> None:
+    """Every node's leases looked expired after the outage (Redis's clock ran on); the others'
+    beats, up to a heartbeat interval later, extend theirs: until then none is taken."""
+    beats = Beats()
+    timing = Timing(lease_timeout=0.4, heartbeat_interval=0.05, reclaim_batch=10)
+    frontier: Any = beats
+    holder: Any = Quiet()
+    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), Counts(), timing)
+
+    async def scenario() -> None:
+        loop = asyncio.ensure_future(keeper.run())
+        await asyncio.sleep(0.2)
+        assert beats.limits and set(beats.limits) == {10}  # beating: reclaiming
+        beats.away, outage = True, len(beats.limits)
+        await asyncio.sleep(0.3)  # longer than half a lease timeout
+        beats.away = False
+        back = time.monotonic()
+        await asyncio.sleep(0.8)
+        loop.cancel()
+        after = beats.limits[outage:]
+        assert after[0] == 0  # the first beats back leave expired leases alone
+        grace = round(timing.lease_timeout / timing.heartbeat_interval) - 2
+        assert set(after[:grace]) == {0}, after
+        assert after[-1] == 10, (after, time.monotonic() - back)  # then dead nodes' come back
+
+    asyncio.run(scenario())
