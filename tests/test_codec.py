@@ -9,6 +9,7 @@ import logging
 import pytest
 from scrapy import FormRequest, Request, Spider
 from scrapy.http import JsonRequest
+from scrapy.http.request import CookiesT
 from scrapy.utils.request import request_from_dict
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
@@ -221,3 +222,98 @@ def test_a_shared_sessions_cookie_header_is_never_stored() -> None:
     assert back.meta["session_own_cookies"] == {"e.com": "mine=v1"}
     plain = store.encode(Request("http://e.com/1", headers={"Cookie": "mine=v1"}), "")
     assert store.decode(Lease("l2", plain.body)).headers[b"Cookie"] == b"mine=v1"  # no session
+
+
+def _store() -> RequestStore:
+    crawler = get_crawler(Spider)
+    return RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+
+
+def _round_trip(request: Request) -> Request:
+    store = _store()
+    return store.decode(Lease("l1", store.encode(request, "").body))
+
+
+USER_DICTS = [
+    pytest.param({"$b": "QUJD"}, id="bytes-shaped-valid-base64"),
+    pytest.param({"$b": "yes"}, id="bytes-shaped-invalid-base64"),
+    pytest.param({"$b": "QUJD", "x": 1}, id="a-dollar-key-among-others"),
+    pytest.param({"$dict": {"$b": "QUJD"}}, id="escape-shaped"),
+    pytest.param({"$dict": 1, "$b": ["QUJD"]}, id="escape-and-bytes-keys"),
+    pytest.param({"$dict": {"$dict": {"$dict": {}}}}, id="escape-shaped-nested"),
+    pytest.param({"a": [{"b": {"$b": "QUJD"}}, [{"$dict": {"$b": ""}}]]}, id="nested-deep"),
+    pytest.param({"$": None, "$$b": "QUJD", "$x": {}}, id="other-dollar-keys"),
+]
+
+
+@pytest.mark.parametrize("value", USER_DICTS)
+def test_a_users_dict_shaped_like_a_tag_comes_back_unchanged(value: dict[str, object]) -> None:
+    """A dict of the user's own whose keys could be read as the codec's tags comes back as it
+    was (Scrapy's own scheduler gives it back as is), wherever it is held; bytes still do."""
+    request = Request(
+        "http://e.com/0",
+        meta={"q": value, "raw": b"\xff", "depth": 1},
+        cb_kwargs={"k": value},
+        cookies={"c": "1"},
+    )
+    back = _round_trip(request)
+    assert back.meta == {"q": value, "raw": b"\xff", "depth": 1}
+    assert back.cb_kwargs == {"k": value}
+    assert back.cookies == {"c": "1"}
+
+
+@pytest.mark.parametrize("value", USER_DICTS)
+def test_a_meta_or_cb_kwargs_shaped_like_a_tag_comes_back_unchanged(
+    value: dict[str, object],
+) -> None:
+    back = _round_trip(Request("http://e.com/0", meta=value, cb_kwargs=value))
+    assert (back.meta, back.cb_kwargs) == (value, value)
+
+
+@pytest.mark.parametrize("cookies", [{"$b": "QUJD"}, [{"name": "$b", "value": "QUJD"}]])
+def test_cookies_named_like_a_tag_come_back_unchanged(cookies: CookiesT) -> None:
+    assert _round_trip(Request("http://e.com/0", cookies=cookies)).cookies == cookies
+
+
+def test_headers_named_like_a_tag_come_back_unchanged() -> None:
+    """Header names are stored title-cased (``$B``, ``$Dict``), never as a tag."""
+    headers = {"$b": "QUJD", "$dict": b"\xff"}
+    back = _round_trip(Request("http://e.com/0", headers=headers))
+    assert (back.headers.getlist("$b"), back.headers.getlist("$dict")) == ([b"QUJD"], [b"\xff"])
+
+
+def test_only_a_request_with_a_dict_to_escape_is_stored_otherwise_than_before() -> None:
+    """Without a dict whose keys all start with "$", the JSON is what earlier versions wrote;
+    with one, that dict is wrapped and the request marked."""
+    store = _store()
+    typical = Request("http://e.com/0", meta={"depth": 1, "$b": "x"}, body=b"\xff")
+    assert codec.plain(store.encode(typical, "").body) == (
+        b'{"url":"http://e.com/0","body":{"$b":"/w=="},"meta":{"depth":1,"$b":"x"}}'
+    )
+    escaped = Request("http://e.com/0", meta={"depth": 1, "q": {"$b": "yes"}})
+    assert codec.plain(store.encode(escaped, "").body) == (
+        b'{"url":"http://e.com/0","meta":{"depth":1,"q":{"$dict":{"$b":"yes"}}},"$escapes":true}'
+    )
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_a_request_stored_by_an_earlier_version_decodes_as_it_did(compress: bool) -> None:
+    """Bodies already in Redis survive an upgrade: one without the escapes' marker is read as
+    before, a ``{"$dict": {...}}`` in it being the user's own dict."""
+    earlier = (
+        b'{"url":"http://e.com/0","body":{"$b":"/w=="},"headers":{"Referer":["http://e.com/"]},'
+        b'"meta":{"depth":1,"q":{"$dict":{"a":1}},"raw":{"$b":"QUJD"}},'
+        b'"cb_kwargs":{"k":{"$dict":{"$dict":2}}}}'
+    )
+    store = _store()
+    back = store.decode(Lease("l1", codec.stored(earlier, compress)))
+    assert back.body == b"\xff" and back.headers[b"Referer"] == b"http://e.com/"
+    assert back.meta == {"depth": 1, "q": {"$dict": {"a": 1}}, "raw": b"ABC"}
+    assert back.cb_kwargs == {"k": {"$dict": {"$dict": 2}}}
+
+
+def test_an_unserializable_value_under_dollar_keys_is_named() -> None:
+    request = Request("http://h/x", meta={"$fine": 1, "$socket": object()})
+    store = _store()
+    with pytest.raises(codec.UnserializableRequestError, match=r"meta key '\$socket'"):
+        store.encode(request, "")

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import orjson
 import pytest
 import scrapy
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
 from scrapy_playwright.page import PageMethod
 
 from crawler.frontier import codec, meta_objects
+from crawler.frontier.client import Lease
+from crawler.frontier.request_store import RequestStore
 
 
 class Product(scrapy.Item):
@@ -95,3 +100,36 @@ def test_a_page_method_calling_a_function_cannot_be_stored_and_says_why() -> Non
 
     with pytest.raises(TypeError, match="calling the function scroll, which cannot be stored"):
         meta_objects.pack({"playwright_page_methods": [PageMethod(scroll)]})
+
+
+def through_store(meta: dict[str, Any]) -> Request:
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    request = Request("http://e.com/0", meta=meta, cb_kwargs={"again": meta})
+    return store.decode(Lease("l1", store.encode(request, "").body))
+
+
+def test_a_users_dicts_shaped_like_an_item_or_a_page_method_come_back_as_dicts() -> None:
+    item_shaped = {"$item": f"{__name__}:Product", "$fields": {"name": "lamp"}}
+    method_shaped = {"$page_method": "click", "$args": ["#go"], "$kwargs": {}}
+    meta = {"item": item_shaped, "method": method_shaped, "nested": [{"x": item_shaped}]}
+    for value in (meta, item_shaped, method_shaped):
+        back = through_store(value)
+        assert (back.meta, back.cb_kwargs) == (value, {"again": value})
+
+
+def test_items_and_page_methods_holding_such_dicts_come_back_as_themselves() -> None:
+    tagged = {"$b": "QUJD"}
+    meta = {
+        "item": Product(name=tagged, seller=Seller(name={"$dict": tagged})),
+        "playwright_page_methods": [PageMethod("evaluate", tagged, arg={"$kwargs": tagged})],
+    }
+    back = through_store(meta).meta
+    assert type(back["item"]) is Product and back["item"] == meta["item"]
+    [method] = back["playwright_page_methods"]
+    assert (type(method), method.method, method.args, method.kwargs) == (
+        PageMethod,
+        "evaluate",
+        (tagged,),
+        {"arg": {"$kwargs": tagged}},
+    )

@@ -4,8 +4,14 @@
 whose value is the default of ``Request.__init__`` (``LEAN_DEFAULTS``: a typical link
 is about 40% smaller); ``request_from_dict`` restores exactly those defaults, so a
 request decodes to what it was. Callbacks and errbacks are stored by name. Bytes values
-(headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load.
-A request whose meta cannot be written raises ``UnserializableRequestError``
+(headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load
+(``crawler.frontier.meta_objects`` tags items and page methods). Every tag is a dict whose keys
+all start with "$" (and are lowercase: header names are stored title-cased, ``$B``), so a user's
+dict of that shape in meta, cb_kwargs or cookies (``{"$b": "yes"}``) is wrapped as
+``{"$dict": {...}}`` (``escaped``) and the request gets the field ``"$escapes": true``; ``loads``
+unwraps them only in a request with that field, so one stored before (none has it) reads as it
+did. A dict with any other key cannot be taken for a tag and is stored as is: a typical request's
+JSON is what it was. A request whose meta cannot be written raises ``UnserializableRequestError``
 naming the request and the key.
 
 Compressed (``FRONTIER_COMPRESS``, the default), that JSON is stored as ``COMPRESSED``
@@ -30,6 +36,11 @@ import orjson
 from crawler.url_credentials import mask_secrets
 
 BYTES_TAG = "$b"
+DICT_TAG = "$dict"  # {"$dict": {...}}: a user's dict whose keys all start with "$" (escaped)
+# A request holding DICT_TAG wrappers has this field, true: those stored before have none (their
+# {"$dict": {...}} are the user's own), so they read as they did. request_from_dict ignores it.
+ESCAPES_FIELD = "$escapes"
+_WRAPPER = b'{"' + DICT_TAG.encode() + b'":{'  # as orjson writes one (a wrapped dict has a key)
 COMPRESSED = b"\x01"  # the first byte of a compressed body (a JSON one starts with "{")
 # What requests repeat, the likeliest last (deflate reaches its end with the shortest codes).
 # Bodies stored with it are read with it: never change it; another one takes another first byte.
@@ -98,7 +109,19 @@ def reshaped_types(value: Any, found: set[str]) -> None:
                 reshaped_types(item, found)
 
 
+def escaped(mapping: dict[Any, Any]) -> dict[Any, Any]:
+    """A user's dict as stored: ``{"$dict": mapping}`` when every key starts with "$" (it could
+    be read as a tag), else ``mapping`` itself (the look ends at its first other key)."""
+    for key in mapping:
+        if not (isinstance(key, str) and key.startswith("$")):
+            return mapping
+    return {DICT_TAG: mapping} if mapping else mapping
+
+
 def _first_bad_key(mapping: dict[str, Any]) -> str | None:
+    wrapped = mapping.get(DICT_TAG)
+    if len(mapping) == 1 and isinstance(wrapped, dict):  # escaped: the user's keys are in it
+        mapping = wrapped
     for key, value in mapping.items():
         try:
             orjson.dumps(value, default=_default)
@@ -122,15 +145,18 @@ def _plain_headers(headers: dict[Any, Any]) -> dict[str, list[str | bytes]]:
 
 
 def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = True) -> bytes:
-    """The request as stored; ``lean=False`` keeps the default-valued fields (the format
-    before lean storage, which ``loads`` reads alike); ``compress=False`` stores the JSON
-    itself."""
+    """The request as stored, its meta, cb_kwargs and cookies as ``meta_objects.pack`` leaves
+    them (the user's dicts ``escaped``); ``lean=False`` keeps the default-valued fields (the
+    format before lean storage, which ``loads`` reads alike); ``compress=False`` stores the
+    JSON itself."""
     if lean:
         request_dict = {k: v for k, v in request_dict.items() if not _is_default(k, v)}
     if isinstance(request_dict.get("headers"), dict):
         request_dict = {**request_dict, "headers": _plain_headers(request_dict["headers"])}
     try:
         data = orjson.dumps(request_dict, default=_default)
+        if _WRAPPER in data:  # rare: marked, so that loads unwraps them
+            data = orjson.dumps({**request_dict, ESCAPES_FIELD: True}, default=_default)
     except TypeError as exc:
         meta = request_dict.get("meta") or {}
         bad = _first_bad_key(meta) if isinstance(meta, dict) else None
@@ -199,21 +225,28 @@ def _masked_json(body: bytes) -> Any:
 TaggedObjects = Callable[[dict[str, Any]], Any]
 
 
-def _restore(value: Any, tagged: TaggedObjects | None) -> Any:
+def _restore(value: Any, tagged: TaggedObjects | None, escapes: bool) -> Any:
     if isinstance(value, dict):
-        if len(value) == 1 and BYTES_TAG in value:
-            return base64.b64decode(value[BYTES_TAG])
-        restored = {key: _restore(item, tagged) for key, item in value.items()}
+        if len(value) == 1:
+            if BYTES_TAG in value:
+                return base64.b64decode(value[BYTES_TAG])
+            if escapes and DICT_TAG in value:  # the user's dict: its keys are no tag
+                user_dict = value[DICT_TAG].items()
+                return {key: _restore(item, tagged, escapes) for key, item in user_dict}
+        restored = {key: _restore(item, tagged, escapes) for key, item in value.items()}
         return restored if tagged is None else tagged(restored)
     if isinstance(value, list):
-        return [_restore(item, tagged) for item in value]
+        return [_restore(item, tagged, escapes) for item in value]
     return value
 
 
 def loads(data: bytes | str, tagged: TaggedObjects | None = None) -> dict[str, Any]:
-    """The stored request's fields, bytes restored; ``tagged`` makes the other tagged objects
-    what they stand for in the same pass (``crawler.frontier.meta_objects.restore``)."""
-    decoded = _restore(orjson.loads(data if isinstance(data, str) else plain(data)), tagged)
+    """The stored request's fields, bytes restored and the user's dicts unwrapped (in a request
+    marked ``ESCAPES_FIELD`` only); ``tagged`` makes the other tagged objects what they stand
+    for in the same pass (``crawler.frontier.meta_objects.restore``)."""
+    found = orjson.loads(data if isinstance(data, str) else plain(data))
+    escapes = isinstance(found, dict) and found.pop(ESCAPES_FIELD, None) is True
+    decoded = _restore(found, tagged, escapes)
     if not isinstance(decoded, dict):
         raise ValueError(f"stored request is a {type(decoded).__name__}, not an object")
     return decoded

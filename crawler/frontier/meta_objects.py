@@ -11,6 +11,9 @@ other meta value (a tuple comes back a list).
 scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
 ``{"$page_method": <name>, "$args": [...], "$kwargs": {...}}``; one whose method is a function
 cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead).
+
+A dict of the user's own of such a shape (every key starting with "$") is wrapped on the way
+(``codec.escaped``) and comes back as it was, never as an item or page method.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 from scrapy import Item
 from scrapy_playwright.page import PageMethod
 
+from crawler.frontier import codec
+
 ITEM_TAG = "$item"
 FIELDS_TAG = "$fields"
 PAGE_METHOD_TAG = "$page_method"
@@ -32,8 +37,9 @@ KWARGS_TAG = "$kwargs"
 
 def pack(value: Any) -> Any:
     """``value`` with every item and page method in it (in dicts, lists and tuples) replaced by
-    its tagged dict; the containers that hold none are returned as they are, not copied.
-    Raises TypeError for a page method whose method is a function."""
+    its tagged dict and every dict ``codec.escaped``; the containers with nothing to replace
+    or wrap are returned as they are, not copied. Raises TypeError for a page method whose
+    method is a function."""
     if isinstance(value, PageMethod):
         return _page_method(value)
     if isinstance(value, Item):
@@ -50,7 +56,7 @@ def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> Any:
     if isinstance(value, dict):
         packed = {key: pack(item) for key, item in value.items()}
         changed = any(packed[key] is not item for key, item in value.items())
-        return packed if changed else value
+        return codec.escaped(packed if changed else value)
     items = [pack(item) for item in value]
     if not any(a is not b for a, b in zip(items, value, strict=True)):
         return value

@@ -6,7 +6,8 @@ A request is stored as its lean JSON (``crawler.frontier.codec``), compressed un
 anyway, but recorded as seen, so the links back to it are not fetched again). A failed
 lease leaves a record with the reason, the node, the time and the request, URL credentials
 masked. Items and scrapy-playwright's page methods in meta or cb_kwargs come back as
-themselves (``crawler.frontier.meta_objects``).
+themselves (``crawler.frontier.meta_objects``), and the user's dicts in meta, cb_kwargs and
+cookies as they were, whatever their keys (``codec.escaped``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 # (host, port)) or hashable (a ``cookiejar`` key): JSON gives lists back, made tuples again
 TUPLE_META = ("bindaddress", "cookiejar")
 HELD_VALUES = ("meta", "cb_kwargs")  # items and page methods in them: crawler.frontier.meta_objects
+USER_DICTS = (*HELD_VALUES, "cookies")  # the fields of the user's dicts, packed (codec.escaped)
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
@@ -95,8 +97,8 @@ class RequestStore:
                 for name, values in fields["headers"].items()
                 if name.lower() not in ("cookie", b"cookie")
             }
-        for key in HELD_VALUES:
-            if key in fields:
+        for key in USER_DICTS:
+            if fields.get(key):  # an empty one (cookies, most cb_kwargs) holds nothing to pack
                 try:
                     fields[key] = meta_objects.pack(fields[key])
                 except TypeError as exc:
