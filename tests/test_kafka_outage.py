@@ -116,6 +116,38 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     assert "'kafka/crawl_paused/max_outage':" in text
 
 
+def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_spool(
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    """Scrapy looks at idleness only while the engine runs: a node paused for Kafka never
+    closed, the crawl over (nothing queued or leased) and every item in the spool, until Kafka
+    answered again. It closes as an idle node does, the spool left for the next start."""
+    spool = tmp_path / "spool"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_CREATE_TOPICS": "False",  # items wait for the broker, no topic check first
+        "KAFKA_MAX_OUTAGE": "3",  # the pages are fetched by then
+        "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 2000}',
+        "KAFKA_SPOOL_DIR": str(spool),
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "8",  # the pause comes before the idle close would
+    }
+    with Site(3) as site, running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        assert wait_for_log(tmp_path / "node-0.log", "Frontier {pages}", timeout=60)
+        kafka.pause()
+        try:
+            seed(redis_url, site.url(0))
+            assert wait_for_log(tmp_path / "node-0.log", PAUSED, timeout=60), logs(tmp_path)
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
+        finally:
+            kafka.resume()
+    assert assert_every_line_whole(spool / "pages") == 3  # every item, for the next start
+    text = (tmp_path / "node-0.log").read_text()
+    assert "'finish_reason': 'finished'" in text
+    assert "The crawl is over while Kafka is away" in text
+
+
 def test_broker_down_at_start_dead_letters_nothing_and_summarises_connection_errors(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:

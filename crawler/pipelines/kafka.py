@@ -49,6 +49,7 @@ from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
 from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
+from crawler.pipelines.paused_idle import PausedIdle
 from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
 
@@ -108,6 +109,7 @@ class KafkaPipeline:
         self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
         self._stopping: asyncio.Future[None] | None = None  # a topic was refused for good
         self._paused = False
+        self._paused_idle = PausedIdle(crawler)  # closes a paused node whose crawl is over
         self._draining: asyncio.Future[None] | None = None
 
     @classmethod
@@ -275,6 +277,8 @@ class KafkaPipeline:
             self._paused = False
             engine.unpause()
             logger.warning("Kafka answers again: crawl resumed")
+        if self._paused:
+            self._paused_idle.look(int(self.stats.get_value("kafka/spooled", 0)))
 
     def _pause_reason(self) -> str | None:
         outage = self.sender.outage_seconds()
