@@ -105,10 +105,8 @@ def test_a_seed_marked_for_the_browser_is_rendered_by_a_node(
     assert "'playwright/page_count/closed': 1" in log  # the page was closed after rendering
 
 
-def test_a_plain_spider_with_page_methods_runs_them_on_whichever_node_leases_it(
-    js_site: str, redis_url: str, tmp_path: Path
-) -> None:
-    """scrapy-playwright's ``PageMethod`` objects in meta go through the frontier's JSON."""
+def rendered_crawl(spider: str, url: str, redis_url: str, tmp_path: Path) -> list[Any]:
+    """One node of ``spider`` (of tests/spiders, argument ``url``) crawls; its items."""
     if shutil.which(CHROMIUM) is None:
         unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
     feed = tmp_path / "items.jsonl"
@@ -118,12 +116,20 @@ def test_a_plain_spider_with_page_methods_runs_them_on_whichever_node_leases_it(
         "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
         "SPIDER_MODULES": "crawler.spiders,tests.spiders",
     }
-    arguments = {"url": js_site}
+    arguments = {"url": url}
     with running_nodes(
-        1, workdir=tmp_path, env=env, settings=settings, spider="page_methods", arguments=arguments
+        1, workdir=tmp_path, env=env, settings=settings, spider=spider, arguments=arguments
     ) as nodes:
         assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
-    items = sorted(map(orjson.loads, feed.read_bytes().splitlines()), key=lambda i: i["url"])
+    return [orjson.loads(line) for line in feed.read_bytes().splitlines()]
+
+
+def test_a_plain_spider_with_page_methods_runs_them_on_whichever_node_leases_it(
+    js_site: str, redis_url: str, tmp_path: Path
+) -> None:
+    """scrapy-playwright's ``PageMethod`` objects in meta go through the frontier's JSON."""
+    items = rendered_crawl("page_methods", js_site, redis_url, tmp_path)
+    items.sort(key=lambda item: str(item["url"]))
     assert items == [
         {"url": js_site, "title": "脚本标题"},
         {"url": js_site + "static", "title": "set by static", "ran": 1},
@@ -154,32 +160,14 @@ def test_a_retried_request_that_took_its_page_gets_a_new_one_and_the_old_one_is_
     """Scrapy's retry copies meta, with scrapy-playwright's live page in it: the frontier could
     not store the retry, the page was lost with no record and its page never closed (pages
     held until the node froze)."""
-    if shutil.which(CHROMIUM) is None:
-        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
     server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyJsPage)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/flaky"
-    feed = tmp_path / "items.jsonl"
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {
-        "CRAWLER_STANDALONE_FEED": str(feed),
-        "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
-        "SPIDER_MODULES": "crawler.spiders,tests.spiders",
-    }
     try:
-        with running_nodes(
-            1,
-            workdir=tmp_path,
-            env=env,
-            settings=settings,
-            spider="include_page",
-            arguments={"url": url},
-        ) as nodes:
-            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+        items = rendered_crawl("include_page", url, redis_url, tmp_path)
     finally:
         server.shutdown()
         server.server_close()
-    items = [orjson.loads(line) for line in feed.read_bytes().splitlines()]
     assert items == [{"url": url, "title": "脚本标题"}], logs(tmp_path)
     log = (tmp_path / "node-0.log").read_text()
     assert "'retry/count': 1" in log
