@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 import redis
+import redis.asyncio
 from redis.asyncio import Redis as AsyncRedis
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
@@ -92,6 +93,29 @@ def test_snapshot_reads_every_part_of_the_shared_state(redis_client: redis.Redis
     assert 8 < sites["h:80"]["cooldown_left"] <= 10
     assert (sites["other:443"]["factor"], sites["other:443"]["cooldown_left"]) == (1.0, 0.0)
     assert discover_spiders(redis_client) == ["pages"]
+
+
+def test_a_nodes_heartbeat_age_is_its_own_whatever_the_commands_lease_settings(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """The age was worked out from the command's FRONTIER_LEASE_TIMEOUT (60 s): a node beating
+    every second with a 15 s lease timeout showed as "late, heartbeat 45.0s ago"."""
+
+    async def beat() -> None:
+        client = FrontierClient(redis.asyncio.Redis.from_url(redis_url), KEYS, "quick")
+        await client.heartbeat([], 15_000, 15_000, 10, epoch="", interval_ms=1000)
+        await client.aclose()
+
+    asyncio.run(beat())
+    (node,) = FrontierAdmin(redis_client, "pages", node_ttl=60, heartbeat_interval=5).snapshot()[
+        "nodes"
+    ]
+    assert node["state"] == "live"
+    assert 0 <= node["heartbeat_ago"] < 1
+    assert 14 < node["expires_in"] <= 15
+    time.sleep(2.2)  # two of its own intervals: late, though the command's are 5 s
+    (node,) = FrontierAdmin(redis_client, "pages", node_ttl=60).snapshot()["nodes"]
+    assert (node["state"], round(node["heartbeat_ago"])) == ("late", 2)
 
 
 def test_snapshot_of_an_empty_database(redis_client: redis.Redis) -> None:

@@ -185,15 +185,22 @@ class FrontierAdmin:
                 pipe.hlen(part.failed)
                 pipe.zrange(part.nodes, 0, -1, withscores=True)
                 pipe.get(part.backlog)
+                pipe.hgetall(part.beats)
             invalid, seeds, incidents, *counts = pipe.execute()
-        spilled = sum(max(0, int(n or 0)) for n in counts[5::6])
-        queued = sum(max(0, int(n or 0)) for n in counts[0::6]) + spilled
-        leases = [lease for found in counts[1::6] for lease in found]
-        per_node = leases_per_node(record for found in counts[2::6] for record in found)
+        spilled = sum(max(0, int(n or 0)) for n in counts[5::7])
+        queued = sum(max(0, int(n or 0)) for n in counts[0::7]) + spilled
+        leases = [lease for found in counts[1::7] for lease in found]
+        per_node = leases_per_node(record for found in counts[2::7] for record in found)
         nodes: dict[str, float] = {}  # every node beats in every part: its latest beat counts
-        for found in counts[4::6]:
+        for found in counts[4::7]:
             for node, alive_until in found:
                 nodes[text(node)] = max(alive_until, nodes.get(text(node), alive_until))
+        beats: dict[str, tuple[float, float]] = {}  # node -> (its last beat, its interval), ms
+        for found in counts[6::7]:
+            for node, beat in found.items():
+                at, _, interval = text(beat).partition(" ")
+                if float(at) > beats.get(text(node), (0.0, 0.0))[0]:
+                    beats[text(node)] = (float(at), float(interval or 0))
         holds = held_seeds(self.redis, self.seed_keys, now_ms)
         dedup = [
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)
@@ -208,7 +215,7 @@ class FrontierAdmin:
             expired=sum(1 for _, deadline in leases if deadline <= now_ms),
             dedup=sum(mode["entries"] for mode in dedup),
             dedup_modes=dedup,
-            failed=sum(int(n) for n in counts[3::6]),
+            failed=sum(int(n) for n in counts[3::7]),
             failed_by_reason=self._failed_reasons(),
             invalid_seeds=int(invalid),
             invalid_by_reason=self._invalid_reasons(),
@@ -216,18 +223,31 @@ class FrontierAdmin:
             seeds_held=holds.held,
             seeds_held_expired=holds.expired,
             nodes=[
-                self._node(node, alive_until, now_ms, per_node)
+                self._node(node, alive_until, now_ms, per_node, beats.get(node))
                 for node, alive_until in sorted(nodes.items())
             ],
             politeness=self._politeness(now_ms),
             incidents=[orjson.loads(record) for record in incidents],
         )
 
-    def _node(self, node: str, alive_until: float, now_ms: int, leases: Counter[str]) -> NodeInfo:
+    def _node(
+        self,
+        node: str,
+        alive_until: float,
+        now_ms: int,
+        leases: Counter[str],
+        beat: tuple[float, float] | None,
+    ) -> NodeInfo:
+        """``beat``: the node's last beat and heartbeat interval (ms) as it recorded them; a
+        node that did not (an older version) is read with this command's settings."""
         expires_in = (alive_until - now_ms) / 1000
         ago = self.node_ttl - expires_in
+        interval = self.heartbeat_interval
+        if beat is not None:
+            ago = max(0.0, now_ms - beat[0]) / 1000
+            interval = beat[1] / 1000 or interval
         held = leases.get(node, 0)
-        state: NodeState = "late" if ago > 2 * self.heartbeat_interval else "live"
+        state: NodeState = "late" if ago > 2 * interval else "live"
         if expires_in <= 0:
             state = "dead" if held else "gone"
         return NodeInfo(
@@ -236,7 +256,7 @@ class FrontierAdmin:
             state=state,
             leases=held,
             expires_in=round(expires_in, 3),
-            heartbeat_ago=round(self.node_ttl - expires_in, 3),
+            heartbeat_ago=round(ago, 3),
         )
 
     def _failed_reasons(self) -> dict[str, int]:

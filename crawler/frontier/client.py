@@ -301,10 +301,18 @@ class FrontierClient:
         return text(await self.redis.get(self.keys.epoch))
 
     async def heartbeat(
-        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int, epoch: str
+        self,
+        held: list[str],
+        node_ttl_ms: int,
+        lease_ms: int,
+        reclaim_limit: int,
+        epoch: str,
+        *,
+        interval_ms: int = 0,
     ) -> Heartbeat:
         """Extend ``held``, reclaim expired leases; nothing but the check when the frontier's
-        epoch is no longer ``epoch`` (see ``Heartbeat.epoch``)."""
+        epoch is no longer ``epoch`` (see ``Heartbeat.epoch``). ``interval_ms``: the node's
+        heartbeat interval, recorded with the beat for operators (0: not said)."""
         k = self.keys
         extended, reclaimed, lost, current, queued = await self._heartbeat(
             keys=[
@@ -315,8 +323,9 @@ class FrontierClient:
                 k.epoch,
                 k.node_epoch(self.node_id),
                 k.queue_count,
+                k.beats,
             ],
-            args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, *held],
+            args=[self.node_id, node_ttl_ms, lease_ms, reclaim_limit, epoch, interval_ms, *held],
         )
         self.queued = int(queued)
         return Heartbeat(
@@ -329,7 +338,7 @@ class FrontierClient:
     async def release(self, lease_ids: list[str]) -> int:
         k = self.keys
         released = await self._release(
-            keys=[k.leases, k.inflight, k.queue_levels, k.queue_count, k.nodes],
+            keys=[k.leases, k.inflight, k.queue_levels, k.queue_count, k.nodes, k.beats],
             args=[self.node_id, *lease_ids],
         )
         return int(released)

@@ -36,6 +36,7 @@ class FrontierKeys:
     leases: str
     inflight: str
     nodes: str
+    beats: str  # hash: node -> '<last beat ms> <its heartbeat interval ms>' (Redis time)
     failed: str
     waiting: str  # zset: nodes waiting for work (found the part empty) -> until (ms, Redis time)
     epoch: str  # the frontier's identity: a wiped or replaced Redis has another or none
@@ -64,6 +65,7 @@ class FrontierKeys:
             leases=f"{tag}:leases",
             inflight=f"{tag}:inflight",
             nodes=f"{tag}:nodes",
+            beats=f"{tag}:beats",
             failed=f"{tag}:failed",
             waiting=f"{tag}:waiting",
             epoch=f"{tag}:epoch",
@@ -111,6 +113,7 @@ class FrontierKeys:
             self.leases,
             self.inflight,
             self.nodes,
+            self.beats,
             self.failed,
             self.waiting,
             self.epoch,

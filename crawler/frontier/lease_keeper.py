@@ -112,6 +112,7 @@ class LeaseKeeper:
                     node_ttl_ms=int(timing.lease_timeout * 1000),
                     lease_ms=int(timing.lease_timeout * 1000),
                     reclaim_limit=self._reclaim_limit(),
+                    interval_ms=int(timing.heartbeat_interval * 1000),
                     epoch=self.epoch,
                 )
                 if beat.epoch != self.epoch:

@@ -273,14 +273,28 @@ class PartitionedFrontier:
         return " ".join(epochs)
 
     async def heartbeat(
-        self, held: list[str], node_ttl_ms: int, lease_ms: int, reclaim_limit: int, epoch: str
+        self,
+        held: list[str],
+        node_ttl_ms: int,
+        lease_ms: int,
+        reclaim_limit: int,
+        epoch: str,
+        *,
+        interval_ms: int = 0,
     ) -> Heartbeat:
         grouped = self._by_part(held)
         known = epoch.split(" ") if self.count > 1 else [epoch]
         known += [""] * (self.count - len(known))
         beats = await asyncio.gather(
             *(
-                part.heartbeat(grouped.get(i, []), node_ttl_ms, lease_ms, reclaim_limit, known[i])
+                part.heartbeat(
+                    grouped.get(i, []),
+                    node_ttl_ms,
+                    lease_ms,
+                    reclaim_limit,
+                    known[i],
+                    interval_ms=interval_ms,
+                )
                 for i, part in enumerate(self.parts)
             )
         )

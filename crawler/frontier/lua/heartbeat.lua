@@ -4,9 +4,10 @@
 -- lua/queue.lua comes before this body.
 -- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue levels, 5 epoch,
 --       6 the node's epoch (the epoch it last beat in, kept for the node ttl: an operator's
---       reset waits until every live node beats in its new epoch), 7 queue count
+--       reset waits until every live node beats in its new epoch), 7 queue count, 8 beats (hash
+--       node -> '<this beat ms> <the node's heartbeat interval ms>', for operators' views)
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
---       node knows, 6.. lease ids held
+--       node knows, 6 its heartbeat interval ms, 7.. lease ids held
 -- Returns {extended, reclaimed, lost, epoch, queued}: lost = the ids held by the node that are
 -- no longer its (reclaimed by another node, or finished meanwhile); epoch is the frontier's
 -- epoch now; queued the queue's length after the beat (a node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
@@ -25,12 +26,13 @@ local was_alive_until = tonumber(redis.call('ZSCORE', KEYS[1], node))
 local kept_away = was_alive_until ~= nil and was_alive_until < now
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
+redis.call('HSET', KEYS[8], node, now .. ' ' .. ARGV[6])
 -- Variadic commands, QUEUE_CHUNK ids at a time: a command called from a script costs more than
 -- the entries it touches.
 local extended = 0
 local lost = {}
 local deadline = tostring(now + tonumber(ARGV[3]))
-for from = 6, #ARGV, QUEUE_CHUNK do
+for from = 7, #ARGV, QUEUE_CHUNK do
   local to = math.min(#ARGV, from + QUEUE_CHUNK - 1)
   local records = redis.call('HMGET', KEYS[3], unpack(ARGV, from, to))
   local deadlines = {}
@@ -52,5 +54,7 @@ if not kept_away then
   reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+local forgotten = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+in_chunks('ZREM', KEYS[1], forgotten, 1)
+in_chunks('HDEL', KEYS[8], forgotten, 1)
 return {extended, reclaimed, lost, epoch, queue_length(KEYS[7])}

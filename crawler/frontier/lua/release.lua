@@ -1,6 +1,6 @@
 -- Return leases held by node ARGV[1] to the head of their level of the queue at once (graceful
 -- stop), and take the node off the registry. lua/queue.lua comes before this body.
--- KEYS: 1 leases, 2 inflight, 3 queue levels, 4 queue count, 5 nodes
+-- KEYS: 1 leases, 2 inflight, 3 queue levels, 4 queue count, 5 nodes, 6 beats
 -- ARGV: 1 node, 2.. lease ids. Returns the number returned.
 local prefix = ARGV[1] .. '\t'
 local returned, records_back, seen = {}, {}, {}
@@ -25,4 +25,5 @@ for from = 2, #ARGV, QUEUE_CHUNK do
   end
 end
 redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 return queue_return(KEYS[3], KEYS[4], returned, records_back)
