@@ -97,7 +97,13 @@ def test_a_replacement_the_frontier_cannot_store_fails_its_lease(
         ).decode()
     }
     run, reference, _ = compare(
-        tmp_path, redis_url, kafka_bootstrap, settings=settings, same_hits=False, nodes=1
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        settings=settings,
+        same_hits=False,
+        nodes=1,
+        label="UnstorableReplaceMiddleware",
     )
     assert not any('"page":1,' in item for item in run.items)
     assert any('"page":1,' in item for item in reference)
