@@ -38,7 +38,7 @@ from crawler.spiders.zhihu_chains import (
     Output,
     ZhihuChains,
 )
-from crawler.zhihu.completeness import TALLY, Completeness
+from crawler.zhihu.completeness import TALLY, Completeness, Tally
 from crawler.zhihu.errors import ApiError, Problem, classify
 from crawler.zhihu.login import PasswordLogin
 from crawler.zhihu.parsers import Context, question_item
@@ -219,7 +219,7 @@ class ZhihuSpider(ZhihuChains):
             logger.error("Cannot parse %s (%s): %s", response.url, endpoint, exc)
             yield self._unparsed(response, endpoint, response.text, exc, ctx)
 
-    def _failed(self, response: Response, endpoint: str, error: ApiError) -> Iterator[Request]:
+    def _failed(self, response: Response, endpoint: str, error: ApiError) -> Iterator[Output]:
         # ZhihuApiMiddleware counts every answer's code (zhihu/api_error/<code>)
         self._stat(f"{error.problem.value}/{endpoint}")
         if error.problem not in RETRIED:
@@ -230,17 +230,25 @@ class ZhihuSpider(ZhihuChains):
                 error.code,
                 error.message[:200],
             )
+            yield from self._cut_short(response, endpoint)
             return
         tries = int(response.meta.get(RETRIES, 0)) + 1
         if tries > self.config.max_retries:
             self._stat(f"gave_up/{error.problem.value}")
             logger.error("%s: %s %d times, giving up", response.url, error.problem.value, tries)
+            yield from self._cut_short(response, endpoint)
             return
         self._stat(f"retry/{error.problem.value}")
         meta = {key: response.meta[key] for key in CARRIED if key in response.meta}
         retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, dont_filter=True)
         retry.priority = response.request.priority - 1 if response.request else -1
         yield retry
+
+    def _cut_short(self, response: Response, endpoint: str) -> Iterator[Output]:
+        """A list page that failed for good ends its list there: recorded with what it had
+        collected, so its shortfall shows (a list that declared no total has nothing to show)."""
+        owner = str(response.meta.get(OWNER, ""))
+        yield from self._recorded(endpoint, owner, Tally.of(response.meta), response)
 
     def _page(self, response: Response, endpoint: str, ctx: Context) -> Iterator[Output]:
         kind, content_type = PAGE_KINDS[endpoint]
