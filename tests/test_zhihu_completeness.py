@@ -17,7 +17,6 @@ from crawler.extensions.ledger_layout import ledger_fields
 from crawler.zhihu.completeness import Completeness, Tally, percent
 from crawler.zhihu.parsers import comment_item, content_item, creator_item, search_page
 from tests.test_zhihu_crawl import (
-    SMALL,
     VARIETY,
     Expected,
     completeness_text,
@@ -29,11 +28,10 @@ from tests.test_zhihu_crawl import (
     found_lists,
     read_dead_letters,
     read_items,
-    small_question,
     status_lines,
 )
 from tests.test_zhihu_parsers import body, context
-from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, Variety, ZhihuMock
+from tests.zhihu_mock import DataConfig, MockConfig, QuestionSpec, ZhihuMock
 
 # one person with answers, articles and zvideos; "Python" finds answers (seed 1)
 DATA = DataConfig(
@@ -167,30 +165,3 @@ def test_search_pages_skip_unknown_types_and_unwrap_results(drifting_mock: Zhihu
     assert found.people and all(
         c["type"] in ("answer", "article", "zvideo") for c in found.contents
     )
-
-
-def test_a_list_given_up_counts_as_short(
-    redis_url: str, kafka_bootstrap: str, tmp_path: Path
-) -> None:
-    """Every child-comment page is challenged and its retries run out: the lists those pages
-    began are lost, and were counted nowhere (status said comments 100.0%, no list short)."""
-    topics = f"test-{uuid.uuid4().hex[:10]}-{{spider}}-{{item_type}}"
-    config = MockConfig(
-        data=SMALL, variety=Variety(child_previews=False), challenge_paths=(r"/child_comment",)
-    )
-    with ZhihuMock(config) as mock:
-        url, _ = small_question(mock)
-        found = crawl_small(
-            mock,
-            [url],
-            workdir=tmp_path,
-            redis_url=redis_url,
-            kafka=kafka_bootstrap,
-            topics=topics,
-            ZHIHU_MAX_RETRIES="1",
-            ZHIHU_CREATORS="False",
-        )
-    given_up = found["zhihu/gave_up/challenge"]
-    assert given_up > 0
-    assert found["zhihu/short_lists/child_comment"] == given_up  # each one's list, short
-    assert found["zhihu/shortfall/child_comment"] == found["zhihu/declared/child_comment"]

@@ -679,6 +679,35 @@ def test_a_session_without_d_c0_is_signed_with_a_guest_d_c0_whatever_the_other_s
         assert expected.comments <= {i["comment_id"] for i in items["zhihu_comment"]}
 
 
+CHILDREN_CHALLENGED = {
+    "variety": Variety(child_previews=False),
+    "challenge_paths": ("/child_comment",),
+}
+
+
+@pytest.mark.parametrize("small_mock", [CHILDREN_CHALLENGED], indirect=True)
+def test_a_list_given_up_counts_as_short(
+    small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """Every child-comment page is challenged and its retries run out: the lists those pages
+    began are lost, and were counted nowhere (status said comments 100.0%, no list short)."""
+    url, _ = small_question(small_mock)
+    found = crawl_small(
+        small_mock,
+        [url],
+        workdir=tmp_path,
+        redis_url=redis_url,
+        kafka=kafka_bootstrap,
+        topics=zhihu_topics,
+        ZHIHU_MAX_RETRIES="1",
+        ZHIHU_CREATORS="False",
+    )
+    given_up = found["zhihu/gave_up/challenge"]
+    assert given_up > 0
+    assert found["zhihu/short_lists/child_comment"] == given_up  # each one's list, short
+    assert found["zhihu/shortfall/child_comment"] == found["zhihu/declared/child_comment"]
+
+
 @pytest.mark.parametrize("small_mock", [{"rate_limit": 4}], indirect=True)
 def test_rate_limited_requests_cool_the_site_and_are_retried(
     small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
