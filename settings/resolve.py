@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -17,7 +17,8 @@ PROFILE_ENV = "CRAWLER_PROFILE"
 DEFAULT_PROFILE = "dev"
 PROFILES = {"dev": "settings.dev", "prod": "settings.prod"}
 
-# Environment variable -> setting it overrides (strings, used as given).
+# Environment variable -> setting it overrides (strings, used as given unless ENV_READERS has
+# a reader for the variable).
 ENV_OVERRIDES = {
     "REDIS_URL": "REDIS_URL",
     "KAFKA_BOOTSTRAP_SERVERS": "KAFKA_BOOTSTRAP_SERVERS",
@@ -43,6 +44,10 @@ def _log_level(given: str) -> str:
     return level
 
 
+# Variables of ENV_OVERRIDES read as more than their text (a ValueError names the variable).
+ENV_READERS: dict[str, Callable[[str], str]] = {"CRAWLER_LOG_LEVEL": _log_level}
+
+
 def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """Return every setting for the profile and environment given."""
     profile = environ.get(PROFILE_ENV, DEFAULT_PROFILE).strip() or DEFAULT_PROFILE
@@ -55,9 +60,8 @@ def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     values["CRAWLER_PROFILE"] = profile
     for variable, setting in ENV_OVERRIDES.items():
         if variable in environ:
-            values[setting] = environ[variable]
-    if "CRAWLER_LOG_LEVEL" in environ:
-        values["LOG_LEVEL"] = _log_level(environ["CRAWLER_LOG_LEVEL"])
+            read = ENV_READERS.get(variable)
+            values[setting] = environ[variable] if read is None else read(environ[variable])
     for variable, value in environ.items():
         name = variable.removeprefix(SETTING_PREFIX)
         if variable.startswith(SETTING_PREFIX) and name:
