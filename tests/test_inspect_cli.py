@@ -242,6 +242,35 @@ def test_leases_are_grouped_by_node_with_age_and_urls(
     assert "estimated" in out
 
 
+def test_lease_ages_use_the_lease_timeout_each_node_beats_with(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A node started with a shorter lease timeout than the command reads: its fresh leases are
+    fresh, not as old as the difference; a node that never beat falls back on the setting."""
+    short_ms = 20_000
+    run(enqueue(redis_url, *(request(f"http://a.test/{n}") for n in range(3))))
+
+    async def lease_and_beat() -> None:
+        client = FrontierClient(async_client(redis_url), KEYS, "node-short")
+        held = await client.lease(2, short_ms)
+        await client.heartbeat(
+            [lease.id for lease in held], 30_000, short_ms, 0, "", interval_ms=5_000
+        )
+        await client.aclose()
+
+    run(lease_and_beat())
+    run(lease(redis_url, "node-silent", 1))
+    shown = cli_json(capsys, redis_url, "leases", "pages")
+    nodes = {n["node"]: n for n in shown["nodes"]}
+    assert nodes["node-short"]["oldest_age"] < 30
+    assert nodes["node-short"]["lease_timeout"] == 20.0
+    assert nodes["node-silent"]["oldest_age"] < 30  # leased for LEASE_MS, the command's 60 s
+    assert nodes["node-silent"]["lease_timeout"] is None
+    code, out = cli(capsys, redis_url, "leases", "pages")
+    assert code == 0
+    assert "lease timeout 20s" in out
+
+
 # -- Redis Cluster -----------------------------------------------------------------------------
 
 

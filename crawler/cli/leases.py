@@ -50,13 +50,15 @@ def print_leases(spider: str, lease_timeout: float, nodes: list[NodeLeases]) -> 
     if not nodes:
         return
     print(
-        f"  (age estimated as now - (deadline - FRONTIER_LEASE_TIMEOUT {lease_timeout:g}s): "
-        "the time since the lease was taken or its node's heartbeat last extended it)"
+        "  (age estimated as now - (deadline - the node's lease timeout, as its heartbeat "
+        f"records it, else FRONTIER_LEASE_TIMEOUT {lease_timeout:g}s): the time since the lease "
+        "was taken or its node's heartbeat last extended it)"
     )
     for node in nodes:
+        timeout = "not recorded" if node.lease_timeout is None else f"{node.lease_timeout:g}s"
         print(
             f"  {node.node}  {node.leases} leases  oldest {node.oldest_age:.1f}s  "
-            f"{node.expired} expired"
+            f"{node.expired} expired  (lease timeout {timeout})"
         )
         for url in node.urls:
             print(f"    {url}")

@@ -22,6 +22,7 @@ import orjson
 
 from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
 from crawler.frontier.dedup_summary import dedup_summary
+from crawler.frontier.inspect import node_beat
 from crawler.frontier.keys import glob_escape
 from crawler.frontier.partitions import spider_parts
 from crawler.frontier.seed_holds import SeedKeys, held_seeds, reclaim_call
@@ -197,10 +198,10 @@ class FrontierAdmin:
                 nodes[text(node)] = max(alive_until, nodes.get(text(node), alive_until))
         beats: dict[str, tuple[float, float]] = {}  # node -> (its last beat, its interval), ms
         for found in counts[6::7]:
-            for node, beat in found.items():
-                at, _, interval = text(beat).partition(" ")
-                if float(at) > beats.get(text(node), (0.0, 0.0))[0]:
-                    beats[text(node)] = (float(at), float(interval or 0))
+            for node, value in found.items():
+                beat = node_beat(value)
+                if beat.at_ms > beats.get(text(node), (0.0, 0.0))[0]:
+                    beats[text(node)] = (beat.at_ms, beat.interval_ms)
         holds = held_seeds(self.redis, self.seed_keys, now_ms)
         dedup = [
             DedupInfo(mode=d.mode, entries=d.entries, bytes=d.bytes, fill=d.fill, fp_rate=d.fp_rate)

@@ -67,6 +67,23 @@ class NodeLeases:
     expired: int = 0  # deadline passed: any node's heartbeat returns them to the queue
     oldest_age: float = 0.0  # seconds since its oldest lease was taken or extended (estimate)
     urls: list[str] = field(default_factory=list)  # of its oldest leases, URLS_SHOWN at most
+    lease_timeout: float | None = None  # s, as its last heartbeat gave it (None: not recorded)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBeat:
+    """A node's last heartbeat, as ``{<spider>}:beats`` records it (ms, Redis time)."""
+
+    at_ms: float
+    interval_ms: float  # 0: not recorded
+    lease_ms: float | None  # None: not recorded (a node of a version before it)
+
+
+def node_beat(value: bytes | str) -> NodeBeat:
+    """Read a ``{<spider>}:beats`` value: ``<beat ms> <interval ms> <lease ms>``, its last
+    fields missing in beats of older versions."""
+    at, interval, lease, *_ = (*text(value).split(" "), "", "")
+    return NodeBeat(float(at), float(interval or 0), float(lease) if lease else None)
 
 
 def lease_body(record: bytes | str | None) -> bytes | None:
@@ -187,10 +204,12 @@ class PartInspector:
         return dropped
 
     def leases(self, lease_ms: int) -> list[NodeLeases]:
-        """Leases per node; a lease's age is estimated as now - (deadline - ``lease_ms``).
-        The URLs are those of the node's oldest leases, with their deadlines first."""
+        """Leases per node; a lease's age is estimated as now - (deadline - the node's lease
+        time), as its last heartbeat recorded it, else ``lease_ms``. The URLs are those of the
+        node's oldest leases, with their deadlines first."""
         k = self.keys
         now_ms = server_time_ms(self.redis, k.leases)
+        beats = {text(node): node_beat(beat) for node, beat in self.redis.hgetall(k.beats).items()}
         nodes: dict[str, NodeLeases] = {}
         oldest: dict[str, list[tuple[float, str]]] = {}  # node -> max-heap (-deadline, id)
         cursor = 0
@@ -219,8 +238,12 @@ class PartInspector:
             nodes[node].urls = [
                 str(_request(lease_body(record)).get("url", NO_DATA)) for record in records
             ]
-            taken_ms = -by_age[0][0] - lease_ms
+            beat = beats.get(node)
+            node_lease_ms = beat.lease_ms if beat is not None else None
+            taken_ms = -by_age[0][0] - (lease_ms if node_lease_ms is None else node_lease_ms)
             nodes[node].oldest_age = round(max(0.0, now_ms - taken_ms) / 1000, 3)
+            if node_lease_ms is not None:
+                nodes[node].lease_timeout = node_lease_ms / 1000
         return sorted(nodes.values(), key=lambda held: held.node)
 
 
@@ -294,4 +317,5 @@ class FrontierInspector:
                 held.leases += found.leases
                 held.expired += found.expired
                 held.oldest_age = max(held.oldest_age, found.oldest_age)
+                held.lease_timeout = held.lease_timeout or found.lease_timeout
         return sorted(nodes.values(), key=lambda held: held.node)

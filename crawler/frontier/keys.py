@@ -36,7 +36,7 @@ class FrontierKeys:
     leases: str
     inflight: str
     nodes: str
-    beats: str  # hash: node -> '<last beat ms> <its heartbeat interval ms>' (Redis time)
+    beats: str  # hash: node -> '<last beat ms> <heartbeat interval ms> <lease ms>' (Redis time)
     failed: str
     waiting: str  # zset: nodes waiting for work (found the part empty) -> until (ms, Redis time)
     epoch: str  # the frontier's identity: a wiped or replaced Redis has another or none

@@ -5,7 +5,7 @@
 -- KEYS: 1 nodes (zset node -> alive-until ms), 2 leases, 3 inflight, 4 queue levels, 5 epoch,
 --       6 the node's epoch (the epoch it last beat in, kept for the node ttl: an operator's
 --       reset waits until every live node beats in its new epoch), 7 queue count, 8 beats (hash
---       node -> '<this beat ms> <the node's heartbeat interval ms>', for operators' views)
+--       node -> '<this beat ms> <its heartbeat interval ms> <its lease ms>', for operators' views)
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6 its heartbeat interval ms, 7.. lease ids held
 -- Returns {extended, reclaimed, lost, epoch, queued}: lost = the ids held by the node that are
@@ -26,7 +26,7 @@ local was_alive_until = tonumber(redis.call('ZSCORE', KEYS[1], node))
 local kept_away = was_alive_until ~= nil and was_alive_until < now
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), node)
 redis.call('SET', KEYS[6], epoch, 'PX', tonumber(ARGV[2]))
-redis.call('HSET', KEYS[8], node, now .. ' ' .. ARGV[6])
+redis.call('HSET', KEYS[8], node, now .. ' ' .. ARGV[6] .. ' ' .. ARGV[3])
 -- Variadic commands, QUEUE_CHUNK ids at a time: a command called from a script costs more than
 -- the entries it touches.
 local extended = 0
