@@ -34,12 +34,21 @@ GUARDED = {
 
 
 def _enabled(settings: BaseSettings, name: str) -> dict[str, int]:
-    """The enabled components of a component setting (with its base), by import path."""
-    return {
-        component_path(component): order
+    """The enabled components of a component setting (with its base), by import path, in the
+    order Scrapy runs them: by order, and as given among equal orders (a stable sort)."""
+    enabled = [
+        (component_path(component), order)
         for component, order in settings.getwithbase(name).items()
         if order is not None
-    }
+    ]
+    return dict(sorted(enabled, key=lambda entry: entry[1]))
+
+
+def _around(orders: dict[str, int], path: str) -> tuple[list[str], list[str]]:
+    """The components Scrapy lists before ``path`` and after it (``_enabled``'s order)."""
+    listed = list(orders)
+    at = listed.index(path)
+    return listed[:at], listed[at + 1 :]
 
 
 def check_spider_middleware_orders(settings: BaseSettings) -> None:
@@ -49,8 +58,9 @@ def check_spider_middleware_orders(settings: BaseSettings) -> None:
     for guard, methods in GUARDED.items():
         if guard not in orders:
             continue
-        for path, order in orders.items():
-            if order >= orders[guard] or path in GUARDED:
+        for path in _around(orders, guard)[0]:
+            order = orders[path]
+            if path in GUARDED:
                 continue
             found = [name for name in methods if hasattr(load_object(path), name)]
             if found:
@@ -72,8 +82,9 @@ def check_downloader_middleware_orders(settings: BaseSettings) -> None:
     lease = orders.get(LEASE_FAILURES)
     if lease is None:
         return
-    for path, order in orders.items():
-        if order < lease and hasattr(load_object(path), "process_response"):
+    for path in _around(orders, LEASE_FAILURES)[0]:
+        order = orders[path]
+        if hasattr(load_object(path), "process_response"):
             raise ValueError(
                 f"DOWNLOADER_MIDDLEWARES puts {path} at {order}, below LeaseFailureMiddleware at "
                 f"{lease}: in cluster mode what its process_response() raises must reach the "
@@ -83,16 +94,18 @@ def check_downloader_middleware_orders(settings: BaseSettings) -> None:
 
 
 def check_pipeline_orders(settings: BaseSettings) -> None:
-    """Raise ValueError for an enabled item pipeline after ``KafkaPipeline``."""
+    """Raise ValueError for an enabled item pipeline after ``KafkaPipeline`` (at a higher
+    order, or at its order and listed after it)."""
     orders = _enabled(settings, "ITEM_PIPELINES")
     kafka = orders.get(KAFKA_PIPELINE)
     if kafka is None:
         return
-    for path, order in orders.items():
-        if order > kafka:
-            raise ValueError(
-                f"ITEM_PIPELINES puts {path} at {order}, after KafkaPipeline at {kafka}: the "
-                "item is in Kafka by then, so what it drops or changes would not be; give it "
-                f"an order below {kafka}, or put KafkaPipeline after it ({KAFKA_PIPELINE!r}: "
-                f"{order + 1} in ITEM_PIPELINES)"
-            )
+    after = _around(orders, KAFKA_PIPELINE)[1]
+    if after:
+        path, order = after[0], orders[after[0]]
+        raise ValueError(
+            f"ITEM_PIPELINES puts {path} at {order}, after KafkaPipeline at {kafka}: the "
+            "item is in Kafka by then, so what it drops or changes would not be; give it "
+            f"an order below {kafka}, or put KafkaPipeline after it ({KAFKA_PIPELINE!r}: "
+            f"{order + 1} in ITEM_PIPELINES)"
+        )

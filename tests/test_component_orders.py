@@ -103,3 +103,29 @@ def test_a_downloader_middleware_with_process_response_below_the_lease_one_is_re
     project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {HERE + "OnlyRequests": 1}})
     project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 11}})
     project({"DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 1}})  # standalone
+
+
+LEASE_OUTPUT = "crawler.middlewares.lease_output.LeaseOutputMiddleware"
+LEASE_FAILURES = "crawler.middlewares.lease_failures.LeaseFailureMiddleware"
+KAFKA_PIPELINE = "crawler.pipelines.kafka.KafkaPipeline"
+
+
+def test_at_the_same_order_scrapy_runs_them_as_listed_and_so_does_the_check() -> None:
+    """Scrapy sorts components by order and keeps the given order among equal ones: a component
+    at the frontier's or Kafka's own order, listed where it runs on the wrong side, is refused."""
+    with pytest.raises(ValueError, match=r"Tags at 900, after KafkaPipeline at 900"):
+        project({**KAFKA, "ITEM_PIPELINES": {KAFKA_PIPELINE: 900, HERE + "Tags": 900}})
+    project({**KAFKA, "ITEM_PIPELINES": {HERE + "Tags": 900, KAFKA_PIPELINE: 900}})
+    with pytest.raises(ValueError, match=r"BlocksResponses at 10, below LeaseFailureMiddleware"):
+        project(
+            {
+                **CLUSTER,
+                "DOWNLOADER_MIDDLEWARES": {HERE + "BlocksResponses": 10, LEASE_FAILURES: 10},
+            }
+        )
+    project(
+        {**CLUSTER, "DOWNLOADER_MIDDLEWARES": {LEASE_FAILURES: 10, HERE + "BlocksResponses": 10}}
+    )
+    with pytest.raises(ValueError, match=r"DropsItems at 10, below LeaseOutputMiddleware"):
+        project({**CLUSTER, "SPIDER_MIDDLEWARES": {HERE + "DropsItems": 10, LEASE_OUTPUT: 10}})
+    project({**CLUSTER, "SPIDER_MIDDLEWARES": {LEASE_OUTPUT: 10, HERE + "DropsItems": 10}})
