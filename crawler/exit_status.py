@@ -5,16 +5,24 @@ a Kafka backlog it would not read) or stopped by a topic Kafka refuses for good 
 spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0 then,
 as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took the
 node for done. The project's versions of both commands exit 1 for those finish reasons.
+
+A setting the project refuses at start (a ``ValueError`` or ``NotConfigured`` raised by its own
+code while the crawler starts) made Scrapy exit 1 with asyncio's "Task exception was never
+retrieved" and a traceback, the reason on its last line; these commands log the reason alone,
+as one ERROR line (errors raised elsewhere keep asyncio's report).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 from typing import Any
 
 from scrapy import Spider, signals
 from scrapy.commands import BaseRunSpiderCommand
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.partitions import PartitionsChanged
@@ -25,6 +33,30 @@ REFUSED_FINISH_REASONS = frozenset(
     refusal.finish_reason
     for refusal in (FrontierRefused, PartitionsChanged, OldLayout, BacklogUnread, TopicRefused)
 )
+
+
+logger = logging.getLogger(__name__)
+
+
+def raised_by_the_project(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refusal the project's own code raised (its innermost frame is in
+    the ``crawler`` package)."""
+    if not isinstance(exc, (ValueError, NotConfigured)) or exc.__traceback__ is None:
+        return False
+    frame = exc.__traceback__
+    while frame.tb_next is not None:
+        frame = frame.tb_next
+    return str(frame.tb_frame.f_globals.get("__name__", "")).startswith("crawler.")
+
+
+def report_refusals(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: a refusal at start as one line, else as asyncio
+    reports it."""
+    exc = context.get("exception")
+    if exc is not None and raised_by_the_project(exc):
+        logger.error("Not started: %s", exc)
+    else:
+        loop.default_exception_handler(context)
 
 
 class ExitOnRefusal(BaseRunSpiderCommand):
@@ -41,6 +73,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
         self.refused = self.refused or reason in REFUSED_FINISH_REASONS
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        asyncio.get_event_loop().set_exception_handler(report_refusals)
         super().run(args, opts)  # type: ignore[safe-super]  # a mixin: before crawl or runspider
         if self.refused:
             self.exitcode = 1

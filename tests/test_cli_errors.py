@@ -143,6 +143,41 @@ def test_scrapy_purge_names_a_refused_setting(redis_url: str) -> None:
     assert "FRONTIER_QUEUE_MAX='x' is not an integer" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        (
+            "ITEM_PIPELINES",
+            '{"tests.test_component_orders.Tags": 950}',
+            "ITEM_PIPELINES puts tests.test_component_orders.Tags at 950, after KafkaPipeline",
+        ),
+        ("FRONTIER_QUEUE_MAX", "x", "FRONTIER_QUEUE_MAX='x' is not an integer"),
+    ],
+)
+def test_scrapy_crawl_names_a_refused_setting_in_one_line(
+    redis_url: str, setting: str, value: str, message: str
+) -> None:
+    """Refused at start by the add-on or by a component: exit 1 and the reason, no asyncio
+    'Task exception was never retrieved' and its traceback."""
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "pages", "-s", f"{setting}={value}"],
+        cwd=REPO_ROOT,
+        env={
+            "REDIS_URL": redis_url,
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+            "PATH": "/usr/bin:/bin",
+            "METRICS_PORT": "0",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    refused(result)
+    assert "never retrieved" not in result.stderr, result.stderr
+    assert f"ERROR: Not started: {message}" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("command", [("-m", "crawler", "status"), ("-m", "scrapy", "list")])
 def test_an_unknown_profile_is_one_line_not_a_traceback(command: tuple[str, ...]) -> None:
     result = subprocess.run(
