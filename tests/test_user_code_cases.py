@@ -86,6 +86,24 @@ def test_downloader_middlewares_that_replace(
     assert set(hits) == {f"/p/{i}.html" for i in range(PAGES)}
 
 
+def test_requests_a_request_scheduled_handler_drops_release_their_parent_page(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Scrapy drops a request whose ``request_scheduled`` handler raised ``IgnoreRequest`` before
+    the scheduler sees it: its parent's lease waited for the idle sweep, so a busy node held
+    every page it crawled, and a stop or a crash had them all fetched again."""
+    settings = {
+        "EXTENSIONS": orjson.dumps(
+            {"tests.userproject.extensions.DropsRedirectLinks": 500}
+        ).decode()
+    }
+    run, reference, hits = compare(
+        tmp_path, redis_url, kafka_bootstrap, settings=settings, label="DropsRedirectLinks"
+    )
+    assert sorted(run.items) == sorted(reference)
+    assert set(hits) == {f"/p/{i}.html" for i in range(PAGES)}
+
+
 def test_a_replacement_the_frontier_cannot_store_fails_its_lease(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from crawler.frontier.client import NewRequest, Outcome
 
@@ -58,7 +59,7 @@ class AckTracker:
     def __len__(self) -> int:
         return len(self._leases)
 
-    def tracks(self, lease_id: object) -> bool:
+    def tracks(self, lease_id: object) -> TypeGuard[str]:
         return isinstance(lease_id, str) and lease_id in self._leases
 
     def held(self) -> list[str]:

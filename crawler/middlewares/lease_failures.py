@@ -21,6 +21,14 @@ stored by name). A retry or redirect is a new request that replaces the lease.
 A response a middleware built anew, whose ``request`` is not the leased one,
 gets the lease id copied to that request, so its callback's output is tracked.
 
+The engine drops a request before the scheduler when a ``request_scheduled`` handler raises
+``IgnoreRequest`` (Scrapy's ``OffsiteMiddleware``, a user's extension), and says so to no one.
+A request that still carries the frontier's meta once the engine is done with it never reached
+the scheduler (which takes that meta off): its hold on its parent's lease is released, as a
+duplicate link's is, and a dropped retry or redirect ends its lease (as done, unless a reason
+to fail it was recorded). Without that the lease waited for the idle sweep: on a busy node,
+for ever, and a stop or a crash had every page it held fetched again.
+
 Enabled with ``LeasingScheduler`` only.
 """
 
@@ -34,13 +42,15 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.asyncgen import as_async_generator
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.misc import arg_to_iter
 from twisted.python.failure import Failure
 
 from crawler.frontier.acks import AckTracker
-from crawler.frontier.scheduler import LEASE_META
+from crawler.frontier.scheduler import LEASE_META, PARENT_META
 from crawler.middlewares.lease_output import require_leasing_scheduler, track_output, tracked_lease
 from crawler.middlewares.refused import NotFetchedAtStop, failure_reason
+from crawler.node_context import NodeContext
 from crawler.url_credentials import mask_secrets
 
 
@@ -102,6 +112,20 @@ class LeaseFailureMiddleware:
 
     def request_scheduled(self, request: Request, spider: Spider) -> None:
         own_errback(request)  # a copy of a request being downloaded: stored, by name
+        if PARENT_META in request.meta or LEASE_META in request.meta:
+            call_later(0, self._settle_if_dropped, request)
+
+    def _settle_if_dropped(self, request: Request) -> None:
+        """After the engine scheduled ``request`` or dropped it (see the module)."""
+        context = NodeContext.of(self.crawler)
+        tracker = context.tracker if context is not None else None
+        if tracker is None:
+            return
+        parent = request.meta.get(PARENT_META)
+        if tracker.tracks(parent):
+            tracker.add_child(parent, None)
+        elif (found := tracked_lease(self.crawler, request)) is not None:
+            tracker.replace(found[1], None)
 
     def process_request(self, request: Request) -> None:
         self._watch(request)

@@ -17,9 +17,6 @@ dropped, logged at INFO (URLs masked), counted in ``redirect/offsite`` and, in c
 mode, the lease of the request that was redirected fails with reason ``redirect/offsite``
 (its record's ``error`` names the target and the rule). Off with
 ``REDIRECT_SCOPE_ENABLED = False``.
-
-Links a callback yielded that Scrapy's ``OffsiteMiddleware`` drops (there is no signal
-for it) release their hold on the parent's lease here, as a duplicate link does.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ from dataclasses import dataclass
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
@@ -37,7 +33,6 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.scheduler import PARENT_META
 from crawler.middlewares.lease_output import tracked_lease
 from crawler.middlewares.refused import RefusedRequest
-from crawler.node_context import NodeContext
 from crawler.scope import out_of_scope
 from crawler.settings_values import get_bool
 from crawler.url_credentials import mask_secrets
@@ -72,7 +67,6 @@ class RedirectScopeMiddleware:
     def request_scheduled(self, request: Request, spider: Spider) -> None:
         redirected_from = request.meta.get("redirect_urls")
         if PARENT_META in request.meta:  # a link a callback yielded (its meta may be a copy)
-            self._settle_offsite_link(request, spider)
             return
         if not redirected_from:
             return
@@ -89,18 +83,3 @@ class RedirectScopeMiddleware:
             tracker.fail(lease_id, REASON, message)
             tracker.callback_done(lease_id)
         raise RefusedRequest(REASON, message)
-
-    def _settle_offsite_link(self, request: Request, spider: Spider) -> None:
-        """Scrapy's ``OffsiteMiddleware`` drops an offsite link here, before the scheduler,
-        and says so to no one: release the hold the link has on its parent's lease, or the
-        lease would wait for the idle sweep (for ever on a busy node)."""
-        offsite = self.crawler.get_downloader_middleware(OffsiteMiddleware)
-        if offsite is None or request.dont_filter or request.meta.get("allow_offsite"):
-            return
-        if offsite.should_follow(request, spider):
-            return
-        context = NodeContext.of(self.crawler)
-        tracker = context.tracker if context is not None else None
-        parent = request.meta.get(PARENT_META)
-        if tracker is not None and isinstance(parent, str) and tracker.tracks(parent):
-            tracker.add_child(parent, None)  # as a duplicate is: nothing to enqueue
