@@ -289,3 +289,31 @@ def test_a_later_run_says_that_start_raised_in_an_earlier_one(
     log = (workdir / "node-0.log").read_text()
     assert "start() of crawl 'default' raised after 1 start requests in an earlier run" in log
     assert "crawler purge u_start" in log
+
+
+def test_close_spider_in_start_closes_the_node_and_a_later_run_runs_start(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """``CloseSpider`` from start() is a wish to stop, as from a callback: no error, and the
+    start is not marked written (it was, as if start() had failed: no later run crawled)."""
+    with UserSite(PAGES) as site:
+        closed = cluster(
+            "u_start",
+            site,
+            tmp_path / "closed",
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+            arguments={"close": "1"},
+        )
+        assert "'finish_reason': 'start_closed'" in closed.logs()
+        assert "] ERROR:" not in closed.logs()
+        again = cluster(
+            "u_start",
+            site,
+            tmp_path / "again",
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+        )
+    assert len(again.items) == PAGES

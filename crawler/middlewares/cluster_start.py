@@ -33,7 +33,7 @@ from typing import Any
 from redis.exceptions import RedisError
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 
 from crawler.exceptions import ItemRequeued
 from crawler.frontier.keys import FrontierKeys, frontier_parts
@@ -165,6 +165,15 @@ class ClusterStartMiddleware:
                     if output is not None and not isinstance(output, Request):
                         self._start_items.opened()
                     yield output
+            except CloseSpider as exc:  # a wish to stop, not an error: as a stop while writing
+                logger.info(
+                    "start() of crawl %r closed the spider (%s) after %d start requests: the "
+                    "claim is given back, so another node or a later run runs start() again",
+                    self.crawl_id,
+                    exc.reason,
+                    count,
+                )
+                raise
             except Exception as exc:  # noqa: BLE001 (Scrapy's own handling gets it below)
                 # Scrapy crawls on with what start() gave; another node would only fail alike
                 failed = exc

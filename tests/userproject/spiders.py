@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
+from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, CSVFeedSpider, Rule, SitemapSpider, XMLFeedSpider
@@ -43,12 +44,15 @@ class StartUrlsSpider(scrapy.Spider):
 class StartSpider(scrapy.Spider):
     name = "u_start"
 
-    def __init__(self, site: str = "", fail: str = "", **kwargs: Any) -> None:
+    def __init__(self, site: str = "", fail: str = "", close: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.site = site
         self.fail = bool(fail)  # -a fail=1: start() raises after its request
+        self.close_at_start = bool(close)  # -a close=1: start() closes before its request
 
     async def start(self) -> AsyncIterator[Any]:
+        if self.close_at_start:
+            raise CloseSpider("start_closed")
         yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse_page)
         if self.fail:
             raise RuntimeError("start failed")
