@@ -7,6 +7,7 @@ nothing, raise mid-generator or yield a request whose meta JSON cannot hold.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -178,6 +179,18 @@ def test_requests_a_spider_idle_handler_crawls_are_fetched_on_a_single_node(
     )
     assert sum('"again":true' in item for item in reference) == 5
     assert sorted(run.items) == sorted(reference)
+
+
+def test_a_spider_idle_handler_is_called_when_the_cluster_is_idle_not_when_its_node_is(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Scrapy calls spider_idle handlers once the crawl is over; a node called them each time
+    it ran dry while others crawled (work in phases ran its phases early, out of order)."""
+    run, reference, _ = compare(
+        tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": "idle_count"}
+    )
+    assert sorted(run.items) == sorted(reference)
+    assert re.findall(r"spider_idle handler calls: (\d+)", run.logs()) == ["1", "1"]
 
 
 def test_a_link_to_a_local_file_is_not_read(

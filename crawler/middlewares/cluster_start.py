@@ -15,7 +15,12 @@ requests on every node. With ``LeasingScheduler``:
 - **open while the cluster has work**: on ``spider_idle`` the node stays open
   while any node has requests queued or leased, or the start requests are not
   yet written, and closes when the cluster is idle (after
-  ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds of it, when that is set).
+  ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds of it, when that is set);
+- **the spider's own idle handlers when the cluster is idle**: Scrapy sends ``spider_idle``
+  once the crawl is over; a node runs dry each time it waits for others' links, so the
+  spider's own ``spider_idle`` receivers are moved to ``crawler.signals.cluster_idle`` when
+  the spider opens, sent when the cluster is idle, on every node (a ``DontCloseSpider``
+  keeps the node open, and the cluster is looked at again before the next call).
 
 Spiders fed from Redis (``crawler.spiders.RedisSpider``) keep their own
 ``start()``, which reads seeds for as long as the node runs.
@@ -44,7 +49,7 @@ from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import GaveUp, outage_reason
 from crawler.settings_values import get_float, get_int
-from crawler.signals import frontier_flush
+from crawler.signals import cluster_idle, frontier_flush, move_user_idle_handlers, send_idle
 from crawler.spiders.base import RedisSpider
 from crawler.wakeup import wake_engine
 
@@ -111,6 +116,7 @@ class ClusterStartMiddleware:
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._start_items.settle, signal=signal)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -234,7 +240,14 @@ class ClusterStartMiddleware:
             and self._checked_after == self._added()
         )
         if fresh and self._idle_since is not None and now - self._idle_since >= self.max_idle:
-            return  # the cluster was idle at the last look, just now: let the spider close
+            # the cluster was idle at the last look, just now: the spider's own handlers say
+            reason = send_idle(self.crawler, cluster_idle, spider)
+            if reason is None:
+                self._idle_since = None  # they gave work, or wait: look again before closing
+                raise DontCloseSpider
+            if reason != "finished":
+                raise CloseSpider(reason)
+            return  # let the spider close
         if self._checking is None or self._checking.done():
             self._checked_after = self._added()
             self._checking = asyncio.ensure_future(self._check_cluster(spider))
@@ -258,6 +271,9 @@ class ClusterStartMiddleware:
         self._checked_at = time.monotonic()
         await asyncio.sleep(self.idle_poll)
         wake_engine(self.crawler)  # lease the work now, or look at idleness again
+
+    def _spider_opened(self) -> None:
+        move_user_idle_handlers(self.crawler)
 
     async def _spider_closed(self) -> None:
         if self._checking is not None:

@@ -19,9 +19,8 @@ import time
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import CloseSpider, DontCloseSpider
-from twisted.python.failure import Failure
 
+from crawler.signals import send_idle
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
@@ -44,13 +43,9 @@ class PausedIdle:
         self._looked_at = now
         if self._closing is not None or engine_closing(self.crawler) or not engine.spider_is_idle():
             return
-        results = self.crawler.signals.send_catch_log(
-            signals.spider_idle, spider=spider, dont_log=(DontCloseSpider, CloseSpider)
-        )
-        raised = [result.value for _, result in results if isinstance(result, Failure)]
-        if any(isinstance(exc, DontCloseSpider) for exc in raised):
+        reason = send_idle(self.crawler, signals.spider_idle, spider)
+        if reason is None:
             return
-        reason = next((exc.reason for exc in raised if isinstance(exc, CloseSpider)), "finished")
         logger.warning(
             "The crawl is over while Kafka is away: the node closes (%s); %d messages wait in "
             "the spool for the next start",

@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Self
 
 import scrapy
-from pydispatch import dispatcher  # type: ignore[import-untyped]
 from scrapy import FormRequest, Request, signals
 from scrapy.crawler import Crawler
 from scrapy.spiders import CrawlSpider
@@ -34,6 +33,7 @@ from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
+from crawler.signals import user_receivers
 from crawler.spiders.seed_reader import SeedReader
 from crawler.spiders.seed_rules import check_seed_meta, seed_callback
 from crawler.url_credentials import mask_secrets
@@ -86,13 +86,9 @@ class RedisSpider(scrapy.Spider):
         the signal only once ``start()`` ends, and this ``start()`` reads seeds until the node
         has been idle ``max_idle_time``; a handler that then raises ``DontCloseSpider`` keeps
         the node open with no seed read any more."""
-        receivers = dispatcher.liveReceivers(
-            dispatcher.getAllReceivers(self.crawler.signals.sender, signals.spider_idle)
-        )
         theirs = sorted(
             getattr(receiver, "__qualname__", repr(receiver))
-            for receiver in receivers
-            if not str(getattr(receiver, "__module__", "")).startswith(("scrapy.", "crawler."))
+            for receiver in user_receivers(self.crawler, signals.spider_idle)
         )
         if theirs:
             logger.warning(

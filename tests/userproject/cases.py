@@ -17,6 +17,8 @@
 - ``idle_more``: once the crawl is idle, a ``spider_idle`` handler hands five more requests to
   ``crawler.engine.crawl()`` and raises ``DontCloseSpider`` (Scrapy's documented use of the
   signal for work in phases);
+- ``idle_count``: a ``spider_idle`` handler that only counts its calls, logged when the spider
+  closes (standalone Scrapy calls it once, when the crawl is over);
 - anything else: the plain crawl (for the middleware cases and retries).
 """
 
@@ -55,13 +57,23 @@ class CasesSpider(scrapy.Spider):
         super().__init__(**kwargs)
         self.site, self.case = site, case
         self.phase = 1
+        self.idle_calls = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.case == "idle_more":
             crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+        if spider.case == "idle_count":
+            crawler.signals.connect(spider.count_idle, signal=signals.spider_idle)
+            crawler.signals.connect(spider.report_idle, signal=signals.spider_closed)
         return spider
+
+    def count_idle(self) -> None:
+        self.idle_calls += 1
+
+    def report_idle(self) -> None:
+        self.logger.info("spider_idle handler calls: %d", self.idle_calls)
 
     def idle(self) -> None:
         if self.phase == 1 and self.crawler.engine is not None:
