@@ -10,6 +10,10 @@ A setting the project refuses at start (a ``ValueError`` or ``NotConfigured`` ra
 code while the crawler starts) made Scrapy exit 1 with asyncio's "Task exception was never
 retrieved" and a traceback, the reason on its last line; these commands log the reason alone,
 as one ERROR line (errors raised elsewhere keep asyncio's report).
+
+They also hand the crawler its spider arguments (``-a``) as ``CRAWLER_SPIDER_ARGUMENTS``: a plain
+spider's ``start()`` runs once per crawl, and a node given other arguments than the node that
+ran it is warned (``ClusterStartMiddleware``).
 """
 
 from __future__ import annotations
@@ -63,10 +67,15 @@ class ExitOnRefusal(BaseRunSpiderCommand):
     """A crawl command whose exit status is 1 when its spider closed refused."""
 
     refused = False
+    spider_arguments: dict[str, str] | None = None
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        if self.spider_arguments is not None:
+            crawler.settings.set(
+                "CRAWLER_SPIDER_ARGUMENTS", dict(self.spider_arguments), priority="cmdline"
+            )
         return crawler
 
     def _spider_closed(self, spider: Spider, reason: str, **kwargs: Any) -> None:
@@ -74,6 +83,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         asyncio.get_event_loop().set_exception_handler(report_refusals)
+        self.spider_arguments = opts.spargs
         super().run(args, opts)  # type: ignore[safe-super]  # a mixin: before crawl or runspider
         if self.refused:
             self.exitcode = 1

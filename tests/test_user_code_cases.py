@@ -330,3 +330,30 @@ def test_close_spider_in_start_closes_the_node_and_a_later_run_runs_start(
             nodes=1,
         )
     assert len(again.items) == PAGES
+
+
+def test_a_node_with_other_spider_arguments_than_the_start_writer_is_warned(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """start() runs once per crawl, with the arguments of the node that wrote it: a later node
+    given others (-a) crawled nothing of its own and said only that start() had run."""
+    with UserSite(PAGES) as site:
+        cluster(
+            "u_start",
+            site,
+            tmp_path / "first",
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+        )
+        other = cluster(
+            "u_start",
+            site,
+            tmp_path / "other",
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+            arguments={"category": "b"},
+        )
+    assert "were written by a node whose spider arguments were" in other.logs()
+    assert "'category': 'b'" in other.logs()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from crawler.frontier.keys import FrontierKeys
-from crawler.lua import script_text
+from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 
 
@@ -39,9 +39,19 @@ class StartClaim:
         self._finish = client.register_script(script_text("crawler.frontier", "start_finish"))
         self._release = client.register_script(script_text("crawler.frontier", "start_release"))
 
-    async def claim(self) -> ClaimOutcome:
-        outcome = await self._claim(keys=[self.key], args=[self._node_id, self._lifetime_ms])
+    async def claim(self, arguments: str = "") -> ClaimOutcome:
+        """Claim the writing; ``arguments``: the spider's arguments as this node was given them
+        (text, recorded with a claim won; '' for none known)."""
+        outcome = await self._claim(
+            keys=[self.key], args=[self._node_id, self._lifetime_ms, arguments]
+        )
         return ClaimOutcome(outcome.decode() if isinstance(outcome, bytes) else str(outcome))
+
+    async def arguments(self) -> str | None:
+        """The spider arguments of the node that claimed the writing last (read only; None: not
+        recorded)."""
+        value = await self._client.hget(self.key, "arguments")
+        return None if value is None else text(value)
 
     async def written(self) -> bool:
         """True once some node has marked the start requests written (read only)."""

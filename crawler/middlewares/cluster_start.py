@@ -30,21 +30,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from redis.exceptions import RedisError
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 
-from crawler.exceptions import ItemRequeued
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.pending import pending_requests
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
+from crawler.middlewares.start_items import StartItems
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import GaveUp, outage_reason
@@ -56,35 +58,6 @@ from crawler.wakeup import wake_engine
 logger = logging.getLogger(__name__)
 
 CLAIM_POLL = 1.0  # seconds between looks at another node's claim
-
-
-class StartItems:
-    """The items ``start()`` yielded that the pipelines have not settled yet. No lease holds
-    them (they come from no request), so the start claim is finished only once they are: a
-    node that dies before keeps the claim, which expires, and another node writes them again.
-    Scrapy's item signals name no response for them."""
-
-    def __init__(self) -> None:
-        self.open = 0
-        self.requeued = 0  # dropped with ItemRequeued: not delivered, not even spooled
-        self._settled = asyncio.Event()
-        self._settled.set()
-
-    def opened(self) -> None:
-        self.open += 1
-        self._settled.clear()
-
-    def settle(self, response: object = None, **kwargs: Any) -> None:
-        if response is not None or self.open == 0:
-            return
-        if isinstance(kwargs.get("exception"), ItemRequeued):
-            self.requeued += 1
-        self.open -= 1
-        if self.open == 0:
-            self._settled.set()
-
-    async def settled(self) -> None:
-        await self._settled.wait()
 
 
 class ClusterStartMiddleware:
@@ -135,9 +108,12 @@ class ClusterStartMiddleware:
         if not await self.context.frontier_open():
             return  # the scheduler refused this node (and says why): write no start request
         claim = self._claim(spider)
-        while (outcome := await self.guard.run(claim.claim)) is ClaimOutcome.HELD:
+        arguments = self._spider_arguments()
+        take = functools.partial(claim.claim, arguments)
+        while (outcome := await self.guard.run(take)) is ClaimOutcome.HELD:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
+            await self._compare_arguments(claim, arguments, spider)
             failed_after = await self.guard.run(claim.failed_after)
             if failed_after is None:
                 logger.info(
@@ -210,6 +186,30 @@ class ClusterStartMiddleware:
             logger.warning("The start-request claim expired while writing: another node redoes it")
         if failed is not None:
             raise failed
+
+    def _spider_arguments(self) -> str:
+        """This node's spider arguments as the claim records them ('': not known, as when the
+        crawl is not started by ``scrapy crawl``/``runspider``)."""
+        if self.crawler.settings.get("CRAWLER_SPIDER_ARGUMENTS") is None:
+            return ""
+        given = self.crawler.settings.getdict("CRAWLER_SPIDER_ARGUMENTS")
+        return orjson.dumps(given, option=orjson.OPT_SORT_KEYS).decode()
+
+    async def _compare_arguments(self, claim: StartClaim, arguments: str, spider: Spider) -> None:
+        """Warn when the node that ran start() was given other spider arguments than this one."""
+        theirs = await self.guard.run(claim.arguments)
+        if not arguments or theirs is None or theirs == arguments:
+            return
+        logger.warning(
+            "The start requests of crawl %r were written by a node whose spider arguments were "
+            "%r; this node's are %r: start() is not run again with them. To crawl with these, "
+            "give the crawl another CRAWLER_CRAWL_ID (what the dedup has seen is kept), or run "
+            "`crawler purge %s` first",
+            self.crawl_id,
+            orjson.loads(theirs),
+            orjson.loads(arguments),
+            spider.name,
+        )
 
     async def _refresh(self, claim: StartClaim) -> None:
         while True:
