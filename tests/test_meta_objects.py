@@ -133,3 +133,63 @@ def test_items_and_page_methods_holding_such_dicts_come_back_as_themselves() -> 
         (tagged,),
         {"arg": {"$kwargs": tagged}},
     )
+
+
+def _tree() -> dict[str, Any]:
+    """A tree with parent links: the leaf refers back to the dict that holds it."""
+    root: dict[str, Any] = {"name": "root", "children": []}
+    root["children"].append({"name": "leaf", "parent": root})
+    return root
+
+
+def _looped_list() -> list[Any]:
+    looped: list[Any] = [1]
+    looped.append([looped])
+    return looped
+
+
+def _looped_item() -> Product:
+    product = Product(name="lamp")
+    product["seller"] = {"of": [product]}
+    return product
+
+
+@pytest.mark.parametrize("field", ["meta", "cb_kwargs"])
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        pytest.param(_tree(), "dict", id="tree-with-parent-links"),
+        pytest.param(_looped_list(), "list", id="list"),
+        pytest.param(_looped_item(), "Product", id="item"),
+    ],
+)
+def test_a_value_that_contains_itself_is_refused_naming_its_key(
+    field: str, value: object, what: str
+) -> None:
+    """JSON cannot hold a cycle: packing one recursed until Python's RecursionError, which no
+    one caught (the request was lost, its parent page counted done, a traceback logged)."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    held: dict[str, Any] = {"depth": 1, "tree": value}
+    url = "http://e.com/0"
+    request = Request(url, meta=held) if field == "meta" else Request(url, cb_kwargs=held)
+    with pytest.raises(
+        codec.UnserializableRequestError,
+        match=rf"'http://e.com/0'.*: {field} key 'tree' holds a {what} that contains itself",
+    ):
+        store.encode(request, "")
+
+
+def test_a_value_held_twice_is_no_cycle() -> None:
+    shared = {"name": "leaf"}
+    meta = {"a": shared, "b": [shared, {"c": shared}]}
+    assert through_store(meta).meta == meta
+
+
+def test_values_nested_deeper_than_json_holds_are_refused_naming_their_key() -> None:
+    """orjson writes at most 255 levels; packing 400 recursed into Python's RecursionError."""
+    deep: list[Any] = []
+    for _ in range(1000):
+        deep = [deep]
+    with pytest.raises(codec.UnserializableRequestError, match="meta key 'deep' holds values"):
+        through_store({"deep": deep})

@@ -249,6 +249,7 @@ def test_an_item_in_meta_comes_back_as_that_item(
     ("case", "why"),
     [
         ("bad_meta", "meta key 'handle' is not JSON serializable"),
+        ("cyclic_meta", "meta key 'tree' holds a dict that contains itself"),
         ("lambda_callback", "its callback <lambda> is not a method of the spider"),
     ],
 )
@@ -273,6 +274,7 @@ def test_a_request_json_cannot_hold_fails_its_parent_and_the_node_goes_on(
     assert failed[0]["request"]["url"].endswith("/p/0.html")
     log = "".join(p.read_text() for p in (tmp_path / "cluster").glob("node-*.log"))
     assert why in log
+    assert "Traceback" not in log
 
 
 def test_a_later_run_says_that_start_raised_in_an_earlier_one(

@@ -118,13 +118,19 @@ def escaped(mapping: dict[Any, Any]) -> dict[Any, Any]:
     return {DICT_TAG: mapping} if mapping else mapping
 
 
-def _first_bad_key(mapping: dict[str, Any]) -> str | None:
+def _json(value: object) -> bytes:
+    return orjson.dumps(value, default=_default)
+
+
+def first_bad_key(mapping: dict[Any, Any], check: Callable[[Any], object] = _json) -> Any:
+    """The first key of ``mapping`` (of the user's dict in it, if ``escaped``) whose value
+    ``check`` (by default writing it as JSON) raises TypeError for, or None."""
     wrapped = mapping.get(DICT_TAG)
     if len(mapping) == 1 and isinstance(wrapped, dict):  # escaped: the user's keys are in it
         mapping = wrapped
     for key, value in mapping.items():
         try:
-            orjson.dumps(value, default=_default)
+            check(value)
         except TypeError:
             return key
     return None
@@ -154,12 +160,12 @@ def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = T
     if isinstance(request_dict.get("headers"), dict):
         request_dict = {**request_dict, "headers": _plain_headers(request_dict["headers"])}
     try:
-        data = orjson.dumps(request_dict, default=_default)
+        data = _json(request_dict)
         if _WRAPPER in data:  # rare: marked, so that loads unwraps them
-            data = orjson.dumps({**request_dict, ESCAPES_FIELD: True}, default=_default)
+            data = _json({**request_dict, ESCAPES_FIELD: True})
     except TypeError as exc:
         meta = request_dict.get("meta") or {}
-        bad = _first_bad_key(meta) if isinstance(meta, dict) else None
+        bad = first_bad_key(meta) if isinstance(meta, dict) else None
         where = f"meta key {bad!r}" if bad is not None else "a field"
         raise UnserializableRequestError(
             f"request {request_dict.get('url')!r} cannot be stored in Redis: {where} "

@@ -10,7 +10,8 @@ other meta value (a tuple comes back a list).
 
 scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
 ``{"$page_method": <name>, "$args": [...], "$kwargs": {...}}``; one whose method is a function
-cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead).
+cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead), nor
+can a value that contains itself (a tree with parent links: JSON has no references).
 
 A dict of the user's own of such a shape (every key starting with "$") is wrapped on the way
 (``codec.escaped``) and comes back as it was, never as an item or page method.
@@ -33,37 +34,60 @@ FIELDS_TAG = "$fields"
 PAGE_METHOD_TAG = "$page_method"
 ARGS_TAG = "$args"
 KWARGS_TAG = "$kwargs"
+MAX_DEPTH = 255  # orjson's limit: a value nested deeper cannot be written
 
 
 def pack(value: Any) -> Any:
     """``value`` with every item and page method in it (in dicts, lists and tuples) replaced by
     its tagged dict and every dict ``codec.escaped``; the containers with nothing to replace
     or wrap are returned as they are, not copied. Raises TypeError for a page method whose
-    method is a function."""
+    method is a function, a value that contains itself (a tree with parent links: JSON cannot
+    hold a cycle) and values nested deeper than ``MAX_DEPTH``."""
+    return _pack(value, frozenset())
+
+
+def _pack(value: Any, outer: frozenset[int]) -> Any:
+    """``outer``: the ids of the containers, items and page methods ``value`` is in."""
+    is_item = isinstance(value, Item) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    )
+    if not (is_item or isinstance(value, (PageMethod, dict, list, tuple))):
+        return value
+    if id(value) in outer:
+        raise TypeError(
+            f"a {type(value).__name__} that contains itself, which JSON cannot hold (store "
+            "what refers back by a key of its own, not the object)"
+        )
+    if len(outer) == MAX_DEPTH:
+        raise TypeError(f"values nested more than {MAX_DEPTH} levels deep, which JSON cannot hold")
+    inner = outer | {id(value)}
     if isinstance(value, PageMethod):
-        return _page_method(value)
+        return _page_method(value, inner)
     if isinstance(value, Item):
-        return _tagged(value, dict(value))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _tagged(value, dict(value), inner)
+    if is_item:
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-        return _tagged(value, fields)
-    if isinstance(value, (dict, list, tuple)):
-        return _container(value)
-    return value
+        return _tagged(value, fields, inner)
+    return _container(value, inner)
 
 
-def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> Any:
+def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...], inner: frozenset[int]) -> Any:
+    # loops, not comprehensions: two frames a level, MAX_DEPTH levels within Python's limit
     if isinstance(value, dict):
-        packed = {key: pack(item) for key, item in value.items()}
+        packed: dict[Any, Any] = {}
+        for key, item in value.items():
+            packed[key] = _pack(item, inner)
         changed = any(packed[key] is not item for key, item in value.items())
         return codec.escaped(packed if changed else value)
-    items = [pack(item) for item in value]
+    items: list[Any] = []
+    for item in value:
+        items.append(_pack(item, inner))
     if not any(a is not b for a, b in zip(items, value, strict=True)):
         return value
     return tuple(items) if isinstance(value, tuple) else items  # JSON makes it a list
 
 
-def _page_method(method: PageMethod) -> dict[str, Any]:
+def _page_method(method: PageMethod, inner: frozenset[int]) -> dict[str, Any]:
     if not isinstance(method.method, str):
         name = getattr(method.method, "__name__", repr(method.method))
         raise TypeError(
@@ -72,14 +96,14 @@ def _page_method(method: PageMethod) -> dict[str, Any]:
         )
     return {
         PAGE_METHOD_TAG: method.method,
-        ARGS_TAG: pack(list(method.args)),
-        KWARGS_TAG: pack(method.kwargs),
+        ARGS_TAG: _pack(list(method.args), inner),
+        KWARGS_TAG: _pack(method.kwargs, inner),
     }
 
 
-def _tagged(item: object, fields: dict[str, Any]) -> dict[str, Any]:
+def _tagged(item: object, fields: dict[str, Any], inner: frozenset[int]) -> dict[str, Any]:
     path = f"{type(item).__module__}:{type(item).__qualname__}"
-    return {ITEM_TAG: path, FIELDS_TAG: pack(fields)}
+    return {ITEM_TAG: path, FIELDS_TAG: _pack(fields, inner)}
 
 
 def restore(value: dict[str, Any]) -> Any:

@@ -99,12 +99,7 @@ class RequestStore:
             }
         for key in USER_DICTS:
             if fields.get(key):  # an empty one (cookies, most cb_kwargs) holds nothing to pack
-                try:
-                    fields[key] = meta_objects.pack(fields[key])
-                except TypeError as exc:
-                    raise codec.UnserializableRequestError(
-                        f"request {request.url!r} cannot be stored in Redis: its {key} holds {exc}"
-                    ) from exc
+                fields[key] = packed(request.url, key, fields[key])
         body = codec.dumps(fields, compress=self.compress)
         self._report_reshaped(request.url, fields)
         if "cookiejar" in request.meta:
@@ -156,6 +151,19 @@ class RequestStore:
             if meta and isinstance(meta.get(key), list):
                 meta[key] = as_tuple(meta[key])
         return request_from_dict(fields, spider=self.spider)
+
+
+def packed(url: str, field: str, value: Any) -> Any:
+    """``meta_objects.pack(value)``, the request's ``field``; UnserializableRequestError naming
+    the key whose value it cannot pack."""
+    try:
+        return meta_objects.pack(value)
+    except TypeError as exc:
+        bad = codec.first_bad_key(value, meta_objects.pack) if isinstance(value, dict) else None
+        where = f"its {field}" if bad is None else f"{field} key {bad!r}"
+        raise codec.UnserializableRequestError(
+            f"request {url!r} cannot be stored in Redis: {where} holds {exc}"
+        ) from exc
 
 
 def as_tuple(value: list[Any]) -> tuple[Any, ...]:

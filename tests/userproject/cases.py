@@ -5,6 +5,7 @@
 - ``nothing``: odd pages' callbacks yield nothing at all;
 - ``raise``: every fifth page's callback raises after yielding its item and links;
 - ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
+- ``cyclic_meta``: page 0 yields a request whose meta holds a tree with parent links (a cycle);
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
   a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
@@ -109,6 +110,10 @@ class CasesSpider(scrapy.Spider):
             yield scrapy.Request(f"{self.site}/x/1", callback=self.again)
         if self.case == "bad_meta" and page == 0:
             yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"handle": object()})
+        if self.case == "cyclic_meta" and page == 0:
+            tree: dict[str, Any] = {"name": "root", "children": []}
+            tree["children"].append({"name": "leaf", "parent": tree})
+            yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"tree": tree})
         if self.case == "lambda_callback" and page == 0:
             yield scrapy.Request(f"{self.site}/p/0.html?x", callback=lambda _: None)  # type: ignore[misc]
         if self.case == "dont_filter":
