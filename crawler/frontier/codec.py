@@ -2,8 +2,10 @@
 
 ``dumps`` writes ``Request.to_dict()`` as JSON (orjson), leaving out the fields
 whose value is the default of ``Request.__init__`` (``LEAN_DEFAULTS``: a typical link
-is about 40% smaller); ``request_from_dict`` restores exactly those defaults, so a
-request decodes to what it was. Callbacks and errbacks are stored by name. Bytes values
+is about 40% smaller) for the classes whose ``__init__`` has those defaults (``LEAN_CLASSES``:
+Request, FormRequest, JsonRequest; another class keeps every field, as its own defaults would
+replace them); ``request_from_dict`` restores exactly those defaults, so a request decodes to
+what it was. Callbacks and errbacks are stored by name. Bytes values
 (headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load
 (``crawler.frontier.meta_objects`` tags items and page methods). Every tag is a dict whose keys
 all start with "$" (and are lowercase: header names are stored title-cased, ``$B``), so a user's
@@ -69,6 +71,17 @@ LEAN_DEFAULTS: dict[str, Any] = {
     "method": "GET",
     "priority": 0,
 }
+# The "_class" (None: Request) of the classes whose __init__ builds a field left out as
+# Request.__init__'s default does (tests/test_codec.py checks it for Scrapy's version): only their
+# requests are stored lean. Another class's __init__ may have defaults of its own (XmlRpcRequest's
+# POST and dont_filter), which would replace the values left out: it keeps every field.
+LEAN_CLASSES = frozenset(
+    {
+        None,
+        "scrapy.http.request.form.FormRequest",
+        "scrapy.http.request.json_request.JsonRequest",
+    }
+)
 _MISSING = object()
 
 
@@ -153,9 +166,9 @@ def _plain_headers(headers: dict[Any, Any]) -> dict[str, list[str | bytes]]:
 def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = True) -> bytes:
     """The request as stored, its meta, cb_kwargs and cookies as ``meta_objects.pack`` leaves
     them (the user's dicts ``escaped``); ``lean=False`` keeps the default-valued fields (the
-    format before lean storage, which ``loads`` reads alike); ``compress=False`` stores the
-    JSON itself."""
-    if lean:
+    format before lean storage, which ``loads`` reads alike; always, for a class not in
+    ``LEAN_CLASSES``); ``compress=False`` stores the JSON itself."""
+    if lean and request_dict.get("_class") in LEAN_CLASSES:
         request_dict = {k: v for k, v in request_dict.items() if not _is_default(k, v)}
     if isinstance(request_dict.get("headers"), dict):
         request_dict = {**request_dict, "headers": _plain_headers(request_dict["headers"])}
