@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import decimal
 import logging
 from typing import Any
 
@@ -50,6 +51,49 @@ def test_unserializable_meta_names_the_request_and_key() -> None:
     request = Request("http://h/x", meta={"fine": 1, "socket": object()})
     with pytest.raises(codec.UnserializableRequestError, match=r"'http://h/x'.*meta key 'socket'"):
         codec.dumps(request.to_dict())
+
+
+class PricedRequest(Request):
+    """A subclass with an attribute of its own, stored as its ``attributes`` name it."""
+
+    attributes = (*Request.attributes, "price")
+
+    def __init__(self, *args: Any, price: object = None, **kwargs: Any) -> None:
+        self.price = price
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("request_", "where"),
+    [
+        pytest.param(
+            Request("http://h/x", cb_kwargs={"n": 1, "price": decimal.Decimal("9.99")}),
+            "cb_kwargs key 'price'",
+            id="cb_kwargs",
+        ),
+        pytest.param(
+            Request("http://h/x", cb_kwargs={"by_id": {1: "a"}}), "cb_kwargs key 'by_id'", id="key"
+        ),
+        pytest.param(
+            Request("http://h/x", meta={1: "a"}),  # type: ignore[dict-item]
+            "field 'meta'",
+            id="meta-itself",
+        ),
+        pytest.param(
+            PricedRequest("http://h/x", price=decimal.Decimal("9.99")),
+            "field 'price'",
+            id="subclass-attribute",
+        ),
+        pytest.param(Request("http://h/x", priority=10**400), "field 'priority'", id="priority"),
+    ],
+)
+def test_what_cannot_be_stored_is_named_wherever_it_is(request_: Request, where: str) -> None:
+    """Only a meta key was named: a value elsewhere gave "a field is not JSON serializable"."""
+    with pytest.raises(codec.UnserializableRequestError) as refused:
+        _store().encode(request_, "")
+    assert f"'http://h/x' cannot be stored in Redis: {where} is not JSON serializable (" in str(
+        refused.value
+    )
 
 
 def test_loads_rejects_non_objects() -> None:

@@ -13,8 +13,9 @@ dict of that shape in meta, cb_kwargs or cookies (``{"$b": "yes"}``) is wrapped 
 ``{"$dict": {...}}`` (``escaped``) and the request gets the field ``"$escapes": true``; ``loads``
 unwraps them only in a request with that field, so one stored before (none has it) reads as it
 did. A dict with any other key cannot be taken for a tag and is stored as is: a typical request's
-JSON is what it was. A request whose meta cannot be written raises ``UnserializableRequestError``
-naming the request and the key.
+JSON is what it was. A request JSON cannot hold raises ``UnserializableRequestError`` naming
+the request and where the value is (``meta key 'socket'``, ``cb_kwargs key 'price'``, ``field
+'priority'``).
 
 Compressed (``FRONTIER_COMPRESS``, the default), that JSON is stored as ``COMPRESSED``
 followed by a raw deflate stream (RFC 1951) primed with ``DICTIONARY``, the field names
@@ -149,6 +150,13 @@ def first_bad_key(mapping: dict[Any, Any], check: Callable[[Any], object] = _jso
     return None
 
 
+def where(field: str, value: Any, check: Callable[[Any], object] = _json) -> str:
+    """Where in a request's ``field`` (holding ``value``) ``check`` raises TypeError: the first
+    such key of a dict (``cb_kwargs key 'price'``), else the field (``field 'priority'``)."""
+    key = first_bad_key(value, check) if isinstance(value, dict) else None
+    return f"field {field!r}" if key is None else f"{field} key {key!r}"
+
+
 def _ascii_or_bytes(value: bytes) -> str | bytes:
     return value.decode("ascii") if value.isascii() else value
 
@@ -177,11 +185,10 @@ def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = T
         if _WRAPPER in data:  # rare: marked, so that loads unwraps them
             data = _json({**request_dict, ESCAPES_FIELD: True})
     except TypeError as exc:
-        meta = request_dict.get("meta") or {}
-        bad = first_bad_key(meta) if isinstance(meta, dict) else None
-        where = f"meta key {bad!r}" if bad is not None else "a field"
+        field = first_bad_key(request_dict)
+        bad = "a field" if field is None else where(field, request_dict[field])
         raise UnserializableRequestError(
-            f"request {request_dict.get('url')!r} cannot be stored in Redis: {where} "
+            f"request {request_dict.get('url')!r} cannot be stored in Redis: {bad} "
             f"is not JSON serializable ({exc})"
         ) from exc
     return stored(data, compress)

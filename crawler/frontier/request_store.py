@@ -75,8 +75,9 @@ class RequestStore:
         return dedup_fingerprint(self.fingerprinter, request)
 
     def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
-        """Raises ``codec.UnserializableRequestError`` naming the meta key JSON can't hold, or
-        the callback or errback that is not a method of the spider (a lambda, a function)."""
+        """Raises ``codec.UnserializableRequestError`` naming where the value JSON can't hold
+        is (``meta key 'socket'``, ``field 'priority'``), or the callback or errback that is
+        not a method of the spider (a lambda, a function)."""
         try:
             fields = request.to_dict(spider=self.spider)
         except ValueError as exc:  # Scrapy stores a callback by its name on the spider
@@ -159,8 +160,7 @@ def packed(url: str, field: str, value: Any) -> Any:
     try:
         return meta_objects.pack(value)
     except TypeError as exc:
-        bad = codec.first_bad_key(value, meta_objects.pack) if isinstance(value, dict) else None
-        where = f"its {field}" if bad is None else f"{field} key {bad!r}"
+        where = codec.where(field, value, meta_objects.pack)
         raise codec.UnserializableRequestError(
             f"request {url!r} cannot be stored in Redis: {where} holds {exc}"
         ) from exc
