@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import decimal
+import json
 import logging
 from typing import Any
 
@@ -192,6 +193,49 @@ def test_the_classes_stored_lean_build_what_requests_defaults_build(cls: type[Re
     assert (name in codec.LEAN_CLASSES) == same == (cls is not XmlRpcRequest)
 
 
+class DateEncoder(json.JSONEncoder):
+    """A JSON encoder of the project's own, for a JsonRequest's ``dumps_kwargs``."""
+
+    def default(self, o: Any) -> Any:
+        return o.isoformat() if isinstance(o, datetime.date) else super().default(o)
+
+
+def test_a_json_requests_dumps_kwargs_keep_classes_and_functions_by_their_path() -> None:
+    """``dumps_kwargs={"default": str}`` (or ``cls``) was refused, failing the page that yielded
+    the request, where Scrapy sends it: its body is encoded already, and a later
+    ``replace(data=...)`` encodes with them again."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    when = {"when": datetime.date(2024, 1, 2)}
+    for options in ({"default": str, "indent": 2}, {"cls": DateEncoder}):
+        request = JsonRequest("http://e.com/0", data=when, dumps_kwargs=options)
+        back = store.decode(Lease("l1", store.encode(request, "").body))
+        assert isinstance(back, JsonRequest)
+        assert back.dumps_kwargs == {**options, "sort_keys": True}
+        assert back.body == request.body
+        assert back.replace(data=when).body == request.replace(data=when).body
+    assert crawler.stats is not None and crawler.stats.get_stats() == {}
+
+
+def test_dumps_kwargs_that_cannot_be_named_are_left_out_counted_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    options = {"default": lambda value: f"<{value}>", "indent": 2}
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
+        for page in range(2):
+            request = JsonRequest(f"http://e.com/{page}", data={"a": 1}, dumps_kwargs=options)
+            back = store.decode(Lease("l1", store.encode(request, "").body))
+            assert isinstance(back, JsonRequest)
+            assert back.dumps_kwargs == {"indent": 2, "sort_keys": True}
+            assert back.body == request.body
+    assert crawler.stats is not None
+    assert crawler.stats.get_stats() == {"frontier/reshaped/dumps_kwargs": 2}
+    assert len(caplog.records) == 1
+    assert "dumps_kwargs 'default'" in caplog.text
+
+
 def test_a_typical_link_is_stored_in_far_fewer_bytes() -> None:
     spider = PagesSpider()
     link = Request(
@@ -337,6 +381,7 @@ USER_DICTS = [
     pytest.param({"$dict": {"$dict": {"$dict": {}}}}, id="escape-shaped-nested"),
     pytest.param({"a": [{"b": {"$b": "QUJD"}}, [{"$dict": {"$b": ""}}]]}, id="nested-deep"),
     pytest.param({"$": None, "$$b": "QUJD", "$x": {}}, id="other-dollar-keys"),
+    pytest.param({"$object": "json:JSONEncoder"}, id="object-shaped"),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import orjson
@@ -51,6 +52,13 @@ def test_a_class_this_node_has_not_loaded_is_a_value_error_not_an_import() -> No
     stored = {"$item": "builtins:dict", "$fields": {}}  # loaded, but not an item
     with pytest.raises(ValueError, match="a class this node has not loaded"):
         meta_objects.restore(stored)
+
+
+def test_a_class_or_function_this_node_has_not_loaded_is_a_value_error() -> None:
+    """A JsonRequest's ``dumps_kwargs`` names its ``cls`` or ``default`` by path."""
+    assert meta_objects.restore({"$object": "json:JSONEncoder"}) is json.JSONEncoder
+    with pytest.raises(ValueError, match="never_imported:encode, a class or function this"):
+        meta_objects.restore({"$object": "never_imported:encode"})
 
 
 def test_a_field_the_class_no_longer_declares_is_a_value_error() -> None:

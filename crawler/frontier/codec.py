@@ -7,7 +7,8 @@ Request, FormRequest, JsonRequest; another class keeps every field, as its own d
 replace them); ``request_from_dict`` restores exactly those defaults, so a request decodes to
 what it was. Callbacks and errbacks are stored by name. Bytes values
 (headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load
-(``crawler.frontier.meta_objects`` tags items and page methods). Every tag is a dict whose keys
+(``crawler.frontier.meta_objects`` tags items, page methods and the classes and functions of a
+JsonRequest's ``dumps_kwargs``). Every tag is a dict whose keys
 all start with "$" (and are lowercase: header names are stored title-cased, ``$B``), so a user's
 dict of that shape in meta, cb_kwargs or cookies (``{"$b": "yes"}``) is wrapped as
 ``{"$dict": {...}}`` (``escaped``) and the request gets the field ``"$escapes": true``; ``loads``
@@ -132,11 +133,13 @@ def escaped(mapping: dict[Any, Any]) -> dict[Any, Any]:
     return {DICT_TAG: mapping} if mapping else mapping
 
 
-def _json(value: object) -> bytes:
+def to_json(value: object) -> bytes:
+    """``value`` as the codec writes it (bytes tagged, tuples and sets as lists); TypeError for a
+    value JSON cannot hold."""
     return orjson.dumps(value, default=_default)
 
 
-def first_bad_key(mapping: dict[Any, Any], check: Callable[[Any], object] = _json) -> Any:
+def first_bad_key(mapping: dict[Any, Any], check: Callable[[Any], object] = to_json) -> Any:
     """The first key of ``mapping`` (of the user's dict in it, if ``escaped``) whose value
     ``check`` (by default writing it as JSON) raises TypeError for, or None."""
     wrapped = mapping.get(DICT_TAG)
@@ -150,7 +153,7 @@ def first_bad_key(mapping: dict[Any, Any], check: Callable[[Any], object] = _jso
     return None
 
 
-def where(field: str, value: Any, check: Callable[[Any], object] = _json) -> str:
+def where(field: str, value: Any, check: Callable[[Any], object] = to_json) -> str:
     """Where in a request's ``field`` (holding ``value``) ``check`` raises TypeError: the first
     such key of a dict (``cb_kwargs key 'price'``), else the field (``field 'priority'``)."""
     key = first_bad_key(value, check) if isinstance(value, dict) else None
@@ -181,9 +184,9 @@ def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = T
     if isinstance(request_dict.get("headers"), dict):
         request_dict = {**request_dict, "headers": _plain_headers(request_dict["headers"])}
     try:
-        data = _json(request_dict)
+        data = to_json(request_dict)
         if _WRAPPER in data:  # rare: marked, so that loads unwraps them
-            data = _json({**request_dict, ESCAPES_FIELD: True})
+            data = to_json({**request_dict, ESCAPES_FIELD: True})
     except TypeError as exc:
         field = first_bad_key(request_dict)
         bad = "a field" if field is None else where(field, request_dict[field])

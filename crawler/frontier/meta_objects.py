@@ -13,6 +13,11 @@ scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
 cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead), nor
 can a value that contains itself (a tree with parent links: JSON has no references).
 
+A JsonRequest's ``dumps_kwargs`` (``json.dumps`` options, which only a later
+``replace(data=...)`` uses: the body is encoded already) keeps a class or function (``cls``,
+``default``) as ``{"$object": "<module>:<qualname>"}``, found again like an item's class; one
+that path does not find (a lambda, a local function) is left out (``by_path``).
+
 A dict of the user's own of such a shape (every key starting with "$") is wrapped on the way
 (``codec.escaped``) and comes back as it was, never as an item or page method.
 """
@@ -34,6 +39,7 @@ FIELDS_TAG = "$fields"
 PAGE_METHOD_TAG = "$page_method"
 ARGS_TAG = "$args"
 KWARGS_TAG = "$kwargs"
+OBJECT_TAG = "$object"
 MAX_DEPTH = 255  # orjson's limit: a value nested deeper cannot be written
 
 
@@ -106,12 +112,51 @@ def _tagged(item: object, fields: dict[str, Any], inner: frozenset[int]) -> dict
     return {ITEM_TAG: path, FIELDS_TAG: _pack(fields, inner)}
 
 
+def by_path(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A JsonRequest's ``dumps_kwargs`` as stored: a value JSON holds as it is, a class or
+    function as ``{"$object": "<module>:<qualname>"}`` if that path finds it; and the names of
+    the others (a lambda, a local function, an instance), left out."""
+    kept: dict[str, Any] = {}
+    left_out: list[str] = []
+    for name, value in options.items():
+        try:
+            codec.to_json(value)
+        except TypeError:
+            path = f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+            if _loaded(path) is value:
+                kept[name] = {OBJECT_TAG: path}
+            else:
+                left_out.append(name)
+        else:
+            kept[name] = value
+    return kept, left_out
+
+
+def _loaded(path: object) -> object:
+    """What ``<module>:<qualname>`` names in a module this node has loaded (nothing is
+    imported), or None."""
+    module, _, qualname = str(path).partition(":")
+    found: object = sys.modules.get(module)
+    for name in qualname.split("."):
+        found = getattr(found, name, None)
+    return found
+
+
 def restore(value: dict[str, Any]) -> Any:
     """An object read back, its values restored already (``codec.loads`` calls this for every
-    one): the item or page method a tagged one stands for, else the object itself. Raises
-    ValueError for an item class this node has not loaded, or whose fields it does not have."""
+    one): the item, page method, class or function a tagged one stands for, else the object
+    itself. Raises ValueError for an item class, class or function this node has not loaded,
+    or an item class whose fields it does not have."""
     if len(value) == 2 and ITEM_TAG in value and FIELDS_TAG in value:
         return _item(value[ITEM_TAG], value[FIELDS_TAG])
+    if len(value) == 1 and OBJECT_TAG in value:
+        found = _loaded(value[OBJECT_TAG])
+        if found is None:
+            raise ValueError(
+                f"the request names {value[OBJECT_TAG]}, a class or function this node has not "
+                "loaded (nodes must run the same project code)"
+            )
+        return found
     if len(value) == 3 and {PAGE_METHOD_TAG, ARGS_TAG, KWARGS_TAG} <= value.keys():
         args, kwargs = value[ARGS_TAG], value[KWARGS_TAG]
         if isinstance(args, list) and isinstance(kwargs, dict):
@@ -120,10 +165,7 @@ def restore(value: dict[str, Any]) -> Any:
 
 
 def _item(path: object, fields: object) -> object:
-    module, _, qualname = str(path).partition(":")
-    found: object = sys.modules.get(module)
-    for name in qualname.split("."):
-        found = getattr(found, name, None)
+    found = _loaded(path)
     if isinstance(found, type) and isinstance(fields, dict):
         if issubclass(found, Item):
             _check_fields(path, fields, found.fields)

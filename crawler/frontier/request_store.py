@@ -66,7 +66,7 @@ class RequestStore:
         self.compress = compress  # FRONTIER_COMPRESS
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self._warned: set[str] = set()  # what was warned about once: value types, "cookiejar"
+        self._warned: set[str] = set()  # the stats whose warning was logged (once each)
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
@@ -101,8 +101,13 @@ class RequestStore:
         for key in USER_DICTS:
             if fields.get(key):  # an empty one (cookies, most cb_kwargs) holds nothing to pack
                 fields[key] = packed(request.url, key, fields[key])
+        left_out: list[str] = []
+        if fields.get("dumps_kwargs"):  # a JsonRequest's json.dumps options
+            fields["dumps_kwargs"], left_out = meta_objects.by_path(fields["dumps_kwargs"])
         body = codec.dumps(fields, compress=self.compress)
         self._report_reshaped(request.url, fields)
+        if left_out:
+            self._report_left_out(request.url, left_out)
         if "cookiejar" in request.meta:
             self._report_cookiejar(request.url)
         score = -float(request.priority)
@@ -119,30 +124,46 @@ class RequestStore:
         for key in HELD_VALUES:
             codec.reshaped_types(fields.get(key), found)
         for name in sorted(found):
-            self.stats.inc_value(f"frontier/reshaped/{name}")
-            if name not in self._warned:
-                self._warned.add(name)
-                logger.warning(
-                    "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, "
-                    "its callback gets it back as a list, string or dict (a tuple or set as a "
-                    "list, a datetime as its ISO text); logged once",
-                    url,
-                    name,
-                )
+            self._warn_once(
+                f"frontier/reshaped/{name}",
+                "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, its "
+                "callback gets it back as a list, string or dict (a tuple or set as a list, a "
+                "datetime as its ISO text); logged once",
+                url,
+                name,
+            )
+
+    def _report_left_out(self, url: str, names: list[str]) -> None:
+        """Count (``frontier/reshaped/dumps_kwargs``) the JsonRequests stored without some of
+        their ``dumps_kwargs``, with a warning the first time."""
+        self._warn_once(
+            "frontier/reshaped/dumps_kwargs",
+            "Request %s is a JsonRequest whose dumps_kwargs %s cannot be stored in Redis (not "
+            "JSON, nor a class or function its import path finds: a lambda, a local function): "
+            "left out; its body is encoded already, only a later replace(data=...) encodes "
+            "without them; logged once",
+            url,
+            ", ".join(map(repr, names)),
+        )
 
     def _report_cookiejar(self, url: str) -> None:
         """Count (``frontier/cookiejar``) the requests stored with a ``cookiejar``, with a
         warning the first time: Scrapy's jars are each node's own."""
-        self.stats.inc_value("frontier/cookiejar")
-        if "cookiejar" not in self._warned:
-            self._warned.add("cookiejar")
-            logger.warning(
-                "Request %s names a cookie jar (meta cookiejar): Scrapy's jars are each node's "
-                "own, so another node that leases it sends the cookies of its own jar of that "
-                "name, not this one's (a login made here is not there); log in once for every "
-                "node with shared sessions (session_platform, docs/sessions.md); logged once",
-                url,
-            )
+        self._warn_once(
+            "frontier/cookiejar",
+            "Request %s names a cookie jar (meta cookiejar): Scrapy's jars are each node's own, "
+            "so another node that leases it sends the cookies of its own jar of that name, not "
+            "this one's (a login made here is not there); log in once for every node with "
+            "shared sessions (session_platform, docs/sessions.md); logged once",
+            url,
+        )
+
+    def _warn_once(self, stat: str, warning: str, *args: object) -> None:
+        """Count ``stat``, logging ``warning`` (with ``args``) the first time."""
+        self.stats.inc_value(stat)
+        if stat not in self._warned:
+            self._warned.add(stat)
+            logger.warning(warning, *args)
 
     def decode(self, lease: Lease) -> Request:
         """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
