@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import decimal
 import json
 import logging
+import math
 from typing import Any
 
 import pytest
@@ -308,6 +310,49 @@ def test_meta_values_json_gives_back_as_another_type_are_counted_and_warned_once
     assert "holds a tuple in its meta or cb_kwargs" in caplog.text
 
 
+def test_nan_and_infinity_come_back_as_they_were() -> None:
+    """orjson writes them as null: the callback got None, with no word."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    values = {"nan": math.nan, "inf": math.inf, "minus": -math.inf, "in": [1.5, {-math.inf}]}
+    request = Request("http://e.com/0", meta=values, cb_kwargs={"score": math.nan})
+    back = store.decode(Lease("l1", store.encode(request, "").body))
+    assert math.isnan(back.meta["nan"]) and math.isnan(back.cb_kwargs["score"])
+    assert (back.meta["inf"], back.meta["minus"], back.meta["in"]) == (
+        math.inf,
+        -math.inf,
+        [1.5, [-math.inf]],
+    )
+    assert crawler.stats is not None
+    assert crawler.stats.get_stats() == {"frontier/reshaped/set": 1}
+
+
+def test_dict_subclasses_come_back_as_dicts_counted_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An OrderedDict or defaultdict came back a dict with no word, unlike a tuple or a set."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    by_page = collections.defaultdict(list, {"1": [Point(1)]})  # an item in it: packed
+    request = Request(
+        "http://e.com/0",
+        meta={"order": collections.OrderedDict(b=2, a=1)},
+        cb_kwargs={"p": by_page},
+    )
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
+        for _ in range(2):
+            back = store.decode(Lease("l1", store.encode(request, "").body))
+    assert type(back.meta["order"]) is dict and list(back.meta["order"]) == ["b", "a"]
+    assert type(back.cb_kwargs["p"]) is dict and back.cb_kwargs["p"] == {"1": [Point(1)]}
+    assert crawler.stats is not None
+    assert crawler.stats.get_stats() == {
+        "frontier/reshaped/OrderedDict": 2,
+        "frontier/reshaped/defaultdict": 2,
+    }
+    assert len(caplog.records) == 2
+    assert "holds a defaultdict in its meta or cb_kwargs" in caplog.text
+
+
 def test_scrapys_tuple_meta_keys_come_back_as_tuples_the_downloader_can_use() -> None:
     """``bindaddress`` (host, port) and a ``cookiejar`` key made of a tuple: JSON gives lists,
     which Scrapy's downloader and CookiesMiddleware cannot use (unhashable)."""
@@ -382,6 +427,7 @@ USER_DICTS = [
     pytest.param({"a": [{"b": {"$b": "QUJD"}}, [{"$dict": {"$b": ""}}]]}, id="nested-deep"),
     pytest.param({"$": None, "$$b": "QUJD", "$x": {}}, id="other-dollar-keys"),
     pytest.param({"$object": "json:JSONEncoder"}, id="object-shaped"),
+    pytest.param({"$float": "nan"}, id="float-shaped"),
 ]
 
 

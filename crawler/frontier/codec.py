@@ -7,8 +7,8 @@ Request, FormRequest, JsonRequest; another class keeps every field, as its own d
 replace them); ``request_from_dict`` restores exactly those defaults, so a request decodes to
 what it was. Callbacks and errbacks are stored by name. Bytes values
 (headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load
-(``crawler.frontier.meta_objects`` tags items, page methods and the classes and functions of a
-JsonRequest's ``dumps_kwargs``). Every tag is a dict whose keys
+(``crawler.frontier.meta_objects`` tags items, page methods, NaN and infinity, and the classes
+and functions of a JsonRequest's ``dumps_kwargs``). Every tag is a dict whose keys
 all start with "$" (and are lowercase: header names are stored title-cased, ``$B``), so a user's
 dict of that shape in meta, cb_kwargs or cookies (``{"$b": "yes"}``) is wrapped as
 ``{"$dict": {...}}`` (``escaped``) and the request gets the field ``"$escapes": true``; ``loads``
@@ -102,26 +102,6 @@ def _default(value: object) -> object:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     raise TypeError(f"type {type(value).__name__} is not JSON serializable")
-
-
-JSON_NATIVE = (str, int, float, bool, type(None), bytes, bytearray, memoryview)  # bytes: tagged
-
-
-def reshaped_types(value: Any, found: set[str]) -> None:
-    """Add to ``found`` the type names of the values in ``value`` (a request's meta or
-    cb_kwargs) that JSON holds as another type: a tuple or set comes back a list, a datetime
-    an ISO string (items are kept: ``crawler.frontier.meta_objects``)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            reshaped_types(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            reshaped_types(item, found)
-    elif not isinstance(value, JSON_NATIVE):
-        found.add(type(value).__name__)
-        if isinstance(value, (tuple, set, frozenset)):
-            for item in value:
-                reshaped_types(item, found)
 
 
 def escaped(mapping: dict[Any, Any]) -> dict[Any, Any]:

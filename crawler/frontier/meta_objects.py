@@ -1,4 +1,5 @@
-"""Items and page methods in a request's meta or cb_kwargs, kept through the frontier's JSON.
+"""Items, page methods and other values in a request's meta or cb_kwargs, kept through the
+frontier's JSON.
 
 Scrapy's tutorials hand a half-filled item to the next callback in ``meta`` (or
 ``cb_kwargs``); Scrapy's disk queues and scrapy-redis pickle it. The frontier stores JSON,
@@ -13,20 +14,26 @@ scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
 cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead), nor
 can a value that contains itself (a tree with parent links: JSON has no references).
 
+NaN and infinity, which orjson writes as null, are stored as ``{"$float": "nan"}`` (``"inf"``,
+``"-inf"``) and come back as they were. ``reshaped_types`` names the values that come back as
+another type: a tuple or set as a list, a dict subclass (OrderedDict, defaultdict) as a dict, a
+datetime as its ISO text.
+
 A JsonRequest's ``dumps_kwargs`` (``json.dumps`` options, which only a later
 ``replace(data=...)`` uses: the body is encoded already) keeps a class or function (``cls``,
 ``default``) as ``{"$object": "<module>:<qualname>"}``, found again like an item's class; one
 that path does not find (a lambda, a local function) is left out (``by_path``).
 
 A dict of the user's own of such a shape (every key starting with "$") is wrapped on the way
-(``codec.escaped``) and comes back as it was, never as an item or page method.
+(``codec.escaped``) and comes back as it was, never as an item, page method or float.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from scrapy import Item
@@ -40,24 +47,27 @@ PAGE_METHOD_TAG = "$page_method"
 ARGS_TAG = "$args"
 KWARGS_TAG = "$kwargs"
 OBJECT_TAG = "$object"
+FLOAT_TAG = "$float"  # {"$float": "nan"}: NaN or infinity, which orjson writes as null
+NON_FINITE = ("nan", "inf", "-inf")
+JSON_NATIVE = (str, int, float, bool, type(None), bytes, bytearray, memoryview)  # bytes: tagged
 MAX_DEPTH = 255  # orjson's limit: a value nested deeper cannot be written
 
 
 def pack(value: Any) -> Any:
-    """``value`` with every item and page method in it (in dicts, lists and tuples) replaced by
-    its tagged dict and every dict ``codec.escaped``; the containers with nothing to replace
-    or wrap are returned as they are, not copied. Raises TypeError for a page method whose
-    method is a function, a value that contains itself (a tree with parent links: JSON cannot
-    hold a cycle) and values nested deeper than ``MAX_DEPTH``."""
+    """``value`` with every item, page method, NaN and infinity in it (in dicts, lists, tuples
+    and sets) replaced by its tagged dict and every dict ``codec.escaped``; the containers with
+    nothing to replace or wrap are returned as they are, not copied. Raises TypeError for a
+    page method whose method is a function, a value that contains itself (a tree with parent
+    links: JSON cannot hold a cycle) and values nested deeper than ``MAX_DEPTH``."""
     return _pack(value, frozenset())
 
 
 def _pack(value: Any, outer: frozenset[int]) -> Any:
     """``outer``: the ids of the containers, items and page methods ``value`` is in."""
-    is_item = isinstance(value, Item) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    )
-    if not (is_item or isinstance(value, (PageMethod, dict, list, tuple))):
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT_TAG: str(float(value))}
+    is_item = isinstance(value, Item) or _is_dataclass_item(value)
+    if not (is_item or isinstance(value, (PageMethod, dict, list, tuple, set, frozenset))):
         return value
     if id(value) in outer:
         raise TypeError(
@@ -77,7 +87,11 @@ def _pack(value: Any, outer: frozenset[int]) -> Any:
     return _container(value, inner)
 
 
-def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...], inner: frozenset[int]) -> Any:
+def _is_dataclass_item(value: object) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _container(value: dict[Any, Any] | Collection[Any], inner: frozenset[int]) -> Any:
     # loops, not comprehensions: two frames a level, MAX_DEPTH levels within Python's limit
     if isinstance(value, dict):
         packed: dict[Any, Any] = {}
@@ -90,7 +104,7 @@ def _container(value: dict[Any, Any] | list[Any] | tuple[Any, ...], inner: froze
         items.append(_pack(item, inner))
     if not any(a is not b for a, b in zip(items, value, strict=True)):
         return value
-    return tuple(items) if isinstance(value, tuple) else items  # JSON makes it a list
+    return tuple(items) if isinstance(value, tuple) else items  # JSON makes them lists
 
 
 def _page_method(method: PageMethod, inner: frozenset[int]) -> dict[str, Any]:
@@ -110,6 +124,32 @@ def _page_method(method: PageMethod, inner: frozenset[int]) -> dict[str, Any]:
 def _tagged(item: object, fields: dict[str, Any], inner: frozenset[int]) -> dict[str, Any]:
     path = f"{type(item).__module__}:{type(item).__qualname__}"
     return {ITEM_TAG: path, FIELDS_TAG: _pack(fields, inner)}
+
+
+def reshaped_types(value: Any, found: set[str]) -> None:
+    """Add to ``found`` the type names of the values in ``value`` (a request's meta or
+    cb_kwargs, as given) that come back from the frontier as another type: a tuple or set as a
+    list, a dict subclass (OrderedDict, defaultdict) as a dict, a datetime as its ISO text.
+    Items, page methods, bytes, NaN and infinity come back as themselves; what they hold is
+    looked at too."""
+    kept = isinstance(value, (*JSON_NATIVE, Item, PageMethod)) or _is_dataclass_item(value)
+    if not (kept or type(value) in (dict, list)):
+        found.add(type(value).__name__)
+    for held in _held(value):
+        reshaped_types(held, found)
+
+
+def _held(value: Any) -> Iterable[Any]:
+    """The values a container, item or page method holds; none for another value."""
+    if isinstance(value, (dict, Item)):
+        return value.values()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
+    if isinstance(value, PageMethod):
+        return (*value.args, *value.kwargs.values())
+    if _is_dataclass_item(value):
+        return [getattr(value, field.name) for field in dataclasses.fields(value)]
+    return ()
 
 
 def by_path(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -149,6 +189,8 @@ def restore(value: dict[str, Any]) -> Any:
     or an item class whose fields it does not have."""
     if len(value) == 2 and ITEM_TAG in value and FIELDS_TAG in value:
         return _item(value[ITEM_TAG], value[FIELDS_TAG])
+    if len(value) == 1 and value.get(FLOAT_TAG) in NON_FINITE:
+        return float(value[FLOAT_TAG])
     if len(value) == 1 and OBJECT_TAG in value:
         found = _loaded(value[OBJECT_TAG])
         if found is None:

@@ -5,8 +5,8 @@ A request is stored as its lean JSON (``crawler.frontier.codec``), compressed un
 ``dont_filter`` request, which is never deduplicated, unless it is a seed (fetched
 anyway, but recorded as seen, so the links back to it are not fetched again). A failed
 lease leaves a record with the reason, the node, the time and the request, URL credentials
-masked. Items and scrapy-playwright's page methods in meta or cb_kwargs come back as
-themselves (``crawler.frontier.meta_objects``), and the user's dicts in meta, cb_kwargs and
+masked. Items, scrapy-playwright's page methods, NaN and infinity in meta or cb_kwargs come
+back as themselves (``crawler.frontier.meta_objects``), and the user's dicts in meta, cb_kwargs and
 cookies as they were, whatever their keys (``codec.escaped``).
 """
 
@@ -34,8 +34,8 @@ logger = logging.getLogger(__name__)
 # Scrapy's own meta keys whose value its components need as a tuple (``bindaddress``'s
 # (host, port)) or hashable (a ``cookiejar`` key): JSON gives lists back, made tuples again
 TUPLE_META = ("bindaddress", "cookiejar")
-HELD_VALUES = ("meta", "cb_kwargs")  # items and page methods in them: crawler.frontier.meta_objects
-USER_DICTS = (*HELD_VALUES, "cookies")  # the fields of the user's dicts, packed (codec.escaped)
+# The fields of the user's dicts, packed (items, page methods: crawler.frontier.meta_objects)
+USER_DICTS = ("meta", "cb_kwargs", "cookies")
 
 
 def failure_record(state: LeaseState, node_id: str) -> bytes:
@@ -105,7 +105,7 @@ class RequestStore:
         if fields.get("dumps_kwargs"):  # a JsonRequest's json.dumps options
             fields["dumps_kwargs"], left_out = meta_objects.by_path(fields["dumps_kwargs"])
         body = codec.dumps(fields, compress=self.compress)
-        self._report_reshaped(request.url, fields)
+        self._report_reshaped(request)
         if left_out:
             self._report_left_out(request.url, left_out)
         if "cookiejar" in request.meta:
@@ -114,22 +114,22 @@ class RequestStore:
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
 
-    def _report_reshaped(self, url: str, fields: dict[str, Any]) -> None:
+    def _report_reshaped(self, request: Request) -> None:
         """Count (``frontier/reshaped/<type>``) the meta and cb_kwargs values the callback
         will get back as another type, with a warning the first time of each type."""
         found: set[str] = set()
-        meta = fields.get("meta")
-        if isinstance(meta, dict) and any(key in meta for key in TUPLE_META):
-            fields = {**fields, "meta": {k: v for k, v in meta.items() if k not in TUPLE_META}}
-        for key in HELD_VALUES:
-            codec.reshaped_types(fields.get(key), found)
+        meta = request.meta
+        if any(key in meta for key in TUPLE_META):  # they come back as they were
+            meta = {key: value for key, value in meta.items() if key not in TUPLE_META}
+        for held in (meta, request.cb_kwargs):
+            meta_objects.reshaped_types(held, found)
         for name in sorted(found):
             self._warn_once(
                 f"frontier/reshaped/{name}",
                 "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, its "
                 "callback gets it back as a list, string or dict (a tuple or set as a list, a "
-                "datetime as its ISO text); logged once",
-                url,
+                "dict subclass as a dict, a datetime as its ISO text); logged once",
+                request.url,
                 name,
             )
 
