@@ -99,6 +99,63 @@ def test_what_cannot_be_stored_is_named_wherever_it_is(request_: Request, where:
     )
 
 
+class ItemRequest(Request):
+    """A subclass whose ``__init__`` needs an argument its ``attributes`` do not name."""
+
+    def __init__(self, url: str, item: dict[str, Any], **kwargs: Any) -> None:
+        self.item = item
+        super().__init__(url, **kwargs)
+
+
+class DeclaredItemRequest(ItemRequest):
+    attributes = (*Request.attributes, "item")
+
+
+class NotedRequest(Request):
+    """An attribute ``attributes`` does not name, with a default: dropped."""
+
+    def __init__(self, *args: Any, note: str = "", **kwargs: Any) -> None:
+        self.note = note
+        super().__init__(*args, **kwargs)
+
+
+def test_a_subclass_its_stored_fields_cannot_rebuild_is_refused_when_stored() -> None:
+    """It was stored, and failed only on the node that leased it (decode/TypeError)."""
+    local = type("LocalRequest", (Request,), {})  # not found by its module and name
+    for request, why in [
+        (ItemRequest("http://e.com/0", item={"k": 1}), "missing 1 required positional argument"),
+        (local("http://e.com/0"), "doesn't define any object named 'LocalRequest'"),
+    ]:
+        with pytest.raises(codec.UnserializableRequestError) as refused:
+            _store().encode(request, "")
+        message = str(refused.value)
+        cls = type(request)
+        assert message.startswith(
+            "request 'http://e.com/0' cannot be stored in Redis: its class "
+            f"{cls.__module__}.{cls.__qualname__} cannot be rebuilt from what is stored"
+        )
+        assert why in message and "attributes" in message
+    back = _round_trip(DeclaredItemRequest("http://e.com/0", item={"k": 1}))
+    assert type(back) is DeclaredItemRequest and back.item == {"k": 1}
+    noted = _round_trip(NotedRequest("http://e.com/0", note="kept?"))
+    assert type(noted) is NotedRequest and noted.note == ""
+
+
+def test_a_class_is_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    tried: list[str] = []
+
+    def counted(fields: dict[str, Any], *, spider: Spider) -> Request:
+        tried.append(fields["url"])
+        return request_from_dict(fields, spider=spider)
+
+    monkeypatch.setattr("crawler.frontier.request_store.request_from_dict", counted)
+    store = _store()
+    for page in range(3):
+        store.encode(Request(f"http://e.com/{page}"), "")
+        store.encode(FormRequest(f"http://e.com/f{page}", formdata={"q": "1"}), "")
+    assert tried == ["http://e.com/0", "http://e.com/f0"]
+
+
 def test_loads_rejects_non_objects() -> None:
     with pytest.raises(ValueError, match="not an object"):
         codec.loads(b"[1, 2]")

@@ -250,6 +250,7 @@ def test_an_item_in_meta_comes_back_as_that_item(
     [
         ("bad_meta", "meta key 'handle' is not JSON serializable"),
         ("cyclic_meta", "meta key 'tree' holds a dict that contains itself"),
+        ("item_request", "its class tests.userproject.cases.ItemRequest cannot be rebuilt"),
         ("lambda_callback", "its callback <lambda> is not a method of the spider"),
     ],
 )

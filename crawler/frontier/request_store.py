@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 # Scrapy's own meta keys whose value its components need as a tuple (``bindaddress``'s
 # (host, port)) or hashable (a ``cookiejar`` key): JSON gives lists back, made tuples again
 TUPLE_META = ("bindaddress", "cookiejar")
+# What decoding a stored request raises for a body it cannot read or a request it cannot rebuild
+# (Scrapy's load_object: NameError or ImportError for a class its module and name do not find)
+DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError, NameError, ImportError)
 # The fields of the user's dicts, packed (items, page methods: crawler.frontier.meta_objects)
 USER_DICTS = ("meta", "cb_kwargs", "cookies")
 
@@ -67,6 +70,7 @@ class RequestStore:
         assert crawler.stats is not None
         self.stats = crawler.stats
         self._warned: set[str] = set()  # the stats whose warning was logged (once each)
+        self._rebuilt: set[type[Request]] = set()  # the classes a stored request was rebuilt of
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
         """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
@@ -105,6 +109,8 @@ class RequestStore:
         if fields.get("dumps_kwargs"):  # a JsonRequest's json.dumps options
             fields["dumps_kwargs"], left_out = meta_objects.by_path(fields["dumps_kwargs"])
         body = codec.dumps(fields, compress=self.compress)
+        if type(request) not in self._rebuilt:
+            self._try_rebuild(request, body)
         self._report_reshaped(request)
         if left_out:
             self._report_left_out(request.url, left_out)
@@ -113,6 +119,24 @@ class RequestStore:
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
+
+    def _try_rebuild(self, request: Request, body: bytes) -> None:
+        """Rebuild ``request`` from ``body`` as the node that leases it will, once per class:
+        UnserializableRequestError naming the class if it cannot be."""
+        try:
+            self._request(body)
+        except DECODE_ERRORS as exc:
+            cls = type(request)
+            raise codec.UnserializableRequestError(
+                f"request {request.url!r} cannot be stored in Redis: its class {cls.__module__}."
+                f"{cls.__qualname__} cannot be rebuilt from what is stored, as the node that "
+                f"leases it must ({type(exc).__name__}: {exc}): Scrapy calls the class with the "
+                "fields its attributes name; name there an argument its __init__ needs "
+                "(attributes = (*Request.attributes, '<argument>'), its value stored as JSON) or "
+                "give it a default, and define the class at a module's top level (it is found "
+                "by its module and name)"
+            ) from exc
+        self._rebuilt.add(type(request))
 
     def _report_reshaped(self, request: Request) -> None:
         """Count (``frontier/reshaped/<type>``) the meta and cb_kwargs values the callback
@@ -166,8 +190,11 @@ class RequestStore:
             logger.warning(warning, *args)
 
     def decode(self, lease: Lease) -> Request:
-        """Raises ValueError, TypeError, KeyError or AttributeError for a body it can't read."""
-        fields = codec.loads(lease.body, tagged=meta_objects.restore)
+        """Raises one of ``DECODE_ERRORS`` for a body it can't read."""
+        return self._request(lease.body)
+
+    def _request(self, body: bytes) -> Request:
+        fields = codec.loads(body, tagged=meta_objects.restore)
         meta = fields.get("meta")
         for key in TUPLE_META:
             if meta and isinstance(meta.get(key), list):

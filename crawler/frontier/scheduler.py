@@ -39,7 +39,7 @@ from crawler.frontier.live_pages import LivePages
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
-from crawler.frontier.request_store import RequestStore
+from crawler.frontier.request_store import DECODE_ERRORS, RequestStore
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.seen_feed import SeenFeed
 from crawler.frontier.settings import FrontierSettings
@@ -251,7 +251,7 @@ class LeasingScheduler:
     def decode(self, lease: Lease) -> Request | None:
         try:
             request = self.store.decode(lease)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except DECODE_ERRORS as exc:
             reason = f"decode/{type(exc).__name__}"
             logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
             state = LeaseState(lease.id, lease.body, failure=reason)

@@ -6,6 +6,8 @@
 - ``raise``: every fifth page's callback raises after yielding its item and links;
 - ``bad_meta``: page 0 yields a request whose meta JSON cannot hold;
 - ``cyclic_meta``: page 0 yields a request whose meta holds a tree with parent links (a cycle);
+- ``item_request``: page 0 yields a request of a subclass whose ``__init__`` needs an argument
+  its ``attributes`` do not name (it cannot be rebuilt from what is stored);
 - ``item_meta``: every page's item is a ``scrapy.Item`` handed in meta (nested in a list, with
   a dataclass in it) to a detail request that finishes it, as older Scrapy tutorials do;
 - ``dont_filter``: every page is asked for once more with ``dont_filter``;
@@ -49,6 +51,12 @@ class PageItem(scrapy.Item):
 @dataclass(slots=True)
 class Note:
     page: int
+
+
+class ItemRequest(scrapy.Request):
+    def __init__(self, url: str, item: dict[str, Any], **kwargs: Any) -> None:
+        self.item = item
+        super().__init__(url, **kwargs)
 
 
 class CasesSpider(scrapy.Spider):
@@ -114,6 +122,8 @@ class CasesSpider(scrapy.Spider):
             tree: dict[str, Any] = {"name": "root", "children": []}
             tree["children"].append({"name": "leaf", "parent": tree})
             yield scrapy.Request(f"{self.site}/p/0.html?x", meta={"tree": tree})
+        if self.case == "item_request" and page == 0:
+            yield ItemRequest(f"{self.site}/p/0.html?x", item={"page": page})
         if self.case == "lambda_callback" and page == 0:
             yield scrapy.Request(f"{self.site}/p/0.html?x", callback=lambda _: None)  # type: ignore[misc]
         if self.case == "dont_filter":
