@@ -356,6 +356,35 @@ def test_a_spool_record_keeps_a_value_that_is_no_json_line(value: bytes) -> None
     assert decode_record(line).message.value == value
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'{"big":1180591620717411303424,"small":-9223372036854775809}',
+        b'{"value_encoding":"json","a":[{"value":1,"value_encoding":"json"}]}',
+        b'{"s":",\\"value_encoding\\":\\"json\\",", "f": 1.10}',
+        b"[2e400]",
+    ],
+)
+def test_a_spooled_json_value_is_read_back_byte_for_byte(value: bytes) -> None:
+    """Read back parsed and dumped again, ``2**70`` became ``1.1805916207174113e+21``."""
+    headers: list[tuple[str, str | bytes | None]] = [("h", b',"value_encoding":"json",')]
+    line = encode_record(OutgoingMessage("t", b',"value":', value, headers, 0), "_msg_timed_out")
+    assert decode_record(line).message.value == value
+
+
+def test_a_spool_line_of_this_version_is_read_back() -> None:
+    line = (
+        b'{"topic":"items","key":"k","value":{"big":1180591620717411303424},'
+        b'"value_encoding":"json","headers":[["spider","s"]],"timestamp_ms":1,'
+        b'"reason":"_msg_timed_out","spooled_at":1767225600.5}'
+    )
+    record = decode_record(line)
+    assert record.message == OutgoingMessage(
+        "items", b"k", b'{"big":1180591620717411303424}', [("spider", b"s")], 1
+    )
+    assert record.reason == "_msg_timed_out"
+
+
 def test_a_message_spooled_again_by_a_replay_counts_once_as_spooled(tmp_path: Path) -> None:
     """``kafka/spooled`` (the ledger's ``items/spooled``) counts messages, not spool writes:
     a replay that fails again counts ``kafka/respooled``."""

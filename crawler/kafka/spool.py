@@ -67,12 +67,26 @@ def _dump(message: OutgoingMessage, reason: str, value: Any, encoding: str) -> b
     )
 
 
+VALUE_START = b',"value":'
+VALUE_END = b',"value_encoding":"json",'
+
+
+def _embedded_value(line: bytes) -> bytes:
+    """The bytes ``encode_record`` embedded, as they were (parsed and dumped again, integers
+    beyond 64 bits came back as floats). A ``"`` right after a ``,`` is never in a JSON
+    string (there it is ``\\"``): the first ``,"value":`` is the record's (only its topic and
+    key come before), and the last ``,"value_encoding":"json",`` ends the value (only
+    headers, numbers and strings come after)."""
+    start = line.index(VALUE_START) + len(VALUE_START)
+    return line[start : line.rindex(VALUE_END, start)]
+
+
 def decode_record(line: bytes) -> SpooledMessage:
     data = orjson.loads(line)
     if data["value_encoding"] == "base64":
         value = base64.b64decode(data["value"])
     else:
-        value = orjson.dumps(data["value"])
+        value = _embedded_value(line)
     key = data["key"]
     message = OutgoingMessage(
         topic=data["topic"],
