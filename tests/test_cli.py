@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import uuid
@@ -61,6 +62,35 @@ def test_consume_prints_json_lines(kafka_bootstrap: str) -> None:
     assert [row["value"]["title"] for row in rows] == ["标题 0 😀", "标题 1 😀", "标题 2 😀"]
     assert rows[0]["headers"] == {"item_type": "page"}
     assert rows[0]["key"] == "k0"
+
+
+def test_consume_prints_values_as_they_are(kafka_bootstrap: str) -> None:
+    """Parsed and dumped again, ``2**70`` was shown as ``1.1805916207174113e+21``."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    values = [
+        b'{"url": "http://h/", "big": 1180591620717411303424, "price": 1.10}',
+        b'{"pretty": [\n  1\r\n]}',
+        b"{'url': 'http://h/'}",
+    ]
+    produce(
+        kafka_bootstrap,
+        [OutgoingMessage(topic, None, value, [], 0, partition=0) for value in values],
+    )
+    args = ("consume", topic, "--bootstrap", kafka_bootstrap, "--from-beginning", "--count", "3")
+
+    text = crawler_cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert f"\n  {values[0].decode()}\n" in text.stdout
+    assert f"\n  {values[2].decode()}\n" in text.stdout
+    as_json = crawler_cli(*args, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [row["value"] for row in rows] == [
+        {"url": "http://h/", "big": 2**70, "price": 1.10},
+        {"pretty": [1]},
+        "{'url': 'http://h/'}",
+    ]
+    assert b'"big": 1180591620717411303424, "price": 1.10}' in as_json.stdout.encode()
 
 
 def test_spool_list_counts_the_dead_letter_files(tmp_path: Path) -> None:

@@ -28,10 +28,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def render(message: ReceivedMessage, as_json: bool) -> str:
-    try:
-        value: object = orjson.loads(message.value)
-    except orjson.JSONDecodeError:
-        value = message.value.decode("utf-8", "replace")
+    """The message's value as it is (never parsed and dumped again: orjson reads integers
+    beyond 64 bits as floats); with ``as_json``, embedded as JSON when it is JSON (on one
+    line: its line breaks, only ever whitespace between tokens, become spaces), else as text."""
+    text = message.value.decode("utf-8", "replace")
     headers = {name: v.decode("utf-8", "replace") for name, v in message.headers.items()}
     key = message.key.decode("utf-8", "replace") if message.key is not None else None
     if as_json:
@@ -43,12 +43,20 @@ def render(message: ReceivedMessage, as_json: bool) -> str:
                 "timestamp_ms": message.timestamp_ms,
                 "key": key,
                 "headers": headers,
-                "value": value,
+                "value": _json_value(message.value, text),
             }
         ).decode()
     tags = " ".join(f"{name}={v}" for name, v in headers.items())
-    body = orjson.dumps(value).decode() if not isinstance(value, str) else value
-    return f"{message.topic}[{message.partition}]@{message.offset} key={key} {tags}\n  {body}"
+    return f"{message.topic}[{message.partition}]@{message.offset} key={key} {tags}\n  {text}"
+
+
+def _json_value(value: bytes, text: str) -> orjson.Fragment | str:
+    """``value`` embedded as it is when it is JSON, else its ``text``."""
+    try:
+        orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return text
+    return orjson.Fragment(value.replace(b"\r", b" ").replace(b"\n", b" "))
 
 
 def run(args: argparse.Namespace) -> int:
