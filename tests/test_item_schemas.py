@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from crawler.items import PageItem
+from crawler.kafka.item_encoder import ItemEncoder, MessageFields
+from crawler.kafka.messages import OutgoingMessage
+from crawler.kafka.reader import ReceivedMessage
+from crawler.kafka.replayable import replay_refusal
 from crawler.kafka.schemas import BUILTIN, BUILTIN_ITEM_CLASSES, SchemaRegistry, class_name
 
 
@@ -59,3 +66,40 @@ def test_a_schema_of_the_users_folders_checks_every_class_of_its_item_type(tmp_p
         == "$: must contain ['title'] properties"
     )
     assert registry.error("page", {"title": "t"}, class_name(PageItem)) is None
+
+
+@dataclass
+class Counted:
+    url: str
+    n: int
+
+
+BIG = 2**70  # beyond 64 bits: orjson reads it as the float 1.1805916207174113e+21
+
+
+@pytest.mark.parametrize(
+    ("maximum", "n", "valid"), [(BIG, BIG + 1, False), (BIG + 1, BIG + 1, True)]
+)
+def test_integers_beyond_64_bits_are_validated_exactly(
+    tmp_path: Path, maximum: int, n: int, valid: bool
+) -> None:
+    """Validated as floats, ``2**70 + 1`` passed a ``maximum`` of ``2**70`` (and failed one of
+    ``2**70 + 1``): the item, its dead letter replayed and the schema are read exactly."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": maximum}}}
+    (tmp_path / "counted.json").write_text(json.dumps(schema))
+    registry = SchemaRegistry([str(tmp_path)])
+    encoder = ItemEncoder(registry, lambda _stat, _n: None, "n1", "")
+    encoded = encoder.encode(
+        Counted("http://h/", n), {"url": "http://h/", "n": n}, MessageFields("s", "t", "counted")
+    )
+    assert isinstance(encoded, OutgoingMessage) is valid
+    letter = ReceivedMessage(
+        "t.dlq",
+        0,
+        0,
+        None,
+        b'{"url":"http://h/","n":%d}' % n,
+        {"item_type": b"counted", "dlq_reason": b"schema"},
+        0,
+    )
+    assert (replay_refusal(letter, registry) is None) is valid

@@ -22,7 +22,7 @@ from crawler.kafka.messages import (
     item_message,
     schema_version_error,
 )
-from crawler.kafka.schemas import SchemaRegistry, class_name
+from crawler.kafka.schemas import SchemaRegistry, class_name, exact_json
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class ItemEncoder:
         message = self._message(encoded.value, fields, to, str(version))
         if error := schema_version_error(f"item class {type(item).__qualname__}", version):
             return Rejected("schema_version", error, message)
-        document = orjson.loads(encoded.value)
+        document = exact_json(encoded.value) if encoded.big_ints else orjson.loads(encoded.value)
         if error := self.schemas.error(to.item_type, document, class_name(type(item))):
             return Rejected("schema", error, message)
         if encoded.nulled:

@@ -87,6 +87,7 @@ INT64_RANGE = range(-(2**63), 2**64)  # the integers orjson writes itself
 class ItemJson:
     value: bytes
     nulled: tuple[str, ...]  # JSON paths of NaN/Infinity floats written as null
+    big_ints: bool = False  # orjson refused the fields as they were: integers beyond 64 bits?
 
 
 @cache
@@ -114,7 +115,7 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError):
             raise UnencodableItem(str(exc)) from exc
-        return ItemJson(value, tuple(nulled))
+        return ItemJson(value, tuple(nulled), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
     nulled = []

@@ -13,7 +13,7 @@ import orjson
 
 from crawler.kafka.messages import schema_version_error
 from crawler.kafka.reader import ReceivedMessage
-from crawler.kafka.schemas import SchemaRegistry
+from crawler.kafka.schemas import SchemaRegistry, exact_json
 
 
 def replay_refusal(letter: ReceivedMessage, schemas: SchemaRegistry) -> str | None:
@@ -38,7 +38,7 @@ def replay_refusal(letter: ReceivedMessage, schemas: SchemaRegistry) -> str | No
         )
     if headers.get("dlq_reason") == b"schema":
         item_type = headers.get("item_type", b"").decode("utf-8", "replace")
-        if error := schemas.error(item_type, document):
+        if error := schemas.error(item_type, exact_json(letter.value)):
             return (
                 f"it still fails its schema ({error}): fix the schema (ITEM_SCHEMA_DIRS) and "
                 "replay again, or drop it"

@@ -12,13 +12,13 @@ folder's replaces the earlier's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import fastjsonschema
-import orjson
 
 BUILTIN = "builtin"  # the schemas shipped in crawler/schemas
 
@@ -34,6 +34,18 @@ BUILTIN_ITEM_CLASSES = {
 }
 
 
+def exact_json(data: bytes) -> Any:
+    """JSON ``data`` parsed with every integer exact: orjson reads those beyond 64 bits as
+    floats (``2**70 + 1`` as ``2**70``), which a schema's bounds compare wrongly. The stdlib's
+    parser, slower than orjson's: for what may hold such integers only. Raises ``ValueError``
+    when ``data`` is not JSON (``NaN`` and ``Infinity`` included, as orjson does)."""
+    return json.loads(data, parse_constant=_not_json)
+
+
+def _not_json(constant: str) -> NoReturn:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def class_name(cls: type) -> str:
     """``module.QualifiedName``: how ``BUILTIN_ITEM_CLASSES`` and dead letters name a class."""
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -46,8 +58,8 @@ class SchemaRegistry:
         for directory in directories:
             for path in self._schema_files(directory):
                 try:
-                    validator = fastjsonschema.compile(orjson.loads(path.read_bytes()))
-                except (fastjsonschema.JsonSchemaDefinitionException, orjson.JSONDecodeError) as e:
+                    validator = fastjsonschema.compile(exact_json(path.read_bytes()))
+                except (fastjsonschema.JsonSchemaDefinitionException, ValueError) as e:
                     raise ValueError(f"ITEM_SCHEMA_DIRS: {path} is not a valid schema: {e}") from e
                 self._validators[path.stem] = validator
                 self._owners.pop(path.stem, None)
