@@ -89,6 +89,9 @@ SCRAPY_ENCODABLE: list[object] = [
     Inner(2**70),
     {"inner": Inner(1)},
     (1, "two"),
+    {2**70: "a", -(2**70): "b", 2**64 - 1: "c"},
+    {float("nan"): 1, float("inf"): 2, float("-inf"): 3, 2.5: 4},
+    {"inner": Inner(1), 2**70: [Inner(2**70)]},
 ]
 
 
@@ -103,8 +106,15 @@ def test_what_scrapys_json_exporter_writes_is_sent_as_the_same_json(value: objec
 def test_non_finite_floats_are_sent_as_null_and_reported() -> None:
     encoded = item_json({"url": "http://h/", "a": [1.5, float("nan")], "b": {"c": float("inf")}})
     assert orjson.loads(encoded.value) == {"url": "http://h/", "a": [1.5, None], "b": {"c": None}}
-    assert encoded.nulled == ("$.a[1]", "$.b.c")
-    assert item_json({"url": "http://h/", "title": None}).nulled == ()
+    assert encoded.nonfinite == ("$.a[1]", "$.b.c")
+    assert item_json({"url": "http://h/", "title": None}).nonfinite == ()
+
+
+def test_non_finite_float_keys_are_written_as_scrapy_writes_them_and_reported() -> None:
+    """orjson writes such keys as ``"null"``: ``{nan: 1, inf: 2}`` lost one of its entries."""
+    encoded = item_json({"url": "http://h/", "m": {float("nan"): 1, float("inf"): 2}})
+    assert orjson.loads(encoded.value) == {"url": "http://h/", "m": {"NaN": 1, "Infinity": 2}}
+    assert encoded.nonfinite == ("$.m.NaN", "$.m.Infinity")
 
 
 @pytest.mark.parametrize("version", [1, 0, 12, "2"])

@@ -3,7 +3,8 @@
 ``ItemEncoder.encode`` writes the item's JSON (``messages.item_json``), checks its class's
 ``schema_version`` and validates the JSON against the item type's schema, in that order:
 the first failure is the dead letter's reason (``unencodable``, ``schema_version``,
-``schema``). NaN/Infinity sent as null are counted and logged once per item type.
+``schema``). NaN/Infinity (values sent as null, keys as ``"NaN"``...) are counted and logged
+once per item type.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ItemEncoder:
         self._count = count
         self._node_id = node_id
         self._crawl_id = crawl_id
-        self._nulled_logged: set[str] = set()  # item types whose NaN/Infinity were logged
+        self._nonfinite_logged: set[str] = set()  # item types whose NaN/Infinity were logged
 
     def encode(
         self, item: object, fields: dict[str, Any], to: MessageFields
@@ -66,8 +67,8 @@ class ItemEncoder:
         document = exact_json(encoded.value) if encoded.big_ints else orjson.loads(encoded.value)
         if error := self.schemas.error(to.item_type, document, class_name(type(item))):
             return Rejected("schema", error, message)
-        if encoded.nulled:
-            self._nulled(to.item_type, encoded.nulled)
+        if encoded.nonfinite:
+            self._nonfinite(to.item_type, encoded.nonfinite)
         return message
 
     def _message(
@@ -84,16 +85,17 @@ class ItemEncoder:
             crawl_id=self._crawl_id,
         )
 
-    def _nulled(self, item_type: str, paths: tuple[str, ...]) -> None:
-        """NaN/Infinity sent as null (JSON has no such numbers): counted, logged once a type."""
+    def _nonfinite(self, item_type: str, paths: tuple[str, ...]) -> None:
+        """NaN/Infinity (JSON has no such numbers): counted, logged once a type."""
         self._count("kafka/coerced/nonfinite_float", 1)
-        if item_type in self._nulled_logged:
+        if item_type in self._nonfinite_logged:
             return
-        self._nulled_logged.add(item_type)
+        self._nonfinite_logged.add(item_type)
         logger.warning(
-            "Item of type %s has NaN or Infinity at %s, which JSON cannot hold: sent as null. "
-            "Send None or a string if null is not what consumers should see (further items "
-            "are only counted in kafka/coerced/nonfinite_float)",
+            "Item of type %s has NaN or Infinity at %s, which JSON has no numbers for: sent as "
+            'null (as "NaN", "Infinity" or "-Infinity" where a dict key, as Scrapy\'s feeds '
+            "write them). Send None or a string if that is not what consumers should see "
+            "(further items are only counted in kafka/coerced/nonfinite_float)",
             item_type,
             ", ".join(paths),
         )

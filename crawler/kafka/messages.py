@@ -3,9 +3,10 @@
 Value: UTF-8 JSON from orjson (non-ASCII kept as is) of what Scrapy's JSON feed exporter
 (``ScrapyJSONEncoder``) writes: ``Decimal`` as a string, ``set`` as a list, dates and times
 as ISO 8601 (naive datetimes without an offset, as Scrapy writes them), nested items as
-objects, non-string dict keys as strings, integers of any size as numbers. NaN and
-Infinity, which Scrapy writes as the invalid tokens ``NaN``/``Infinity``, become ``null``
-(reported in ``ItemJson.nulled``). Key: the item's
+objects, non-string dict keys as strings (of any size, NaN and Infinity too), integers of any
+size as numbers. NaN and Infinity values, which Scrapy writes as the invalid tokens
+``NaN``/``Infinity``, become ``null`` (reported in ``ItemJson.nonfinite``, as are such keys).
+Key: the item's
 fingerprint, ``sha1(item_type + "\\n" + canonical url)`` in hex, so consumers
 can deduplicate and compaction keeps the latest; items without ``url`` have no
 key. The canonical URL lowercases scheme and host, sorts the query parameters
@@ -86,7 +87,7 @@ INT64_RANGE = range(-(2**63), 2**64)  # the integers orjson writes itself
 @dataclass(frozen=True, slots=True)
 class ItemJson:
     value: bytes
-    nulled: tuple[str, ...]  # JSON paths of NaN/Infinity floats written as null
+    nonfinite: tuple[str, ...]  # JSON paths of NaN/Infinity floats: values null, keys "NaN"...
     big_ints: bool = False  # orjson refused the fields as they were: integers beyond 64 bits?
 
 
@@ -109,36 +110,55 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
         value = orjson.dumps(fields, default=_default, option=JSON_OPTIONS)
     except (TypeError, orjson.JSONEncodeError) as exc:
         # What orjson refuses but Scrapy writes: integers beyond 64 bits, times with a zone.
-        nulled: list[str] = []
+        nonfinite: list[str] = []
         try:
-            widened = _widened(fields, "$", nulled)
+            widened = _widened(fields, "$", nonfinite)
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError):
             raise UnencodableItem(str(exc)) from exc
-        return ItemJson(value, tuple(nulled), big_ints=True)
+        return ItemJson(value, tuple(nonfinite), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
-    nulled = []
-    _widened(fields, "$", nulled)
-    return ItemJson(value, tuple(nulled))
+    nonfinite = []
+    widened = _widened(fields, "$", nonfinite)
+    if nonfinite:  # the same JSON, but for NaN/Infinity keys, which orjson wrote as "null"
+        value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
+    return ItemJson(value, tuple(nonfinite))
 
 
-def _widened(value: Any, path: str, nulled: list[str]) -> Any:
+def _widened(value: Any, path: str, nonfinite: list[str]) -> Any:
     """``value`` with what orjson cannot write in the form Scrapy writes it; the paths of
-    non-finite floats are appended to ``nulled``."""
+    non-finite floats are appended to ``nonfinite``."""
     if isinstance(value, float) and not math.isfinite(value):
-        nulled.append(path)
+        nonfinite.append(path)
     elif isinstance(value, int) and not isinstance(value, bool) and value not in INT64_RANGE:
         value = orjson.Fragment(str(value).encode())
     elif isinstance(value, day_time) and value.tzinfo is not None:
         value = value.isoformat()
     elif isinstance(value, Mapping):
-        value = {k: _widened(v, f"{path}.{k}", nulled) for k, v in value.items()}
+        widened: dict[Any, Any] = {}
+        for key, item in value.items():
+            name = _widened_key(key, path, nonfinite)
+            widened[name] = _widened(item, f"{path}.{name}", nonfinite)
+        value = widened
     elif isinstance(value, list | tuple | set):
-        value = [_widened(v, f"{path}[{i}]", nulled) for i, v in enumerate(value)]
+        value = [_widened(v, f"{path}[{i}]", nonfinite) for i, v in enumerate(value)]
     elif is_item(value):
-        value = _widened(_default(value), path, nulled)
+        value = _widened(_default(value), path, nonfinite)
     return value
+
+
+def _widened_key(key: Any, path: str, nonfinite: list[str]) -> Any:
+    """A dict key orjson refuses or writes otherwise, as Scrapy writes it: an integer beyond 64
+    bits as its digits, NaN and ±Infinity (orjson: ``"null"``) as ``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``, their paths appended to ``nonfinite``."""
+    if isinstance(key, float) and not math.isfinite(key):
+        name = "NaN" if math.isnan(key) else "Infinity" if key > 0 else "-Infinity"
+        nonfinite.append(f"{path}.{name}")
+        return name
+    if isinstance(key, int) and not isinstance(key, bool) and key not in INT64_RANGE:
+        return str(key)
+    return key
 
 
 def schema_version_error(owner: str, version: object) -> str | None:

@@ -65,6 +65,7 @@ class UserItemsSpider(RedisSpider):
             yield {"url": f"{url}#keys", "by_id": {1: "a"}}
             yield {"url": f"{url}#nan", "score": float("nan")}
             yield {"url": f"{url}#inf", "score": float("inf")}
+            yield {"url": f"{url}#wide_keys", "by_id": {2**70: "a", float("nan"): "b"}}
         elif self.case == "schema_version":
             yield Versioned(url=f"{url}#v2")
             yield {"url": f"{url}#good"}
