@@ -14,6 +14,7 @@ import orjson
 import pytest
 from scrapy.utils.serialize import ScrapyJSONEncoder
 
+from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
 from crawler.kafka.messages import (
     OutgoingMessage,
     UnencodableItem,
@@ -23,6 +24,7 @@ from crawler.kafka.messages import (
     item_key,
     schema_version_error,
 )
+from crawler.kafka.schemas import SchemaRegistry
 
 CRAWLED = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 
@@ -64,11 +66,29 @@ def test_key_is_stable_across_equivalent_urls_and_types_differ() -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"url": "http://h/", "bad": "\ud800"}, {"url": "http://h/", "obj": object()}, {(1, 2): "x"}],
+    [
+        {"url": "http://h/", "bad": "\ud800"},
+        {"url": "http://h/", "obj": object()},
+        {(1, 2): "x"},
+        {"url": "http://h/", "n": 10**5000},  # more digits than str() writes (Scrapy neither)
+        {"url": "http://h/", "m": {10**5000: "x"}},
+    ],
 )
 def test_unencodable_items_raise_a_clear_error(fields: dict[Any, object]) -> None:
     with pytest.raises(UnencodableItem):
         _encode(fields)
+
+
+def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
+    """Python writes no integer of more than 4,300 digits (``str``, ``repr``): the item and its
+    dead letter's Python repr raised ``ValueError`` out of the pipeline."""
+    encoder = ItemEncoder(SchemaRegistry([]), lambda _stat, _n: None, "n1", "")
+    fields = {"url": "http://h/", "n": 10**5000}
+    rejected = encoder.encode(object(), fields, MessageFields("s", "t", "x"))
+    assert isinstance(rejected, Rejected)
+    assert rejected.reason == "unencodable"
+    assert rejected.error.startswith("Exceeds the limit (4300 digits)")
+    assert rejected.message.value.startswith(b"<no repr: Exceeds the limit (4300 digits)")
 
 
 @dataclass

@@ -58,8 +58,7 @@ class ItemEncoder:
         try:
             encoded = item_json(fields)
         except UnencodableItem as exc:
-            placeholder = repr(fields)[:MAX_DEAD_LETTER_REPR].encode("utf-8", "backslashreplace")
-            return Rejected("unencodable", str(exc), self._message(placeholder, {}, to, 1))
+            return Rejected("unencodable", str(exc), self._message(_repr(fields), {}, to, 1))
         version = getattr(item, "schema_version", 1)
         message = self._message(encoded.value, fields, to, str(version))
         if error := schema_version_error(f"item class {type(item).__qualname__}", version):
@@ -99,3 +98,13 @@ class ItemEncoder:
             item_type,
             ", ".join(paths),
         )
+
+
+def _repr(fields: dict[str, Any]) -> bytes:
+    """An ``unencodable`` dead letter's value: the item's Python repr (cut), or why there is
+    none (an integer of more than 4,300 digits has no text)."""
+    try:
+        text = repr(fields)[:MAX_DEAD_LETTER_REPR]
+    except ValueError as exc:
+        text = f"<no repr: {exc}>"
+    return text.encode("utf-8", "backslashreplace")

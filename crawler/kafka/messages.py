@@ -108,14 +108,14 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     """The item's JSON value; raises ``UnencodableItem`` when Scrapy could not write it either."""
     try:
         value = orjson.dumps(fields, default=_default, option=JSON_OPTIONS)
-    except (TypeError, orjson.JSONEncodeError) as exc:
+    except (TypeError, orjson.JSONEncodeError):
         # What orjson refuses but Scrapy writes: integers beyond 64 bits, times with a zone.
         nonfinite: list[str] = []
         try:
             widened = _widened(fields, "$", nonfinite)
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
-        except (TypeError, orjson.JSONEncodeError):
-            raise UnencodableItem(str(exc)) from exc
+        except (TypeError, ValueError) as refused:  # ValueError: over 4,300 digits, for str()
+            raise UnencodableItem(str(refused)) from refused
         return ItemJson(value, tuple(nonfinite), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
