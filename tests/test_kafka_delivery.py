@@ -101,6 +101,9 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
         "'kafka/delivered': 2",
         "'kafka/dead_lettered': 2",
         "'kafka/dead_lettered_file': 1",
+        # Dead-lettered before sending: dropped; refused by Kafka (too large): scraped.
+        "'item_dropped_count': 2",
+        "'item_scraped_count': 3",
     ):
         assert stat in log
 
