@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
+from enum import Enum
 from typing import Any
+from uuid import UUID
 
 import orjson
 import pytest
@@ -121,6 +123,27 @@ def test_what_scrapys_json_exporter_writes_is_sent_as_the_same_json(value: objec
     fields = {"url": "http://h/", "v": value}
     expected = json.loads(ScrapyJSONEncoder(ensure_ascii=False).encode(fields))
     assert orjson.loads(_encode(fields).value) == expected
+
+
+class Colour(Enum):
+    RED = "red"
+
+
+def test_values_scrapys_feed_refuses_that_orjson_writes_are_sent_as_it_writes_them() -> None:
+    """As docs/kafka.md says: a UUID, an Enum member and a date key (Scrapy's feed refuses all
+    three) are sent, not dead-lettered."""
+    fields = {
+        "url": "http://h/",
+        "id": UUID(int=1),
+        "colour": Colour.RED,
+        "by_day": {date(2026, 1, 2): 1},
+    }
+    assert orjson.loads(_encode(fields).value) == {
+        "url": "http://h/",
+        "id": "00000000-0000-0000-0000-000000000001",
+        "colour": "red",
+        "by_day": {"2026-01-02": 1},
+    }
 
 
 def test_non_finite_floats_are_sent_as_null_and_reported() -> None:
