@@ -5,9 +5,11 @@ browser, and Scrapy's own cookie jar, would), and how long an account rests afte
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
+import pytest
 import scrapy
 from scrapy import Request
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
@@ -120,8 +122,11 @@ class PlatformSpider(scrapy.Spider):
     session_platform = "cookie_platform"
 
 
-def session_middleware() -> tuple[SharedSessionMiddleware, CookiesMiddleware]:
+def session_middleware(
+    **overrides: Any,
+) -> tuple[SharedSessionMiddleware, CookiesMiddleware]:
     settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 2, "SESSIONS_WAIT": 1.0}
+    settings.update(overrides)
     crawler = get_crawler(PlatformSpider, settings_dict=settings)
     crawler.spider = PlatformSpider.from_crawler(crawler)
     return SharedSessionMiddleware.from_crawler(crawler), CookiesMiddleware.from_crawler(crawler)
@@ -249,3 +254,42 @@ def test_a_site_cannot_set_a_cookie_for_a_public_suffix_or_another_ip() -> None:
     assert parent.domain == ".example.co.uk"
     session = Session("p", "a", (*parse_set_cookie(["w=1; Domain=1"], "127.0.0.1"),))
     assert sent(session, "http://127.0.1.1/") == {}
+
+
+def test_a_burst_of_refusals_in_flight_is_one_strike_and_the_log_says_what_happened(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Three requests already in flight answered 429 in the same second retired the only
+    account (three strikes) while the log said each was retried with another session."""
+    shared, _ = session_middleware()
+    in_flight = [Request(f"http://shop.test/{n}") for n in range(3)]
+    caplog.set_level(logging.WARNING, "crawler.middlewares.sessions")
+
+    async def burst() -> Session:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "s"),)), 600)
+        for request in in_flight:  # all three sent before the first answer
+            await shared.process_request(request)
+        for request in in_flight:
+            await shared.process_response(request, Response(request.url, status=429))
+        (session,) = await shared.store.list("cookie_platform")
+        return session
+
+    session = asyncio.run(burst())
+    assert (session.health.value, session.strikes) == ("risky", 1)
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 3
+    assert all("another session" not in message for message in messages)
+    assert "marked risky" in messages[0]
+
+    caplog.clear()
+    shared, _ = session_middleware(SESSIONS_MAX_STRIKES=1)
+    last = Request("http://shop.test/last")
+
+    async def retire() -> None:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "s"),)), 600)
+        await shared.process_request(last)
+        await shared.process_response(last, Response(last.url, status=429))
+
+    asyncio.run(retire())
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert "retired (SESSIONS_MAX_STRIKES=1 strikes)" in message

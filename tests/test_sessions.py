@@ -174,6 +174,30 @@ def test_retired_after_repeated_bans(kind: str, redis_url: str) -> None:
 
 
 @BACKENDS
+def test_one_burst_is_one_strike(kind: str, redis_url: str) -> None:
+    """Three requests in flight answered 'slow down' in the same second counted three
+    strikes and retired the account: a mark while the account rests counts none."""
+
+    async def body() -> None:
+        async with open_store(kind, redis_url, SessionSettings(max_strikes=3)) as store:
+            await put_accounts(store, "a")
+            marks = [
+                await store.mark("zhihu", "a", Health.RISKY, "403", 100, now=T0 + i / 10)
+                for i in range(3)
+            ]
+            assert marks == [Health.RISKY, Health.RISKY, Health.RISKY]
+            session = await store.get("zhihu", "a")
+            assert session is not None and session.strikes == 1
+            assert session.cooldown_until == pytest.approx(T0 + 100.2)  # the latest rest
+            later = await store.mark("zhihu", "a", Health.BANNED, "403", 100, now=T0 + 101)
+            assert later is Health.BANNED  # a new event after the rest: a second strike
+            session = await store.get("zhihu", "a")
+            assert session is not None and session.strikes == 2
+
+    asyncio.run(body())
+
+
+@BACKENDS
 def test_merge_cookies_and_generation_guard(kind: str, redis_url: str) -> None:
     async def body() -> None:
         async with open_store(kind, redis_url, SessionSettings()) as store:

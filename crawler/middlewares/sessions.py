@@ -315,7 +315,7 @@ class SharedSessionMiddleware:
         # and no strike is counted (strikes retire an account: this one only came too often)
         told = response.headers.get(b"Retry-After")
         rest = retry_after_seconds(told) if told else None  # None: SESSIONS_COOLDOWN
-        await self._shared(
+        after = await self._shared(
             lambda: self.store.mark(
                 platform, account, state, reason, rest, strike=told is None, generation=generation
             )
@@ -326,12 +326,16 @@ class SharedSessionMiddleware:
             self.stats.inc_value("sessions/gave_up")
             return response
         logger.warning(
-            "%s account %s is %s (HTTP %s on %s): retrying with another session",
+            "%s account %s answered as %s (HTTP %s on %s): %s; the request is tried again "
+            "(retry %d of SESSIONS_MAX_TRIES=%d) with the next usable account",
             platform,
             account,
             state.value,
             response.status,
             request.url,
+            self._verdict(after),
+            tries,
+            self.settings.max_tries,
         )
         self.stats.inc_value("sessions/retried")
         retry = request.replace(dont_filter=True)
@@ -339,3 +343,15 @@ class SharedSessionMiddleware:
         retry.meta.pop(ACCOUNT_META, None)
         retry.headers.pop(b"Cookie", None)
         return retry
+
+    def _verdict(self, after: Health | None) -> str:
+        """What the mark did to the account, for the log."""
+        if after is None:
+            return "it is no longer stored"
+        if after is Health.RETIRED:
+            return f"it is retired (SESSIONS_MAX_STRIKES={self.store_settings.max_strikes} strikes)"
+        if after in (Health.RISKY, Health.BANNED):
+            return f"marked {after.value}, it rests until its cooldown ends"
+        if after is Health.EXPIRED:
+            return "marked expired, a log-in replaces it"
+        return "a newer log-in already replaced the cookies it was sent with"

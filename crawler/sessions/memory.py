@@ -113,9 +113,10 @@ class MemorySessionStore:
             return session.health
         moment = time.time() if now is None else now
         strikes, until = session.strikes, 0.0
-        if health in _RESTING:
-            strikes += 1 if strike else 0
-            until = moment + (self.settings.cooldown if cooldown is None else cooldown)
+        if health in _RESTING:  # one event, one strike: none while the account rests
+            strikes += 1 if strike and session.cooldown_until <= moment else 0
+            rest = self.settings.cooldown if cooldown is None else cooldown
+            until = max(session.cooldown_until, moment + rest)
             if strikes >= self.settings.max_strikes:
                 health = Health.RETIRED
         self._replace(session, health=health, reason=reason, strikes=strikes, cooldown_until=until)

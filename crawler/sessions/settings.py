@@ -11,7 +11,7 @@ from typing import Any
 class SessionSettings:
     ttl: float = 86400.0  # SESSIONS_TTL: seconds a stored session lives
     max_per_minute: int = 0  # SESSIONS_MAX_PER_MINUTE: requests per account per minute, 0 = any
-    max_strikes: int = 3  # SESSIONS_MAX_STRIKES: risky/banned marks before retirement
+    max_strikes: int = 3  # SESSIONS_MAX_STRIKES: strikes before retirement
     cooldown: float = 600.0  # SESSIONS_COOLDOWN: default rest after risky/banned, seconds
     login_lease: float = 30.0  # SESSIONS_LOGIN_LEASE: login lease, renewed while a login runs
     login_timeout: float = 120.0  # SESSIONS_LOGIN_TIMEOUT: how long other nodes wait

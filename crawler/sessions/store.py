@@ -70,7 +70,8 @@ class SessionStore(Protocol):
     ) -> Health | None:
         """Record a verdict; returns the health after it (``None``: no such session).
         ``strike=False``: a rest the site asked for (``Retry-After``), which does not count
-        towards ``SESSIONS_MAX_STRIKES``."""
+        towards ``SESSIONS_MAX_STRIKES``; nor does a mark while the account already rests (one
+        burst of refusals, one strike)."""
 
     async def list(self, platform: str) -> builtins.list[Session]: ...
 

@@ -6,10 +6,12 @@
 --       replaced those cookies, and the mark is dropped), 7 '0': no strike (a rest the site
 --       asked for with Retry-After)
 -- risky and banned count a strike (unless ARGV[7] is '0') and rest the account for the
--- cooldown; the strike that reaches ARGV[5] retires it. A retired account stays retired (only put replaces it);
--- healthy clears the cooldown.
+-- cooldown; the strike that reaches ARGV[5] retires it. One event is one strike: a mark while
+-- the account still rests (requests sent before the first answer came back) counts none and
+-- keeps the longer rest. A retired account stays retired (only put replaces it);
+-- healthy and expired clear the cooldown.
 -- Returns the health after the call, or false when there is no such session.
-local s = redis.call('HMGET', KEYS[1], 'health', 'strikes', 'generation')
+local s = redis.call('HMGET', KEYS[1], 'health', 'strikes', 'generation', 'cooldown_until')
 if not s[1] then return false end
 if s[1] == 'retired' or (ARGV[6] ~= '' and s[3] ~= ARGV[6]) then return s[1] end
 local now
@@ -21,8 +23,9 @@ local health = ARGV[1]
 local strikes = tonumber(s[2]) or 0
 local cooldown = 0
 if health == 'risky' or health == 'banned' then
-  if ARGV[7] ~= '0' then strikes = strikes + 1 end
-  cooldown = now + tonumber(ARGV[3])
+  local resting_until = tonumber(s[4]) or 0
+  if ARGV[7] ~= '0' and resting_until <= now then strikes = strikes + 1 end
+  cooldown = math.max(resting_until, now + tonumber(ARGV[3]))
   if strikes >= tonumber(ARGV[5]) then health = 'retired' end
 end
 redis.call('HSET', KEYS[1], 'health', health, 'reason', ARGV[2], 'strikes', strikes,
