@@ -11,6 +11,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -567,6 +568,53 @@ def test_cli_import_list_invalidate(
     assert [orjson.loads(line)["account"] for line in capsys.readouterr().out.splitlines()] == [
         "bob"
     ]
+
+
+def test_an_import_of_expired_cookies_is_refused_or_left_out(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cookies.txt whose z_c0 expired an hour ago was imported as a healthy session that
+    lived a day (requests carried no z_c0); the session now ends with its cookies."""
+    now = int(time.time())
+    netscape = tmp_path / "cookies.txt"
+    netscape.write_text(f".zhihu.com\tTRUE\t/\tTRUE\t{now - 3600}\tz_c0\t{SECRET}\n")
+    assert (
+        cli("sessions", "import", "zhihu", "old", "--netscape", str(netscape), "--redis", redis_url)
+        == 1
+    )
+    captured = capsys.readouterr()
+    assert "every cookie of the import has expired: z_c0 (at " in captured.err
+    assert SECRET not in captured.out + captured.err
+
+    netscape.write_text(
+        f".zhihu.com\tTRUE\t/\tTRUE\t{now - 3600}\tz_c0\t{SECRET}\n"
+        f".zhihu.com\tTRUE\t/\tFALSE\t{now + 3600}\td_c0\tdevice\n"
+        f".zhihu.com\tTRUE\t/\tFALSE\t0\tlang\ten\n"
+    )
+    login_cookie = ("--login-cookie", "z_c0")
+    argv = ("sessions", "import", "zhihu", "bob", "--netscape", str(netscape), "--redis", redis_url)
+    assert cli(*argv, *login_cookie) == 1
+    assert "the login cookie z_c0 (--login-cookie) expired at " in capsys.readouterr().err
+    assert cli(*argv, "--json") == 0
+    captured = capsys.readouterr()
+    assert "left out cookies already expired: z_c0 (at " in captured.err
+    imported = orjson.loads(captured.out)
+    assert (imported["imported"], imported["cookies"]) == (2, ["d_c0", "lang"])
+    assert imported["left_out"] == ["z_c0"]
+    expires_at = datetime.fromisoformat(imported["expires_at"]).timestamp()
+    assert abs(expires_at - (now + 3600)) < 2  # when d_c0 expires, not in a day (SESSIONS_TTL)
+    netscape.write_text(
+        f".zhihu.com\tTRUE\t/\tTRUE\t{now + 7200}\tz_c0\t{SECRET}\n"
+        f".zhihu.com\tTRUE\t/\tFALSE\t{now + 1}\td_c0\tdevice\n"
+    )
+    assert cli(*argv[:3], "carol", *argv[4:], *login_cookie) == 0
+    assert "(when its cookie z_c0 expires)" in capsys.readouterr().out
+    time.sleep(1.1)
+    assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
+    rows = {row["account"]: row for row in map(orjson.loads, capsys.readouterr().out.splitlines())}
+    assert (rows["bob"]["expired_cookies"], rows["carol"]["expired_cookies"]) == ([], ["d_c0"])
+    assert cli("sessions", "list", "zhihu", "--redis", redis_url) == 0
+    assert "expired=d_c0" in capsys.readouterr().out
 
 
 def test_a_node_an_hour_behind_stores_sessions_every_node_gets(

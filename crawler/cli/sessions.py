@@ -10,8 +10,9 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     importing.add_argument("--domain", default="", help="domain of --cookie-header cookies")
     importing.add_argument("--proxy", default=None, help="proxy URL bound to the account")
     importing.add_argument("--ttl", type=float, default=None, help="seconds (SESSIONS_TTL)")
+    importing.add_argument(
+        "--login-cookie",
+        metavar="NAME",
+        default=None,
+        help="the cookie that holds the login (e.g. z_c0): refused when missing or expired; "
+        "the session lasts as long as it does",
+    )
     importing.set_defaults(run=_command(_import))
 
     login = actions.add_parser("login", help="log in with Chromium now and store the cookies")
@@ -121,6 +129,8 @@ def _row(summary: dict[str, Any]) -> str:
     for name in ("strikes", "requests_this_minute", "last_used", "expires_at", "cooldown_until"):
         cells.append(f"{name}={summary[name] if summary[name] is not None else '-'}")
     cells.append("cookies=" + ",".join(str(c) for c in summary["cookies"]))
+    if summary["expired_cookies"]:  # still stored, no longer sent
+        cells.append("expired=" + ",".join(str(c) for c in summary["expired_cookies"]))
     return "  ".join(cells)
 
 
@@ -152,9 +162,55 @@ def _imported_cookies(args: argparse.Namespace) -> list[Cookie]:
     return parse_cookie_header(header, domain=args.domain)
 
 
+def _at(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds")  # as `list`
+
+
+def _unexpired(cookies: Sequence[Cookie], login_cookie: str | None, now: float) -> list[Cookie]:
+    """The cookies of an import that have not expired (the others are named on stderr).
+    Refuses an import whose every cookie, or whose login cookie (``--login-cookie``), expired."""
+    kept = [cookie for cookie in cookies if not cookie.expired(now)]
+    expired = [cookie for cookie in cookies if cookie.expired(now)]
+    named = ", ".join(f"{cookie.name} (at {_at(cookie.expires or 0.0)})" for cookie in expired)
+    again = "log in again in the browser and export its cookies again"
+    if login_cookie is not None and not any(cookie.name == login_cookie for cookie in kept):
+        ended = [cookie.expires or 0.0 for cookie in expired if cookie.name == login_cookie]
+        if ended:
+            raise SessionError(
+                f"the login cookie {login_cookie} (--login-cookie) expired at "
+                f"{_at(max(ended))}: {again}"
+            )
+        raise SessionError(f"the import has no {login_cookie} cookie (--login-cookie)")
+    if not kept:
+        raise SessionError(f"every cookie of the import has expired: {named}: {again}")
+    if expired:
+        print(
+            f"crawler sessions import: left out cookies already expired: {named}", file=sys.stderr
+        )
+    return kept
+
+
+def _end(cookies: Iterable[Cookie], login_cookie: str | None) -> tuple[float, str] | None:
+    """When the session ends and the cookie that ends it: the login cookie, else the first
+    cookie to expire (None: only browser-session cookies)."""
+    ends = [
+        (cookie.expires, cookie.name)
+        for cookie in cookies
+        if cookie.expires is not None and login_cookie in (None, cookie.name)
+    ]
+    return min(ends, default=None)
+
+
 async def _import(args: argparse.Namespace, store: RedisSessionStore) -> int:
-    cookies = tuple(_imported_cookies(args))
+    parsed = _imported_cookies(args)
+    now = time.time()
+    cookies = tuple(_unexpired(parsed, args.login_cookie, now))
     previous = await store.get(args.platform, args.account)
+    ttl: float = args.ttl or store.settings.ttl
+    end = _end(cookies, args.login_cookie)
+    ending = end if end is not None and end[0] - now < ttl else None
+    if ending is not None:
+        ttl = ending[0] - now  # the session, and its key, end with that cookie
     session = Session(
         args.platform,
         args.account,
@@ -164,14 +220,16 @@ async def _import(args: argparse.Namespace, store: RedisSessionStore) -> int:
         proxy=args.proxy or (previous.proxy if previous else None),
         last_used=previous.last_used if previous else 0.0,
     )
-    stored = await store.put(session, args.ttl or store.settings.ttl)
+    stored = await store.put(session, ttl)
     summary = stored.summary(time.time())
+    left_out = sorted({cookie.name for cookie in parsed if cookie.expired(now)})
     if args.json:
-        print(orjson.dumps({"imported": len(cookies), **summary}).decode())
+        print(orjson.dumps({"imported": len(cookies), "left_out": left_out, **summary}).decode())
         return 0
     names = ", ".join(sorted({cookie.name for cookie in cookies}))
     print(f"imported {len(cookies)} cookies ({names}) for {args.platform}/{args.account}")
-    print(f"expires at {summary['expires_at']}")
+    why = f" (when its cookie {ending[1]} expires)" if ending is not None else ""
+    print(f"expires at {summary['expires_at']}{why}")
     return 0
 
 

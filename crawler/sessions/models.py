@@ -210,6 +210,8 @@ class Session:
             "reason": self.reason,
             "strikes": self.strikes,
             "cookies": sorted({cookie.name for cookie in self.cookies}),
+            # still stored (a site set them, or they outlived an import), no longer sent
+            "expired_cookies": sorted({c.name for c in self.cookies if c.expired(now)}),
             "created_at": _iso(self.created_at),
             "expires_at": _iso(self.expires_at),
             "last_used": _iso(self.last_used),
