@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 import scrapy
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from crawler.middlewares.refused import RefusedRequest, failure_reason
 from crawler.middlewares.sessions import SharedSessionMiddleware, set_cookies
 from crawler.sessions import Cookie, Session
 from crawler.sessions.cookies import parse_set_cookie
@@ -293,3 +294,33 @@ def test_a_burst_of_refusals_in_flight_is_one_strike_and_the_log_says_what_happe
     asyncio.run(retire())
     (message,) = [record.getMessage() for record in caplog.records]
     assert "retired (SESSIONS_MAX_STRIKES=1 strikes)" in message
+
+
+def test_a_request_with_no_usable_session_is_refused_with_a_reason_and_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Pages dropped for lack of a session left no log line, and their failure reason was
+    download/IgnoreRequest."""
+    shared, _ = session_middleware(SESSIONS_WAIT=0.05)
+    caplog.set_level(logging.WARNING, "crawler.middlewares.sessions")
+
+    async def drop(url: str, **meta: Any) -> RefusedRequest:
+        with pytest.raises(RefusedRequest) as refused:
+            await shared.process_request(Request(url, meta=meta))
+        return refused.value
+
+    first = asyncio.run(drop("http://shop.test/1"))
+    assert (first.reason, failure_reason(first)) == ("sessions/unavailable", "sessions/unavailable")
+    assert "no usable cookie_platform session within SESSIONS_WAIT=0.05 s" in str(first)
+    pinned = asyncio.run(drop("http://shop.test/2", session_pin="gone"))
+    assert "account gone (meta session_pin)" in str(pinned)
+    assert shared.stats.get_value("sessions/unavailable") == 2
+    (message,) = [record.getMessage() for record in caplog.records]  # one a minute at most
+    assert "Dropped 1 request(s) with no cookie_platform session" in message
+    assert "http://shop.test/1" in message
+    caplog.clear()
+    shared.crawler.signals.send_catch_log(signals.spider_closed, reason="finished")
+    (message,) = [
+        r.getMessage() for r in caplog.records if r.name == "crawler.middlewares.sessions"
+    ]
+    assert "Dropped 1 more request(s) with no session" in message

@@ -20,29 +20,32 @@ context (scrapy-playwright's default one): with several accounts rendering at on
 keep ``BROWSER_MAX_PAGES = 1`` so their cookies never meet.
 
 Stats: ``sessions/used``, ``sessions/marked/<health>``, ``sessions/retried``,
-``sessions/gave_up``, ``sessions/relogin_failed``, ``sessions/unavailable``.
+``sessions/gave_up``, ``sessions/relogin_failed``, ``sessions/unavailable`` (also the failure
+reason of a request dropped with no usable session within ``SESSIONS_WAIT``, logged at WARNING
+at most once a minute with the number dropped since the last line).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.middlewares.politeness import retry_after_seconds
-from crawler.middlewares.refused import not_fetched_at_stop
+from crawler.middlewares.refused import RefusedRequest, not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
@@ -65,6 +68,7 @@ from crawler.sessions.cookies import parse_set_cookie
 from crawler.sessions.models import UnreadableSession
 from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
+from crawler.url_credentials import mask_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,8 @@ PIN_META = "session_pin"  # the account whose session a request must carry (no o
 BROWSER_COOKIES_META = "session_browser_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
 LOGIN_WORDS = (b"login", b"signin", b"sign_in")
+UNAVAILABLE = "sessions/unavailable"  # the stat and failure reason of a request with no session
+UNAVAILABLE_LOG_EVERY = 60  # seconds between two WARNINGs about them
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +199,9 @@ class SharedSessionMiddleware:
             self.store = MemorySessionStore(store_settings)
             self.lease = MemoryLoginLease(store_settings)
         self.store_settings = store_settings
+        self._dropped = 0  # requests dropped with no session since the last WARNING about them
+        self._dropped_logged_at = -math.inf
+        crawler.signals.connect(self._report_dropped, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedSessionMiddleware:
@@ -224,8 +233,7 @@ class SharedSessionMiddleware:
             else await self._usable_session(spider, platform)
         )
         if session is None:
-            self.stats.inc_value("sessions/unavailable")
-            raise IgnoreRequest(f"no usable {platform} session within SESSIONS_WAIT")
+            self._refuse(request, platform, pinned)
         self.stats.inc_value("sessions/used")
         header = with_session_cookies(own_cookies(request), session, request.url)
         if header:
@@ -240,6 +248,41 @@ class SharedSessionMiddleware:
         if request.meta.get("playwright"):
             request.meta[BROWSER_COOKIES_META] = browser_cookies(session, request.url)
             request.meta["playwright_page_init_callback"] = PAGE_INIT_CALLBACK
+
+    def _refuse(self, request: Request, platform: str, pinned: Any) -> NoReturn:
+        """Drop ``request``: no session for it. Counted, and logged at most once a minute
+        (``UNAVAILABLE_LOG_EVERY``) with the number dropped since the last line."""
+        why = (
+            f"no {platform} session of account {pinned} (meta session_pin): gone or unreadable"
+            if pinned
+            else f"no usable {platform} session within SESSIONS_WAIT={self.settings.wait} s "
+            "(every account busy, resting, expired or retired)"
+        )
+        self.stats.inc_value(UNAVAILABLE)
+        self._dropped += 1
+        now = time.monotonic()
+        if now - self._dropped_logged_at >= UNAVAILABLE_LOG_EVERY:
+            logger.warning(
+                "Dropped %d request(s) with no %s session since the last such line (at most "
+                "one every %d s; stat %s), the latest %s: %s",
+                self._dropped,
+                platform,
+                UNAVAILABLE_LOG_EVERY,
+                UNAVAILABLE,
+                mask_secrets(request.url),
+                why,
+            )
+            self._dropped, self._dropped_logged_at = 0, now
+        raise RefusedRequest(UNAVAILABLE, why)
+
+    def _report_dropped(self) -> None:
+        """At the end, the requests dropped since the last WARNING about them."""
+        if self._dropped:
+            logger.warning(
+                "Dropped %d more request(s) with no session after the last such line (stat %s)",
+                self._dropped,
+                UNAVAILABLE,
+            )
 
     async def _pinned_session(self, platform: str, account: str) -> Session | None:
         try:
