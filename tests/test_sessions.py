@@ -514,6 +514,36 @@ def test_playwright_qr_login(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         assert "Scan the QR code to log in bob" in capsys.readouterr().out
 
 
+def test_a_qr_selector_not_on_the_page_fails_soon_and_says_so(
+    redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --qr-selector the page does not have waited the whole login timeout and was
+    reported as "no 'session' cookie after 20.0 s"."""
+    need_chromium()
+    with LoginSite({}) as site:
+        started = time.monotonic()
+        argv = ("sessions", "login", "example", "bob", "--url", f"{site.base_url}/qr", "--qr")
+        assert (
+            cli(
+                *argv,
+                "--success-cookie",
+                "session",
+                "--qr-selector",
+                "#nope",
+                "--png",
+                "/dev/null",
+                "--timeout",
+                "20",
+                "--redis",
+                redis_url,
+            )
+            == 1
+        )
+        assert time.monotonic() - started < 15
+    err = capsys.readouterr().err
+    assert "no visible element matches the QR selector '#nope' (--qr-selector)" in err
+
+
 def cli(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="crawler")
     sessions_cli.register(parser.add_subparsers(dest="command", required=True))

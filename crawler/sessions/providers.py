@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import segno
 from playwright.async_api import BrowserContext, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from crawler.sessions.cookies import cookie_from_json, load_cookie_file
 from crawler.sessions.models import Cookie, SessionError
@@ -108,11 +109,14 @@ class QrLoginConfig:
     qr_data_attribute: str | None = "data-qr"  # attribute holding the encoded link, if any
     png_path: Path = Path("qr-login.png")
     browser: BrowserConfig = field(default_factory=lambda: BrowserConfig(timeout=180.0))
+    qr_timeout: float = 10.0  # seconds for the QR element to show once the page has loaded
 
     def __post_init__(self) -> None:
         _check_url(self.url)
         if not self.success_cookie:
             raise ValueError("success_cookie='' must name the cookie a successful login sets")
+        if self.qr_timeout <= 0:
+            raise ValueError(f"qr_timeout={self.qr_timeout!r} must be > 0")
 
 
 def print_qr(challenge: QrChallenge) -> None:
@@ -214,9 +218,15 @@ class PlaywrightQrLogin:
 
         async def show_code(page: Page) -> None:
             await page.goto(config.url)
-            element = await page.wait_for_selector(config.qr_selector, state="visible")
-            if element is None:
-                raise LoginFailed(f"QR login of {account!r}: no {config.qr_selector} on the page")
+            element = page.locator(config.qr_selector).first
+            try:
+                await element.wait_for(state="visible", timeout=config.qr_timeout * 1000)
+            except PlaywrightTimeoutError:
+                raise LoginFailed(
+                    f"QR login of {account!r}: no visible element matches the QR selector "
+                    f"{config.qr_selector!r} (--qr-selector) on {config.url} after "
+                    f"{config.qr_timeout} s"
+                ) from None
             await element.screenshot(path=config.png_path)
             data = None
             if config.qr_data_attribute:
