@@ -17,7 +17,8 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from crawler.middlewares.refused import RefusedRequest, failure_reason
-from crawler.middlewares.sessions import SharedSessionMiddleware, set_cookies
+from crawler.middlewares.session_http import set_cookies
+from crawler.middlewares.sessions import SharedSessionMiddleware
 from crawler.sessions import Cookie, Session
 from crawler.sessions.cookies import parse_set_cookie
 from crawler.sessions.models import merge_cookie_lists

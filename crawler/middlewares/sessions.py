@@ -42,15 +42,19 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.middlewares.politeness import retry_after_seconds
 from crawler.middlewares.refused import RefusedRequest, not_fetched_at_stop
+from crawler.middlewares.session_http import (
+    default_state,
+    own_cookies,
+    set_cookies,
+    verdict,
+    with_session_cookies,
+)
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
-    OWN_COOKIES_META,
-    Cookie,
     Health,
     LoginLease,
     MemoryLoginLease,
@@ -64,7 +68,6 @@ from crawler.sessions import (
     SessionStore,
     ensure_fresh_session,
 )
-from crawler.sessions.cookies import parse_set_cookie
 from crawler.sessions.models import UnreadableSession
 from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
@@ -81,7 +84,6 @@ DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
-LOGIN_WORDS = (b"login", b"signin", b"sign_in")
 UNAVAILABLE = "sessions/unavailable"  # the stat and failure reason of a request with no session
 UNAVAILABLE_LOG_EVERY = 60  # seconds between two WARNINGs about them
 
@@ -101,45 +103,6 @@ class SessionMiddlewareSettings:
         if values.wait <= 0:
             raise ValueError(f"SESSIONS_WAIT={values.wait} must be > 0")
         return values
-
-
-def default_state(response: Response) -> Health | None:
-    """401 or a redirect to a login page: expired; 429: risky; else fine."""
-    if response.status == 401:
-        return Health.EXPIRED
-    location = (response.headers.get(b"Location") or b"").lower()
-    if 300 <= response.status < 400 and any(word in location for word in LOGIN_WORDS):
-        return Health.EXPIRED
-    if response.status == 429:
-        return Health.RISKY
-    return None
-
-
-def set_cookies(response: Response) -> list[Cookie]:
-    """Cookies of the response's ``Set-Cookie`` headers (host-only ones get the host).
-
-    A browser-rendered response joins several ``Set-Cookie`` values with newlines.
-    """
-    headers = [
-        line
-        for value in response.headers.getlist(b"Set-Cookie")
-        for line in value.decode("latin-1").split("\n")
-    ]
-    return parse_set_cookie(headers, urlsplit(response.url).hostname or "")
-
-
-def with_session_cookies(own: str, session: Session, url: str) -> str:
-    """The ``Cookie:`` header of a request to ``url``: the session's cookies that go there,
-    and the request's own (its ``cookies``, a cookie jar's, a header the spider set) but those
-    the session also has (the session's value wins)."""
-    shared = session.cookies_for(url, time.time())
-    names = {cookie.name for cookie in shared}
-    kept = [
-        pair.strip()
-        for pair in own.split(";")
-        if pair.strip() and pair.split("=", 1)[0].strip() not in names
-    ]
-    return "; ".join(kept + [f"{cookie.name}={cookie.value}" for cookie in shared])
 
 
 def browser_cookies(session: Session, url: str) -> list[dict[str, Any]]:
@@ -164,20 +127,6 @@ async def add_session_cookies(page: Any, request: Request) -> None:
     cookies = request.meta.get(BROWSER_COOKIES_META)
     if cookies:
         await page.context.add_cookies(cookies)
-
-
-def own_cookies(request: Request) -> str:
-    """The request's own cookies (``OWN_COOKIES_META``) for its host, recorded in its meta."""
-    host = urlparse_cached(request).hostname or ""
-    by_host = request.meta.get(OWN_COOKIES_META)
-    if by_host is None:  # first pass: Scrapy's CookiesMiddleware (700) built the header
-        built = request.headers.get(b"Cookie")
-        by_host = {host: built.decode("latin-1") if built else ""}
-    elif isinstance(by_host, str):  # recorded by an earlier version, for whichever host
-        by_host = {host: by_host}
-    # a new dict: a redirect shares its source's meta values
-    request.meta[OWN_COOKIES_META] = by_host = {host: "", **by_host}
-    return str(by_host[host])
 
 
 class SharedSessionMiddleware:
@@ -376,7 +325,7 @@ class SharedSessionMiddleware:
             state.value,
             response.status,
             request.url,
-            self._verdict(after),
+            verdict(after, self.store_settings.max_strikes),
             tries,
             self.settings.max_tries,
         )
@@ -386,15 +335,3 @@ class SharedSessionMiddleware:
         retry.meta.pop(ACCOUNT_META, None)
         retry.headers.pop(b"Cookie", None)
         return retry
-
-    def _verdict(self, after: Health | None) -> str:
-        """What the mark did to the account, for the log."""
-        if after is None:
-            return "it is no longer stored"
-        if after is Health.RETIRED:
-            return f"it is retired (SESSIONS_MAX_STRIKES={self.store_settings.max_strikes} strikes)"
-        if after in (Health.RISKY, Health.BANNED):
-            return f"marked {after.value}, it rests until its cooldown ends"
-        if after is Health.EXPIRED:
-            return "marked expired, a log-in replaces it"
-        return "a newer log-in already replaced the cookies it was sent with"
