@@ -191,12 +191,13 @@ def _unexpired(cookies: Sequence[Cookie], login_cookie: str | None, now: float) 
 
 
 def _end(cookies: Iterable[Cookie], login_cookie: str | None) -> tuple[float, str] | None:
-    """When the session ends and the cookie that ends it: the login cookie, else the first
-    cookie to expire (None: only browser-session cookies)."""
+    """When the session ends and the cookie that ends it: the login cookie's expiry (None:
+    no login cookie named, or it lasts the browser session). Not the first cookie to expire:
+    a browser's export holds short-lived cookies (tracking, load balancing) a login outlives."""
     ends = [
         (cookie.expires, cookie.name)
         for cookie in cookies
-        if cookie.expires is not None and login_cookie in (None, cookie.name)
+        if cookie.expires is not None and cookie.name == login_cookie
     ]
     return min(ends, default=None)
 
