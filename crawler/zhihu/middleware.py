@@ -12,7 +12,8 @@ go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later.
 
 Responses: every API error answer is counted (``zhihu/api_error/<code>``; a challenge page is
 no API answer: ``zhihu/challenge/<endpoint>``, by the spider); 40362 also starts the
-site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node. With
+site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node, unless its
+HTTP status did (``POLITENESS_PENALTY_STATUSES``: one pause per answer). With
 ``ZHIHU_CHALLENGE_BROWSER``, a ``__zse_ck`` challenge page is solved in Chromium for the
 request's shared session before the response goes on (one node per account solves, the others
 wait: :mod:`crawler.zhihu.challenge`); the spider re-enqueues the request either way.
@@ -151,12 +152,18 @@ class ZhihuApiMiddleware:
         if error.problem is not Problem.CHALLENGE:
             self.stats.inc_value(f"zhihu/api_error/{error.code}")
         if error.problem is Problem.RATE_LIMITED:
-            politeness = self.crawler.get_downloader_middleware(ClusterRateLimitMiddleware)
-            if politeness is not None:
-                await politeness.penalize(site_of(response.url), "zhihu_40362", response)
+            await self._cool_site(response)
         elif error.problem is Problem.CHALLENGE and self.settings.challenge_browser:
             await self._solve_challenge(request)
         return response
+
+    async def _cool_site(self, response: Response) -> None:
+        """40362 pauses the site for every node, once: a status the politeness middleware
+        penalizes itself (``POLITENESS_PENALTY_STATUSES``, a 429) has paused it already."""
+        politeness = self.crawler.get_downloader_middleware(ClusterRateLimitMiddleware)
+        if politeness is None or response.status in politeness.settings.penalty_statuses:
+            return
+        await politeness.penalize(site_of(response.url), "zhihu_40362", response)
 
     async def _solve_challenge(self, request: Request) -> None:
         account = request.meta.get(ACCOUNT_META)

@@ -87,6 +87,8 @@ class MockConfig:
     session_lifetime: float | None = None
     # API requests per second (sliding one-second window) above which 40362 is answered
     rate_limit: int | None = None
+    # the HTTP status of that 40362 answer (real Zhihu: 403; some gateways answer 429)
+    rate_limit_status: int = 403
     # regular expressions searched in an API path+query: matching calls are answered with the
     # __zse_ck challenge page instead of JSON until they carry a valid __zse_ck cookie
     challenge_paths: tuple[str, ...] = ()
@@ -101,6 +103,10 @@ class MockConfig:
     def __post_init__(self) -> None:
         if self.rate_limit is not None and self.rate_limit < 1:
             raise ValueError(f"MockConfig.rate_limit={self.rate_limit} must be >= 1 or None")
+        if self.rate_limit_status not in (403, 429):
+            raise ValueError(
+                f"MockConfig.rate_limit_status={self.rate_limit_status} must be 403 or 429"
+            )
         if self.session_lifetime is not None and self.session_lifetime <= 0:
             raise ValueError(
                 f"MockConfig.session_lifetime={self.session_lifetime} must be > 0 or None"

@@ -50,7 +50,9 @@ class Guard:
             while self._recent and self._recent[0] <= now - 1.0:
                 self._recent.popleft()
             too_many = len(self._recent) > limit
-        return error_response(403, 40362, RATE_LIMITED) if too_many else None
+        return (
+            error_response(self.config.rate_limit_status, 40362, RATE_LIMITED) if too_many else None
+        )
 
     def _challenge(self, request: Request) -> Response | None:
         pattern = next((p.pattern for p in self._patterns if p.search(request.target)), None)
