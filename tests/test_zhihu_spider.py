@@ -129,6 +129,26 @@ def test_a_payload_that_is_no_json_is_dead_lettered_with_its_raw_body() -> None:
     assert stats is not None and stats.get_value("zhihu/unparsed/question_answers") == 1
 
 
+def test_a_later_page_that_cannot_be_parsed_ends_its_list_short() -> None:
+    """A 200 with an HTML "busy" page in the middle of a list: dead-lettered, and the list is
+    recorded with what it had (it was never recorded: completeness said 100%)."""
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    meta = {**CONTENT, "zhihu_tally": [3, 0, 1], "zhihu_cursor": "5_1_0", "zhihu_count": 1}
+    out = parse(zhihu, following, "<html><body>系统繁忙</body></html>".encode(), **meta)
+    assert [type(i) for i in out] == [ZhihuUnparsedItem, ZhihuListItem]
+    record = out[1]
+    assert (record.list, record.owner_id, record.declared, record.collected, record.shortfall) == (
+        "root_comment",
+        "9",
+        3,
+        1,
+        2,
+    )
+    stats = zhihu.crawler.stats
+    assert stats is not None and stats.get_value("zhihu/short_lists/root_comment") == 1
+
+
 SEARCH = f"{API}/search_v3?q=python&t=general&offset=0&limit=20"
 
 

@@ -218,6 +218,7 @@ class ZhihuSpider(ZhihuChains):
             self._stat(f"parse_error/{endpoint}")
             logger.error("Cannot parse %s (%s): %s", response.url, endpoint, exc)
             yield self._unparsed(response, endpoint, response.text, exc, ctx)
+            yield from self._cut_short(response, endpoint)
 
     def _failed(self, response: Response, endpoint: str, error: ApiError) -> Iterator[Output]:
         # ZhihuApiMiddleware counts every answer's code (zhihu/api_error/<code>)
@@ -245,8 +246,9 @@ class ZhihuSpider(ZhihuChains):
         yield retry
 
     def _cut_short(self, response: Response, endpoint: str) -> Iterator[Output]:
-        """A list page that failed for good ends its list there: recorded with what it had
-        collected, so its shortfall shows (a list that declared no total has nothing to show)."""
+        """A list page that failed for good (an error answer, or a payload that cannot be
+        parsed) ends its list there: recorded with what it had collected, so its shortfall
+        shows (a list that declared no total, or no list, has nothing to show)."""
         owner = str(response.meta.get(OWNER, ""))
         yield from self._recorded(endpoint, owner, Tally.of(response.meta), response)
 
