@@ -7,8 +7,10 @@ an ``x-zse-96`` signed over their path?query and the ``d_c0`` cookie. A request 
 ``d_c0`` gets one from ``explore``, fetched through the engine once per account that lacks one
 (once per node without sessions): that fetch carries the account's own session (meta
 ``session_pin``), so the session middleware stores the new ``d_c0`` in it, and the account's
-requests on every node carry it from then on. When ``explore`` sets none, the account's requests
-go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later.
+requests on every node carry it from then on. A session that lost it since (imported again
+without one) gets this node's back (``zhihu/d_c0/restored``) when one of its requests comes
+without it, and before a challenge is solved with it. When ``explore`` sets none, the account's
+requests go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later.
 
 Responses: every API error answer is counted (``zhihu/api_error/<code>``; a challenge page is
 no API answer: ``zhihu/challenge/<endpoint>``, by the spider); 40362 also starts the
@@ -26,6 +28,7 @@ import logging
 import time
 from urllib.parse import urlsplit
 
+from redis.exceptions import RedisError
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -38,8 +41,15 @@ from crawler.middlewares.sessions import (
     PIN_META,
     SharedSessionMiddleware,
     browser_cookies,
+    set_cookies,
 )
-from crawler.sessions import MemoryLoginLease, RedisSessionStore, SessionSettings
+from crawler.sessions import (
+    Cookie,
+    MemoryLoginLease,
+    RedisSessionStore,
+    SessionError,
+    SessionSettings,
+)
 from crawler.zhihu.challenge import (
     ZSE_CK,
     ChallengeFailed,
@@ -81,8 +91,8 @@ class ZhihuApiMiddleware:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.api_prefix = self.settings.api_url + "/"
-        # account ("": no session) -> (its d_c0 from explore, "" if it set none; when to ask again)
-        self._guests: dict[str, tuple[str, float]] = {}
+        # account ("": no session) -> (its d_c0 from explore, None: it set none; when to ask again)
+        self._guests: dict[str, tuple[Cookie | None, float]] = {}
         self._guest_lock: asyncio.Lock | None = None
         self._challenges: ChallengeResolver | None = None
 
@@ -113,16 +123,43 @@ class ZhihuApiMiddleware:
 
     async def _guest_d_c0(self, account: str) -> str:
         """A ``d_c0`` from explore for ``account``'s session ("": no session), fetched once
-        (later requests wait for the first fetch; "" again after GUEST_RETRY)."""
+        (later requests wait for the first fetch; "" again after GUEST_RETRY). The session,
+        which the fetch gave it, lacks it again: it gets it back."""
         self._guest_lock = self._guest_lock or asyncio.Lock()
         async with self._guest_lock:
             known = self._guests.get(account)
-            if known is None or (not known[0] and time.monotonic() >= known[1]):
-                value = await self._fetch_guest(account)
-                self._guests[account] = (value, time.monotonic() + GUEST_RETRY)
-            return self._guests[account][0]
+            if known is None or (known[0] is None and time.monotonic() >= known[1]):
+                cookie = await self._fetch_guest(account)
+                self._guests[account] = (cookie, time.monotonic() + GUEST_RETRY)
+            else:
+                await self._restore_d_c0(account)
+            found = self._guests[account][0]
+            return found.value if found is not None else ""
 
-    async def _fetch_guest(self, account: str) -> str:
+    async def _restore_d_c0(self, account: str) -> None:
+        """Merge this node's ``d_c0`` for ``account`` into its shared session if that has none
+        (a session imported again without it), so every node's requests and a challenge's
+        browser carry it again."""
+        cookie = self._guests.get(account, (None, 0.0))[0]
+        sessions = self._sessions()
+        platform = getattr(self.crawler.spider, "session_platform", None)
+        if not account or cookie is None or sessions is None or not platform:
+            return
+        try:
+            session = await sessions.store.get(str(platform), account)
+            if session is None or any(known.name == D_C0 for known in session.cookies):
+                return
+            await sessions.store.merge_cookies(str(platform), account, [cookie])
+        except (RedisError, SessionError) as exc:
+            logger.warning("d_c0 not restored to the %s session of %s: %s", platform, account, exc)
+            return
+        self.stats.inc_value("zhihu/d_c0/restored")
+        logger.info("The %s session of %s had lost its d_c0: restored", platform, account)
+
+    def _sessions(self) -> SharedSessionMiddleware | None:
+        return self.crawler.get_downloader_middleware(SharedSessionMiddleware)
+
+    async def _fetch_guest(self, account: str) -> Cookie | None:
         engine = self.crawler.engine
         assert engine is not None
         url = self.settings.endpoints.url("explore")
@@ -133,15 +170,14 @@ class ZhihuApiMiddleware:
         except Exception as exc:  # noqa: BLE001 (a failed fetch is a missing d_c0, retried later)
             self.stats.inc_value("zhihu/d_c0/missing")
             logger.error("%s failed (%s): API requests go unsigned for now", url, exc)
-            return ""
-        for header in response.headers.getlist(b"Set-Cookie"):
-            value = cookie_value(header.decode("latin-1").split(";", 1)[0], D_C0)
-            if value:
+            return None
+        for cookie in set_cookies(response):
+            if cookie.name == D_C0 and cookie.value:
                 self.stats.inc_value("zhihu/d_c0/guest")
-                return value
+                return cookie
         self.stats.inc_value("zhihu/d_c0/missing")
         logger.error("%s set no d_c0 cookie: API requests go unsigned", url)
-        return ""
+        return None
 
     async def process_response(self, request: Request, response: Response) -> Response:
         if not request.url.startswith(self.api_prefix):
@@ -173,6 +209,7 @@ class ZhihuApiMiddleware:
         try:
             if account is None or not platform or resolver is None:
                 raise ChallengeFailed("no_session", "the request carries no shared session")
+            await self._restore_d_c0(str(account))  # the browser solves with the session's
             outcome = await resolver.resolve(
                 str(platform), str(account), request.url, cookie_value(header, ZSE_CK)
             )
@@ -194,7 +231,7 @@ class ZhihuApiMiddleware:
     def _challenge_resolver(self) -> ChallengeResolver | None:
         """Built at the first challenge, on the session middleware's store (none: no sessions)."""
         if self._challenges is None:
-            sessions = self.crawler.get_downloader_middleware(SharedSessionMiddleware)
+            sessions = self._sessions()
             if sessions is None:
                 return None
             ttl = lease_seconds(self.settings.challenge_timeout)

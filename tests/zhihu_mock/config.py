@@ -6,8 +6,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tests.zhihu_mock.variety import Variety
+
+if TYPE_CHECKING:
+    from tests.zhihu_mock.messages import Request
 
 # path_with_query (no host, exactly as sent), d_c0 cookie value, x-zse-96 header value -> accepted?
 SignatureVerifier = Callable[[str, str, str], bool]
@@ -99,6 +103,8 @@ class MockConfig:
     accounts: Mapping[str, str] = field(default_factory=lambda: {"tester": "secret-密码-1"})
     qr_lifetime: float = 120.0
     clock: Callable[[], float] = time.time
+    # test hook: called with every request before it is answered (from the server's threads)
+    before_answer: Callable[[Request], None] | None = None
 
     def __post_init__(self) -> None:
         if self.rate_limit is not None and self.rate_limit < 1:

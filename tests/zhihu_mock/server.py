@@ -162,6 +162,8 @@ class ZhihuMock(BackgroundHTTPServer):
 
     def handle(self, request: Request) -> Response:
         """Answers one request; counts it per endpoint and every error code answered."""
+        if self.config.before_answer is not None:
+            self.config.before_answer(request)
         response = self._dispatch(request)
         if response.error_code is not None:
             self.counters.count_error(response.error_code)
