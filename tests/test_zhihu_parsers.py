@@ -393,6 +393,15 @@ def test_errors_are_classified() -> None:
         found = classify(status, payload)
         assert found is not None and found.problem is problem
     assert classify(200, b'{"data": []}') is None
+    assert classify(401, b"<html>401</html>").problem is Problem.LOGIN  # type: ignore[union-attr]
+    redirects = {
+        b"https://www.zhihu.com/signin?next=%2Fapi%2Fv4%2Fme": Problem.LOGIN,
+        b"https://www.zhihu.com/account/unhappy?need_login=false": Problem.BLOCKED,
+        b"/question/1/answer/2": None,  # an ordinary redirect: followed
+    }
+    for location, expected in redirects.items():
+        found = classify(302, b"", location)
+        assert (found.problem if found else None) is expected, location
     with pytest.raises(ParseError):
         content_item({"type": "question", "id": "1"}, context())
 

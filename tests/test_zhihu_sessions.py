@@ -6,8 +6,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import time
+from collections import Counter
 from pathlib import Path
 
+import orjson
+import pytest
 from redis.asyncio import Redis as AsyncRedis
 
 from crawler.sessions import RedisSessionStore, Session, SessionSettings
@@ -15,6 +19,7 @@ from crawler.sessions.providers import CHROMIUM
 from tests.services import unavailable
 from tests.test_zhihu_crawl import (
     SMALL,
+    Expected,
     crawl_small,
     put_session,
     read_items,
@@ -82,3 +87,98 @@ def test_a_session_imported_again_without_d_c0_gets_the_nodes_d_c0_back(
         assert {i["comment_id"] for i in items["zhihu_comment"]} == expected.comments
         session = stored_session(redis_url)
         assert session is not None and "d_c0" in {cookie.name for cookie in session.cookies}
+
+
+def no_unparsed(found: Counter[str]) -> list[str]:
+    return [name for name in found if name.startswith(("zhihu/parse_error/", "zhihu/other_error/"))]
+
+
+def test_a_redirect_to_the_soft_block_page_rests_the_account_and_is_retried(
+    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """Three comment calls are answered with a 302 to /account/unhappy?need_login=false: each
+    marks the account risky (no session retries here), then the spider re-enqueues it. It was
+    an unparsable page: dead-lettered, not retried, the account left healthy."""
+    config = MockConfig(data=SMALL, soft_block_paths=(r"/root_comment",), soft_block_limit=3)
+    with ZhihuMock(config) as mock:
+        put_session(redis_url, mock.issue_session("tester"))
+        url, expected = small_question(mock)
+        found = crawl_small(
+            mock,
+            [url],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+            ZHIHU_CREATORS="False",
+            SESSIONS_COOLDOWN="0.2",
+            SESSIONS_MAX_STRIKES="1000",
+            SESSIONS_MAX_TRIES="0",
+        )
+        assert mock.counters.soft_blocks == 3
+        assert no_unparsed(found) == [], found
+        assert found["sessions/marked/risky"] == found["sessions/gave_up"] == 3, found
+        assert found["zhihu/blocked/root_comment"] == found["zhihu/retry/blocked"] == 3, found
+        assert mock.counters.requests["page_unhappy"] == 0  # never followed
+        items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_comment": len(expected.comments)})
+        assert {i["comment_id"] for i in items["zhihu_comment"]} == expected.comments
+
+
+@pytest.mark.parametrize("refusal", ["redirect", "html"])
+def test_an_expired_session_refused_without_a_code_logs_in_again(
+    refusal: str, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """A 302 to the sign-in page, or a bare HTML 401, for an expired z_c0: the session is
+    expired (the default rule), one log-in, the crawl goes on. They were a parse error and
+    an other_error, and the session stayed healthy."""
+    now = [time.time()]
+    config = MockConfig(
+        data=SMALL, session_lifetime=60.0, clock=lambda: now[0], login_refusal=refusal
+    )
+    with ZhihuMock(config) as mock:
+        put_session(redis_url, mock.issue_session("tester"))
+        now[0] += 120  # the issued session is past its lifetime
+        url, expected = small_question(mock)
+        found = crawl_small(
+            mock,
+            [url, orjson.dumps({"keyword": "Python"})],  # search wants a login
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+        )
+        assert mock.counters.errors[101] >= 1
+        assert mock.counters.logins == {"tester": 1}
+        assert found["sessions/marked/expired"] >= 1, found
+        assert no_unparsed(found) == [], found
+        assert mock.counters.requests["page_signin"] == 0  # never followed
+        items = read_items(kafka_bootstrap, zhihu_topics, {"zhihu_comment": len(expected.comments)})
+        assert expected.comments <= {i["comment_id"] for i in items["zhihu_comment"]}
+
+
+def test_an_answer_seed_follows_the_redirect_to_its_long_url(
+    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+) -> None:
+    """/answer/{id} answers a 301 to /question/{q}/answer/{id}: followed, the answer crawled
+    (the spider saw the 301 itself: a parse error, no item)."""
+    with ZhihuMock(MockConfig(data=SMALL, answer_redirect=True)) as mock:
+        put_session(redis_url, mock.issue_session("tester"))
+        aid = next(iter(mock.data.answers))
+        seed = f"{mock.base_url}/answer/{aid}"
+        expected = Expected(mock.data)
+        expected.add("answer", aid, seed)
+        found = crawl_small(
+            mock,
+            [seed],
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+            ZHIHU_CREATORS="False",
+        )
+        assert no_unparsed(found) == [], found
+        assert found["zhihu/items/answer"] == 1, found
+        wanted = {"zhihu_content": 1, "zhihu_comment": len(expected.comments)}
+        items = read_items(kafka_bootstrap, zhihu_topics, wanted)
+        assert [i["content_id"] for i in items["zhihu_content"]] == [aid]
+        assert {i["comment_id"] for i in items["zhihu_comment"]} == expected.comments

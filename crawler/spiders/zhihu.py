@@ -22,6 +22,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.seeds import InvalidSeed, Seed
+from crawler.middlewares.sessions import default_state
 from crawler.sessions import Health
 from crawler.spiders.seed_rules import check_seed_meta
 from crawler.spiders.zhihu_chains import (
@@ -39,8 +40,9 @@ from crawler.spiders.zhihu_chains import (
     ZhihuChains,
 )
 from crawler.zhihu.completeness import TALLY, Completeness, Tally
-from crawler.zhihu.errors import ApiError, Problem, classify
+from crawler.zhihu.errors import ApiError, Problem
 from crawler.zhihu.login import PasswordLogin
+from crawler.zhihu.middleware import response_error
 from crawler.zhihu.parsers import Context, question_item
 from crawler.zhihu.payloads import ParseError, page_entities
 from crawler.zhihu.privacy import Privacy, shared_privacy_key
@@ -56,7 +58,8 @@ PAGE_KINDS: dict[str, tuple[str, str]] = {  # page endpoint -> (entities key, co
     "article_page": ("articles", "article"),
     "zvideo_page": ("zvideos", "zvideo"),
 }
-RETRIED = (Problem.CHALLENGE, Problem.RATE_LIMITED)
+RETRIED = (Problem.CHALLENGE, Problem.RATE_LIMITED, Problem.BLOCKED)
+RISKY = (Problem.RATE_LIMITED, Problem.BLOCKED)
 API_MIDDLEWARE = "crawler.zhihu.middleware.ZhihuApiMiddleware"
 API_MIDDLEWARE_ORDER = 730  # after SharedSessionMiddleware (720): signs the session's d_c0
 
@@ -114,14 +117,15 @@ class ZhihuSpider(ZhihuChains):
         )
 
     def session_state(self, response: Response) -> Health | None:
-        """100/101: the session expired; 40362: risky (the account rests, the request is
-        retried with another one). Anything else is not the session's fault."""
-        error = classify(response.status, response.body)
-        if error is None:
-            return None
-        if error.problem is Problem.LOGIN:
+        """100/101, a bare 401, a redirect to sign in: the session expired; 40362, a redirect
+        to the soft-block page: risky (the account rests, the request is retried with another
+        one). Anything else goes by the default rule (``default_state``: a 429 is risky)."""
+        error = response_error(response)
+        if error is not None and error.problem is Problem.LOGIN:
             return Health.EXPIRED
-        return Health.RISKY if error.problem is Problem.RATE_LIMITED else None
+        if error is not None and error.problem in RISKY:
+            return Health.RISKY
+        return default_state(response)
 
     # Seeds ---------------------------------------------------------------------------------
 
@@ -185,7 +189,7 @@ class ZhihuSpider(ZhihuChains):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Output]:
         endpoint = str(response.meta.get(ENDPOINT, ""))
-        error = classify(response.status, response.body)
+        error = response_error(response)
         if error is not None:
             yield from self._failed(response, endpoint, error)
             return

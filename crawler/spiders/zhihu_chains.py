@@ -55,6 +55,9 @@ CONTENT_LISTS = (
     "member_zvideos",
     "search",
 )
+# every error status reaches parse (a list page that fails must end its list); redirects are
+# followed, but those to sign in or to the soft-block page (ZhihuApiMiddleware lets them in)
+ERROR_STATUSES = tuple(range(400, 600))
 MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
     ("member_answers", "answer_count"),
     ("member_articles", "article_count"),
@@ -63,6 +66,7 @@ MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
 
 
 class ZhihuChains(RedisSpider):
+    handle_httpstatus_list = ERROR_STATUSES
     config: ZhihuSettings
     privacy: Privacy
     creators_requested: set[str]  # url_tokens this node asked for (the frontier dedups too)
@@ -82,7 +86,7 @@ class ZhihuChains(RedisSpider):
         return Request(
             url,
             callback=self.parse,
-            meta={**meta, ENDPOINT: endpoint, "handle_httpstatus_all": True},
+            meta={**meta, ENDPOINT: endpoint},
             priority=priority,
             dont_filter=dont_filter,
         )

@@ -13,7 +13,10 @@ without it, and before a challenge is solved with it. When ``explore`` sets none
 requests go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later.
 
 Responses: every API error answer is counted (``zhihu/api_error/<code>``; a challenge page is
-no API answer: ``zhihu/challenge/<endpoint>``, by the spider); 40362 also starts the
+no API answer: ``zhihu/challenge/<endpoint>``, by the spider). A redirect to the sign-in or the
+soft-block page (:mod:`crawler.zhihu.errors`) of any request is not followed: the session
+middleware and the spider see it (request meta ``handle_httpstatus_list``, taken off again
+when the request is sent anew); other redirects are followed. 40362 also starts the
 site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node, unless its
 HTTP status did (``POLITENESS_PENALTY_STATUSES``: one pause per answer). With
 ``ZHIHU_CHALLENGE_BROWSER``, a ``__zse_ck`` challenge page is solved in Chromium for the
@@ -59,13 +62,14 @@ from crawler.zhihu.challenge import (
     lease_seconds,
 )
 from crawler.zhihu.challenge_browser import BrowserChallengeSolver
-from crawler.zhihu.errors import Problem, classify
+from crawler.zhihu.errors import ApiError, Problem, classify
 from crawler.zhihu.settings import ZhihuSettings
 from crawler.zhihu.signer import load_signer
 
 logger = logging.getLogger(__name__)
 
 D_C0 = "d_c0"
+HANDLED_META = "handle_httpstatus_list"  # set on a blocked redirect: the spider sees it
 GUEST_RETRY = 60.0  # seconds before asking explore again for a d_c0 it did not set
 APP_ZA = "OS=Web"
 
@@ -76,6 +80,12 @@ def cookie_value(header: str, name: str) -> str | None:
         if sep and key == name:
             return value
     return None
+
+
+def response_error(response: Response) -> ApiError | None:
+    """What went wrong (:func:`crawler.zhihu.errors.classify`), ``None`` if nothing did."""
+    location = response.headers.get(b"Location") or b""
+    return classify(response.status, response.body, location)
 
 
 def path_with_query(url: str) -> str:
@@ -101,6 +111,7 @@ class ZhihuApiMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
+        request.meta.pop(HANDLED_META, None)  # a blocked redirect's, copied into a retry
         request.headers[b"User-Agent"] = self.settings.user_agent
         request.headers.setdefault(b"Accept-Language", b"zh-CN,zh;q=0.9,en;q=0.8")
         if not request.url.startswith(self.api_prefix):
@@ -180,10 +191,12 @@ class ZhihuApiMiddleware:
         return None
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        if not request.url.startswith(self.api_prefix):
-            return response
-        error = classify(response.status, response.body)
-        if error is None:
+        error = response_error(response)
+        if error is not None and 300 <= response.status < 400:
+            # to sign in or to the soft-block page: neither followed (RedirectMiddleware) nor
+            # dropped (HttpErrorMiddleware), the spider's (and first the sessions') to handle
+            request.meta[HANDLED_META] = [response.status]
+        if error is None or not request.url.startswith(self.api_prefix):
             return response
         if error.problem is not Problem.CHALLENGE:
             self.stats.inc_value(f"zhihu/api_error/{error.code}")

@@ -89,6 +89,9 @@ class MockConfig:
     # logged-in endpoints need a z_c0 issued by a login; None: sessions never expire
     require_login: bool = True
     session_lifetime: float | None = None
+    # how a missing or expired z_c0 is refused: "json" (401, code 100/101), "redirect" (302 to
+    # /signin?next=<path>, as pages are), "html" (a bare 401 page, no code)
+    login_refusal: str = "json"
     # API requests per second (sliding one-second window) above which 40362 is answered
     rate_limit: int | None = None
     # the HTTP status of that 40362 answer (real Zhihu: 403; some gateways answer 429)
@@ -100,6 +103,12 @@ class MockConfig:
     zse_ck_lifetime: float | None = None
     # challenge pages each pattern answers before it lets unsolved calls through; None: never
     challenge_limit: int | None = None
+    # regular expressions searched in an API path+query: the first soft_block_limit matching
+    # calls are answered with a 302 to /account/unhappy (the soft block of a flagged client)
+    soft_block_paths: tuple[str, ...] = ()
+    soft_block_limit: int = 1
+    # /answer/{aid} answers a 301 to /question/{qid}/answer/{aid} (www.zhihu.com does)
+    answer_redirect: bool = False
     accounts: Mapping[str, str] = field(default_factory=lambda: {"tester": "secret-密码-1"})
     qr_lifetime: float = 120.0
     clock: Callable[[], float] = time.time
@@ -125,5 +134,11 @@ class MockConfig:
             raise ValueError(
                 f"MockConfig.challenge_limit={self.challenge_limit} must be >= 1 or None"
             )
-        for pattern in self.challenge_paths:
+        if self.login_refusal not in ("json", "redirect", "html"):
+            raise ValueError(
+                f"MockConfig.login_refusal={self.login_refusal!r} must be json, redirect or html"
+            )
+        if self.soft_block_limit < 1:
+            raise ValueError(f"MockConfig.soft_block_limit={self.soft_block_limit} must be >= 1")
+        for pattern in (*self.challenge_paths, *self.soft_block_paths):
             re.compile(pattern)

@@ -15,6 +15,7 @@ class MockCounters:
     errors: Counter[int] = field(default_factory=Counter)  # per error code answered
     challenges: int = 0  # __zse_ck pages answered
     challenges_solved: int = 0  # distinct __zse_ck values accepted (each a solved page)
+    soft_blocks: int = 0  # 302s to /account/unhappy answered
     logins: Counter[str] = field(default_factory=Counter)  # per account
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -29,6 +30,10 @@ class MockCounters:
     def count_challenge(self) -> None:
         with self._lock:
             self.challenges += 1
+
+    def count_soft_block(self) -> None:
+        with self._lock:
+            self.soft_blocks += 1
 
     def count_solved_challenge(self) -> None:
         with self._lock:

@@ -80,5 +80,9 @@ def error_response(status: int, code: int, message: str, name: str = "") -> Resp
     return response
 
 
+def redirect_response(status: int, location: str) -> Response:
+    return Response(status, b"", "text/html; charset=utf-8", [("Location", location)])
+
+
 def not_found() -> Response:
     return error_response(404, 404, "你似乎来到了没有知识存在的荒原", "NotFoundError")

@@ -22,6 +22,7 @@ from tests.zhihu_mock.messages import (
     html_response,
     not_found,
     parse_cookies,
+    redirect_response,
 )
 from tests.zhihu_mock.pages import Pages
 from tests.zhihu_mock.paging import BadParameter
@@ -73,11 +74,12 @@ class ZhihuMock(BackgroundHTTPServer):
             ("GET", "/explore", "page_explore", Access.OPEN, pages.explore),
             ("GET", f"/question/{_ID}", "page_question", Access.OPEN, pages.question),
             ("GET", f"/question/{_ID}/answer/{_ID}", "page_answer", Access.OPEN, pages.question),
-            ("GET", f"/answer/{_ID}", "page_answer", Access.OPEN, pages.answer),
+            ("GET", f"/answer/{_ID}", "page_answer", Access.OPEN, self._answer_page(pages)),
             ("GET", f"/p/{_ID}", "page_article", Access.OPEN, pages.article),
             ("GET", f"/people/{_SLUG}", "page_people", Access.OPEN, pages.people),
             ("GET", f"/zvideo/{_ID}", "page_zvideo", Access.OPEN, pages.zvideo),
             ("GET", "/signin", "page_signin", Access.OPEN, self._signin_page),
+            ("GET", "/account/unhappy", "page_unhappy", Access.OPEN, self._unhappy_page),
             ("POST", "/api/v3/oauth/sign_in", "sign_in", Access.OPEN, s.sign_in),
             ("POST", "/api/v3/account/api/login/qrcode", "qr_create", Access.OPEN, s.qr_create),
             (
@@ -156,6 +158,24 @@ class ZhihuMock(BackgroundHTTPServer):
             Route(method, re.compile(path), endpoint, access, handler)
             for method, path, endpoint, access, handler in table
         ]
+
+    def _answer_page(self, pages: Pages) -> Callable[..., Response | None]:
+        """``/answer/{aid}``: the page, or with ``answer_redirect`` a 301 to its long URL."""
+        if not self.config.answer_redirect:
+            return pages.answer
+
+        def redirect(request: Request, aid: str) -> Response | None:
+            answer = self.data.answers.get(aid)
+            if answer is None:
+                return None
+            long_url = f"{request.base_url}/question/{answer.question_id}/answer/{aid}"
+            return redirect_response(301, long_url)
+
+        return redirect
+
+    def _unhappy_page(self, request: Request) -> Response:
+        del request
+        return html_response("<html><body>系统监测到您的网络环境存在异常</body></html>")
 
     def _signin_page(self, request: Request) -> Response:
         return html_response(qr_signin_page() if request.query.get("qr") else signin_page())
