@@ -22,7 +22,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.seeds import InvalidSeed, Seed
-from crawler.middlewares.sessions import default_state
+from crawler.middlewares.session_http import default_state
 from crawler.sessions import Health
 from crawler.spiders.seed_rules import check_seed_meta
 from crawler.spiders.zhihu_chains import (
