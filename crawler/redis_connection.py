@@ -13,6 +13,8 @@ import redis.asyncio.cluster
 import redis.asyncio.sentinel
 import redis.cluster
 import redis.sentinel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from crawler.redis_url import RedisConfig, Topology
 
@@ -123,10 +125,16 @@ def sync_client(
     *,
     socket_timeout: float | None = None,
     socket_connect_timeout: float | None = None,
+    retries: int | None = None,
 ) -> SyncRedis:
-    """A synchronous client for ``url``; the timeouts given here override those of the URL."""
+    """A synchronous client for ``url``; the timeouts given here override those of the URL.
+    ``retries``: how often a command that met a connection error or timeout is sent again, at
+    once (None: redis-py's default, 10 with a growing backoff: a Redis that does not answer
+    holds each command for minutes)."""
     config = _config(url, socket_timeout, socket_connect_timeout)
-    kwargs = {**config.connection_kwargs(), "ssl": config.tls is not None}
+    kwargs: dict[str, Any] = {**config.connection_kwargs(), "ssl": config.tls is not None}
+    if retries is not None:
+        kwargs["retry"] = Retry(NoBackoff(), retries)
     if config.topology is Topology.CLUSTER:
         nodes = [
             redis.cluster.ClusterNode(host, port)  # type: ignore[no-untyped-call]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import signal
 import socket
 import time
 import urllib.error
@@ -387,6 +389,37 @@ def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
         context.guard("frontier").succeeded()
         assert get_json(extension.port, "/healthz") == (200, up)
     finally:
+        extension.spider_closed(crawler.spidercls(), "finished")
+
+
+def test_readyz_and_metrics_answer_within_their_redis_timeout_while_redis_is_frozen(
+    own_redis: RedisServer,
+) -> None:
+    """A Redis that keeps its sockets but does not answer (SIGSTOP, a freeze): redis-py's default
+    retries made each ask take 25 s, past every scrape and probe timeout."""
+    crawler = get_crawler(
+        settings_dict={
+            "EXTENSIONS": {"crawler.node_context.NodeContext": 0},
+            "REDIS_MAX_CONNECTIONS": 4,
+            "FRONTIER_CLOSE_TIMEOUT": 1.0,
+            "METRICS_ENABLED": True,
+            "METRICS_HOST": "127.0.0.1",
+            "METRICS_PORTS": "0",
+            "REDIS_URL": own_redis.url,
+            "KAFKA_BOOTSTRAP_SERVERS": "",
+        }
+    )
+    extension = PrometheusMetrics.from_crawler(crawler)
+    assert own_redis.pid is not None
+    try:
+        assert get_json(extension.port, "/readyz")[0] == 200
+        os.kill(own_redis.pid, signal.SIGSTOP)
+        began = time.monotonic()
+        assert get_json(extension.port, "/readyz") == (503, {"redis": "down", "kafka": "off"})
+        assert value(scrape(extension.port), "crawler_redis_up") == 0
+        assert time.monotonic() - began < 10  # two asks of a 2 s timeout, not 50 s
+    finally:
+        os.kill(own_redis.pid, signal.SIGCONT)
         extension.spider_closed(crawler.spidercls(), "finished")
 
 

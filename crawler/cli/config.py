@@ -73,6 +73,9 @@ def redis_config(args: argparse.Namespace) -> RedisConfig:
 
 # What redis-py raises when Redis does not answer (its ConnectionError is no OSError).
 REDIS_ERRORS = (redis.RedisError, RedisClusterException)
+# seconds a command waits for one Redis answer (a frozen Redis, which keeps its sockets, held a
+# command until it came back)
+CLI_TIMEOUT = 30.0
 
 
 def no_answer(config: RedisConfig, exc: Exception) -> SystemExit:
@@ -84,7 +87,9 @@ def redis_client(args: argparse.Namespace) -> SyncRedis:
     config = redis_config(args)
     client: SyncRedis | None = None
     try:
-        client = sync_client(config, socket_connect_timeout=5)
+        client = sync_client(
+            config, socket_timeout=CLI_TIMEOUT, socket_connect_timeout=5, retries=1
+        )
         client.ping()
     except REDIS_ERRORS as exc:
         if client is not None:

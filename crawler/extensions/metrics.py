@@ -163,6 +163,7 @@ class PrometheusMetrics:
                 self.settings.redis_url,
                 socket_timeout=REDIS_TIMEOUT,
                 socket_connect_timeout=REDIS_TIMEOUT,
+                retries=0,  # a scrape or probe asks once: within its timeout
             )
             platform = getattr(crawler.spidercls, "session_platform", None)
             sessions = None
