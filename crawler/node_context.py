@@ -65,6 +65,8 @@ class NodeContext:
         self.stats: StatsCollector = crawler.stats
         self.redis: AsyncRedis = async_client(self.config, max_connections=max_connections)
         self.tracker: AckTracker | None = None  # set by the LeasingScheduler when it opens
+        # and how many leases it holds (its tracker's and its prefetched ones)
+        self.leases_held: Callable[[], int] | None = None
         self._frontier_checked = asyncio.Event()
         self._frontier_usable = False
         self.close_timeout = get_float(settings, "FRONTIER_CLOSE_TIMEOUT")

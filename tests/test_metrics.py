@@ -423,6 +423,22 @@ def test_readyz_and_metrics_answer_within_their_redis_timeout_while_redis_is_fro
         extension.spider_closed(crawler.spidercls(), "finished")
 
 
+def test_leases_held_counts_the_prefetched_leases_too() -> None:
+    """The gauge read the lease tracker alone: 0 while a paused node held its prefetched leases,
+    16 where the node's log line said 24."""
+    crawler = get_crawler(
+        settings_dict={"METRICS_ENABLED": True, "METRICS_HOST": "127.0.0.1", "METRICS_PORTS": "0"}
+    )
+    extension = PrometheusMetrics.from_crawler(crawler)
+    context = NodeContext.__new__(NodeContext)
+    context.leases_held = lambda: 24  # started and prefetched, as the scheduler counts them
+    extension._context = lambda: context  # type: ignore[method-assign]
+    try:
+        assert value(scrape(extension.port), "crawler_leases_held") == 24
+    finally:
+        extension.spider_closed(crawler.spidercls(), "finished")
+
+
 def test_health_without_redis_is_ready() -> None:
     crawler = get_crawler(
         settings_dict={"METRICS_ENABLED": True, "METRICS_HOST": "127.0.0.1", "METRICS_PORTS": "0"}

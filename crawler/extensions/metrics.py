@@ -210,8 +210,8 @@ class PrometheusMetrics:
 
     def leases_held(self) -> float:
         context = self._context()
-        tracker = context.tracker if context is not None else None
-        return float(len(tracker)) if tracker is not None else 0.0
+        held = context.leases_held if context is not None else None
+        return float(held()) if held is not None else 0.0
 
     def _context(self) -> NodeContext | None:
         try:

@@ -118,7 +118,7 @@ class LeasingScheduler:
         self._admission = FrontierAdmission(
             self.crawler, self._client, self.settings, self.guard, on_refused=self.prefetch.clear
         )
-        self.context.tracker = self.tracker
+        self.context.tracker, self.context.leases_held = self.tracker, self.leases_held
         timing = Timing(
             self.settings.lease_timeout,
             self.settings.heartbeat_interval,
@@ -190,6 +190,10 @@ class LeasingScheduler:
 
     def __len__(self) -> int:
         return len(self.prefetch)
+
+    def leases_held(self) -> int:
+        """Leases this node holds: started (the tracker's) and prefetched."""
+        return len(self.tracker) + len(self.prefetch)
 
     def enqueue_request(self, request: Request) -> bool:
         self.live_pages.take(request)
@@ -382,4 +386,4 @@ class LeasingScheduler:
         logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
         for task in list(self._tasks):
             task.cancel()
-        self.context.tracker = None
+        self.context.tracker, self.context.leases_held = None, None
