@@ -96,11 +96,15 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
             "node-b:2:every": 5000,
             "node-c:3:push": 2, "node-c:3:at": now - 1000, "node-c:3:state": "running",
             "node-c:3:every": 5000,
+            # silent as long as node-a:1, but its node beats: Redis was away, it pushes again
+            "node-d:4:push": 7, "node-d:4:at": now - 60_000, "node-d:4:state": "running",
+            "node-d:4:every": 5000,
         },
     )  # fmt: skip
+    redis_client.zadd("{pages}:nodes", {"node-d": now + 30_000, "node-a": now - 20_000})
     view = FrontierAdmin(redis_client, "pages").ledger("c1")
-    assert (view["runs"], view["short_runs"]) == (3, ["node-a:1"])
-    assert "SHORT: 1 of 3 node runs" in ledger_text(view)
+    assert (view["runs"], view["short_runs"]) == (4, ["node-a:1"])
+    assert "SHORT: 1 of 4 node runs" in ledger_text(view)
     assert "node-a:1" in ledger_text(view)
 
 

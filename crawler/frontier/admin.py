@@ -308,6 +308,10 @@ class FrontierAdmin:
             for minute in window:
                 pipe.hgetall(keys.minute(minute))
             total_raw, runs_raw, *buckets = pipe.execute()
+        # every node beats in every part: part 0 says which are alive
+        alive = {
+            text(node) for node in self.redis.zrangebyscore(self.parts[0].nodes, now * 1000, "+inf")
+        }
         totals = {text(f): int(v) for f, v in total_raw.items()}
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()
@@ -319,11 +323,12 @@ class FrontierAdmin:
                 active += max(0.0, min(now, (minute + 1) * 60) - max(minute * 60, started))
         window_start = max(window.start * 60, started)
         runs = _runs({text(f): text(v) for f, v in runs_raw.items()})
-        short = [
+        short = [  # silent for three pushes, its node not alive (a live one pushes again)
             run
             for run, last in sorted(runs.items())
             if last.get("state") != "final"
             and now * 1000 - float(last.get("at", 0)) > 3 * float(last.get("every", 0))
+            and run.rpartition(":")[0] not in alive
         ]
         return LedgerView(
             crawl_id=crawl_id,
