@@ -73,8 +73,9 @@ class BrokerHealth:
         self.down_since = self._clock() if since is None else since
         self._count("kafka/unreachable", 1)
         logger.warning(
-            "Kafka unreachable at %s (%s): items wait in the producer and the spool until it "
-            "answers; connection errors are counted in kafka/connection_errors",
+            "Kafka unreachable at %s (%s): items wait until it answers (a new topic's for its "
+            "check, the others in the producer and the spool); connection errors are counted in "
+            "kafka/connection_errors",
             self.bootstrap_servers,
             reason,
         )
