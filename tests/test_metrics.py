@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from redis.asyncio import Redis as AsyncRedis
+from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -350,8 +351,9 @@ def get_json(port: int, path: str) -> tuple[int, dict[str, str]]:
         return error.code, json.loads(error.read())
 
 
-def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
-    crawler = get_crawler(
+def node_crawler(redis_url: str) -> Crawler:
+    """A crawler of a node with Redis, without Kafka, its metrics on a free port."""
+    return get_crawler(
         settings_dict={
             "EXTENSIONS": {"crawler.node_context.NodeContext": 0},
             "REDIS_MAX_CONNECTIONS": 4,
@@ -359,10 +361,14 @@ def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
             "METRICS_ENABLED": True,
             "METRICS_HOST": "127.0.0.1",
             "METRICS_PORTS": "0",
-            "REDIS_URL": own_redis.url,
+            "REDIS_URL": redis_url,
             "KAFKA_BOOTSTRAP_SERVERS": "",
         }
     )
+
+
+def test_health_endpoints_follow_redis(own_redis: RedisServer) -> None:
+    crawler = node_crawler(own_redis.url)
     extension = PrometheusMetrics.from_crawler(crawler)
     context = crawler.get_extension(NodeContext)
     assert context is not None
@@ -397,18 +403,7 @@ def test_readyz_and_metrics_answer_within_their_redis_timeout_while_redis_is_fro
 ) -> None:
     """A Redis that keeps its sockets but does not answer (SIGSTOP, a freeze): redis-py's default
     retries made each ask take 25 s, past every scrape and probe timeout."""
-    crawler = get_crawler(
-        settings_dict={
-            "EXTENSIONS": {"crawler.node_context.NodeContext": 0},
-            "REDIS_MAX_CONNECTIONS": 4,
-            "FRONTIER_CLOSE_TIMEOUT": 1.0,
-            "METRICS_ENABLED": True,
-            "METRICS_HOST": "127.0.0.1",
-            "METRICS_PORTS": "0",
-            "REDIS_URL": own_redis.url,
-            "KAFKA_BOOTSTRAP_SERVERS": "",
-        }
-    )
+    crawler = node_crawler(own_redis.url)
     extension = PrometheusMetrics.from_crawler(crawler)
     assert own_redis.pid is not None
     try:
