@@ -18,12 +18,15 @@ import orjson
 import pytest
 import redis
 
+from crawler.cli.status import frontier_status
+from crawler.cli.status_text import render
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 from tests.services import unavailable
+from tests.test_operations import crawler_cli, status_with_nothing_else
 
 # Leases and idle close fast enough for short crawls (as the frontier fault tests use them).
 FAST_LEASES = {
@@ -121,7 +124,9 @@ def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_sp
 ) -> None:
     """Scrapy looks at idleness only while the engine runs: a node paused for Kafka never
     closed, the crawl over (nothing queued or leased) and every item in the spool, until Kafka
-    answered again. It closes as an idle node does, the spool left for the next start."""
+    answered again. It closes as an idle node does, the spool left for the next start, and
+    says so. The crawl was then `finished` (100%, the ledger adding up) with its items only in
+    the spool, and a replay was in no ledger: now it is `finished_spooled` until replayed."""
     spool = tmp_path / "spool"
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
     settings = {
@@ -146,6 +151,26 @@ def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_sp
     text = (tmp_path / "node-0.log").read_text()
     assert "'finish_reason': 'finished'" in text
     assert "The crawl is over while Kafka is away" in text
+    assert "3 items left in the spool" in text and "crawler spool replay pages" in text
+
+    client = redis.Redis.from_url(redis_url)
+    status = frontier_status(client, "pages", "default")
+    assert status["state"] == "finished_spooled"
+    assert (status["spooled"], status["spooled_nodes"]) == (3, ["node-0"])
+    text = render(status_with_nothing_else(status))
+    assert "FINISHED, BUT 3 ITEMS ONLY IN A SPOOL" in text
+    assert "3 items in the spool of node(s) node-0 (not in Kafka yet:" in text
+    replay = crawler_cli(
+        redis_url, "spool", "replay", "pages", "--dir", str(tmp_path / "spool"), "--json",
+        env={"KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers},
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    assert orjson.loads(replay.stdout)["replayed"] == 3
+    status = frontier_status(client, "pages", "default")
+    client.close()
+    assert (status["state"], status["spooled"]) == ("finished", 0)
+    assert status["ledger"]["totals"]["items/replayed"] == 3
+    assert "in the spool" not in render(status_with_nothing_else(status))
 
 
 def test_broker_down_at_start_dead_letters_nothing_and_summarises_connection_errors(

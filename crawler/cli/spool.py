@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import IO
@@ -17,13 +18,18 @@ from crawler.cli.config import (
     kafka_bootstrap,
     kafka_security,
     project_settings,
+    redis_client,
     spool_dir,
 )
 from crawler.cli.spiders import require_spider
+from crawler.cli.status import add_crawl_options
+from crawler.extensions.ledger_layout import LedgerKeys, push_args
 from crawler.kafka.producer import producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
+from crawler.lua import script_text
 from crawler.node import resolve_node_id
+from crawler.redis_connection import SyncRedis
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,6 +42,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     replay = actions.add_parser("replay", help="send the spooled messages to Kafka now")
     add_spool_options(replay)
     add_kafka_option(replay)
+    add_crawl_options(replay)
     replay.add_argument("--timeout", type=float, default=60.0)
     replay.add_argument("--json", action="store_true", help="one JSON object for scripts")
     replay.set_defaults(run=run_replay)
@@ -88,8 +95,30 @@ def _row(name: str, state: str, path: Path, handle: IO[bytes]) -> dict[str, obje
     }
 
 
+def ledger_redis(args: argparse.Namespace) -> SyncRedis | None:
+    """The Redis of the crawl's ledger, when ``--redis`` or ``REDIS_URL`` names one (asked
+    before the replay: an unreachable one ends the command with nothing sent)."""
+    if not (args.redis or project_settings()["REDIS_URL"]):
+        return None
+    return redis_client(args)
+
+
+def add_replayed_to_ledger(
+    client: SyncRedis, spider: str, crawl_id: str, node_id: str, replayed: int
+) -> None:
+    """Count the replayed messages in the crawl's ledger (``items/replayed``, which a node's
+    own replays add to in its pushes): one final push of a run of its own."""
+    keys = LedgerKeys.for_crawl(spider, crawl_id)
+    run = f"{node_id}:replay-{uuid.uuid4().hex[:8]}"
+    args = push_args(run, 1, keys, state="final", every_ms=0, deltas={"items/replayed": replayed})
+    client.register_script(script_text("crawler.frontier", "ledger_push"))(
+        keys=[keys.total, keys.runs], args=args
+    )
+
+
 def run_replay(args: argparse.Namespace) -> int:
     directory = spider_spool(args)
+    ledger = ledger_redis(args)
     counts: Counter[str] = Counter()
     node_id = resolve_node_id("")
     sender = ItemSender(
@@ -108,6 +137,15 @@ def run_replay(args: argparse.Namespace) -> int:
         sender.producer.poll()
         time.sleep(0.05)
     left = asyncio.run(sender.close(0))
+    if ledger is not None:
+        crawl_id = args.crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
+        try:
+            if counts["kafka/replayed"]:
+                add_replayed_to_ledger(
+                    ledger, args.spider, crawl_id, node_id, counts["kafka/replayed"]
+                )
+        finally:
+            ledger.close()
     outcome = {
         "replayed": counts["kafka/replayed"],
         "spooled_again": counts["kafka/spooled"],

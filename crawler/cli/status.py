@@ -22,6 +22,7 @@ from crawler.cli.config import (
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
 from crawler.cli.spiders import require_spider, spider_facts
 from crawler.cli.status_text import render
+from crawler.extensions.ledger_layout import SPOOLED_BY_PREFIX
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
@@ -30,6 +31,7 @@ from crawler.sessions.census import SessionCensus, count_sessions
 from crawler.sessions.keys import SessionKeys
 
 RATE_MINUTES = 5  # rates are averaged over this many of the last minutes
+State = Literal["running", "stalled", "finished", "finished_spooled", "old_layout"]
 
 
 class DeadLetterStatus(TypedDict):
@@ -51,9 +53,12 @@ class FrontierStatus(TypedDict):
     enqueued_per_minute: float  # new requests found: while above 0 the ETA is a lower bound
     eta_seconds: float | None
     eta_lower_bound: bool  # the frontier is still growing: more work than counted so far
-    # stalled: work left, no live node; old_layout: requests stored by an older version, which
-    # nodes refuse until `crawler migrate`
-    state: Literal["running", "stalled", "finished", "old_layout"]
+    spooled: int  # items in nodes' local Kafka spools: spooled, not replayed yet (ledger)
+    spooled_nodes: list[str]  # the nodes that spooled items in this crawl (while spooled > 0)
+    # stalled: work left, no live node; finished_spooled: finished, but items are still only
+    # in a spool; old_layout: requests stored by an older version, which nodes refuse until
+    # `crawler migrate`
+    state: State
 
 
 class SpiderStatus(FrontierStatus):
@@ -114,12 +119,13 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     window = ledger["active_seconds"] if live else 0.0
     finished_per_minute = per_minute(recent.get("done", 0) + recent.get("failed", 0), window)
     enqueued_per_minute = per_minute(recent.get("enqueued", 0), window)
-    state: Literal["running", "stalled", "finished", "old_layout"] = "running"
+    spooled = max(0, totals.get("items/spooled", 0) - totals.get("items/replayed", 0))
+    state: State = "running"
     eta = None
     if old_layout_keys(client, admin.parts):
         state = "old_layout"
     elif remaining == 0 and seeds == 0:
-        state, eta = "finished", 0.0
+        state, eta = "finished_spooled" if spooled else "finished", 0.0
     elif not live:
         state = "stalled"
     elif remaining > 0 and finished_per_minute > 0:
@@ -135,6 +141,12 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         enqueued_per_minute=enqueued_per_minute,
         eta_seconds=eta,
         eta_lower_bound=eta is not None and eta > 0 and enqueued_per_minute > 0,
+        spooled=spooled,
+        spooled_nodes=sorted(
+            field.removeprefix(SPOOLED_BY_PREFIX)
+            for field, count in totals.items()
+            if spooled and field.startswith(SPOOLED_BY_PREFIX) and count > 0
+        ),
         state=state,
     )
 

@@ -55,6 +55,8 @@ def eta_text(status: FrontierStatus) -> str:
             "OLD LAYOUT: requests stored by an older version, which nodes refuse: stop them and "
             f"run `crawler migrate {spider}`"
         )
+    if status["state"] == "finished_spooled":
+        return f"FINISHED, BUT {status['spooled']} ITEMS ONLY IN A SPOOL: see spool"
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
     if status["eta_lower_bound"]:
         text += f" (still finding {status['enqueued_per_minute']} new/min)"
@@ -101,6 +103,15 @@ def ledger_text(ledger: LedgerView) -> str:
     return (
         f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
         f" (their last interval is missing): {', '.join(short)}"
+    )
+
+
+def spool_text(status: FrontierStatus) -> str:
+    spider = status["snapshot"]["spider"]
+    return (
+        f"{status['spooled']} items in the spool of node(s)"
+        f" {', '.join(status['spooled_nodes']) or '?'} (not in Kafka yet: `crawler spool replay"
+        f" {spider}` on that host, or start a node there)"
     )
 
 
@@ -153,6 +164,8 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")
+    if status["spooled"]:
+        lines.append(f"  spool          {spool_text(status)}")
     lines += completeness_lines(totals)
     lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     lines += [

@@ -27,7 +27,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
-from crawler.extensions.ledger_layout import BUCKET_TTL, LedgerKeys, ledger_fields
+from crawler.extensions.ledger_layout import (
+    SPOOLED_BY_PREFIX,
+    LedgerKeys,
+    ledger_fields,
+    push_args,
+)
 from crawler.lua import script_text
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
@@ -80,6 +85,7 @@ class LedgerExtension:
         self._pending: Push | None = None  # sent, not yet known to be added
         self._number = 0
         self._run = ""
+        self._node = ""
         self._script: AsyncScript | None = None
         self._guard: OutageGuard | None = None
         self._keys: LedgerKeys | None = None
@@ -95,6 +101,7 @@ class LedgerExtension:
     def spider_opened(self, spider: Spider) -> None:
         context = NodeContext.required(self.crawler, "LedgerExtension")
         self._keys = LedgerKeys.for_crawl(spider.name, self.settings.crawl_id)
+        self._node = context.node_id
         self._run = f"{context.node_id}:{uuid.uuid4().hex[:8]}"
         self._script = context.redis.register_script(script_text("crawler.frontier", "ledger_push"))
         self._guard = context.guard("ledger")
@@ -152,6 +159,8 @@ class LedgerExtension:
         if self._pending is not None:
             await self._send(self._pending, final=False)
         current = ledger_fields(self.stats.get_stats())
+        if current["items/spooled"]:  # status names the nodes whose spool holds items
+            current[SPOOLED_BY_PREFIX + self._node] = current["items/spooled"]
         deltas = {
             field: value - self._pushed.get(field, 0)
             for field, value in current.items()
@@ -165,16 +174,14 @@ class LedgerExtension:
     async def _send(self, push: Push, *, final: bool) -> None:
         assert self._script is not None
         assert self._keys is not None
-        args: list[str | int] = [
+        args = push_args(
             self._run,
             push.number,
-            self._keys.minute_prefix,
-            BUCKET_TTL,
-            "final" if final else "running",
-            int(self.settings.interval * 1000),
-        ]
-        for field, delta in push.deltas.items():
-            args += [field, delta]
+            self._keys,
+            state="final" if final else "running",
+            every_ms=int(self.settings.interval * 1000),
+            deltas=push.deltas,
+        )
         await self._script(keys=[self._keys.total, self._keys.runs], args=args)
         self._pushed = push.totals
         self._pending = None

@@ -30,6 +30,7 @@ DIRECT_FIELDS = {
     "items/dropped": "item_dropped_count",
     "items/delivered": "kafka/delivered",
     "items/spooled": "kafka/spooled",
+    "items/replayed": "kafka/replayed",  # spooled messages sent again and delivered
     "pages": "downloader/response_count",  # every response, also those retried (500s)
 }
 # ledger field -> stat prefixes whose stats it sums
@@ -43,6 +44,7 @@ SUMMED_FIELDS = {
 }
 DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
 FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>
+SPOOLED_BY_PREFIX = "items/spooled_by/"  # + node id: the messages that node spooled
 KEPT_PREFIXES = LEDGER_PREFIXES  # kept per stat name: what lists declared and gave (completeness)
 
 
@@ -59,6 +61,17 @@ class LedgerKeys:
 
     def minute(self, epoch_minute: int) -> str:
         return f"{self.minute_prefix}{epoch_minute}"
+
+
+def push_args(
+    run: str, push: int, keys: LedgerKeys, *, state: str, every_ms: int, deltas: Mapping[str, int]
+) -> list[str | int]:
+    """``ledger_push.lua``'s ARGV: push ``push`` of ``run`` (``state``: ``final`` or
+    ``running``; ``every_ms``: the run's push interval), then field, delta pairs."""
+    args: list[str | int] = [run, push, keys.minute_prefix, BUCKET_TTL, state, every_ms]
+    for field, delta in deltas.items():
+        args += [field, delta]
+    return args
 
 
 def pattern_for_spider(spider: str) -> str:

@@ -311,6 +311,17 @@ class KafkaPipeline:
         if self._sender is None:
             return
         self._spooled_at_close(await self._sender.close(self.settings.flush_timeout))
+        if left := self._sender.spool.records():
+            spider = self.crawler.spider
+            assert spider is not None
+            logger.warning(
+                "%d items left in the spool (%s), not in Kafka yet: send them with `crawler "
+                "spool replay %s --dir %s` on this host, or start a node here",
+                left,
+                self._sender.spool.directory,
+                spider.name,
+                self.settings.spool_dir,
+            )
 
 
 def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
