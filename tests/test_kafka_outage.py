@@ -26,6 +26,7 @@ from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
 from tests.services import unavailable
+from tests.test_metrics import METRICS_LINE, scrape, value
 from tests.test_operations import crawler_cli, status_with_nothing_else
 
 # Leases and idle close fast enough for short crawls (as the frontier fault tests use them).
@@ -79,7 +80,9 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
     """A 30 s outage with KAFKA_MAX_OUTAGE=2 and messages timing out after 3 s: everything in
-    flight ends in the spool, no delivery can lift the pause; the broker answering does."""
+    flight ends in the spool, no delivery can lift the pause; the broker answering does. While
+    paused, `crawler status` said `running` with an ETA: the nodes say they are paused (status
+    `paused`, no ETA; `crawler_paused` 1 on their metrics)."""
     spool = tmp_path / "spool"
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
     settings = {
@@ -90,6 +93,8 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
         "KAFKA_SPOOL_DIR": str(spool),
         "KAFKA_SPOOL_REPLAY_INTERVAL": "2",
         "CONCURRENT_REQUESTS": "2",
+        "METRICS_HOST": "127.0.0.1",
+        "METRICS_PORTS": "0",
     }
     with (
         Site(700, delay=0.1) as site,
@@ -101,8 +106,19 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
         stopped = time.monotonic()
         for index in range(2):
             assert wait_for_log(tmp_path / f"node-{index}.log", PAUSED, timeout=40), logs(tmp_path)
-        time.sleep(1)  # requests already in flight finish
+        time.sleep(1)  # requests already in flight finish; the nodes say they are paused
         paused_hits = sum(site.hits.values())
+        client = redis.Redis.from_url(redis_url)
+        status = frontier_status(client, "pages", "default")
+        assert (status["state"], status["eta_seconds"]) == ("paused", None)
+        assert sorted(status["paused"]) == ["node-0", "node-1"]
+        assert status["paused"]["node-0"]["reason"] == "max_outage"
+        text = render(status_with_nothing_else(status))
+        assert "PAUSED (Kafka unreachable since " in text.splitlines()[1]
+        assert text.count("PAUSED (Kafka unreachable since ") == 3  # the progress and each node
+        for index in range(2):
+            port = int(METRICS_LINE.findall((tmp_path / f"node-{index}.log").read_text())[0])
+            assert value(scrape(port), "crawler_paused", reason="max_outage") == 1
         time.sleep(max(0.0, 30 - (time.monotonic() - stopped)))
         assert sum(site.hits.values()) == paused_hits  # nothing is crawled while paused
         assert paused_hits < site.pages, paused_hits
@@ -110,6 +126,13 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
         kafka.resume()
         for index in range(2):
             assert wait_for_log(tmp_path / f"node-{index}.log", RESUMED, timeout=40), logs(tmp_path)
+            port = int(METRICS_LINE.findall((tmp_path / f"node-{index}.log").read_text())[0])
+            assert value(scrape(port), "crawler_paused", reason="max_outage") == 0
+        deadline = time.monotonic() + 10
+        while frontier_status(client, "pages", "default")["paused"]:
+            assert time.monotonic() < deadline, "the nodes still say they are paused"
+            time.sleep(0.2)
+        client.close()
         assert wait_for_exit(nodes, timeout=180) == [0, 0], logs(tmp_path)
     assert tracebacks(tmp_path) == [], logs(tmp_path)
     assert_all_pages_delivered(kafka, topic_template.format(spider="pages"), site)

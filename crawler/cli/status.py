@@ -26,12 +26,13 @@ from crawler.extensions.ledger_layout import SPOOLED_BY_PREFIX
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
+from crawler.pipelines.pause_notice import PauseInfo, read_pauses
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import SessionCensus, count_sessions
 from crawler.sessions.keys import SessionKeys
 
 RATE_MINUTES = 5  # rates are averaged over this many of the last minutes
-State = Literal["running", "stalled", "finished", "finished_spooled", "old_layout"]
+State = Literal["running", "paused", "stalled", "finished", "finished_spooled", "old_layout"]
 
 
 class DeadLetterStatus(TypedDict):
@@ -55,9 +56,10 @@ class FrontierStatus(TypedDict):
     eta_lower_bound: bool  # the frontier is still growing: more work than counted so far
     spooled: int  # items in nodes' local Kafka spools: spooled, not replayed yet (ledger)
     spooled_nodes: list[str]  # the nodes that spooled items in this crawl (while spooled > 0)
-    # stalled: work left, no live node; finished_spooled: finished, but items are still only
-    # in a spool; old_layout: requests stored by an older version, which nodes refuse until
-    # `crawler migrate`
+    paused: dict[str, PauseInfo]  # live nodes whose crawl Kafka pauses -> why, since when
+    # paused: work left, every live node paused; stalled: work left, no live node;
+    # finished_spooled: finished, but items are still only in a spool; old_layout: requests
+    # stored by an older version, which nodes refuse until `crawler migrate`
     state: State
 
 
@@ -113,10 +115,12 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
     # them) are work left: their requests are not in the frontier yet.
     seeds = snapshot["seeds_waiting"] + snapshot["seeds_held"]
-    live = any(node["live"] for node in snapshot["nodes"])
+    live = [node["node"] for node in snapshot["nodes"] if node["live"]]
+    paused = read_pauses(client, spider, live)
     # Rates over the minutes nodes were fetching in (idle minutes would dilute them), and 0
-    # with no live node: nothing is happening, whatever the last minutes did.
-    window = ledger["active_seconds"] if live else 0.0
+    # with no live node or every one paused: nothing is happening, whatever the last minutes
+    # did.
+    window = ledger["active_seconds"] if len(live) > len(paused) else 0.0
     finished_per_minute = per_minute(recent.get("done", 0) + recent.get("failed", 0), window)
     enqueued_per_minute = per_minute(recent.get("enqueued", 0), window)
     spooled = max(0, totals.get("items/spooled", 0) - totals.get("items/replayed", 0))
@@ -128,6 +132,8 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         state, eta = "finished_spooled" if spooled else "finished", 0.0
     elif not live:
         state = "stalled"
+    elif len(paused) == len(live):
+        state = "paused"
     elif remaining > 0 and finished_per_minute > 0:
         eta = round(remaining * 60 / finished_per_minute, 1)
     return FrontierStatus(
@@ -147,6 +153,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
             for field, count in totals.items()
             if spooled and field.startswith(SPOOLED_BY_PREFIX) and count > 0
         ),
+        paused=paused,
         state=state,
     )
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.cli.completeness import completeness_lines
 from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot
+from crawler.pipelines.pause_notice import PauseInfo
 from crawler.sessions.census import SessionCensus
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ def eta_text(status: FrontierStatus) -> str:
             "OLD LAYOUT: requests stored by an older version, which nodes refuse: stop them and "
             f"run `crawler migrate {spider}`"
         )
+    if status["state"] == "paused":
+        first = min(status["paused"].values(), key=lambda pause: pause["since"])
+        return f"{pause_text(first)}: no ETA"
     if status["state"] == "finished_spooled":
         return f"FINISHED, BUT {status['spooled']} ITEMS ONLY IN A SPOOL: see spool"
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
@@ -104,6 +108,12 @@ def ledger_text(ledger: LedgerView) -> str:
         f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
         f" (their last interval is missing): {', '.join(short)}"
     )
+
+
+def pause_text(pause: PauseInfo) -> str:
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(pause["since"]))
+    spool = ", its spool cannot be written" if pause["reason"] == "spool_error" else ""
+    return f"PAUSED (Kafka unreachable since {since} UTC{spool})"
 
 
 def spool_text(status: FrontierStatus) -> str:
@@ -161,6 +171,11 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
     lines += [
         f"    {node['node']:<{width}}  {node['state']:<4}"
         f"  {node['leases']:>4} leases  heartbeat {node['heartbeat_ago']:.1f}s ago"
+        + (
+            f"  {pause_text(status['paused'][node['node']])}"
+            if node["node"] in status["paused"]
+            else ""
+        )
         for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")

@@ -21,6 +21,7 @@ from crawler.kafka.sender import ItemSender
 DOWNLOAD_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WAIT_BUCKETS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 DELIVERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 300.0)
+PAUSE_REASONS = ("max_outage", "spool_error")  # why the Kafka pipeline pauses a crawl
 FORGET_AFTER = 600.0  # seconds a site's cooldown series stays at 0 before it is dropped
 
 
@@ -57,11 +58,13 @@ class Histogram:
 
 
 class NodeMetrics:
-    """The latency histograms of a node, the cooldowns it started and its Kafka sender."""
+    """The latency histograms of a node, the cooldowns it started, its Kafka sender and
+    whether the Kafka pipeline paused the crawl."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.kafka_sender: ItemSender | None = None  # set by the Kafka pipeline once open
+        self.paused: str | None = None  # the PAUSE_REASONS one the Kafka pipeline paused for
         self._cooldowns: dict[str, float] = {}  # site -> end of its cooldown (clock)
         self._lock = threading.Lock()
         self.download = Histogram(
@@ -101,3 +104,11 @@ class NodeMetrics:
         for site, end in ends:
             cooldown.add_metric([*label_values, site], max(0.0, end - now))
         yield cooldown
+        paused = GaugeMetricFamily(
+            "crawler_paused",
+            "1 while the Kafka pipeline keeps the crawl paused for this reason",
+            labels=[*label_names, "reason"],
+        )
+        for reason in PAUSE_REASONS:
+            paused.add_metric([*label_values, reason], float(self.paused == reason))
+        yield paused

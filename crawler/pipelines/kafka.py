@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
@@ -47,8 +48,10 @@ from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
+from crawler.metrics.node import NodeMetrics
 from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
+from crawler.pipelines.pause_notice import PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
 from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
@@ -108,8 +111,10 @@ class KafkaPipeline:
         self._poller: LoopingCall | None = None
         self._topics: TopicChecker | None = None  # None: KAFKA_CREATE_TOPICS is off
         self._stopping: asyncio.Future[None] | None = None  # a topic was refused for good
-        self._paused = False
+        self._paused: str | None = None  # why the crawl is paused (a PAUSE_REASONS one)
         self._paused_idle = PausedIdle(crawler)  # closes a paused node whose crawl is over
+        self._pause_notice = PauseNotice(crawler, self._pause_info)  # tells crawler status
+        self._metrics = NodeMetrics()
         self._draining: asyncio.Future[None] | None = None
 
     @classmethod
@@ -129,7 +134,7 @@ class KafkaPipeline:
         spider = self.crawler.spider
         assert spider is not None
         spool_dir = self.settings.spool_dir / spider.name
-        metrics = PrometheusMetrics.node_metrics(self.crawler)
+        metrics = self._metrics = PrometheusMetrics.node_metrics(self.crawler)
         self._sender = metrics.kafka_sender = ItemSender(
             SenderConfig(
                 producer_config=self.settings.producer_config,
@@ -155,6 +160,7 @@ class KafkaPipeline:
             )
         self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
+        self._pause_notice.start(spider.name)
         if segments := self.sender.spool.segments():
             logger.info("Replaying %d spool segments left from earlier runs", len(segments))
             self.sender.replay()
@@ -257,8 +263,8 @@ class KafkaPipeline:
             if not draining and self.sender.producer.pending():
                 self._draining = asyncio.ensure_future(self._drain())
         pause = self._pause_reason()
-        if pause is not None and not self._paused:
-            self._paused = True
+        if pause is not None and self._paused is None:
+            self._paused = self._metrics.paused = pause
             engine.pause()
             self.stats.inc_value(f"kafka/crawl_paused/{pause}")
             if pause == "max_outage":
@@ -273,11 +279,11 @@ class KafkaPipeline:
                     "Kafka unreachable and the spool cannot be written: crawl paused until "
                     "Kafka answers"
                 )
-        elif pause is None and self._paused:
-            self._paused = False
+        elif pause is None and self._paused is not None:
+            self._paused = self._metrics.paused = None
             engine.unpause()
             logger.warning("Kafka answers again: crawl resumed")
-        if self._paused:
+        if self._paused is not None:
             self._paused_idle.look(int(self.stats.get_value("kafka/spooled", 0)))
 
     def _pause_reason(self) -> str | None:
@@ -287,6 +293,11 @@ class KafkaPipeline:
         if outage and self.sender.health.spool_failing:
             return "spool_error"
         return None
+
+    def _pause_info(self) -> PauseInfo | None:
+        if self._paused is None:
+            return None
+        return PauseInfo(reason=self._paused, since=time.time() - self.sender.outage_seconds())
 
     async def _drain(self) -> None:
         """The engine is closing: settle every item still waiting on the broker (what is
