@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from crawler.extensions.ledger_layout import ledger_fields
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import JsonLinesLog, dead_letter_file, decode_record, encode_record
@@ -280,7 +281,8 @@ def test_a_dead_letter_the_dlq_does_not_take_for_now_is_spooled_for_the_dlq(
     tmp_path: Path, code: int
 ) -> None:
     """The spooled dead letter keeps its dead-letter topic and headers: a replay delivers it
-    there (``kafka/dead_lettered`` then), never to the item topic."""
+    there (``kafka/dead_lettered`` then), never to the item topic. It is out of the spool:
+    the ledger's ``items/replayed`` counts it (else `crawler status` saw it spooled forever)."""
     counts: Counter[str] = Counter()
     item_sender = dlq_refused_for_now(tmp_path, counts, code)
     producer = FakeProducer.made[0]
@@ -298,6 +300,8 @@ def test_a_dead_letter_the_dlq_does_not_take_for_now_is_spooled_for_the_dlq(
     assert counts["kafka/dead_lettered"] == 1
     assert counts["kafka/delivered"] == counts["kafka/replayed"] == 0  # not an item delivered
     assert item_sender.spool.segments() == []
+    fields = ledger_fields(counts)
+    assert fields["items/spooled"] == fields["items/replayed"] == 1
 
 
 def test_a_dead_letter_whose_dlq_produce_fails_for_now_is_spooled(tmp_path: Path) -> None:
@@ -342,6 +346,8 @@ def test_a_replayed_dead_letter_refused_for_good_goes_to_the_file_not_a_dlq_of_t
     assert counts["kafka/dead_lettered_file"] == 1
     assert counts["kafka/dead_lettered"] == 0
     assert item_sender.spool.segments() == []
+    fields = ledger_fields(counts)
+    assert fields["items/spooled"] == fields["items/replayed"] == 1
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from crawler.cli.config import (
 )
 from crawler.cli.spiders import require_spider
 from crawler.cli.status import add_crawl_options
-from crawler.extensions.ledger_layout import LedgerKeys, push_args
+from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields, push_args
 from crawler.kafka.producer import producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
@@ -140,10 +140,8 @@ def run_replay(args: argparse.Namespace) -> int:
     if ledger is not None:
         crawl_id = args.crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
         try:
-            if counts["kafka/replayed"]:
-                add_replayed_to_ledger(
-                    ledger, args.spider, crawl_id, node_id, counts["kafka/replayed"]
-                )
+            if replayed := ledger_fields(counts)["items/replayed"]:
+                add_replayed_to_ledger(ledger, args.spider, crawl_id, node_id, replayed)
         finally:
             ledger.close()
     outcome = {

@@ -30,7 +30,6 @@ DIRECT_FIELDS = {
     "items/dropped": "item_dropped_count",
     "items/delivered": "kafka/delivered",
     "items/spooled": "kafka/spooled",
-    "items/replayed": "kafka/replayed",  # spooled messages sent again and delivered
     "pages": "downloader/response_count",  # every response, also those retried (500s)
 }
 # ledger field -> stat prefixes whose stats it sums
@@ -41,6 +40,8 @@ SUMMED_FIELDS = {
     "failed": ("frontier/failed/",),
     "requeued": ("frontier/requeued/",),
     "lease_lost": ("frontier/lease_lost/",),
+    # spooled messages a replay took out of the spool: delivered, or dead-lettered
+    "items/replayed": ("kafka/replayed", "kafka/replay_dead_lettered"),
 }
 DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
 FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>

@@ -70,6 +70,8 @@ class ReplaySettler:
         self._left -= 1
         if outcome == "delivered":
             self._replay.count("kafka/replayed", 1)
+        elif outcome == "dead_lettered":  # out of the spool too: to a DLQ, or the node's file
+            self._replay.count("kafka/replay_dead_lettered", 1)
         elif outcome == "requeue":
             self._kept = True
         if self._left == 0:
