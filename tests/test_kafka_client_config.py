@@ -133,7 +133,13 @@ def test_spool_replay_uses_the_dlq_template_and_fails_when_a_message_stays_spool
     monkeypatch.setattr(spool_cli, "ItemSender", FakeSender)
     FakeSender.made, FakeSender.events = [], events
     args = argparse.Namespace(
-        spider="pages", dir=str(tmp_path), bootstrap="k:9092", timeout=1.0, json=True
+        spider="pages",
+        dir=str(tmp_path),
+        bootstrap="k:9092",
+        timeout=1.0,
+        json=True,
+        redis=None,  # and no REDIS_URL: no ledger to count the replay in
+        crawl=None,
     )
     assert spool_cli.run_replay(args) == code
     (config,) = FakeSender.made
