@@ -142,20 +142,24 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     assert "'kafka/crawl_paused/max_outage':" in text
 
 
+@pytest.mark.parametrize("create_topics", [False, True], ids=["topic_unchecked", "topic_checked"])
 def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_spool(
-    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path, create_topics: bool
 ) -> None:
     """Scrapy looks at idleness only while the engine runs: a node paused for Kafka never
     closed, the crawl over (nothing queued or leased) and every item in the spool, until Kafka
     answered again. It closes as an idle node does, the spool left for the next start, and
     says so. The crawl was then `finished` (100%, the ledger adding up) with its items only in
-    the spool, and a replay was in no ledger: now it is `finished_spooled` until replayed."""
+    the spool, and a replay was in no ledger: now it is `finished_spooled` until replayed.
+    With KAFKA_CREATE_TOPICS (the default) the items waited on their topic's first check for
+    as long as Kafka was away, never spooled, so the paused node never closed: once the crawl
+    is paused they go on to the spool as every other item does."""
     spool = tmp_path / "spool"
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
     settings = {
         **FAST_LEASES,
         "KAFKA_TOPIC_TEMPLATE": topic_template,
-        "KAFKA_CREATE_TOPICS": "False",  # items wait for the broker, no topic check first
+        "KAFKA_CREATE_TOPICS": str(create_topics),
         "KAFKA_MAX_OUTAGE": "3",  # the pages are fetched by then
         "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 2000}',
         "KAFKA_SPOOL_DIR": str(spool),

@@ -69,7 +69,9 @@ def close_senders() -> Iterator[None]:
         asyncio.run(SENDERS.pop().close(0))
 
 
-def sender(tmp_path: Path, counts: Counter[str]) -> ItemSender:
+def sender(
+    tmp_path: Path, counts: Counter[str], unknown_topic: Callable[[str], object] | None = None
+) -> ItemSender:
     FakeProducer.made = []
     SENDERS.append(
         made := ItemSender(
@@ -82,6 +84,7 @@ def sender(tmp_path: Path, counts: Counter[str]) -> ItemSender:
             ),
             count=lambda stat, n: counts.update({stat: n}),
             producer_factory=FakeProducer,  # type: ignore[arg-type]
+            unknown_topic=unknown_topic,
         )
     )
     return made
@@ -165,7 +168,8 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     with KAFKA_CREATE_TOPICS=False a missing topic is the operator's to create."""
     counts: Counter[str] = Counter()
     outcomes: list[str] = []
-    item_sender = sender(tmp_path, counts)
+    told: list[str] = []  # the pipeline starts the topic's check (KAFKA_CREATE_TOPICS)
+    item_sender = sender(tmp_path, counts, told.append)
 
     def unknown(message: OutgoingMessage, on_delivery: Report) -> bool:
         raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
@@ -174,6 +178,7 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     with caplog.at_level(logging.ERROR, logger="crawler.kafka.sender"):
         send_all(item_sender, [message(1), message(2)], outcomes)
     assert outcomes == ["spooled", "spooled"]
+    assert told == ["items", "items"]
     named = [r.getMessage() for r in caplog.records if "has no topic items" in r.getMessage()]
     assert len(named) == 1, caplog.text
     assert "KAFKA_CREATE_TOPICS" in named[0] and "KAFKA_TOPIC_TEMPLATE" in named[0]

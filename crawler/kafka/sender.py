@@ -19,7 +19,9 @@ Outages (``BrokerHealth``): while Kafka is recorded as away, or messages wait wi
 delivery report for ``STALL_AFTER`` seconds, the broker is probed (metadata) every
 ``PROBE_INTERVAL``; the outage ends when a probe finds it answering or a message is
 delivered, and the spool is replayed then. A topic ``produce()`` does not know yet (metadata
-lagging behind a new topic or a late broker) is a transient failure, never a dead letter.
+lagging behind a new topic or a late broker) is a transient failure, never a dead letter; the
+``unknown_topic`` callback hears of it (the pipeline starts the topic's check, which creates
+it, so a spooled message whose topic was never created goes out on a later replay).
 """
 
 from __future__ import annotations
@@ -74,9 +76,11 @@ class ItemSender:
         count: Count,
         producer_factory: Callable[[Mapping[str, Any]], ItemProducer] = ItemProducer,
         observe_delivery: Callable[[float], None] | None = None,
+        unknown_topic: Callable[[str], object] | None = None,
     ) -> None:
         self.config = config
         self._count = count
+        self._unknown_topic = unknown_topic  # told of a topic Kafka does not know (to create it)
         self._observe_delivery = observe_delivery  # seconds from send() to the broker's ack
         self._factory = producer_factory
         self._fatal: KafkaError | None = None
@@ -160,6 +164,8 @@ class ItemSender:
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
+        if error.code() in UNKNOWN_TOPIC_ERRORS and self._unknown_topic is not None:
+            self._unknown_topic(message.topic)
         if error.code() in UNKNOWN_TOPIC_ERRORS and message.topic not in self._missing_topics:
             self._missing_topics.add(message.topic)  # said once per topic and node
             logger.error(

@@ -77,26 +77,45 @@ class TopicChecker:
         self._health = health
         self._count = count
         self._checks: dict[str, asyncio.Future[None]] = {}
-        self._released = asyncio.Event()
+        self._released = False  # closing: no more checks
+        self._let_go = asyncio.Event()  # set: messages do not wait for their topic's check
 
     async def ready(self, topic: str) -> None:
-        """Return once ``topic`` is usable, or ``release()`` was called; waits (without
-        blocking) while Kafka is away."""
-        if topic not in self._checks:
-            self._checks[topic] = asyncio.ensure_future(self._check(topic))
-        check = self._checks[topic]
-        if not check.done() and not self._released.is_set():
-            released: asyncio.Future[Any] = asyncio.ensure_future(self._released.wait())
+        """Return once ``topic`` is usable, or messages are let go (``pause()``,
+        ``release()``); waits (without blocking) while Kafka is away."""
+        check = self.start(topic)
+        if check is not None and not check.done() and not self._let_go.is_set():
+            let_go: asyncio.Future[Any] = asyncio.ensure_future(self._let_go.wait())
             try:
-                await asyncio.wait({check, released}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({check, let_go}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                released.cancel()
-        if check.done() and not check.cancelled():
+                let_go.cancel()
+        if check is not None and check.done() and not check.cancelled():
             check.result()  # raises what the check raised (not a Kafka outage)
+
+    def start(self, topic: str) -> asyncio.Future[None] | None:
+        """The check of ``topic``, started if it was not (also for a message that met a topic
+        Kafka does not know, replayed from the spool); None once closing."""
+        if topic not in self._checks:
+            if self._released:
+                return None
+            check = self._checks[topic] = asyncio.ensure_future(self._check(topic))
+            check.add_done_callback(_retrieved)
+        return self._checks[topic]
+
+    def pause(self) -> None:
+        """The crawl is paused for Kafka: waiting messages go on, to the spool as any message
+        Kafka does not take (a paused node whose crawl is over closes); the checks go on."""
+        self._let_go.set()
+
+    def unpause(self) -> None:
+        if not self._released:
+            self._let_go.clear()
 
     def release(self) -> None:
         """Closing: let every waiting message go (what Kafka does not take is spooled)."""
-        self._released.set()
+        self._released = True
+        self._let_go.set()
         for check in self._checks.values():
             check.cancel()
 
@@ -128,3 +147,11 @@ class TopicChecker:
             if created:
                 logger.info("Created Kafka topics %s", ", ".join(created))
             return
+
+
+def _retrieved(check: asyncio.Future[None]) -> None:
+    """Marks a refusal seen: ``ready()`` raises it to the topic's next message; a replayed
+    message (no one waits on its check) meets the sender's "no topic" error instead of
+    asyncio's "exception was never retrieved"."""
+    if not check.cancelled():
+        check.exception()

@@ -20,7 +20,8 @@ Each topic is checked (created if missing, every partition led) before its first
 message, retried while Kafka does not answer. A broker that has not answered for longer
 than ``KAFKA_MAX_OUTAGE``, or a spool that cannot be written while it is away, pauses the
 crawl (the engine takes no new requests) until the broker answers again: a delivery, or a
-metadata probe, however long the outage.
+metadata probe, however long the outage. While paused, items no longer wait for their
+topic's check: they go on, to the spool as every item Kafka does not take.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ class KafkaPipeline:
             ),
             count=self._count,
             observe_delivery=metrics.kafka_delivery.observe,
+            unknown_topic=self._unknown_topic,
         )
         if self.settings.create_topics:
             spec = TopicSpec(
@@ -189,6 +191,10 @@ class KafkaPipeline:
         await self.sender.send(message, partial(_resolve, settled))
         self._requeue_if_unspooled(await settled, "item", item_type)
         return item
+
+    def _unknown_topic(self, topic: str) -> None:
+        if self._topics is not None:
+            self._topics.start(topic)
 
     async def _refused(self, exc: TopicRefused) -> NoReturn:
         """A topic the broker refuses for good: the node stops (every node would meet the
@@ -266,6 +272,8 @@ class KafkaPipeline:
         if pause is not None and self._paused is None:
             self._paused = self._metrics.paused = pause
             engine.pause()
+            if self._topics is not None:
+                self._topics.pause()
             self.stats.inc_value(f"kafka/crawl_paused/{pause}")
             if pause == "max_outage":
                 logger.error(
@@ -282,6 +290,8 @@ class KafkaPipeline:
         elif pause is None and self._paused is not None:
             self._paused = self._metrics.paused = None
             engine.unpause()
+            if self._topics is not None:
+                self._topics.unpause()
             logger.warning("Kafka answers again: crawl resumed")
         if self._paused is not None:
             self._paused_idle.look(int(self.stats.get_value("kafka/spooled", 0)))

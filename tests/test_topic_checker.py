@@ -1,0 +1,83 @@
+"""``TopicChecker`` while Kafka does not answer: messages wait for their topic's check until
+the crawl is paused for Kafka (then they go on, to the spool) or the node closes; the check
+goes on meanwhile and is the one a replayed message's unknown topic starts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from crawler.kafka.health import BrokerHealth
+from crawler.kafka.topics import TopicChecker, TopicSpec
+
+
+class AwayBroker:
+    """``ensure_topics`` fails as a broker that does not answer, until ``answers`` is set."""
+
+    def __init__(self) -> None:
+        self.answers = False
+        self.asked: list[list[str]] = []
+
+    async def ensure_topics(
+        self, names: list[str], partitions: int, replication: int, config: Mapping[str, str],
+        timeout: float,
+    ) -> list[str]:  # fmt: skip
+        self.asked.append(names)
+        if not self.answers:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        return names
+
+
+def checker(broker: AwayBroker, counts: Counter[str]) -> TopicChecker:
+    spec = TopicSpec(dlq_template="{topic}.dlq", partitions=1, replication=1, config={})
+    health = BrokerHealth("unused:1", lambda stat, n: counts.update({stat: n}))
+    producer: Any = broker
+    return TopicChecker(lambda: producer, spec, health, lambda stat, n: counts.update({stat: n}))
+
+
+async def finishes(awaitable: Any, within: float = 0.5) -> bool:
+    try:
+        await asyncio.wait_for(asyncio.shield(awaitable), within)
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_a_message_waits_while_kafka_is_away_and_goes_on_once_the_crawl_is_paused() -> None:
+    async def scenario() -> None:
+        broker, counts = AwayBroker(), Counter[str]()
+        topics = checker(broker, counts)
+        waiting = asyncio.ensure_future(topics.ready("items"))
+        assert not await finishes(waiting)  # Kafka away: the message waits
+        topics.pause()
+        assert await finishes(waiting)  # paused: it goes on (to the spool)
+        topics.unpause()
+        later = asyncio.ensure_future(topics.ready("items"))
+        assert not await finishes(later)  # resumed, the check not done: waits again
+        broker.answers = True
+        assert await finishes(later, within=3)  # the check went on and passed
+        assert counts["kafka/topic_check_failed"] >= 1
+        topics.release()
+
+    asyncio.run(scenario())
+
+
+def test_an_unknown_topic_starts_its_check_until_the_node_closes() -> None:
+    async def scenario() -> None:
+        broker = AwayBroker()
+        broker.answers = True
+        topics = checker(broker, Counter())
+        check = topics.start("replayed")
+        assert check is not None and await finishes(check)
+        assert broker.asked == [["replayed", "replayed.dlq"]]
+        assert topics.start("replayed") is check  # checked once
+        topics.release()
+        assert topics.start("other") is None  # closing: no new check
+        topics.unpause()
+        assert await finishes(topics.ready("other"))  # released: never waits
+
+    asyncio.run(scenario())
