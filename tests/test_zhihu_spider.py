@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 import pytest
 from scrapy import Request
-from scrapy.http import TextResponse
+from scrapy.http import Response, TextResponse
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier.seeds import InvalidSeed
 from crawler.spiders.zhihu import ZhihuSpider
 from crawler.zhihu.items import ZhihuCommentItem, ZhihuListItem, ZhihuUnparsedItem
+from crawler.zhihu.middleware import ZhihuApiMiddleware
 from crawler.zhihu.parsers import UNPARSED_MAX_CHARS
 from settings import base
 
@@ -184,3 +186,32 @@ def test_a_search_seed_keeps_its_priority_and_counts_only_once_accepted() -> Non
     with pytest.raises(InvalidSeed):
         zhihu.make_request_from_data(refused)
     assert stats.get_value("zhihu/seed/search") == 1
+
+
+def test_a_blocked_redirect_is_handed_to_the_spider_and_a_users_own_status_list_survives() -> None:
+    """A redirect to the soft-block page is not followed (meta ``handle_httpstatus_list``
+    gets its status) and a retry of the request follows redirects again; the middleware took
+    that meta key off every request it sent, so a list a user's subclass put in meta was lost."""
+    zhihu = spider()
+    middleware = ZhihuApiMiddleware(zhihu.crawler)
+    page = "http://zhihu.test/question/1"
+    blocked = Response(
+        page,
+        status=302,
+        headers={"Location": "http://zhihu.test/account/unhappy?need_login=false"},
+    )
+    own = Request(page, meta={"handle_httpstatus_list": [404]})
+    asyncio.run(middleware.process_request(own))
+    assert own.meta["handle_httpstatus_list"] == [404]
+    asyncio.run(middleware.process_response(own, blocked))
+    assert own.meta["handle_httpstatus_list"] == [404, 302]
+    retry = own.copy()
+    asyncio.run(middleware.process_request(retry))
+    assert retry.meta["handle_httpstatus_list"] == [404]
+
+    plain = Request(page)
+    asyncio.run(middleware.process_response(plain, blocked))
+    assert plain.meta["handle_httpstatus_list"] == [302]
+    retry = plain.copy()
+    asyncio.run(middleware.process_request(retry))
+    assert "handle_httpstatus_list" not in retry.meta

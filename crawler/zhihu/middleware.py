@@ -15,8 +15,9 @@ requests go unsigned, and the fetch is tried again ``GUEST_RETRY`` seconds later
 Responses: every API error answer is counted (``zhihu/api_error/<code>``; a challenge page is
 no API answer: ``zhihu/challenge/<endpoint>``, by the spider). A redirect to the sign-in or the
 soft-block page (:mod:`crawler.zhihu.errors`) of any request is not followed: the session
-middleware and the spider see it (request meta ``handle_httpstatus_list``, taken off again
-when the request is sent anew); other redirects are followed. 40362 also starts the
+middleware and the spider see it (its status added to request meta ``handle_httpstatus_list``,
+which gets back what it held before when the request is sent anew); other redirects are
+followed. 40362 also starts the
 site's shared cooldown (``ClusterRateLimitMiddleware.penalize``) for every node, unless its
 HTTP status did (``POLITENESS_PENALTY_STATUSES``: one pause per answer). With
 ``ZHIHU_CHALLENGE_BROWSER``, a ``__zse_ck`` challenge page is solved in Chromium for the
@@ -70,6 +71,7 @@ logger = logging.getLogger(__name__)
 
 D_C0 = "d_c0"
 HANDLED_META = "handle_httpstatus_list"  # set on a blocked redirect: the spider sees it
+OWN_HANDLED_META = "zhihu_own_handle_httpstatus_list"  # the request's own before (None: none)
 GUEST_RETRY = 60.0  # seconds before asking explore again for a d_c0 it did not set
 APP_ZA = "OS=Web"
 
@@ -111,7 +113,12 @@ class ZhihuApiMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        request.meta.pop(HANDLED_META, None)  # a blocked redirect's, copied into a retry
+        if OWN_HANDLED_META in request.meta:  # a blocked redirect's, copied into a retry
+            own = request.meta.pop(OWN_HANDLED_META)
+            if own is None:
+                request.meta.pop(HANDLED_META, None)
+            else:
+                request.meta[HANDLED_META] = own
         request.headers[b"User-Agent"] = self.settings.user_agent
         request.headers.setdefault(b"Accept-Language", b"zh-CN,zh;q=0.9,en;q=0.8")
         if not request.url.startswith(self.api_prefix):
@@ -195,7 +202,8 @@ class ZhihuApiMiddleware:
         if error is not None and 300 <= response.status < 400:
             # to sign in or to the soft-block page: neither followed (RedirectMiddleware) nor
             # dropped (HttpErrorMiddleware), the spider's (and first the sessions') to handle
-            request.meta[HANDLED_META] = [response.status]
+            own = request.meta.setdefault(OWN_HANDLED_META, request.meta.get(HANDLED_META))
+            request.meta[HANDLED_META] = [*(own or ()), response.status]
         if error is None or not request.url.startswith(self.api_prefix):
             return response
         if error.problem is not Problem.CHALLENGE:
