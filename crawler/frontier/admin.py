@@ -305,13 +305,12 @@ class FrontierAdmin:
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(keys.total)
             pipe.hgetall(keys.runs)
+            # every node beats in every part: part 0 says which are alive
+            pipe.zrangebyscore(self.parts[0].nodes, now * 1000, "+inf")
             for minute in window:
                 pipe.hgetall(keys.minute(minute))
-            total_raw, runs_raw, *buckets = pipe.execute()
-        # every node beats in every part: part 0 says which are alive
-        alive = {
-            text(node) for node in self.redis.zrangebyscore(self.parts[0].nodes, now * 1000, "+inf")
-        }
+            total_raw, runs_raw, alive_raw, *buckets = pipe.execute()
+        alive = {text(node) for node in alive_raw}
         totals = {text(f): int(v) for f, v in total_raw.items()}
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()

@@ -48,9 +48,13 @@ from twisted.python.failure import Failure
 
 from crawler.frontier.acks import AckTracker
 from crawler.frontier.scheduler import LEASE_META, PARENT_META
-from crawler.middlewares.lease_output import require_leasing_scheduler, track_output, tracked_lease
+from crawler.middlewares.lease_output import (
+    require_leasing_scheduler,
+    track_output,
+    tracked_lease,
+    tracked_parent,
+)
 from crawler.middlewares.refused import NotFetchedAtStop, failure_reason
-from crawler.node_context import NodeContext
 from crawler.url_credentials import mask_secrets
 
 
@@ -117,15 +121,12 @@ class LeaseFailureMiddleware:
 
     def _settle_if_dropped(self, request: Request) -> None:
         """After the engine scheduled ``request`` or dropped it (see the module)."""
-        context = NodeContext.of(self.crawler)
-        tracker = context.tracker if context is not None else None
-        if tracker is None:
-            return
-        parent = request.meta.get(PARENT_META)
-        if tracker.tracks(parent):
-            tracker.add_child(parent, None)
+        if (parent := tracked_parent(self.crawler, request)) is not None:
+            tracker, parent_lease = parent
+            tracker.add_child(parent_lease, None)
         elif (found := tracked_lease(self.crawler, request)) is not None:
-            tracker.replace(found[1], None)
+            tracker, lease_id = found
+            tracker.replace(lease_id, None)
 
     def process_request(self, request: Request) -> None:
         self._watch(request)

@@ -43,9 +43,21 @@ def require_leasing_scheduler(crawler: Crawler) -> None:
 
 
 def tracked_lease(crawler: Crawler, request: Request | None) -> tuple[AckTracker, str] | None:
+    """The lease ``request`` was leased under, if this node holds it."""
+    return _tracked(crawler, request, LEASE_META)
+
+
+def tracked_parent(crawler: Crawler, request: Request) -> tuple[AckTracker, str] | None:
+    """The lease of the page whose callback yielded ``request``, if this node holds it."""
+    return _tracked(crawler, request, PARENT_META)
+
+
+def _tracked(
+    crawler: Crawler, request: Request | None, meta_key: str
+) -> tuple[AckTracker, str] | None:
     context = NodeContext.of(crawler)
     tracker = context.tracker if context is not None else None
-    lease_id = request.meta.get(LEASE_META) if request is not None else None
+    lease_id = request.meta.get(meta_key) if request is not None else None
     if tracker is None or not isinstance(lease_id, str) or not tracker.tracks(lease_id):
         return None
     return tracker, lease_id
