@@ -28,7 +28,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.purge import PurgeSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka import dead_letters, producer, reader
-from crawler.pipelines.kafka import KafkaPipelineSettings
+from crawler.pipelines.kafka_settings import KafkaPipelineSettings
 from crawler.redis_connection import async_client
 from settings.resolve import resolve_settings
 

@@ -28,7 +28,7 @@ from crawler.extensions.metrics import MetricsSettings
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.middlewares.sessions import SessionMiddlewareSettings
-from crawler.pipelines.kafka import KafkaPipelineSettings
+from crawler.pipelines.kafka_settings import KafkaPipelineSettings
 from crawler.politeness.settings import PolitenessSettings
 from crawler.sessions.settings import SessionSettings
 from crawler.zhihu.settings import ZhihuSettings

@@ -1,8 +1,8 @@
 """``KafkaPipeline``: send every item to Kafka without blocking the crawl, losing none.
 
 A thin adapter around ``crawler.kafka.sender.ItemSender``. Settings are read
-once into ``KafkaPipelineSettings``. For each item: encode it, check its
-``schema_version`` and validate it against its JSON Schema
+once into ``KafkaPipelineSettings`` (``crawler.pipelines.kafka_settings``). For each
+item: encode it, check its ``schema_version`` and validate it against its JSON Schema
 (``crawler.kafka.item_encoder``), enqueue (waiting without blocking the reactor
 while librdkafka's local queue is full). Items that fail one of these are
 dead-lettered and dropped with a log line and a stat.
@@ -30,72 +30,30 @@ import asyncio
 import logging
 import time
 from functools import partial
-from pathlib import Path
 from typing import Any, NoReturn
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 from scrapy.statscollectors import StatsCollector
 from twisted.internet.task import LoopingCall
 
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
-from crawler.kafka.config import KafkaSettings
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
 from crawler.kafka.messages import OutgoingMessage
-from crawler.kafka.producer import checked_producer_config
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
 from crawler.metrics.node import NodeMetrics
-from crawler.node import resolve_node_id
 from crawler.node_context import NodeContext
+from crawler.pipelines.kafka_settings import KafkaPipelineSettings
 from crawler.pipelines.pause_notice import PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
-from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
-
-
-class KafkaPipelineSettings(KafkaSettings):
-    """``KafkaSettings`` read once from Scrapy's settings through the typed getters."""
-
-    __slots__ = ()
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> KafkaPipelineSettings:
-        settings = crawler.settings
-        bootstrap = (settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()
-        if not bootstrap:
-            raise NotConfigured("KAFKA_BOOTSTRAP_SERVERS is empty: items are not sent to Kafka")
-        values = cls(
-            bootstrap_servers=bootstrap,
-            topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
-            dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
-            producer_config=checked_producer_config(
-                bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")
-            ),
-            poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
-            flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
-            backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
-            create_topics=get_bool(settings, "KAFKA_CREATE_TOPICS"),
-            topic_partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
-            topic_replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
-            topic_config={
-                str(k): str(v) for k, v in get_dict(settings, "KAFKA_TOPIC_CONFIG").items()
-            },
-            spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
-            replay_interval=get_float(settings, "KAFKA_SPOOL_REPLAY_INTERVAL"),
-            max_outage=get_float(settings, "KAFKA_MAX_OUTAGE"),
-            schema_dirs=tuple(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text, "folders")),
-            node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
-            crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",
-        )
-        values.validate()
-        return values
 
 
 class KafkaPipeline:

@@ -1,0 +1,52 @@
+"""``KafkaPipelineSettings``: the Kafka pipeline's settings, read once from Scrapy's settings
+through the typed getters and validated (``KafkaSettings.validate``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from crawler.kafka.config import KafkaSettings
+from crawler.kafka.producer import checked_producer_config
+from crawler.node import resolve_node_id
+from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
+
+
+class KafkaPipelineSettings(KafkaSettings):
+    """``KafkaSettings`` read once from Scrapy's settings through the typed getters."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> KafkaPipelineSettings:
+        settings = crawler.settings
+        bootstrap = (settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()
+        if not bootstrap:
+            raise NotConfigured("KAFKA_BOOTSTRAP_SERVERS is empty: items are not sent to Kafka")
+        values = cls(
+            bootstrap_servers=bootstrap,
+            topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
+            dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
+            producer_config=checked_producer_config(
+                bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")
+            ),
+            poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
+            flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
+            backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
+            create_topics=get_bool(settings, "KAFKA_CREATE_TOPICS"),
+            topic_partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
+            topic_replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
+            topic_config={
+                str(k): str(v) for k, v in get_dict(settings, "KAFKA_TOPIC_CONFIG").items()
+            },
+            spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
+            replay_interval=get_float(settings, "KAFKA_SPOOL_REPLAY_INTERVAL"),
+            max_outage=get_float(settings, "KAFKA_MAX_OUTAGE"),
+            schema_dirs=tuple(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text, "folders")),
+            node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
+            crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",
+        )
+        values.validate()
+        return values
