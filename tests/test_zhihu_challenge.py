@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from redis.asyncio import Redis
 
-from crawler.middlewares.sessions import browser_cookies
+from crawler.middlewares.session_http import browser_cookies
 from crawler.sessions import Cookie, RedisSessionStore, Session, SessionSettings
 from crawler.sessions.providers import CHROMIUM
 from crawler.zhihu.challenge import (

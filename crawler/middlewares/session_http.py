@@ -1,9 +1,11 @@
 """How a shared session meets HTTP (``SharedSessionMiddleware``): the ``Cookie`` header a
-request carries, the cookies a response sets, and what a response says about the account."""
+request carries (and the cookies a browser page gets), the cookies a response sets, and what a
+response says about the account."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -80,3 +82,20 @@ def verdict(after: Health | None, max_strikes: int) -> str:
     if after is Health.EXPIRED:
         return "marked expired, a log-in replaces it"
     return "a newer log-in already replaced the cookies it was sent with"
+
+
+def browser_cookies(session: Session, url: str) -> list[dict[str, Any]]:
+    """The session's cookies as Playwright's ``add_cookies`` wants them (JSON: storable meta)."""
+    host = urlsplit(url).hostname or ""
+    return [
+        {
+            "name": cookie.name,
+            "value": cookie.value,
+            "domain": cookie.domain or host,
+            "path": cookie.path or "/",
+            "expires": cookie.expires if cookie.expires is not None else -1,
+            "httpOnly": cookie.http_only,
+            "secure": cookie.secure,
+        }
+        for cookie in session.cookies
+    ]

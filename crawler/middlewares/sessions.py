@@ -34,7 +34,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
-from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -46,6 +45,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.middlewares.politeness import retry_after_seconds
 from crawler.middlewares.refused import RefusedRequest, not_fetched_at_stop
 from crawler.middlewares.session_http import (
+    browser_cookies,
     default_state,
     own_cookies,
     set_cookies,
@@ -103,23 +103,6 @@ class SessionMiddlewareSettings:
         if values.wait <= 0:
             raise ValueError(f"SESSIONS_WAIT={values.wait} must be > 0")
         return values
-
-
-def browser_cookies(session: Session, url: str) -> list[dict[str, Any]]:
-    """The session's cookies as Playwright's ``add_cookies`` wants them (JSON: storable meta)."""
-    host = urlsplit(url).hostname or ""
-    return [
-        {
-            "name": cookie.name,
-            "value": cookie.value,
-            "domain": cookie.domain or host,
-            "path": cookie.path or "/",
-            "expires": cookie.expires if cookie.expires is not None else -1,
-            "httpOnly": cookie.http_only,
-            "secure": cookie.secure,
-        }
-        for cookie in session.cookies
-    ]
 
 
 async def add_session_cookies(page: Any, request: Request) -> None:

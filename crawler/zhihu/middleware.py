@@ -39,13 +39,12 @@ from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
 from crawler.middlewares.politeness import ClusterRateLimitMiddleware, site_of
-from crawler.middlewares.session_http import set_cookies
+from crawler.middlewares.session_http import browser_cookies, set_cookies
 from crawler.middlewares.sessions import (
     ACCOUNT_META,
     DONT_USE_META,
     PIN_META,
     SharedSessionMiddleware,
-    browser_cookies,
 )
 from crawler.sessions import (
     Cookie,
