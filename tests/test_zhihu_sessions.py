@@ -9,6 +9,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 import pytest
@@ -32,6 +33,27 @@ from tests.zhihu_mock.messages import Request
 __all__ = ["zhihu_topics"]  # the fixture, for this module's tests
 
 
+class Crawl(Protocol):
+    def __call__(self, mock: ZhihuMock, seeds: list[bytes | str], **extra: str) -> Counter[str]:
+        """One node crawls ``seeds`` on ``mock`` (``extra``: settings) and exits: its stats."""
+
+
+@pytest.fixture
+def crawl(redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path) -> Crawl:
+    def run(mock: ZhihuMock, seeds: list[bytes | str], **extra: str) -> Counter[str]:
+        return crawl_small(
+            mock,
+            seeds,
+            workdir=tmp_path,
+            redis_url=redis_url,
+            kafka=kafka_bootstrap,
+            topics=zhihu_topics,
+            **extra,
+        )
+
+    return run
+
+
 def stored_session(redis_url: str, account: str = "tester") -> Session | None:
     async def get() -> Session | None:
         client = AsyncRedis.from_url(redis_url)
@@ -44,7 +66,7 @@ def stored_session(redis_url: str, account: str = "tester") -> Session | None:
 
 
 def test_a_session_imported_again_without_d_c0_gets_the_nodes_d_c0_back(
-    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+    crawl: Crawl, redis_url: str, kafka_bootstrap: str, zhihu_topics: str
 ) -> None:
     """The node fetched a d_c0 for the account, then the operator imported its session again
     with z_c0 alone (`crawler sessions import --cookie-header`), just as comment lists began to
@@ -66,13 +88,9 @@ def test_a_session_imported_again_without_d_c0_gets_the_nodes_d_c0_back(
     with ZhihuMock(config) as mock:
         put_session(redis_url, mock.issue_session("tester"))  # no d_c0: the node fetches one
         url, expected = small_question(mock)
-        found = crawl_small(
+        found = crawl(
             mock,
             [url],
-            workdir=tmp_path,
-            redis_url=redis_url,
-            kafka=kafka_bootstrap,
-            topics=zhihu_topics,
             ZHIHU_CREATORS="False",
             ZHIHU_CHALLENGE_BROWSER="True",
             ZHIHU_CHALLENGE_TIMEOUT="20",
@@ -94,7 +112,7 @@ def no_unparsed(found: Counter[str]) -> list[str]:
 
 
 def test_a_redirect_to_the_soft_block_page_rests_the_account_and_is_retried(
-    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+    crawl: Crawl, redis_url: str, kafka_bootstrap: str, zhihu_topics: str
 ) -> None:
     """Three comment calls are answered with a 302 to /account/unhappy?need_login=false: each
     marks the account risky (no session retries here), then the spider re-enqueues it. It was
@@ -103,13 +121,9 @@ def test_a_redirect_to_the_soft_block_page_rests_the_account_and_is_retried(
     with ZhihuMock(config) as mock:
         put_session(redis_url, mock.issue_session("tester"))
         url, expected = small_question(mock)
-        found = crawl_small(
+        found = crawl(
             mock,
             [url],
-            workdir=tmp_path,
-            redis_url=redis_url,
-            kafka=kafka_bootstrap,
-            topics=zhihu_topics,
             ZHIHU_CREATORS="False",
             SESSIONS_COOLDOWN="0.2",
             SESSIONS_MAX_STRIKES="1000",
@@ -126,7 +140,7 @@ def test_a_redirect_to_the_soft_block_page_rests_the_account_and_is_retried(
 
 @pytest.mark.parametrize("refusal", ["redirect", "html"])
 def test_an_expired_session_refused_without_a_code_logs_in_again(
-    refusal: str, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+    refusal: str, crawl: Crawl, redis_url: str, kafka_bootstrap: str, zhihu_topics: str
 ) -> None:
     """A 302 to the sign-in page, or a bare HTML 401, for an expired z_c0: the session is
     expired (the default rule), one log-in, the crawl goes on. They were a parse error and
@@ -139,13 +153,9 @@ def test_an_expired_session_refused_without_a_code_logs_in_again(
         put_session(redis_url, mock.issue_session("tester"))
         now[0] += 120  # the issued session is past its lifetime
         url, expected = small_question(mock)
-        found = crawl_small(
+        found = crawl(
             mock,
             [url, orjson.dumps({"keyword": "Python"})],  # search wants a login
-            workdir=tmp_path,
-            redis_url=redis_url,
-            kafka=kafka_bootstrap,
-            topics=zhihu_topics,
         )
         assert mock.counters.errors[101] >= 1
         assert mock.counters.logins == {"tester": 1}
@@ -157,7 +167,7 @@ def test_an_expired_session_refused_without_a_code_logs_in_again(
 
 
 def test_an_answer_seed_follows_the_redirect_to_its_long_url(
-    redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
+    crawl: Crawl, redis_url: str, kafka_bootstrap: str, zhihu_topics: str
 ) -> None:
     """/answer/{id} answers a 301 to /question/{q}/answer/{id}: followed, the answer crawled
     (the spider saw the 301 itself: a parse error, no item)."""
@@ -167,13 +177,9 @@ def test_an_answer_seed_follows_the_redirect_to_its_long_url(
         seed = f"{mock.base_url}/answer/{aid}"
         expected = Expected(mock.data)
         expected.add("answer", aid, seed)
-        found = crawl_small(
+        found = crawl(
             mock,
             [seed],
-            workdir=tmp_path,
-            redis_url=redis_url,
-            kafka=kafka_bootstrap,
-            topics=zhihu_topics,
             ZHIHU_CREATORS="False",
         )
         assert no_unparsed(found) == [], found
