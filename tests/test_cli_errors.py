@@ -124,19 +124,23 @@ def test_a_refused_setting_is_named_not_a_traceback(
     assert setting in result.stderr, result.stderr
 
 
-def test_scrapy_purge_names_a_refused_setting(redis_url: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"],
+def scrapy_process(arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``scrapy <arguments>`` in the project, with ``env`` and nothing else of the caller's."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *arguments],
         cwd=REPO_ROOT,
-        env={
-            "REDIS_URL": redis_url,
-            "PATH": "/usr/bin:/bin",
-            "CRAWLER_SETTING_FRONTIER_QUEUE_MAX": "x",
-        },
+        env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
+    )
+
+
+def test_scrapy_purge_names_a_refused_setting(redis_url: str) -> None:
+    result = scrapy_process(
+        ["purge", "pages", "--yes"],
+        {"REDIS_URL": redis_url, "CRAWLER_SETTING_FRONTIER_QUEUE_MAX": "x"},
     )
     assert result.returncode == 2, result.stdout + result.stderr  # Scrapy's usage error
     assert "Traceback" not in result.stderr, result.stderr
@@ -159,19 +163,9 @@ def test_scrapy_crawl_names_a_refused_setting_in_one_line(
 ) -> None:
     """Refused at start by the add-on or by a component: exit 1 and the reason, no asyncio
     'Task exception was never retrieved' and its traceback."""
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "pages", "-s", f"{setting}={value}"],
-        cwd=REPO_ROOT,
-        env={
-            "REDIS_URL": redis_url,
-            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
-            "PATH": "/usr/bin:/bin",
-            "METRICS_PORT": "0",
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+    result = scrapy_process(
+        ["crawl", "pages", "-s", f"{setting}={value}"],
+        {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "METRICS_PORT": "0"},
     )
     refused(result)
     assert "never retrieved" not in result.stderr, result.stderr
