@@ -8,6 +8,7 @@ nothing, raise mid-generator or yield a request whose meta JSON cannot hold.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -313,25 +314,13 @@ def test_close_spider_in_start_closes_the_node_and_a_later_run_runs_start(
     """``CloseSpider`` from start() is a wish to stop, as from a callback: no error, and the
     start is not marked written (it was, as if start() had failed: no later run crawled)."""
     with UserSite(PAGES) as site:
-        closed = cluster(
-            "u_start",
-            site,
-            tmp_path / "closed",
-            redis_url=redis_url,
-            kafka_bootstrap=kafka_bootstrap,
-            nodes=1,
-            arguments={"close": "1"},
+        one_node = partial(
+            cluster, "u_start", site, redis_url=redis_url, kafka_bootstrap=kafka_bootstrap, nodes=1
         )
+        closed = one_node(tmp_path / "closed", arguments={"close": "1"})
         assert "'finish_reason': 'start_closed'" in closed.logs()
         assert "] ERROR:" not in closed.logs()
-        again = cluster(
-            "u_start",
-            site,
-            tmp_path / "again",
-            redis_url=redis_url,
-            kafka_bootstrap=kafka_bootstrap,
-            nodes=1,
-        )
+        again = one_node(tmp_path / "again")
     assert len(again.items) == PAGES
 
 
@@ -341,22 +330,10 @@ def test_a_node_with_other_spider_arguments_than_the_start_writer_is_warned(
     """start() runs once per crawl, with the arguments of the node that wrote it: a later node
     given others (-a) crawled nothing of its own and said only that start() had run."""
     with UserSite(PAGES) as site:
-        cluster(
-            "u_start",
-            site,
-            tmp_path / "first",
-            redis_url=redis_url,
-            kafka_bootstrap=kafka_bootstrap,
-            nodes=1,
+        one_node = partial(
+            cluster, "u_start", site, redis_url=redis_url, kafka_bootstrap=kafka_bootstrap, nodes=1
         )
-        other = cluster(
-            "u_start",
-            site,
-            tmp_path / "other",
-            redis_url=redis_url,
-            kafka_bootstrap=kafka_bootstrap,
-            nodes=1,
-            arguments={"category": "b"},
-        )
+        one_node(tmp_path / "first")
+        other = one_node(tmp_path / "other", arguments={"category": "b"})
     assert "were written by a node whose spider arguments were" in other.logs()
     assert "'category': 'b'" in other.logs()
