@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -327,3 +328,18 @@ def test_dead_letters_of_a_topic_without_any(kafka_bootstrap: str) -> None:
     assert dead_letters(topic, kafka_bootstrap, "drop") == [
         f"dropped=0 ({topic}.dlq, group crawler-dead-letters)"
     ]
+
+
+def test_reading_a_topic_with_nothing_in_it_ends_without_waiting_for_the_timeout(
+    kafka_bootstrap: str,
+) -> None:
+    """``read_topic`` of an empty topic, or of one never created, read until its timeout (30 s
+    of each user-code test whose crawl wrote no item): nothing is there to wait for."""
+    empty = f"test-{uuid.uuid4().hex[:10]}-empty"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for created in admin.create_topics([NewTopic(empty, 2, 1)]).values():
+        created.result(timeout=30)
+    for topic in (empty, f"test-{uuid.uuid4().hex[:10]}-never-created"):
+        began = time.monotonic()
+        assert read_topic(kafka_bootstrap, topic, timeout=60) == []
+        assert time.monotonic() - began < 30, topic  # well before the timeout
