@@ -1,7 +1,7 @@
 # Everyday entry points. `make demo` and `make test` work on a fresh machine: both run setup first.
 PY := .venv/bin/python
 
-.PHONY: setup services services-down demo demo-zhihu test lint format bench
+.PHONY: setup services services-down demo demo-zhihu test test-slow lint format bench
 
 setup:
 	@bash scripts/setup.sh
@@ -26,9 +26,15 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
-## Lint, type-check and run every test against real Redis and Kafka.
+## Lint, type-check and run the tests against real Redis and Kafka: all but those marked slow
+## (long fault scenarios, the wider conformance matrix); with CI=true the slow ones after them.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not slow"
+	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory test-slow; fi
+
+## The tests marked slow alone (CI runs them after the others).
+test-slow: setup
+	$(PY) -m pytest -m slow
 
 ## Every benchmark table of the README (tens of minutes); the docs workload needs python3.11-doc.
 bench: setup

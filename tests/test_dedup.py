@@ -263,6 +263,7 @@ def state_after(layout: tuple[BloomSlice, ...], entries: int) -> BloomState:
     return BloomState(layout, slices, entries)
 
 
+@pytest.mark.slow
 def test_bloom_grows_slices_and_keeps_its_false_positive_rate(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+import pytest
 import redis
 
 from crawler.demo.nodes import REPO_ROOT
@@ -52,6 +53,7 @@ def test_sigkill_one_node_loses_nothing(
     )
 
 
+@pytest.mark.slow
 def test_two_sigkills_at_different_times_lose_nothing(
     redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
 ) -> None:
@@ -74,6 +76,7 @@ def test_two_sigkills_at_different_times_lose_nothing(
     assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
 
 
+@pytest.mark.slow
 def test_redis_restart_mid_crawl_loses_nothing(
     own_redis: RedisServer,
     kafka_bootstrap: str,

@@ -108,6 +108,7 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
         assert stat in log
 
 
+@pytest.mark.slow
 def test_broker_down_30s_mid_crawl_loses_nothing(
     redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
@@ -149,6 +150,7 @@ def test_broker_down_30s_mid_crawl_loses_nothing(
     assert not missing, delivery_evidence(tmp_path, own_kafka.bootstrap_servers, topic, missing)
 
 
+@pytest.mark.slow
 def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(
     redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
@@ -192,6 +194,7 @@ def test_spool_after_a_stop_with_the_broker_down_is_replayed_at_the_next_start(
     assert "'kafka/replayed': 30" in (tmp_path / "second" / "node-0.log").read_text()
 
 
+@pytest.mark.slow
 def test_dead_letters_of_a_node_stopped_while_kafka_is_away_are_spooled_for_the_dlq(
     own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
@@ -261,6 +264,7 @@ def test_kcat_reads_values_and_headers_byte_exact(kafka_bootstrap: str, tmp_path
     assert out == b"k1|item_type=page|" + value
 
 
+@pytest.mark.slow
 def test_kafka_down_past_max_outage_pauses_then_resumes_the_crawl(
     redis_url: str, own_kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:

@@ -76,6 +76,7 @@ def assert_all_pages_delivered(kafka: KafkaBroker, topic: str, site: Site) -> No
     assert not missing, f"{len(missing)} pages missing, e.g. {sorted(missing)[:3]}"
 
 
+@pytest.mark.slow
 def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
@@ -142,7 +143,13 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     assert "'kafka/crawl_paused/max_outage':" in text
 
 
-@pytest.mark.parametrize("create_topics", [False, True], ids=["topic_unchecked", "topic_checked"])
+@pytest.mark.parametrize(
+    "create_topics",
+    [
+        pytest.param(False, id="topic_unchecked", marks=pytest.mark.slow),
+        pytest.param(True, id="topic_checked"),
+    ],
+)
 def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_spool(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path, create_topics: bool
 ) -> None:
@@ -200,6 +207,7 @@ def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_sp
     assert "in the spool" not in render(status_with_nothing_else(status))
 
 
+@pytest.mark.slow
 def test_broker_down_at_start_dead_letters_nothing_and_summarises_connection_errors(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
 ) -> None:
@@ -252,6 +260,7 @@ def tiny_spool(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
+@pytest.mark.slow
 def test_full_spool_disk_pauses_the_crawl_tears_no_line_and_closes_cleanly(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path, tiny_spool: Path
 ) -> None:

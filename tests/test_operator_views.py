@@ -297,6 +297,7 @@ def test_a_seed_pushed_again_is_reported_and_only_its_page_is_fetched(views: Vie
     assert page_hits(views.site) - before == Counter({"/": 1})
 
 
+@pytest.mark.slow
 def test_recrawl_fetches_every_page_again(views: Views) -> None:
     before = page_hits(views.site)
     out = ok(cli(views.redis_url, "seed", SPIDER, "--recrawl", views.site.url(0)))

@@ -75,6 +75,7 @@ class MultiSite:
         return {url for site in self.sites for url in site.all_urls()}
 
 
+@pytest.mark.slow
 def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_nothing(
     redis_url: str,
     redis_client: redis.Redis,

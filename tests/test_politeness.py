@@ -84,6 +84,7 @@ def per_second(times: list[float]) -> list[int]:
     return [buckets[second] for second in range(max(buckets) + 1)]
 
 
+@pytest.mark.slow
 def test_three_nodes_share_one_rate_limit(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:

@@ -99,6 +99,7 @@ def test_a_command_error_is_not_an_outage(redis_url: str) -> None:
     assert outage_reason(ConnectionRefusedError()) == "connection"
 
 
+@pytest.mark.slow
 def test_redis_at_maxmemory_for_20s_mid_crawl_pauses_and_loses_nothing(
     own_redis: RedisServer,
     kafka_bootstrap: str,
@@ -157,6 +158,7 @@ def private_redis(
     return server, env, settings
 
 
+@pytest.mark.slow
 def test_redis_restarted_without_persistence_is_reported_not_finished(
     kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -106,6 +106,7 @@ SEEDS = 100_000
 KILLS = 4
 
 
+@pytest.mark.slow
 def test_nodes_killed_every_2s_lose_no_seed(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ ledger that adds up (leased = done + failed + requeued + released).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,8 +51,23 @@ def check_cell(
         assert result.hits == {f"/p/{i}.html": 1 for i in range(PAGES)}
 
 
-@pytest.mark.parametrize("pipeline", PIPELINE_CASES)
-@pytest.mark.parametrize("spider", SPIDERS)
+def matrix() -> list[Any]:
+    """Every spider with every pipeline; ``make test`` runs every pipeline with the plain
+    spider and every spider with the pipeline returning a new dict, the rest are ``slow``."""
+    return [
+        pytest.param(
+            spider,
+            pipeline,
+            marks=()
+            if spider == "u_start_urls" or pipeline == "NewDictPipeline"
+            else pytest.mark.slow,
+        )
+        for spider in SPIDERS
+        for pipeline in PIPELINE_CASES
+    ]
+
+
+@pytest.mark.parametrize(("spider", "pipeline"), matrix())
 def test_matrix_cell(
     spider: str, pipeline: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

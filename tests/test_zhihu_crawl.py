@@ -416,6 +416,7 @@ def completeness_text(lists: Mapping[tuple[str, str], tuple[int, int]]) -> str:
     return completeness_lines(totals)[0]
 
 
+@pytest.mark.slow
 def test_three_nodes_crawl_question_person_and_search(
     redis_url: str,
     redis_client: redis.Redis,
@@ -710,8 +711,10 @@ def test_a_list_given_up_counts_as_short(
 
 @pytest.mark.parametrize(
     ("small_mock", "penalty"),
-    [({"rate_limit": 4}, "zhihu_40362"), ({"rate_limit": 4, "rate_limit_status": 429}, "429")],
-    ids=["403", "429"],
+    [
+        pytest.param({"rate_limit": 4}, "zhihu_40362", id="403", marks=pytest.mark.slow),
+        pytest.param({"rate_limit": 4, "rate_limit_status": 429}, "429", id="429"),
+    ],
     indirect=["small_mock"],
 )
 def test_rate_limited_requests_cool_the_site_and_are_retried(
@@ -754,13 +757,18 @@ def test_rate_limited_requests_cool_the_site_and_are_retried(
 @pytest.mark.parametrize(
     ("small_mock", "browser"),
     [
-        ({"challenge_paths": (r"/answers\?",), "challenge_limit": 2}, {}),
-        (
+        pytest.param(
+            {"challenge_paths": (r"/answers\?",), "challenge_limit": 2},
+            {},
+            id="browser_off",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
             {"challenge_paths": (r"/answers\?",), "challenge_limit": 2},
             {"ZHIHU_CHALLENGE_BROWSER": "True", "BROWSER_EXECUTABLE": "/nonexistent/chromium"},
+            id="no_browser",
         ),
     ],
-    ids=["browser_off", "no_browser"],
     indirect=["small_mock"],
 )
 def test_challenge_pages_are_retried_later(
