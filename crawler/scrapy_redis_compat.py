@@ -289,7 +289,7 @@ def _check_overrides(spidercls: type) -> None:
         if hasattr(spidercls, name):
             raise ValueError(
                 f"spider {spidercls.__name__} defines {name}(), a scrapy-redis method that "
-                f"crawler.spiders.RedisSpider never calls: use {instead} instead "
+                f"crawler.spiders.base.RedisSpider never calls: use {instead} instead "
                 "(docs/migrating-from-scrapy-redis.md)"
             )
 

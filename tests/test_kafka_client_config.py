@@ -119,7 +119,13 @@ class FakeSender:
 
 @pytest.mark.parametrize(
     ("events", "code"),
-    [({"kafka/replayed": 3}, 0), ({"kafka/replayed": 2, "kafka/spool_error": 1}, 1)],
+    [
+        ({"kafka/replayed": 3}, 0),
+        ({"kafka/replayed": 2, "kafka/spool_error": 1}, 1),
+        # a replayed message the broker did not take goes back to the spool as kafka/respooled
+        # (not kafka/spooled): it was reported as spooled_again=0, and the command exited 0
+        ({"kafka/replayed": 2, "kafka/respooled": 1}, 1),
+    ],
 )
 def test_spool_replay_uses_the_dlq_template_and_fails_when_a_message_stays_spooled(
     events: dict[str, int],
@@ -145,9 +151,9 @@ def test_spool_replay_uses_the_dlq_template_and_fails_when_a_message_stays_spool
     (config,) = FakeSender.made
     assert config.dlq_topic_template == "dead.{topic}"
     assert config.producer_config.items() >= SECURITY.items()
-    assert orjson.loads(capsys.readouterr().out)["spool_errors"] == events.get(
-        "kafka/spool_error", 0
-    )
+    outcome = orjson.loads(capsys.readouterr().out)
+    assert outcome["spool_errors"] == events.get("kafka/spool_error", 0)
+    assert outcome["spooled_again"] == events.get("kafka/respooled", 0)
 
 
 def test_consume_says_when_kafka_does_not_answer() -> None:

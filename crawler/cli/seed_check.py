@@ -69,9 +69,9 @@ class SeedChecker:
         if not issubclass(spider_class, RedisSpider):
             raise NotASeedSpider(
                 f"crawler: spider {spider_class.name!r} reads no seeds from Redis (it is not a "
-                "crawler.spiders.RedisSpider): nothing would take them. Its start requests are "
-                "written once per crawl (CRAWLER_CRAWL_ID); to feed it seeds, derive it from "
-                "crawler.spiders.RedisSpider or RedisCrawlSpider"
+                "crawler.spiders.base.RedisSpider): nothing would take them. Its start requests "
+                "are written once per crawl (CRAWLER_CRAWL_ID); to feed it seeds, derive it from "
+                "crawler.spiders.base.RedisSpider or RedisCrawlSpider"
             )
         crawler = Crawler(spider_class, Settings({**settings, "REDIS_URL": redis_url}))
         crawler.stats = MemoryStatsCollector(crawler)

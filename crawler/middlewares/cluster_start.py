@@ -22,7 +22,7 @@ requests on every node. With ``LeasingScheduler``:
   the spider opens, sent when the cluster is idle, on every node (a ``DontCloseSpider``
   keeps the node open, and the cluster is looked at again before the next call).
 
-Spiders fed from Redis (``crawler.spiders.RedisSpider``) keep their own
+Spiders fed from Redis (``crawler.spiders.base.RedisSpider``) keep their own
 ``start()``, which reads seeds for as long as the node runs.
 """
 
