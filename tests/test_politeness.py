@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import statistics
 import time
 from collections import Counter
@@ -146,6 +147,39 @@ def test_a_429_seen_by_one_node_slows_every_node(
     ]
     assert len(penalized) == 1  # one node saw the 429 ...
     assert len(site.hits) == 300  # ... and every page was still crawled
+
+
+def test_a_node_stopped_while_its_site_cools_down_stops_at_once_and_returns_its_leases(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """A 429 with Retry-After: 120 cools the site; a SIGTERM then waited for every request
+    sleeping out that cooldown (Scrapy's close waits for the downloads in progress), far past
+    the 120 s grace of the deployment docs: they are now not fetched, their leases go back."""
+    settings = {
+        "POLITENESS_RATE": "20",
+        "CONCURRENT_REQUESTS": "4",
+        "FRONTIER_LEASE_TIMEOUT": "600",
+        "CRAWLER_STANDALONE_FEED": "",
+    }
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    limited = {"/p/5.html": (429, {"Retry-After": "120"})}
+    with (
+        Site(60, answer_once=limited) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        redis_client.lpush("pages:start_urls", site.url(0))
+        deadline = time.monotonic() + 60
+        while not site.special_answers:
+            assert time.monotonic() < deadline, logs(tmp_path)
+            time.sleep(0.1)
+        time.sleep(2)  # the node's other requests wait out the cooldown now
+        assert redis_client.zcard("{pages}:leases") > 0
+        nodes[0].send_signal(signal.SIGTERM)
+        assert wait_for_exit(nodes, timeout=30) == [0], logs(tmp_path)
+    assert redis_client.zcard("{pages}:leases") == 0
+    assert int(redis_client.get("{pages}:queue:count") or 0) > 0
+    text = (tmp_path / "node-0.log").read_text()
+    assert "'frontier/requeued/politeness/stopped':" in text, text
 
 
 def test_a_site_leaves_out_the_user_and_password_of_its_url() -> None:

@@ -6,7 +6,8 @@ per-site queue: a request reserves its site's next slot (``crawler.politeness.li
 one Redis round trip, Redis server time) and waits for it with ``asyncio.sleep``: the
 reactor never blocks and requests to other sites keep flowing. A request that had to wait
 checks the site's cooldown before it goes (a second round trip) and books a
-new slot if a penalty started meanwhile. Responses with a status in
+new slot if a penalty started meanwhile; a node that starts stopping ends the wait (the
+request is not fetched, its lease goes back to the queue). Responses with a status in
 ``POLITENESS_PENALTY_STATUSES`` (429, 503) start a shared cooldown for the
 site on every node, at least as long as their ``Retry-After``, and halve its
 rate, which then recovers gradually. The site is ``host[:port]``.
@@ -37,17 +38,19 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.metrics import PrometheusMetrics
-from crawler.middlewares.refused import not_fetched_at_stop
+from crawler.middlewares.refused import NotFetchedAtStop, not_fetched_at_stop
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
+from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
 DONT_THROTTLE_META = "dont_throttle"
+STOP_LOOK = 0.5  # seconds between two looks at a stop while a request waits its turn
 
 
 def site_of(url: str) -> str:
@@ -125,11 +128,25 @@ class ClusterRateLimitMiddleware:
                 return
             self.stats.inc_value("politeness/delayed")
             self.stats.inc_value("politeness/wait_ms", int(wait * 1000))
-            await asyncio.sleep(wait)
+            await self._wait_turn(wait, site)
             # A penalty may have started while this request waited for its slot.
             if await self._limited("cooling", site) <= 0:
                 return
             self.stats.inc_value("politeness/rebooked")
+
+    async def _wait_turn(self, wait: float, site: str) -> None:
+        """Sleep ``wait`` seconds, unless the node stops meanwhile: Scrapy's close waits for
+        every download in progress, and a cooldown may last minutes, so the request is not
+        fetched and its lease goes back to the queue (``politeness/stopped``)."""
+        deadline = time.monotonic() + wait
+        while (left := deadline - time.monotonic()) > 0:
+            if engine_closing(self.crawler):
+                raise NotFetchedAtStop(
+                    "politeness/stopped",
+                    f"not fetched: the node stops while the request waits {left:.0f}s more for "
+                    f"its turn at {site} (its lease goes back to the queue)",
+                )
+            await asyncio.sleep(min(left, STOP_LOOK))
 
     async def process_response(self, request: Request, response: Response) -> Response:
         if response.status in self.settings.penalty_statuses:
