@@ -35,6 +35,7 @@ from crawler.component_orders import (
 from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_url import RedisConfig
+from crawler.setting_names import misspelt
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,16 @@ class ClusterAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
             get_bool(settings, name)
+        for given, meant in misspelt(settings):
+            logger.warning(
+                "Setting %s resembles %s, and nothing reads %s: misspelt? (%s keeps its "
+                "value; ignore this if your own code reads %s)",
+                given,
+                meant,
+                given,
+                meant,
+                given,
+            )
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
         standalone_commands.apply(settings)  # scrapy fetch, shell, ...: never cluster mode
         for setting, components in COMPONENTS.items():

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
 
+from crawler.addon import ClusterAddon
 from crawler.demo.nodes import REPO_ROOT
 from settings.resolve import resolve_settings
 
@@ -115,3 +118,29 @@ def test_a_setting_that_does_not_hold_stops_the_crawl_naming_it(
     assert result.returncode != 0
     assert said in result.stderr
     assert "Engine slot not assigned" not in result.stderr
+
+
+def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Scrapy passes any setting name on, so a misspelt one (the environment's
+    CRAWLER_SETTING_<NAME>, -s, custom_settings) left the default in place without a word:
+    CRAWLER_SETTING_KAFKA_FLUSH_TIMOUT kept a 60 s flush under a shorter grace. A name close
+    to one Scrapy or this project reads is now named with the one it resembles; a name of the
+    user's own (nothing close) is not."""
+    settings = Settings(resolve_settings({"CRAWLER_SETTING_KAFKA_FLUSH_TIMOUT": "5"}))
+    settings.set("FRONTIER_LEASE_TIMOUT", "4", priority="cmdline")
+    settings.set("CONCURENT_REQUESTS", "4", priority="spider")
+    settings.set("MY_PIPELINE_API_URL", "http://x.test/", priority="cmdline")
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        ClusterAddon().update_settings(settings)
+    named = [r.getMessage() for r in caplog.records if "resembles" in r.getMessage()]
+    assert len(named) == 3, caplog.text
+    joined = "\n".join(named)
+    for given, meant in (
+        ("KAFKA_FLUSH_TIMOUT", "KAFKA_FLUSH_TIMEOUT"),
+        ("FRONTIER_LEASE_TIMOUT", "FRONTIER_LEASE_TIMEOUT"),
+        ("CONCURENT_REQUESTS", "CONCURRENT_REQUESTS"),
+    ):
+        assert f"{given} resembles {meant}" in joined, joined
+    assert "MY_PIPELINE_API_URL" not in joined
