@@ -75,6 +75,7 @@ class KafkaPipeline:
         self._pause_notice = PauseNotice(crawler, self._pause_info)  # tells crawler status
         self._metrics = NodeMetrics()
         self._draining: asyncio.Future[None] | None = None
+        self._drained_for = 0.0  # seconds the drains at the engine's closing waited on Kafka
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> KafkaPipeline:
@@ -270,7 +271,16 @@ class KafkaPipeline:
     async def _drain(self) -> None:
         """The engine is closing: settle every item still waiting on the broker (what is
         not acknowledged within KAFKA_FLUSH_TIMEOUT is spooled for the next start)."""
-        self._spooled_at_close(await self.sender.drain(self.settings.flush_timeout))
+        began = time.monotonic()
+        try:
+            self._spooled_at_close(await self.sender.drain(self._flush_left()))
+        finally:
+            self._drained_for += time.monotonic() - began
+
+    def _flush_left(self) -> float:
+        """KAFKA_FLUSH_TIMEOUT bounds a node's whole wait on Kafka while it stops: the drain
+        at the engine's closing, then the one (after a replay) when the pipeline closes."""
+        return max(0.0, self.settings.flush_timeout - self._drained_for)
 
     def _spooled_at_close(self, spooled: int) -> None:
         if not spooled:
@@ -289,7 +299,7 @@ class KafkaPipeline:
             self._poller.stop()
         if self._sender is None:
             return
-        self._spooled_at_close(await self._sender.close(self.settings.flush_timeout))
+        self._spooled_at_close(await self._sender.close(self._flush_left()))
         if left := self._sender.spool.records():
             spider = self.crawler.spider
             assert spider is not None

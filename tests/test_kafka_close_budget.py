@@ -1,0 +1,57 @@
+"""``KafkaPipeline`` while its node stops: ``KAFKA_FLUSH_TIMEOUT`` bounds the whole wait on
+Kafka. The drain when the engine starts closing and the one when the pipeline closes (after a
+replay of the spool) each waited the whole timeout, twice the stop budget the deployment
+docs add up (downloads + one flush + returning the leases)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from crawler.pipelines.kafka import KafkaPipeline
+from settings import base
+
+
+class Stopping(Spider):
+    name = "stopping"
+
+
+class SlowKafka:
+    """A sender whose every wait on the broker lasts its whole timeout: records them."""
+
+    def __init__(self, spool: Path) -> None:
+        self.waits: list[float] = []
+        self.spool = type("NoSpool", (), {"records": lambda _: 0, "directory": spool})()
+
+    async def drain(self, timeout: float) -> int:
+        self.waits.append(timeout)
+        await asyncio.sleep(timeout)
+        return 0
+
+    async def close(self, timeout: float) -> int:
+        return await self.drain(timeout)
+
+
+def test_the_drain_at_closing_and_the_one_at_close_share_one_flush_timeout(
+    tmp_path: Path,
+) -> None:
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "KAFKA_FLUSH_TIMEOUT": 0.6}
+    crawler = get_crawler(Stopping, values)
+    crawler.spider = Stopping()
+    pipeline = KafkaPipeline(crawler)
+    sender: Any = SlowKafka(tmp_path)
+    pipeline._sender = sender
+
+    async def stop() -> None:
+        await pipeline._drain()  # the engine starts closing: Kafka takes the whole timeout
+        await pipeline.close_spider()
+
+    asyncio.run(stop())
+    first, second = sender.waits
+    assert first == 0.6
+    assert second < 0.1, sender.waits  # what is left of the 0.6 s, not another 0.6 s
