@@ -33,6 +33,17 @@ def engine_closing(crawler: Crawler) -> bool:
     return slot is not None and slot.closing is not None
 
 
+def engine_stopping(crawler: Crawler) -> bool:
+    """True once the engine stops or starts closing its spider. Unlike ``engine_closing``, not
+    for an engine a command drives outside a crawl (``scrapy shell`` starts one and opens its
+    spider without ``Crawler.crawl``, so ``crawler.crawling`` stays False)."""
+    engine = crawler.engine
+    if engine is None:
+        return False
+    slot = getattr(engine, "_slot", None)
+    return not engine.running or (slot is not None and slot.closing is not None)
+
+
 def engine_idle(crawler: Crawler) -> bool:
     """True while nothing is being downloaded or processed by the spider's callbacks and
     pipelines (the scraper's slot is idle)."""

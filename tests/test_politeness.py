@@ -10,18 +10,23 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TypeVar
 
 import pytest
 import redis
 from redis.asyncio import Redis
+from scrapy import Spider
 from scrapy.settings import Settings
 from scrapy.utils.conf import arglist_to_dict
+from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
-from crawler.middlewares.politeness import retry_after_seconds, site_of
+from crawler.middlewares.politeness import ClusterRateLimitMiddleware, retry_after_seconds, site_of
+from crawler.middlewares.refused import NotFetchedAtStop
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
+from settings import base
 from settings.resolve import SETTING_PREFIX, resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
 
@@ -275,3 +280,33 @@ def test_the_default_rate_takes_a_json_object_on_the_command_line() -> None:
         politeness({}, command_line=['POLITENESS_RATE={"rate": 2'])
     with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 0\}: rate must be > 0"):
         politeness({}, command_line=['POLITENESS_RATE={"rate": 0}'])
+
+
+class Shell(Spider):
+    name = "shell"
+
+
+def test_a_wait_for_a_turn_ends_at_a_stop_only() -> None:
+    """``scrapy shell`` drives an engine outside a crawl (``crawler.crawling`` stays False): a
+    fetch that must wait for its site's turn waits there, as it does in a crawl; a stopping
+    engine (or one closing its spider) ends the wait with the request not fetched."""
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    crawler = get_crawler(Shell, {**values, "REDIS_URL": ""})
+    middleware = ClusterRateLimitMiddleware.from_crawler(crawler)
+    slot = SimpleNamespace(closing=None)
+    engine = SimpleNamespace(running=True, _slot=slot)
+    crawler.engine = engine  # type: ignore[assignment]
+    crawler.crawling = False  # as in scrapy shell
+
+    async def waited(wait: float) -> float:
+        began = time.monotonic()
+        await middleware._wait_turn(wait, "shop.test")
+        return time.monotonic() - began
+
+    assert asyncio.run(waited(0.3)) >= 0.3
+    engine.running = False
+    with pytest.raises(NotFetchedAtStop, match="the node stops while the request waits"):
+        asyncio.run(waited(30))
+    engine.running, slot.closing = True, object()
+    with pytest.raises(NotFetchedAtStop):
+        asyncio.run(waited(30))
