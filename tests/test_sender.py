@@ -19,7 +19,13 @@ from confluent_kafka import KafkaError, KafkaException
 from crawler.extensions.ledger_layout import ledger_fields
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import JsonLinesLog, dead_letter_file, decode_record, encode_record
+from crawler.kafka.spool import (
+    JsonLinesLog,
+    Spool,
+    dead_letter_file,
+    decode_record,
+    encode_record,
+)
 
 Report = Callable[[KafkaError | None, Any], None]
 
@@ -412,3 +418,13 @@ def test_a_message_spooled_again_by_a_replay_counts_once_as_spooled(tmp_path: Pa
     item_sender.replay()
     FakeProducer.made[0].report_all(None)
     assert counts["kafka/replayed"] == 1
+
+
+def test_a_spool_counts_its_records_across_segments_a_block_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("crawler.kafka.spool.COUNT_BLOCK", 7)  # lines span blocks
+    (tmp_path / "a.jsonl").write_bytes(b'{"n":1}\n{"n":22}\n')
+    (tmp_path / "b.jsonl").write_bytes(b'{"n":333}\n')
+    (tmp_path / "notes.txt").write_bytes(b"not\na\nsegment\n")
+    assert Spool(tmp_path, "n1").records() == 3

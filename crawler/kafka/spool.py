@@ -69,6 +69,7 @@ def _dump(message: OutgoingMessage, reason: str, value: Any, encoding: str) -> b
 
 VALUE_START = b',"value":'
 VALUE_END = b',"value_encoding":"json",'
+COUNT_BLOCK = 1 << 20  # bytes read at a time to count a segment's records
 
 
 def _embedded_value(line: bytes) -> bytes:
@@ -167,11 +168,13 @@ class Spool:
         return sorted(p for p in self.directory.glob("*.jsonl") if p != self.writing())
 
     def records(self) -> int:
-        """Records in every segment (any process's): one a line."""
+        """Records in every segment (any process's): one a line, counted a block at a time (a
+        spool may hold gigabytes)."""
         total = 0
         for path in self.directory.glob("*.jsonl"):
-            with contextlib.suppress(FileNotFoundError):
-                total += path.read_bytes().count(b"\n")
+            with contextlib.suppress(FileNotFoundError), path.open("rb") as handle:
+                while block := handle.read(COUNT_BLOCK):
+                    total += block.count(b"\n")
         return total
 
     def size(self) -> int:
