@@ -164,20 +164,25 @@ class ItemSender:
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
-        if error.code() in UNKNOWN_TOPIC_ERRORS and self._unknown_topic is not None:
-            self._unknown_topic(message.topic)
-        if error.code() in UNKNOWN_TOPIC_ERRORS and message.topic not in self._missing_topics:
-            self._missing_topics.add(message.topic)  # said once per topic and node
-            logger.error(
-                "Kafka has no topic %s (yet): its messages wait in the spool and are sent again "
-                "once it exists. With KAFKA_CREATE_TOPICS=False, create it (KAFKA_TOPIC_TEMPLATE "
-                "names it), or check the name",
-                message.topic,
-            )
+        if error.code() in UNKNOWN_TOPIC_ERRORS:
+            self._topic_missing(message.topic)
         # no outage when purged by us (closing, a new producer) or the local queue is full
         if error.code() not in LOCAL_ERRORS:
             self.health.failed(reason)
         self._spool(message, reason, on_settled)
+
+    def _topic_missing(self, topic: str) -> None:
+        """Kafka has no ``topic`` (yet): its check starts, and the first time, an ERROR line."""
+        if self._unknown_topic is not None:
+            self._unknown_topic(topic)
+        if topic not in self._missing_topics:
+            self._missing_topics.add(topic)  # said once per topic and node
+            logger.error(
+                "Kafka has no topic %s (yet): its messages wait in the spool and are sent again "
+                "once it exists. With KAFKA_CREATE_TOPICS=False, create it (KAFKA_TOPIC_TEMPLATE "
+                "names it), or check the name",
+                topic,
+            )
 
     def _spool(self, message: OutgoingMessage, reason: str, on_settled: Settled | None) -> None:
         try:
