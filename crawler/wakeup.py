@@ -23,25 +23,17 @@ def wake_engine(crawler: Crawler) -> None:
 
 
 def engine_closing(crawler: Crawler) -> bool:
-    """True once the crawler stops (a signal, the spider closed) or the engine starts closing
-    its spider (any reason). Not while it opens and starts: pipelines' ``open_spider``,
-    ``spider_opened`` and ``engine_started`` handlers run before ``engine.running``."""
-    engine = crawler.engine
-    if engine is None or not crawler.crawling:
-        return True
-    slot = getattr(engine, "_slot", None)
-    return slot is not None and slot.closing is not None
-
-
-def engine_stopping(crawler: Crawler) -> bool:
-    """True once the engine stops or starts closing its spider. Unlike ``engine_closing``, not
-    for an engine a command drives outside a crawl (``scrapy shell`` starts one and opens its
-    spider without ``Crawler.crawl``, so ``crawler.crawling`` stays False)."""
+    """True once the engine stops (a signal, the spider closed) or starts closing its spider
+    (any reason). Not while it opens and starts (pipelines' ``open_spider``, ``spider_opened``
+    and ``engine_started`` handlers), nor for an engine a command drives outside a crawl
+    (``scrapy shell`` starts one and opens its spider without ``Crawler.crawl``)."""
     engine = crawler.engine
     if engine is None:
         return False
     slot = getattr(engine, "_slot", None)
-    return not engine.running or (slot is not None and slot.closing is not None)
+    return bool(getattr(engine, "_stopping", False)) or (
+        slot is not None and slot.closing is not None
+    )
 
 
 def engine_idle(crawler: Crawler) -> bool:

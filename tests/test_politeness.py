@@ -294,7 +294,7 @@ def test_a_wait_for_a_turn_ends_at_a_stop_only() -> None:
     crawler = get_crawler(Shell, {**values, "REDIS_URL": ""})
     middleware = ClusterRateLimitMiddleware.from_crawler(crawler)
     slot = SimpleNamespace(closing=None)
-    engine = SimpleNamespace(running=True, _slot=slot)
+    engine = SimpleNamespace(_stopping=False, _slot=slot)
     crawler.engine = engine  # type: ignore[assignment]
     crawler.crawling = False  # as in scrapy shell
 
@@ -304,9 +304,9 @@ def test_a_wait_for_a_turn_ends_at_a_stop_only() -> None:
         return time.monotonic() - began
 
     assert asyncio.run(waited(0.3)) >= 0.3
-    engine.running = False
+    engine._stopping = True  # ExecutionEngine.stop_async
     with pytest.raises(NotFetchedAtStop, match="the node stops while the request waits"):
         asyncio.run(waited(30))
-    engine.running, slot.closing = True, object()
+    engine._stopping, slot.closing = False, object()
     with pytest.raises(NotFetchedAtStop):
         asyncio.run(waited(30))

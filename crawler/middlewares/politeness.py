@@ -45,7 +45,7 @@ from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
-from crawler.wakeup import engine_stopping
+from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class ClusterRateLimitMiddleware:
         fetched and its lease goes back to the queue (``politeness/stopped``)."""
         deadline = time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0:
-            if engine_stopping(self.crawler):
+            if engine_closing(self.crawler):
                 raise NotFetchedAtStop(
                     "politeness/stopped",
                     f"not fetched: the node stops while the request waits {left:.0f}s more for "
