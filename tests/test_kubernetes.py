@@ -162,6 +162,16 @@ def test_probes_ask_healthz_and_readyz_on_the_metrics_port(kustomization: str) -
 
 
 @pytest.mark.parametrize("kustomization", BUILDS)
+def test_an_init_process_reaps_the_browsers_children(kustomization: str) -> None:
+    """The image has no init: as PID 1 the node would leave Chromium's exited children as
+    zombies. The pod's own init (the pause process, PID 1 in a shared process namespace)
+    reaps them, as Compose's ``init: true`` does."""
+    assert dockerfile_args("ENTRYPOINT") == []
+    pod = one(built(kustomization), "Deployment")["spec"]["template"]["spec"]
+    assert pod.get("shareProcessNamespace") is True
+
+
+@pytest.mark.parametrize("kustomization", BUILDS)
 def test_termination_grace_covers_downloads_kafka_flush_and_returning_leases(
     kustomization: str,
 ) -> None:
