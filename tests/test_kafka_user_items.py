@@ -54,14 +54,17 @@ def test_values_scrapys_json_feed_writes_are_sent(
     kafka_bootstrap: str, topic_template: str, tmp_path: Path
 ) -> None:
     topic, log = crawl("scrapy_values", kafka_bootstrap, topic_template, tmp_path)
-    items = by_fragment(read_topic(kafka_bootstrap, topic, expected=5, timeout=30))
+    items = by_fragment(read_topic(kafka_bootstrap, topic, expected=7, timeout=30))
     assert items["scrapy"]["price"] == "1.10"
     assert items["scrapy"]["tags"] == [1]
     assert items["scrapy"]["big"] == 2**70
     assert items["keys"]["by_id"] == {"1": "a"}
     assert items["nan"]["score"] is None and items["inf"]["score"] is None
     assert items["wide_keys"]["by_id"] == {"1180591620717411303424": "a", "NaN": "b"}
+    assert items["named"]["at"] == [1, 2]  # a namedtuple, as a tuple: a list
+    assert items["located"]["at"] == [3, 4]
     assert "'kafka/coerced/nonfinite_float': 3" in log
+    assert "Error processing" not in log
     assert log.count("has NaN or Infinity at $.score") == 1
     assert "kafka/rejected" not in log
 
@@ -111,7 +114,7 @@ def test_a_slow_open_or_start_does_not_skip_the_topic_check(
         tmp_path,
         {"KAFKA_TOPIC_PARTITIONS": "3", **slow},
     )
-    assert len(read_topic(kafka_bootstrap, topic, expected=5, timeout=30)) == 5
+    assert len(read_topic(kafka_bootstrap, topic, expected=7, timeout=30)) == 7
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     topics = admin.list_topics(timeout=10).topics
     assert len(topics[topic].partitions) == 3, log

@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from itemadapter import is_item
+from itemadapter import ItemAdapter, is_item
 
 
 class UnencodableItem(ValueError):
@@ -143,9 +143,14 @@ def _widened(value: Any, path: str, nonfinite: list[str]) -> Any:
         value = widened
     elif isinstance(value, list | tuple | set):
         value = [_widened(v, f"{path}[{i}]", nonfinite) for i, v in enumerate(value)]
-    elif is_item(value):
-        value = _widened(_default(value), path, nonfinite)
+    elif is_item(value):  # its fields as they are (ItemAdapter.asdict() rebuilds tuples by
+        value = _widened(item_fields(value), path, nonfinite)  # class: a namedtuple refuses)
     return value
+
+
+def item_fields(item: Any) -> dict[str, Any]:
+    """An item's fields, its values as they are (Scrapy's feed exporters read them so)."""
+    return dict(ItemAdapter(item).items())
 
 
 def _widened_key(key: Any, path: str, nonfinite: list[str]) -> Any:

@@ -32,7 +32,6 @@ import time
 from functools import partial
 from typing import Any, NoReturn
 
-from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.statscollectors import StatsCollector
@@ -41,7 +40,7 @@ from twisted.internet.task import LoopingCall
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
-from crawler.kafka.messages import OutgoingMessage
+from crawler.kafka.messages import OutgoingMessage, item_fields
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
@@ -143,7 +142,7 @@ class KafkaPipeline:
             except TopicRefused as exc:
                 await self._refused(exc)
         to = MessageFields(spider.name, topic, item_type)
-        message = self.encoder.encode(item, ItemAdapter(item).asdict(), to)
+        message = self.encoder.encode(item, item_fields(item), to)
         if isinstance(message, Rejected):
             await self._reject(message.message, message.reason, message.error, item_type)
         settled = self._settlement()

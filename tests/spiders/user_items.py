@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -21,6 +21,17 @@ class Page:
 
     url: str
     title: str
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+@dataclass
+class Located:
+    url: str
+    at: Point
 
 
 @dataclass
@@ -66,6 +77,8 @@ class UserItemsSpider(RedisSpider):
             yield {"url": f"{url}#nan", "score": float("nan")}
             yield {"url": f"{url}#inf", "score": float("inf")}
             yield {"url": f"{url}#wide_keys", "by_id": {2**70: "a", float("nan"): "b"}}
+            yield {"url": f"{url}#named", "at": Point(1, 2)}
+            yield Located(url=f"{url}#located", at=Point(3, 4))
         elif self.case == "schema_version":
             yield Versioned(url=f"{url}#v2")
             yield {"url": f"{url}#good"}
