@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from crawler.extensions.ledger_layout import ledger_fields
+from crawler.kafka.errors import BATCH_ERRORS
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import (
@@ -40,7 +41,7 @@ class FakeProducer:
         self.queued: list[tuple[OutgoingMessage, Report]] = []
         FakeProducer.made.append(self)
 
-    def send(self, message: OutgoingMessage, on_delivery: Report) -> bool:
+    def send(self, message: OutgoingMessage, on_delivery: Report, *, alone: bool = False) -> bool:
         self.queued.append((message, on_delivery))
         return True
 
@@ -62,6 +63,13 @@ class FakeProducer:
         queued, self.queued = self.queued, []
         for _message, report in queued:
             report(error, None)
+
+    def refuse_all(self, error: KafkaError) -> None:
+        """Kafka refuses each queued message for good; a batch's refusal, again when each is
+        sent alone (``BATCH_ERRORS``)."""
+        self.report_all(error)
+        if error.code() in BATCH_ERRORS:
+            self.report_all(error)
 
 
 SENDERS: list[ItemSender] = []
@@ -138,11 +146,11 @@ def test_too_large_goes_to_the_dlq_then_the_local_file(tmp_path: Path) -> None:
     item_sender = sender(tmp_path, counts)
     send_all(item_sender, [message(1)], outcomes)
     producer = FakeProducer.made[0]
-    producer.report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    producer.refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     ((dlq, _),) = producer.queued
     assert dlq.topic == "items.dlq"
     assert ("dlq_reason", b"msg_size_too_large") in dlq.headers
-    producer.report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    producer.refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     assert outcomes == ["dead_lettered"]
     (line,) = dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()
     assert decode_record(line).reason == "msg_size_too_large; dlq: msg_size_too_large"
@@ -156,8 +164,8 @@ def test_a_replay_never_takes_the_dead_letter_file_for_a_segment(tmp_path: Path)
     outcomes: list[str] = []
     first = sender(tmp_path, counts)
     send_all(first, [message(1)], outcomes)
-    FakeProducer.made[0].report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
-    FakeProducer.made[0].report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    FakeProducer.made[0].refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    FakeProducer.made[0].refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     assert outcomes == ["dead_lettered"]
     asyncio.run(SENDERS.pop().close(0))  # its node stops: the file's lock is released
     second = sender(tmp_path, counts)
@@ -177,7 +185,7 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     told: list[str] = []  # the pipeline starts the topic's check (KAFKA_CREATE_TOPICS)
     item_sender = sender(tmp_path, counts, told.append)
 
-    def unknown(message: OutgoingMessage, on_delivery: Report) -> bool:
+    def unknown(message: OutgoingMessage, on_delivery: Report, *, alone: bool = False) -> bool:
         raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
 
     FakeProducer.made[0].send = unknown  # type: ignore[method-assign]
@@ -252,7 +260,7 @@ def test_a_refused_timestamp_or_topic_name_is_dead_lettered_not_an_outage(
     item_sender = sender(tmp_path, counts)
     send_all(item_sender, [message(1)], outcomes)
     producer = FakeProducer.made[0]
-    producer.report_all(KafkaError(code))
+    producer.refuse_all(KafkaError(code))
     ((dlq, _),) = producer.queued
     assert dlq.topic == "items.dlq"
     assert dlq.timestamp_ms == 0  # the producer's clock
@@ -270,7 +278,7 @@ def dlq_refused_for_now(tmp_path: Path, counts: Counter[str], code: int) -> Item
     item_sender = sender(tmp_path, counts)
     send_all(item_sender, [message(1)], outcomes)
     producer = FakeProducer.made[0]
-    producer.report_all(KafkaError(KafkaError.INVALID_MSG))
+    producer.refuse_all(KafkaError(KafkaError.INVALID_MSG))
     producer.report_all(KafkaError(code))
     assert outcomes == ["spooled"]
     assert not dead_letter_file(tmp_path / "spool", "n1").exists()
@@ -323,7 +331,7 @@ def test_a_dead_letter_whose_dlq_produce_fails_for_now_is_spooled(tmp_path: Path
     item_sender = sender(tmp_path, counts)
     refusals = iter([KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC)), None])
 
-    def refuse(message: OutgoingMessage, on_delivery: Report) -> bool:
+    def refuse(message: OutgoingMessage, on_delivery: Report, *, alone: bool = False) -> bool:
         if refusal := next(refusals):
             raise refusal
         return False  # the local queue is full
@@ -348,7 +356,7 @@ def test_a_replayed_dead_letter_refused_for_good_goes_to_the_file_not_a_dlq_of_t
     item_sender.health.answered()
     producer = FakeProducer.made[0]
     item_sender.replay()
-    producer.report_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    producer.refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     assert producer.queued == []  # nothing for items.dlq.dlq
     (line,) = dead_letter_file(tmp_path / "spool", "n1").read_bytes().splitlines()
     record = decode_record(line)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from crawler.kafka.errors import error_reason, is_permanent
+from crawler.kafka.errors import BATCH_ERRORS, error_reason, is_permanent
 from crawler.kafka.health import Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
@@ -85,19 +85,25 @@ class DeadLetterWriter:
         """Send a spooled dead letter (``is_dead_letter``) to its dead-letter topic again."""
         self._deliver(dlq, _reason(dlq), on_settled)
 
-    def _deliver(self, dlq: OutgoingMessage, reason: str, on_settled: Settled | None) -> None:
+    def _deliver(
+        self, dlq: OutgoingMessage, reason: str, on_settled: Settled | None, alone: bool = False
+    ) -> None:
         """Settles ``dead_lettered`` when the topic takes it or it is written to the file,
-        else as the sender's ``transient`` settles it (``spooled``, or ``requeue``)."""
+        else as the sender's ``transient`` settles it (``spooled``, or ``requeue``). A batch
+        the topic refused (``BATCH_ERRORS``) is sent again a message at a time (``alone``)."""
 
         def report(failure: KafkaError | None, _: Message) -> None:
             if failure is None:
                 self._count("kafka/dead_lettered", 1)
                 settle(on_settled, "dead_lettered")
+            elif not alone and failure.code() in BATCH_ERRORS:
+                self._count(f"kafka/resent_alone/{error_reason(failure)}", 1)
+                self._deliver(dlq, reason, on_settled, alone=True)
             else:
                 self._failed(dlq, reason, failure, is_permanent(failure), on_settled)
 
         try:
-            if self._producer().send(dlq, report):
+            if self._producer().send(dlq, report, alone=alone):
                 return
             failure = KafkaError(KafkaError._QUEUE_FULL, "local queue full")
         except KafkaException as exc:

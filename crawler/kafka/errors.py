@@ -23,6 +23,18 @@ PERMANENT_ERRORS = frozenset(
         KafkaError.TOPIC_EXCEPTION,  # an invalid topic name
     }
 )
+# The broker refuses a whole batch for one of its records (librdkafka reports the error for
+# each message of the batch): a message failed so is sent again alone before it is
+# dead-lettered. The others (authorization, a topic's name) would refuse each one alike.
+BATCH_ERRORS = frozenset(
+    {
+        KafkaError.INVALID_TIMESTAMP,
+        KafkaError.INVALID_RECORD,  # e.g. a record without a key in a compacted topic
+        KafkaError.INVALID_MSG,  # the broker's CORRUPT_MESSAGE
+        KafkaError.MSG_SIZE_TOO_LARGE,  # the batch is larger than the topic's max.message.bytes
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    }
+)
 BROKER_DOWN_ERRORS = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})
 # produce() refusals that pass: metadata lags behind a new topic or a late broker; fatal
 # errors recreate the producer; a full local queue (ItemProducer.send returns False for it)

@@ -72,11 +72,20 @@ class ItemProducer:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._config = dict(config)
         self._producer = Producer(self._config)
+        self._alone: Producer | None = None  # one message a batch (made at its first use)
 
-    def send(self, message: OutgoingMessage, on_delivery: DeliveryReport) -> bool:
-        """Enqueue one message; ``False`` means the local queue is full (retry later)."""
+    def send(
+        self, message: OutgoingMessage, on_delivery: DeliveryReport, *, alone: bool = False
+    ) -> bool:
+        """Enqueue one message; ``False`` means the local queue is full (retry later).
+        ``alone``: in a batch of its own (the broker refused a batch it was in)."""
+        producer = self._producer
+        if alone:
+            if self._alone is None:
+                self._alone = Producer({**self._config, "batch.num.messages": 1})
+            producer = self._alone
         try:
-            self._producer.produce(
+            producer.produce(
                 message.topic,
                 value=message.value,
                 key=message.key,
@@ -89,27 +98,31 @@ class ItemProducer:
             return False
         return True
 
+    def _producers(self) -> list[Producer]:
+        return [self._producer] if self._alone is None else [self._producer, self._alone]
+
     def poll(self) -> int:
         """Serve delivery reports that are ready, without waiting."""
-        return int(self._producer.poll(0))
+        return sum(int(producer.poll(0)) for producer in self._producers())
 
     def purge(self) -> None:
         """Fail every queued and in-flight message now (each reports ``_PURGE_QUEUE``)."""
-        self._producer.purge(in_queue=True, in_flight=True, blocking=False)
-        self._producer.poll(0)
+        for producer in self._producers():
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+        self.poll()
 
     def pending(self) -> int:
         """Messages not yet acknowledged or failed."""
-        return len(self._producer)
+        return sum(len(producer) for producer in self._producers())
 
     async def drain(self, timeout: float, interval: float = 0.05) -> int:
         """Poll until every message is reported or ``timeout`` passes; return those left."""
         deadline = time.monotonic() + timeout
-        self._producer.poll(0)
-        while len(self._producer) and time.monotonic() < deadline:
+        self.poll()
+        while self.pending() and time.monotonic() < deadline:
             await asyncio.sleep(interval)
-            self._producer.poll(0)
-        return len(self._producer)
+            self.poll()
+        return self.pending()
 
     def _metadata(self, timeout: float) -> Any:
         return self._producer.list_topics(timeout=timeout)

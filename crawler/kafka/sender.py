@@ -38,6 +38,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from crawler.kafka.dead_letter_writer import DeadLetterWriter, is_dead_letter, settle
 from crawler.kafka.errors import (
+    BATCH_ERRORS,
     BROKER_DOWN_ERRORS,
     LOCAL_ERRORS,
     UNKNOWN_TOPIC_ERRORS,
@@ -131,7 +132,7 @@ class ItemSender:
             await asyncio.sleep(self.config.backpressure_wait)
 
     def _delivery_callback(
-        self, message: OutgoingMessage, on_settled: Settled | None
+        self, message: OutgoingMessage, on_settled: Settled | None, *, alone: bool = False
     ) -> Callable[[KafkaError | None, Message], None]:
         sent = time.monotonic()
 
@@ -143,12 +144,29 @@ class ItemSender:
                 self.health.answered()
                 self._count("kafka/delivered", 1)
                 settle(on_settled, "delivered")
+            elif not alone and error.code() in BATCH_ERRORS:
+                self._send_alone(message, error, on_settled)
             elif is_permanent(error):
                 self._permanent(message, error, on_settled)
             else:
                 self._transient(message, error, on_settled)
 
         return report
+
+    def _send_alone(
+        self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
+    ) -> None:
+        """The broker refused the batch ``message`` was in: perhaps for another message of it.
+        Sent again in a batch of its own; refused again, it is dead-lettered."""
+        self._count(f"kafka/resent_alone/{error_reason(error)}", 1)
+        callback = self._delivery_callback(message, on_settled, alone=True)
+        try:
+            accepted = self.producer.send(message, callback, alone=True)
+        except KafkaException as exc:
+            self._refused(message, exc.args[0], on_settled)
+            return
+        if not accepted:  # the local queue is full: spooled, sent again at the next replay
+            self._spool(message, "resend_buffer_full", on_settled)
 
     def _refused(
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
