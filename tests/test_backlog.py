@@ -270,7 +270,9 @@ def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(
         send = backlog.producer.send
         taken = [0]
 
-        def send_with_little_room(message: OutgoingMessage, on_delivery: DeliveryReport) -> bool:
+        def send_with_little_room(
+            message: OutgoingMessage, on_delivery: DeliveryReport, *, alone: bool = False
+        ) -> bool:
             taken[0] += 1
             return taken[0] <= room and send(message, on_delivery)
 
