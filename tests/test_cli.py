@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,7 +12,11 @@ import uuid
 from pathlib import Path
 
 import orjson
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+)
 
 from crawler.demo.nodes import REPO_ROOT
 from crawler.kafka.messages import OutgoingMessage
@@ -20,10 +25,11 @@ from crawler.kafka.reader import read_topic
 from crawler.kafka.spool import JsonLinesLog, Spool, dead_letter_file, encode_record
 
 
-def crawler_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def crawler_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "crawler", *args],
         cwd=REPO_ROOT,
+        env=None if env is None else {**os.environ, **env},
         capture_output=True,
         text=True,
         check=False,
@@ -140,6 +146,40 @@ def test_spool_list_and_replay(kafka_bootstrap: str, tmp_path: Path) -> None:
     assert list((tmp_path / "pages").glob("*.jsonl")) == []
     values = sorted(m.value for m in read_topic(kafka_bootstrap, topic, expected=5))
     assert values == sorted(message(topic, n, []).value for n in range(5))
+
+
+def test_a_spool_replay_creates_a_missing_topic_as_the_settings_say(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A replayed message's topic is checked as a node checks it (created with
+    KAFKA_TOPIC_PARTITIONS and KAFKA_TOPIC_CONFIG, its dead-letter topic too), not left to
+    the broker's auto-creation and its defaults."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    spool = Spool(tmp_path / "pages", "old-node")
+    spool.append(message(topic, 1, [("spider", b"pages")]), "_msg_timed_out")
+    spool.seal()
+    settings = {
+        "CRAWLER_SETTING_KAFKA_TOPIC_PARTITIONS": "2",
+        "CRAWLER_SETTING_KAFKA_TOPIC_CONFIG": '{"retention.ms": "999999999"}',
+    }
+    replayed = crawler_cli(
+        "spool",
+        "replay",
+        "pages",
+        "--dir",
+        str(tmp_path),
+        "--bootstrap",
+        kafka_bootstrap,
+        env=settings,
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert len(read_topic(kafka_bootstrap, topic, expected=1)) == 1
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topics = admin.list_topics(timeout=10).topics
+    assert len(topics[topic].partitions) == 2
+    assert len(topics[f"{topic}.dlq"].partitions) == 2
+    (config,) = admin.describe_configs([ConfigResource("topic", topic)]).values()
+    assert config.result(timeout=10)["retention.ms"].value == "999999999"
 
 
 def test_a_spool_replay_sends_the_values_bytes_as_they_were_spooled(

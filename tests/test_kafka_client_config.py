@@ -104,10 +104,14 @@ class FakeSender:
     made: ClassVar[list[Any]] = []
     events: ClassVar[dict[str, int]] = {}
 
-    def __init__(self, config: Any, count: Callable[[str, int], None]) -> None:
+    def __init__(self, config: Any, count: Callable[[str, int], None], **_: Any) -> None:
         self.made.append(config)
         self.count = count
         self.producer = MagicMock(**{"pending.return_value": 0})
+        self.health = MagicMock()
+
+    def waiting(self) -> int:
+        return 0
 
     def replay(self) -> None:
         for stat, n in self.events.items():

@@ -11,7 +11,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from crawler.demo.site import Site
+from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.reader import ReceivedMessage, read_topic
+from crawler.kafka.spool import Spool
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 
@@ -119,6 +121,27 @@ def test_a_slow_open_or_start_does_not_skip_the_topic_check(
     topics = admin.list_topics(timeout=10).topics
     assert len(topics[topic].partitions) == 3, log
     assert len(topics[f"{topic}.dlq"].partitions) == 3, log
+
+
+def test_a_spool_left_by_an_earlier_run_goes_to_topics_created_as_the_settings_say(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    """Messages spooled for a topic that does not exist yet (Kafka was away when the earlier
+    run met it) wait for its check at the next start: the topic is created with
+    KAFKA_TOPIC_PARTITIONS, not by the broker's auto-creation with its defaults."""
+    earlier = f"{topic_template.format(spider='user_items')}-earlier"
+    spool = Spool(tmp_path / "spool" / "user_items", "old-node")
+    value = orjson.dumps({"url": "http://h/earlier"})
+    spool.append(OutgoingMessage(earlier, None, value, [("spider", b"user_items")], 0), "test")
+    spool.seal()
+    crawl(
+        "scrapy_values", kafka_bootstrap, topic_template, tmp_path, {"KAFKA_TOPIC_PARTITIONS": "2"}
+    )
+    (replayed,) = read_topic(kafka_bootstrap, earlier, expected=1, timeout=30)
+    assert replayed.value == value
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert len(topics[earlier].partitions) == 2
+    assert len(topics[f"{earlier}.dlq"].partitions) == 2
 
 
 def test_without_a_shared_queue_an_item_kafka_refuses_for_good_is_said_lost(

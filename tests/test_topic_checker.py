@@ -11,8 +11,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from crawler.kafka.config import TopicSpec
 from crawler.kafka.health import BrokerHealth
-from crawler.kafka.topics import TopicChecker, TopicSpec
+from crawler.kafka.topics import TopicChecker
 
 
 class AwayBroker:

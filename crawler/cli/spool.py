@@ -7,10 +7,12 @@ import asyncio
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 import orjson
+from scrapy.settings import Settings
 
 from crawler.cli.config import (
     add_kafka_option,
@@ -24,9 +26,11 @@ from crawler.cli.config import (
 from crawler.cli.spiders import require_spider
 from crawler.cli.status import add_crawl_options
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields, push_args
-from crawler.kafka.producer import producer_config
+from crawler.kafka.config import TopicSpec
+from crawler.kafka.producer import NO_AUTO_CREATION, producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
+from crawler.kafka.topics import TopicChecker
 from crawler.lua import script_text
 from crawler.node import resolve_node_id
 from crawler.redis_connection import SyncRedis
@@ -116,27 +120,56 @@ def add_replayed_to_ledger(
     )
 
 
-def run_replay(args: argparse.Namespace) -> int:
-    directory = spider_spool(args)
-    ledger = ledger_redis(args)
-    counts: Counter[str] = Counter()
-    node_id = resolve_node_id("")
+async def replay_spool(
+    args: argparse.Namespace, directory: Path, node_id: str, counts: Counter[str]
+) -> int:
+    """Send the spool's messages, each topic checked first as a node checks it (with
+    ``KAFKA_CREATE_TOPICS``: created with ``KAFKA_TOPIC_*``, never by the broker's
+    auto-creation); wait up to ``--timeout``. Returns the messages left (spooled again)."""
+    try:
+        spec = TopicSpec.from_settings(Settings(project_settings()))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
+    checker: TopicChecker | None = None
+
+    async def check(topic: str) -> None:
+        if checker is not None:
+            await checker.ready(topic)
+
+    overrides = {**(NO_AUTO_CREATION if spec is not None else {}), **kafka_security()}
     sender = ItemSender(
         SenderConfig(
-            producer_config=producer_config(kafka_bootstrap(args), kafka_security()),
+            producer_config=producer_config(kafka_bootstrap(args), overrides),
             dlq_topic_template=str(project_settings()["KAFKA_DLQ_TOPIC_TEMPLATE"]),
             spool_dir=directory,
             dead_letter_file=dead_letter_file(directory, node_id),
             node_id=node_id,
         ),
-        count=lambda stat, n: counts.update({stat: n}),
+        count=sender_count(counts),
+        topic_check=check if spec is not None else None,
     )
+    if spec is not None:
+        checker = TopicChecker(lambda: sender.producer, spec, sender.health, sender_count(counts))
     sender.replay()
     deadline = time.monotonic() + args.timeout
-    while sender.producer.pending() and time.monotonic() < deadline:
+    while (sender.producer.pending() or sender.waiting()) and time.monotonic() < deadline:
         sender.producer.poll()
-        time.sleep(0.05)
-    left = asyncio.run(sender.close(0))
+        await asyncio.sleep(0.05)
+    if checker is not None:
+        checker.release()  # what waits for a check now is spooled again
+    return await sender.close(0)
+
+
+def sender_count(counts: Counter[str]) -> Callable[[str, int], None]:
+    return lambda stat, n: counts.update({stat: n})
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    directory = spider_spool(args)
+    ledger = ledger_redis(args)
+    counts: Counter[str] = Counter()
+    node_id = resolve_node_id("")
+    left = asyncio.run(replay_spool(args, directory, node_id, counts))
     if ledger is not None:
         crawl_id = args.crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from crawler.settings_values import dict_value
+from crawler.settings_values import ListSettings, dict_value, get_bool, get_dict, get_int
 
 SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 NO_SECURITY: Mapping[str, Any] = MappingProxyType({})  # a plaintext cluster's
@@ -30,6 +30,35 @@ def security_setting(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """How the node creates its topics (``TopicChecker``)."""
+
+    dlq_template: str
+    partitions: int
+    replication: int
+    config: Mapping[str, str]
+
+    @classmethod
+    def from_settings(cls, settings: ListSettings) -> TopicSpec | None:
+        """``KAFKA_TOPIC_*`` (validated); None with ``KAFKA_CREATE_TOPICS`` off."""
+        if not get_bool(settings, "KAFKA_CREATE_TOPICS"):
+            return None
+        spec = cls(
+            dlq_template=str(settings.get("KAFKA_DLQ_TOPIC_TEMPLATE")),
+            partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
+            replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
+            config={str(k): str(v) for k, v in get_dict(settings, "KAFKA_TOPIC_CONFIG").items()},
+        )
+        for name, value in (
+            ("KAFKA_TOPIC_PARTITIONS", spec.partitions),
+            ("KAFKA_TOPIC_REPLICATION", spec.replication),
+        ):
+            if value < 1:
+                raise ValueError(f"{name}={value} must be >= 1")
+        return spec
+
+
+@dataclass(frozen=True, slots=True)
 class KafkaSettings:
     bootstrap_servers: str
     topic_template: str
@@ -38,10 +67,7 @@ class KafkaSettings:
     poll_interval: float
     flush_timeout: float
     backpressure_wait: float
-    create_topics: bool
-    topic_partitions: int
-    topic_replication: int
-    topic_config: dict[str, str]
+    topics: TopicSpec | None  # None: KAFKA_CREATE_TOPICS off
     spool_dir: Path
     replay_interval: float
     max_outage: float
@@ -65,8 +91,6 @@ class KafkaSettings:
             ("KAFKA_POLL_INTERVAL", self.poll_interval, 0.001),
             ("KAFKA_BACKPRESSURE_WAIT", self.backpressure_wait, 0.001),
             ("KAFKA_FLUSH_TIMEOUT", self.flush_timeout, 0.0),
-            ("KAFKA_TOPIC_PARTITIONS", self.topic_partitions, 1),
-            ("KAFKA_TOPIC_REPLICATION", self.topic_replication, 1),
             ("KAFKA_SPOOL_REPLAY_INTERVAL", self.replay_interval, 0.1),
             ("KAFKA_MAX_OUTAGE", self.max_outage, 0.0),
         ):

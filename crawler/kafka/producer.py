@@ -37,6 +37,10 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "message.timeout.ms": 300000,
 }
 
+# With KAFKA_CREATE_TOPICS the node creates its topics as configured (``TopicChecker``): a
+# message that meets a missing topic is not to make the broker create it with its defaults.
+NO_AUTO_CREATION: dict[str, Any] = {"allow.auto.create.topics": False}
+
 
 def producer_config(bootstrap_servers: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The defaults, the servers and librdkafka's log through Python logging, then ``overrides``."""

@@ -50,6 +50,7 @@ from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
 from crawler.kafka.replay import ReplaySettler, Settled, SpoolReplay
 from crawler.kafka.spool import Spool
+from crawler.kafka.topic_gate import Check, TopicGate
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +76,15 @@ class ItemSender:
         self,
         config: SenderConfig,
         count: Count,
+        *,
         producer_factory: Callable[[Mapping[str, Any]], ItemProducer] = ItemProducer,
         observe_delivery: Callable[[float], None] | None = None,
         unknown_topic: Callable[[str], object] | None = None,
+        topic_check: Check | None = None,
     ) -> None:
         self.config = config
+        # replayed messages wait for their topic's check (created as configured), as items do
+        self._gate = TopicGate(topic_check) if topic_check is not None else None
         self._count = count
         self._unknown_topic = unknown_topic  # told of a topic Kafka does not know (to create it)
         self._observe_delivery = observe_delivery  # seconds from send() to the broker's ack
@@ -302,6 +307,16 @@ class ItemSender:
         self._replay.replay(self._resend)
 
     def _resend(self, message: OutgoingMessage, settled: Settled) -> None:
+        if self._gate is not None:
+            self._gate.send(message, settled, self._send_replayed)
+        else:
+            self._send_replayed(message, settled)
+
+    def waiting(self) -> int:
+        """Replayed messages waiting for their topic's check (not yet in the producer)."""
+        return self._gate.waiting() if self._gate is not None else 0
+
+    def _send_replayed(self, message: OutgoingMessage, settled: Settled) -> None:
         self._topics.add(message.topic)
         if is_dead_letter(message):  # to its dead-letter topic, never dead-lettered again
             self._dead_letters.resend(message, settled)
@@ -325,9 +340,12 @@ class ItemSender:
     async def close(self, timeout: float) -> int:
         """Replay the spool if Kafka answers, ``drain``, then seal the spool. Returns the
         number spooled."""
+        began = time.monotonic()
         if self.health.down_since is None and not self._replay.running and self.spool.has_records():
             self.replay()
-        left = await self.drain(timeout)
+        if self._gate is not None:
+            await self._gate.close(timeout)
+        left = await self.drain(max(0.0, timeout - (time.monotonic() - began)))
         if self._probe is not None:
             self._probe.cancel()
         self.spool.seal()

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from crawler.kafka.config import TopicSpec
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.producer import ItemProducer
 
@@ -54,14 +54,6 @@ class TopicRefused(Exception):
     def __init__(self, topic: str, code: str, error: str, change: str) -> None:
         super().__init__(f"Kafka refuses topic {topic} ({code}: {error}): change {change}")
         self.code = code
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSpec:
-    dlq_template: str
-    partitions: int
-    replication: int
-    config: Mapping[str, str]
 
 
 class TopicChecker:

@@ -44,7 +44,7 @@ from crawler.kafka.messages import OutgoingMessage, item_fields
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
-from crawler.kafka.topics import TopicChecker, TopicRefused, TopicSpec
+from crawler.kafka.topics import TopicChecker, TopicRefused
 from crawler.metrics.node import NodeMetrics
 from crawler.node_context import NodeContext
 from crawler.pipelines.kafka_settings import KafkaPipelineSettings
@@ -107,16 +107,11 @@ class KafkaPipeline:
             count=self._count,
             observe_delivery=metrics.kafka_delivery.observe,
             unknown_topic=self._unknown_topic,
+            topic_check=self._check_topic if self.settings.topics is not None else None,
         )
-        if self.settings.create_topics:
-            spec = TopicSpec(
-                dlq_template=self.settings.dlq_topic_template,
-                partitions=self.settings.topic_partitions,
-                replication=self.settings.topic_replication,
-                config=self.settings.topic_config,
-            )
+        if self.settings.topics is not None:
             self._topics = TopicChecker(
-                lambda: self.sender.producer, spec, self.sender.health, self._count
+                lambda: self.sender.producer, self.settings.topics, self.sender.health, self._count
             )
         self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
@@ -149,6 +144,11 @@ class KafkaPipeline:
         await self.sender.send(message, partial(_resolve, settled))
         self._requeue_if_unspooled(await settled, "item", item_type)
         return item
+
+    async def _check_topic(self, topic: str) -> None:
+        """A replayed message's topic: checked (created as configured) before it is sent."""
+        if self._topics is not None:
+            await self._topics.ready(topic)
 
     def _unknown_topic(self, topic: str) -> None:
         if self._topics is not None:
@@ -298,6 +298,8 @@ class KafkaPipeline:
             self._poller.stop()
         if self._sender is None:
             return
+        if self._topics is not None:
+            self._topics.release()  # nothing waits for a check any more
         self._spooled_at_close(await self._sender.close(self._flush_left()))
         if left := self._sender.spool.records():
             spider = self.crawler.spider

@@ -8,10 +8,10 @@ from pathlib import Path
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler.kafka.config import KafkaSettings
-from crawler.kafka.producer import checked_producer_config
+from crawler.kafka.config import KafkaSettings, TopicSpec
+from crawler.kafka.producer import NO_AUTO_CREATION, checked_producer_config
 from crawler.node import resolve_node_id
-from crawler.settings_values import get_bool, get_dict, get_float, get_int, get_typed_list, text
+from crawler.settings_values import get_dict, get_float, get_typed_list, text
 
 
 class KafkaPipelineSettings(KafkaSettings):
@@ -25,22 +25,22 @@ class KafkaPipelineSettings(KafkaSettings):
         bootstrap = (settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()
         if not bootstrap:
             raise NotConfigured("KAFKA_BOOTSTRAP_SERVERS is empty: items are not sent to Kafka")
+        topics = TopicSpec.from_settings(settings)
         values = cls(
             bootstrap_servers=bootstrap,
             topic_template=settings.get("KAFKA_TOPIC_TEMPLATE"),
             dlq_topic_template=settings.get("KAFKA_DLQ_TOPIC_TEMPLATE"),
             producer_config=checked_producer_config(
-                bootstrap, get_dict(settings, "KAFKA_PRODUCER_CONFIG")
+                bootstrap,
+                {
+                    **(NO_AUTO_CREATION if topics is not None else {}),
+                    **get_dict(settings, "KAFKA_PRODUCER_CONFIG"),
+                },
             ),
             poll_interval=get_float(settings, "KAFKA_POLL_INTERVAL"),
             flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
             backpressure_wait=get_float(settings, "KAFKA_BACKPRESSURE_WAIT"),
-            create_topics=get_bool(settings, "KAFKA_CREATE_TOPICS"),
-            topic_partitions=get_int(settings, "KAFKA_TOPIC_PARTITIONS"),
-            topic_replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
-            topic_config={
-                str(k): str(v) for k, v in get_dict(settings, "KAFKA_TOPIC_CONFIG").items()
-            },
+            topics=topics,
             spool_dir=Path(settings.get("KAFKA_SPOOL_DIR")),
             replay_interval=get_float(settings, "KAFKA_SPOOL_REPLAY_INTERVAL"),
             max_outage=get_float(settings, "KAFKA_MAX_OUTAGE"),
