@@ -22,6 +22,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import read_topic
+from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import JsonLinesLog, Spool, dead_letter_file, encode_record
 
 
@@ -310,6 +311,42 @@ def test_dead_letters_list_replay_drop(kafka_bootstrap: str) -> None:
     assert len(other) == 5
     # Dropping sent nothing: the original topic still has the 3 replayed messages only.
     assert len(read_topic(kafka_bootstrap, topic, expected=3, settle=2)) == 3
+
+
+def test_a_replayed_dead_letter_keeps_the_items_timestamp(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """An item topic's timestamp is the item's ``crawled_at``; its dead letter carries the
+    send time (the item's may be what the broker refused), and a replay gives the item its
+    own time back."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_bootstrap, {topic: {}, f"{topic}.dlq": {}})
+    crawled_at = int(time.time() * 1000) - 3_600_000  # an hour ago: within retention
+    item = OutgoingMessage(
+        topic, b"k", b'{"url": "http://h/1"}', [("item_type", b"note")], crawled_at
+    )
+    outcomes: list[str] = []
+
+    async def dead_letter_it() -> None:
+        config = SenderConfig(
+            producer_config(kafka_bootstrap, {}),
+            dlq_topic_template="{topic}.dlq",
+            spool_dir=tmp_path,
+            dead_letter_file=tmp_path / "dead-letters.jsonl",
+            node_id="n1",
+        )
+        sender = ItemSender(config, lambda _stat, _n: None)
+        sender.dead_letter(item, "schema", "$.status: bad", outcomes.append)
+        await sender.close(30)
+
+    asyncio.run(dead_letter_it())
+    assert outcomes == ["dead_lettered"]
+    (dead,) = read_topic(kafka_bootstrap, f"{topic}.dlq", expected=1)
+    assert dead.timestamp_ms != crawled_at
+    dead_letters(topic, kafka_bootstrap, "replay")
+    (back,) = read_topic(kafka_bootstrap, topic, expected=1)
+    assert back.timestamp_ms == crawled_at
+    assert back.headers == {"item_type": b"note"}
 
 
 def test_a_dead_letter_whose_replay_fails_stays_unhandled(kafka_bootstrap: str) -> None:

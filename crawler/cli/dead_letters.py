@@ -26,6 +26,7 @@ from crawler.kafka.dead_letters import (
     DeadLetterQueues,
     DeadLetterSettings,
     Span,
+    original_timestamp,
 )
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
@@ -194,7 +195,7 @@ def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> 
             key=message.key,
             value=message.value,
             headers=[(n, v) for n, v in message.headers.items() if n not in DLQ_HEADERS],
-            timestamp_ms=message.timestamp_ms,
+            timestamp_ms=original_timestamp(message.headers, message.timestamp_ms),
         )
         where = (message.partition, message.offset)
 

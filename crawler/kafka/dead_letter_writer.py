@@ -28,6 +28,7 @@ from crawler.kafka.spool import JsonLinesLog, encode_record
 logger = logging.getLogger(__name__)
 
 REASON_HEADER = "dlq_reason"
+ORIGINAL_TIMESTAMP_HEADER = "dlq_original_timestamp"  # ms; the dead letter has the send time
 # spools a message whose send failed for now (the sender's, which settles it)
 Transient = Callable[[OutgoingMessage, KafkaError, Settled | None], None]
 
@@ -40,6 +41,14 @@ def settle(on_settled: Settled | None, outcome: str) -> None:
 def is_dead_letter(message: OutgoingMessage) -> bool:
     """A message made by ``DeadLetterWriter.send`` (spooled, then replayed)."""
     return any(name == REASON_HEADER for name, _ in message.headers)
+
+
+def _original_timestamp(message: OutgoingMessage) -> list[tuple[str, bytes]]:
+    """The item's own timestamp (its ``crawled_at``), for ``crawler dead-letters replay`` to
+    give back; none when it had none (0: the send time)."""
+    if not message.timestamp_ms:
+        return []
+    return [(ORIGINAL_TIMESTAMP_HEADER, str(message.timestamp_ms).encode())]
 
 
 def _reason(message: OutgoingMessage) -> str:
@@ -77,6 +86,7 @@ class DeadLetterWriter:
                 ("dlq_original_topic", message.topic.encode()),
                 (REASON_HEADER, reason.encode()),
                 ("dlq_error", error.encode("utf-8", "replace")[:1000]),
+                *_original_timestamp(message),
             ],
         )
         self._deliver(dlq, reason, on_settled)

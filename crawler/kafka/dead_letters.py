@@ -28,7 +28,8 @@ from crawler.kafka.config import NO_SECURITY
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.reader import ReceivedMessage, received
 
-DLQ_HEADERS = ("dlq_original_topic", "dlq_reason", "dlq_error")  # added by ItemSender
+# added by ItemSender's DeadLetterWriter
+DLQ_HEADERS = ("dlq_original_topic", "dlq_reason", "dlq_error", "dlq_original_timestamp")
 _ITEM_TYPE_MARK = "\x00"
 
 
@@ -62,6 +63,13 @@ class DeadLetterSettings:
         if (prefix or suffix) and inner > 0 and topic.startswith(prefix) and topic.endswith(suffix):
             return topic[len(prefix) : len(topic) - len(suffix)], topic
         return topic, self.dlq(topic)
+
+
+def original_timestamp(headers: Mapping[str, bytes], sent_at: int) -> int:
+    """The item's own timestamp a dead letter keeps (``dlq_original_timestamp``), else
+    ``sent_at`` (the dead letter's)."""
+    given = headers.get("dlq_original_timestamp", b"")
+    return int(given) if given.isdigit() else sent_at
 
 
 def dead_letter_topics(
