@@ -50,7 +50,11 @@ FAMILIES = (
         "reason",
     ),
     _family("crawler_retries", "Requests retried, by reason", r"retry/reason_count/(.+)", "reason"),
-    _family("crawler_kafka_produced", "Messages enqueued for Kafka", r"kafka/produced"),
+    _family(
+        "crawler_kafka_produced",
+        "Items enqueued for Kafka, each once (not replays or dead letters)",
+        r"kafka/produced",
+    ),
     _family("crawler_kafka_delivered", "Messages acknowledged by the broker", r"kafka/delivered"),
     _family(
         "crawler_kafka_failed",
