@@ -215,6 +215,14 @@ class ClusterAddon:
                     count,
                     *what,
                 )
+        if (seconds := get_float(settings, "CLOSESPIDER_TIMEOUT_NO_ITEM")) > 0:
+            logger.warning(
+                "CLOSESPIDER_TIMEOUT_NO_ITEM=%g counts per node in cluster mode: a node closes "
+                "after that many seconds without an item of its own, also while it waits for "
+                "links other nodes are crawling, so the cluster may shrink while work is left "
+                "(it stays in the frontier; docs/settings.md)",
+                seconds,
+            )
 
     @staticmethod
     def _per_node_limits(settings: BaseSettings) -> None:

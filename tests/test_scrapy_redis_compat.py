@@ -457,6 +457,15 @@ def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCapture
     ]
 
 
+def test_the_no_item_timeout_is_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
+    """A node that waits for other nodes' links scrapes nothing meanwhile: with
+    CLOSESPIDER_TIMEOUT_NO_ITEM it closes while the cluster still works."""
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        project({"REDIS_URL": "redis://h:1/0", "CLOSESPIDER_TIMEOUT_NO_ITEM": 30})
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert said.startswith("CLOSESPIDER_TIMEOUT_NO_ITEM=30 counts per node in cluster mode")
+
+
 def test_per_node_download_limits_are_said_to_hold_per_node(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
