@@ -164,7 +164,8 @@ class ClusterAddon:
             raise ValueError(
                 f"DUPEFILTER_CLASS={dupefilter!r} with REDIS_URL set: LeasingScheduler "
                 "deduplicates in Redis and would ignore it; choose FRONTIER_DUPEFILTER "
-                "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead"
+                "(exact, compact, bloom) and FRONTIER_DEDUP_TTL instead (no dedup, as "
+                "BaseDupeFilter gives: dont_filter=True on the requests to crawl again)"
             )
         ClusterAddon._queues(settings)
         # the spider exists by now (Crawler.crawl makes it first): -a download_delay=2 too

@@ -336,6 +336,10 @@ def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPat
             "cluster mode needs",
         ),
         ({"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": "my.Filter"}, "would ignore it"),
+        (  # no dedup at all: what to do instead
+            {"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter"},
+            "dont_filter=True on the requests",
+        ),
         ({"SCHEDULER_IDLE_BEFORE_CLOSE": 5, "FRONTIER_IDLE_POLL": 0.2}, "disagree"),
         (
             {"REDIS_URL": "redis://a:1/0", "REDIS_PARAMS": {"url": "redis://b:2/5"}},
