@@ -91,6 +91,8 @@ def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
     assert rejected.reason == "unencodable"
     assert rejected.error.startswith("Exceeds the limit (4300 digits)")
     assert rejected.message.value.startswith(b"<no repr: Exceeds the limit (4300 digits)")
+    # keyed as its item would be: a dead-letter consumer matches it to its page
+    assert rejected.message.key == item_key("x", "http://h/")
 
 
 @dataclass

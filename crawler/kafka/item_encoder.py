@@ -58,7 +58,7 @@ class ItemEncoder:
         try:
             encoded = item_json(fields)
         except UnencodableItem as exc:
-            return Rejected("unencodable", str(exc), self._message(_repr(fields), {}, to, 1))
+            return Rejected("unencodable", str(exc), self._message(_repr(fields), fields, to, 1))
         version = getattr(item, "schema_version", 1)
         message = self._message(encoded.value, fields, to, str(version))
         if error := schema_version_error(f"item class {type(item).__qualname__}", version):
