@@ -108,6 +108,24 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
     assert "node-a:1" in ledger_text(view)
 
 
+def test_a_killed_run_is_named_when_its_node_id_runs_again(redis_client: redis.Redis) -> None:
+    """A pod restarted in place keeps its name, so its node id: the id is alive again, but
+    the killed run never pushes again. Only a node id's newest run may push again."""
+    now = server_time_ms(redis_client, KEYS.total)
+    redis_client.hset(
+        KEYS.runs,
+        mapping={
+            "node-a:1:push": 9, "node-a:1:at": now - 60_000, "node-a:1:state": "running",
+            "node-a:1:every": 5000,
+            "node-a:2:push": 1, "node-a:2:at": now - 1000, "node-a:2:state": "running",
+            "node-a:2:every": 5000,
+        },
+    )  # fmt: skip
+    redis_client.zadd("{pages}:nodes", {"node-a": now + 30_000})
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert (view["runs"], view["short_runs"]) == (2, ["node-a:1"])
+
+
 @pytest.mark.parametrize("number", [1, 2])
 def test_the_push_script_adds_each_number_once(redis_client: redis.Redis, number: int) -> None:
     push = redis_client.register_script(script_text("crawler.frontier", "ledger_push"))

@@ -416,6 +416,11 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     assert running["eta_lower_bound"]  # 60 new requests a minute: the frontier still grows
     assert eta_text(running) == "ETA >= 0:00:01 (still finding 60.0 new/min)"
 
+    redis_client.zadd(KEYS.nodes, {"node-a": now + 45_000})  # no heartbeat for 15 s: late
+    late = frontier_status(redis_client, "pages", "c1")
+    assert (late["state"], late["pages_per_minute"], late["eta_seconds"]) == ("stalled", 0.0, None)
+    assert eta_text(late) == "STALLED: work left, no live node (1 late: no heartbeat for 15s)"
+
     redis_client.zadd(KEYS.nodes, {"node-a": now - 1000})  # the only node died
     stalled = frontier_status(redis_client, "pages", "c1")
     assert (stalled["state"], stalled["pages_per_minute"], stalled["eta_seconds"]) == (

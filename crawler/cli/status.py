@@ -115,7 +115,9 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
     # them) are work left: their requests are not in the frontier yet.
     seeds = snapshot["seeds_waiting"] + snapshot["seeds_held"]
-    live = [node["node"] for node in snapshot["nodes"] if node["live"]]
+    # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
+    # not yet expired: it makes no rate and no ETA
+    live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
     paused = read_pauses(client, spider, live)
     # Rates over the minutes nodes were fetching in (idle minutes would dilute them), and 0
     # with no live node or every one paused: nothing is happening, whatever the last minutes

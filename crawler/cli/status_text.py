@@ -49,7 +49,12 @@ def format_eta(seconds: float | None, lower_bound: bool = False) -> str:
 def eta_text(status: FrontierStatus) -> str:
     """The ETA, or why there is none; a lower bound while the crawl still finds new pages."""
     if status["state"] == "stalled":
-        return "STALLED: work left, no live node"
+        late = [
+            node["heartbeat_ago"] for node in status["snapshot"]["nodes"] if node["state"] == "late"
+        ]
+        return "STALLED: work left, no live node" + (
+            f" ({len(late)} late: no heartbeat for {min(late):.0f}s)" if late else ""
+        )
     if status["state"] == "old_layout":
         spider = status["snapshot"]["spider"]
         return (
@@ -140,7 +145,7 @@ def nodes_text(nodes: list[NodeInfo]) -> str:
 def render(status: SpiderStatus, show_all: bool = False) -> str:
     snap, totals = status["snapshot"], status["ledger"]["totals"]
     at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(snap["server_time"]))
-    live = any(node["live"] for node in snap["nodes"])
+    live = any(node["state"] == "live" for node in snap["nodes"])
     lines = [
         f"{snap['spider']}  (crawl {status['ledger']['crawl_id']}, {at} UTC)",
         f"  progress       {progress_bar(status['progress'])}  {eta_text(status)}"

@@ -322,12 +322,18 @@ class FrontierAdmin:
                 active += max(0.0, min(now, (minute + 1) * 60) - max(minute * 60, started))
         window_start = max(window.start * 60, started)
         runs = _runs({text(f): text(v) for f, v in runs_raw.items()})
-        short = [  # silent for three pushes, its node not alive (a live one pushes again)
+        newest: dict[str, str] = {}  # node id -> its latest run
+        for run, _ in sorted(runs.items(), key=lambda entry: float(entry[1].get("at", 0))):
+            newest[run.rpartition(":")[0]] = run
+        # a live node's latest run pushes again (after a Redis outage); an older run of the same
+        # id (a pod restarted in place keeps its name) was killed and never will
+        pushes_again = {run for node, run in newest.items() if node in alive}
+        short = [  # silent for three pushes, and not to push again
             run
             for run, last in sorted(runs.items())
             if last.get("state") != "final"
             and now * 1000 - float(last.get("at", 0)) > 3 * float(last.get("every", 0))
-            and run.rpartition(":")[0] not in alive
+            and run not in pushes_again
         ]
         return LedgerView(
             crawl_id=crawl_id,
