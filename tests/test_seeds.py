@@ -65,6 +65,11 @@ def test_invalid_seeds_carry_a_reason(raw: bytes, reason: str) -> None:
     assert caught.value.reason == reason
 
 
+def test_a_url_that_is_no_string_is_said_so() -> None:
+    with pytest.raises(InvalidSeed, match="seed url 5 is not a string"):
+        parse_seed(b'{"url": 5}', max_bytes=LIMIT)
+
+
 def test_oversized_seed_is_rejected_before_parsing() -> None:
     with pytest.raises(InvalidSeed, match="exceeds 1024") as caught:
         parse_seed(b'{"url": "http://a/' + b"x" * LIMIT + b'"}', max_bytes=LIMIT)

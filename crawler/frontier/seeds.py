@@ -55,7 +55,9 @@ class Seed:
 
 
 def _check_url(url: object) -> str:
-    if not isinstance(url, str) or not url.strip():
+    if url is not None and not isinstance(url, str):
+        raise InvalidSeed("url", f"seed url {str(url)[:200]} is not a string")
+    if not url or not url.strip():
         raise InvalidSeed("url", "seed has no url")
     url = url.strip()
     try:
