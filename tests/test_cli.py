@@ -183,6 +183,25 @@ def test_a_spool_replay_creates_a_missing_topic_as_the_settings_say(
     assert config.result(timeout=10)["retention.ms"].value == "999999999"
 
 
+def test_a_spool_replay_creates_topics_as_the_spiders_own_settings_say(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    spool = Spool(tmp_path / "partitioned_items", "old-node")
+    spool.append(message(topic, 1, [("spider", b"partitioned_items")]), "_msg_timed_out")
+    spool.seal()
+    replayed = crawler_cli(
+        "spool", "replay", "partitioned_items", "--dir", str(tmp_path),
+        "--bootstrap", kafka_bootstrap,
+        env={"CRAWLER_SETTING_SPIDER_MODULES": "crawler.spiders,tests.spiders"},
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert (
+        len(topics[topic].partitions) == 2
+    )  # custom_settings, as the spider's nodes read it (not 3)
+
+
 def test_a_spool_replay_sends_the_values_bytes_as_they_were_spooled(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:

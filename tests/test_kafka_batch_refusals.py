@@ -12,10 +12,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from crawler.kafka.messages import OutgoingMessage
-from crawler.kafka.producer import producer_config
+from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import read_topic
 from crawler.kafka.sender import ItemSender, SenderConfig
 
@@ -101,3 +102,22 @@ def test_only_the_message_at_fault_is_dead_lettered(
     assert counts[reason] == 1  # only the message at fault failed for good
     resent = sum(n for name, n in counts.items() if name.startswith("kafka/resent_alone/"))
     assert resent >= GOOD
+
+
+def test_a_message_sent_again_alone_while_purged_is_purged_too() -> None:
+    """A batch's refusal served by the purge at a stop sends its messages again alone: the
+    purge takes those too (each reports, and nothing is left unsettled in a producer no one
+    polls any more)."""
+    producer = ItemProducer(producer_config("127.0.0.1:1", {}))  # no broker: all queued
+    one = message("t", 1)
+    reports: list[int | None] = []
+
+    def resent_alone(error: KafkaError | None, _: object) -> None:
+        reports.append(None if error is None else error.code())
+        if len(reports) == 1:  # as ItemSender._send_alone does on a batch's refusal
+            assert producer.send(one, resent_alone, alone=True)
+
+    assert producer.send(one, resent_alone)
+    producer.purge()
+    assert producer.pending() == 0
+    assert reports == [KafkaError._PURGE_QUEUE, KafkaError._PURGE_QUEUE]

@@ -95,6 +95,16 @@ def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
     assert rejected.message.key == item_key("x", "http://h/")
 
 
+def test_an_item_whose_url_is_no_utf8_is_dead_lettered_unencodable_with_a_key() -> None:
+    """A lone surrogate (not UTF-8) makes the item unencodable, its url too: it is still
+    dead-lettered, keyed by that url's code points."""
+    encoder = ItemEncoder(SchemaRegistry([]), lambda _stat, _n: None, "n1", "")
+    rejected = encoder.encode(object(), {"url": "http://h/\udc80"}, MessageFields("s", "t", "x"))
+    assert isinstance(rejected, Rejected)
+    assert rejected.reason == "unencodable"
+    assert rejected.message.key is not None
+
+
 @dataclass
 class Inner:
     n: int

@@ -198,6 +198,11 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     assert "KAFKA_CREATE_TOPICS" in named[0] and "KAFKA_TOPIC_TEMPLATE" in named[0]
     assert counts["kafka/dead_lettered"] == 0
     assert item_sender.outage_seconds() > 0  # an outage, not a permanent failure
+    # a dead letter whose dead-letter topic is missing: its original topic's check (which
+    # creates items.dlq), not one for items.dlq (which would create items.dlq.dlq)
+    item_sender.dead_letter(message(3), "schema", "$.n: bad", outcomes.append)
+    assert outcomes[-1] == "spooled"
+    assert told[-1] == "items"
 
 
 def enospc_after_half(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,6 +269,9 @@ def test_a_refused_timestamp_or_topic_name_is_dead_lettered_not_an_outage(
     ((dlq, _),) = producer.queued
     assert dlq.topic == "items.dlq"
     assert dlq.timestamp_ms == 0  # the producer's clock
+    # nor is it kept for a replay: the broker would refuse it again
+    kept = [name for name, _ in dlq.headers if name == "dlq_original_timestamp"]
+    assert kept == ([] if code == KafkaError.INVALID_TIMESTAMP else ["dlq_original_timestamp"])
     producer.report_all(None)
     assert outcomes == ["dead_lettered"]
     assert counts["kafka/dead_lettered"] == 1

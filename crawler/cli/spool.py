@@ -23,7 +23,7 @@ from crawler.cli.config import (
     redis_client,
     spool_dir,
 )
-from crawler.cli.spiders import require_spider
+from crawler.cli.spiders import require_spider, settings_as_nodes_read_them, spider_class
 from crawler.cli.status import add_crawl_options
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields, push_args
 from crawler.kafka.config import TopicSpec
@@ -126,8 +126,12 @@ async def replay_spool(
     """Send the spool's messages, each topic checked first as a node checks it (with
     ``KAFKA_CREATE_TOPICS``: created with ``KAFKA_TOPIC_*``, never by the broker's
     auto-creation); wait up to ``--timeout``. Returns the messages left (spooled again)."""
+    project = project_settings()
+    settings = settings_as_nodes_read_them(
+        Settings(project), spider_class(args.spider, project)
+    )  # the spider's custom_settings too
     try:
-        spec = TopicSpec.from_settings(Settings(project_settings()))
+        spec = TopicSpec.from_settings(settings)
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
     checker: TopicChecker | None = None
@@ -140,7 +144,7 @@ async def replay_spool(
     sender = ItemSender(
         SenderConfig(
             producer_config=producer_config(kafka_bootstrap(args), overrides),
-            dlq_topic_template=str(project_settings()["KAFKA_DLQ_TOPIC_TEMPLATE"]),
+            dlq_topic_template=str(settings["KAFKA_DLQ_TOPIC_TEMPLATE"]),
             spool_dir=directory,
             dead_letter_file=dead_letter_file(directory, node_id),
             node_id=node_id,

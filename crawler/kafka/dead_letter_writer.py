@@ -43,10 +43,10 @@ def is_dead_letter(message: OutgoingMessage) -> bool:
     return any(name == REASON_HEADER for name, _ in message.headers)
 
 
-def _original_timestamp(message: OutgoingMessage) -> list[tuple[str, bytes]]:
-    """The item's own timestamp (its ``crawled_at``), for ``crawler dead-letters replay`` to
-    give back; none when it had none (0: the send time)."""
-    if not message.timestamp_ms:
+def _original_timestamp(message: OutgoingMessage, reason: str) -> list[tuple[str, bytes]]:
+    """The item's own timestamp (its ``crawled_at``, else when it was first sent), for
+    ``crawler dead-letters replay`` to give back; none when it is what the broker refused."""
+    if not message.timestamp_ms or reason == "invalid_timestamp":
         return []
     return [(ORIGINAL_TIMESTAMP_HEADER, str(message.timestamp_ms).encode())]
 
@@ -86,7 +86,7 @@ class DeadLetterWriter:
                 ("dlq_original_topic", message.topic.encode()),
                 (REASON_HEADER, reason.encode()),
                 ("dlq_error", error.encode("utf-8", "replace")[:1000]),
-                *_original_timestamp(message),
+                *_original_timestamp(message, reason),
             ],
         )
         self._deliver(dlq, reason, on_settled)

@@ -61,7 +61,8 @@ def canonical_url(url: str) -> str:
 
 
 def item_key(item_type: str, url: str) -> bytes:
-    digest = hashlib.sha1(f"{item_type}\n{canonical_url(url)}".encode())
+    # surrogatepass: a url with a lone surrogate (its item dead-lettered unencodable) has a key
+    digest = hashlib.sha1(f"{item_type}\n{canonical_url(url)}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest().encode("ascii")
 
 

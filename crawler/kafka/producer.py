@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 DeliveryReport = Callable[[KafkaError | None, Message], None]
 
 LEADER_POLL = 0.2  # seconds between metadata checks while a new topic gets its leaders
+PURGE_ROUNDS = 3  # purges at most, while the reports served send messages again
 
 BROKER_LIST_KEYS = frozenset({"bootstrap.servers", "metadata.broker.list"})  # one, two names
 # Safe defaults; any librdkafka option given by the user overrides them.
@@ -110,10 +111,14 @@ class ItemProducer:
         return sum(int(producer.poll(0)) for producer in self._producers())
 
     def purge(self) -> None:
-        """Fail every queued and in-flight message now (each reports ``_PURGE_QUEUE``)."""
-        for producer in self._producers():
-            producer.purge(in_queue=True, in_flight=True, blocking=False)
-        self.poll()
+        """Fail every queued and in-flight message now (each reports ``_PURGE_QUEUE``), also
+        those a report served here sends again (a batch's refusal: sent again alone)."""
+        for _ in range(PURGE_ROUNDS):
+            for producer in self._producers():
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+            self.poll()
+            if not self.pending():
+                return
 
     def pending(self) -> int:
         """Messages not yet acknowledged or failed."""

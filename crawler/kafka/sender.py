@@ -50,7 +50,7 @@ from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
 from crawler.kafka.replay import ReplaySettler, Settled, SpoolReplay
 from crawler.kafka.spool import Spool
-from crawler.kafka.topic_gate import Check, TopicGate
+from crawler.kafka.topic_gate import Check, TopicGate, checked_topic
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,9 @@ class ItemSender:
     ) -> None:
         self.config = config
         # replayed messages wait for their topic's check (created as configured), as items do
-        self._gate = TopicGate(topic_check) if topic_check is not None else None
+        self._gate = (
+            TopicGate(topic_check, config.replay_interval) if topic_check is not None else None
+        )
         self._count = count
         self._unknown_topic = unknown_topic  # told of a topic Kafka does not know (to create it)
         self._observe_delivery = observe_delivery  # seconds from send() to the broker's ack
@@ -188,16 +190,19 @@ class ItemSender:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
         if error.code() in UNKNOWN_TOPIC_ERRORS:
-            self._topic_missing(message.topic)
+            self._topic_missing(message)
         # no outage when purged by us (closing, a new producer) or the local queue is full
         if error.code() not in LOCAL_ERRORS:
             self.health.failed(reason)
         self._spool(message, reason, on_settled)
 
-    def _topic_missing(self, topic: str) -> None:
-        """Kafka has no ``topic`` (yet): its check starts, and the first time, an ERROR line."""
+    def _topic_missing(self, message: OutgoingMessage) -> None:
+        """Kafka has no topic for ``message`` (yet): the check that creates it starts (for a
+        dead letter, its original topic's, which creates the dead-letter topic too, not one
+        of its own); the first time, an ERROR line."""
+        topic = message.topic
         if self._unknown_topic is not None:
-            self._unknown_topic(topic)
+            self._unknown_topic(checked_topic(message))
         if topic not in self._missing_topics:
             self._missing_topics.add(topic)  # said once per topic and node
             logger.error(

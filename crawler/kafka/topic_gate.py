@@ -6,7 +6,8 @@ does not exist yet. Sent as they are, a broker that creates topics on first use 
 it with its own defaults, not ``KAFKA_TOPIC_PARTITIONS``/``KAFKA_TOPIC_CONFIG``. So the first
 replayed message of a topic starts its check (``TopicChecker.ready``: the topic and its
 dead-letter topic, created as configured), and the topic's messages are sent once it ends; a
-dead letter waits for the check of the topic it was meant for (``dlq_original_topic``).
+dead letter waits for the check of the topic it was meant for (``dlq_original_topic``). A
+check that does not end within the patience (a replay interval) lets them go as they are.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def checked_topic(message: OutgoingMessage) -> str:
 
 
 class TopicGate:
-    def __init__(self, check: Check) -> None:
+    def __init__(self, check: Check, patience: float) -> None:
         self._check = check
+        self._patience = patience  # seconds a check may take before its messages go anyway
         self._checked: set[str] = set()
         self._waiting: dict[str, list[tuple[OutgoingMessage, Settled]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -60,12 +62,21 @@ class TopicGate:
 
     async def _open(self, topic: str, send: Send) -> None:
         try:
-            await self._check(topic)
+            await asyncio.wait_for(self._check(topic), self._patience)
+        except TimeoutError:  # a check that retries on (a partition without a leader): the
+            logger.warning(  # messages are not held, nor every later replay with them
+                "Topic %s not checked within %.0fs: its spooled messages go as they are "
+                "(what Kafka does not take is spooled again)",
+                topic,
+                self._patience,
+            )
         except Exception as exc:  # noqa: BLE001 - a refused topic: Kafka answers each message
             logger.warning(
                 "Topic %s not checked (%s): its spooled messages go as they are", topic, exc
             )
-        self._checked.add(topic)
+            self._checked.add(topic)
+        else:
+            self._checked.add(topic)
         for message, settled in self._waiting.pop(topic, []):
             send(message, settled)
 

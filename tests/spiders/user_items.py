@@ -84,3 +84,10 @@ class UserItemsSpider(RedisSpider):
             yield {"url": f"{url}#good"}
         elif self.case == "page":
             yield Page(url=url, title="mine")
+
+
+class PartitionedItemsSpider(UserItemsSpider):
+    """A spider whose own settings say how its topics are created."""
+
+    name = "partitioned_items"
+    custom_settings: ClassVar[dict[str, Any]] = {"KAFKA_TOPIC_PARTITIONS": 2}
