@@ -90,4 +90,4 @@ class PartitionedItemsSpider(UserItemsSpider):
     """A spider whose own settings say how its topics are created."""
 
     name = "partitioned_items"
-    custom_settings: ClassVar[dict[str, Any]] = {"KAFKA_TOPIC_PARTITIONS": 2}
+    custom_settings = {"KAFKA_TOPIC_PARTITIONS": 2}  # noqa: RUF012  # Scrapy declares it
