@@ -91,6 +91,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {
         "crawler.log_masking.CredentialMaskingLog": 5,
         "crawler.node_context.NodeContext": 0,
+        "crawler.extensions.item_errors.ItemErrors": 490,
         "crawler.extensions.ledger.LedgerExtension": 500,
         "crawler.extensions.metrics.PrometheusMetrics": 510,
         "crawler.extensions.startup_log.StartupLog": 520,

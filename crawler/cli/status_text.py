@@ -184,6 +184,10 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")
+    if errored := totals.get("items/errored", 0):
+        lines.append(
+            f"  items lost     {errored} (a pipeline raised: 'Error processing' in the node logs)"
+        )
     if status["spooled"]:
         lines.append(f"  spool          {spool_text(status)}")
     lines += completeness_lines(totals)

@@ -40,6 +40,7 @@ SUMMED_FIELDS = {
     "failed": ("frontier/failed/",),
     "requeued": ("frontier/requeued/",),
     "lease_lost": ("frontier/lease_lost/",),
+    "items/errored": ("pipeline/item_error/",),  # lost: a pipeline raised on them
     # spooled messages a replay took out of the spool: delivered, or dead-lettered
     "items/replayed": ("kafka/replayed", "kafka/replay_dead_lettered"),
 }
