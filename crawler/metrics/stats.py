@@ -69,6 +69,12 @@ FAMILIES = (
         r"kafka/dead_lettered(?:_file)?",
     ),
     _family(
+        "crawler_item_errors",
+        "Items lost because a pipeline raised on them (not DropItem), by exception",
+        r"pipeline/item_error/(.+)",
+        "exception",
+    ),
+    _family(
         "crawler_leases_reclaimed",
         "Expired leases of dead or stalled nodes this node returned to the queue",
         r"frontier/reclaimed",
