@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from crawler.settings_values import get_bool, get_dict, get_float, get_int
 
@@ -51,10 +51,15 @@ IGNORABLE_PARAMS = {"retry_on_timeout", "encoding"}  # scrapy-redis's defaults, 
 
 
 def given(settings: BaseSettings, name: str) -> bool:
-    """Set by the project, a spider, the command line or the environment, to another value
-    than this project's default (``settings.base`` sets its defaults at project priority)."""
-    if name not in settings or (settings.getpriority(name) or 0) <= 0:
+    """Set by a spider or the command line (whatever its value), or by the project or the
+    environment to another value than this project's default (``settings.base`` sets its
+    defaults at project priority, so there a value equal to the default cannot be told
+    from it)."""
+    priority = settings.getpriority(name) or 0 if name in settings else 0
+    if priority <= 0:
         return False
+    if priority > SETTINGS_PRIORITIES["project"]:
+        return True
     default = getattr(importlib.import_module("settings.base"), name, _MISSING)
     return default is _MISSING or settings.get(name) != default
 

@@ -448,6 +448,12 @@ def test_a_spiders_download_delay_attribute_becomes_the_cluster_wide_rate() -> N
     spider_given.set("DOWNLOAD_DELAY", 4, priority="spider")  # custom_settings: Scrapy keeps it
     addon.update_settings(spider_given)
     assert spider_given.getfloat("POLITENESS_RATE") == 0.25
+    # a rate the spider gives, even the default's value, is the rate: DOWNLOAD_DELAY is not
+    both = Settings(resolve_settings({}))
+    both.set("REDIS_URL", "redis://h:1/0", priority="project")
+    both.setdict({"DOWNLOAD_DELAY": 2, "POLITENESS_RATE": 4.0}, priority="spider")
+    addon.update_settings(both)
+    assert both.getfloat("POLITENESS_RATE") == 4.0
 
 
 def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
