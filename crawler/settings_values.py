@@ -13,6 +13,7 @@ one raises ``ValueError`` naming the setting and the value.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
@@ -40,10 +41,15 @@ def get_int(settings: ListSettings, name: str, default: int = 0) -> int:
 
 
 def get_float(settings: ListSettings, name: str, default: float = 0.0) -> float:
+    """Scrapy's ``getfloat``; NaN and infinity are refused too (NaN passes every range check,
+    each comparison being false, and neither is a duration, a rate or a size)."""
     try:
-        return settings.getfloat(name, default)
+        value = settings.getfloat(name, default)
     except (TypeError, ValueError):
         raise ValueError(f"{name}={settings.get(name)!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name}={settings.get(name)!r} is not a finite number")
+    return value
 
 
 def get_bool(settings: ListSettings, name: str, default: bool = False) -> bool:
@@ -70,6 +76,8 @@ def get_list(settings: ListSettings, name: str) -> list[Any]:
     value = settings.get(name)
     if isinstance(value, str) and value.strip().startswith("["):
         return _json(name, value, list, "array")
+    if (isinstance(value, str) and value.strip().startswith("{")) or isinstance(value, Mapping):
+        raise ValueError(f"{name}={value!r} must be a list: a JSON array or comma-separated values")
     return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
 
 

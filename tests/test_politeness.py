@@ -278,8 +278,11 @@ def test_the_default_rate_takes_a_json_object_on_the_command_line() -> None:
     assert politeness({}, command_line=["POLITENESS_RATE=2"]).default == Rate(2.0, 1)
     with pytest.raises(ValueError, match=r"POLITENESS_RATE='\{\"rate\": 2' is not a JSON object"):
         politeness({}, command_line=['POLITENESS_RATE={"rate": 2'])
-    with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 0\}: rate must be > 0"):
+    with pytest.raises(ValueError, match=r"POLITENESS_RATE=\{'rate': 0\}: the rate must be a"):
         politeness({}, command_line=['POLITENESS_RATE={"rate": 0}'])
+    # the burst refused by its own name (it was said to be POLITENESS_RATE's)
+    with pytest.raises(ValueError, match=r"POLITENESS_BURST=0 must be >= 1"):
+        politeness({}, command_line=["POLITENESS_BURST=0"])
 
 
 class Shell(Spider):

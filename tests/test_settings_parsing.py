@@ -194,6 +194,45 @@ def test_a_number_or_bool_setting_that_does_not_parse_is_refused_by_name(
     assert checked <= named
 
 
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_a_float_setting_that_is_not_finite_is_refused_by_name(bad: str) -> None:
+    """NaN passes every range check (each comparison is false), infinity most: both failed
+    later, in the crawl (a heartbeat loop crashing each second, a node that fetched nothing
+    and said it finished)."""
+    floats = sorted(n for n, v in typed_defaults().items() if isinstance(v, float))
+    assert {"FRONTIER_LEASE_TIMEOUT", "POLITENESS_RATE", "KAFKA_POLL_INTERVAL"} <= set(floats)
+    unrefused: list[str] = []
+    for name in floats:
+        settings = from_command_line({name: bad})
+        refused = False
+        for build in BUILDERS.values():
+            try:
+                build(settings)
+            except ValueError as exc:
+                refused = refused or f"{name}={bad!r}" in str(exc)
+        if not refused:
+            unrefused.append(name)
+    assert unrefused == []
+
+
+def test_a_list_setting_given_a_json_object_is_refused_by_name() -> None:
+    """A list is comma-separated or a JSON array; an object was split on its commas."""
+    lists = sorted(n for n, v in typed_defaults().items() if isinstance(v, list | tuple))
+    assert "SEEDS_ALLOWED_META" in lists
+    unrefused: list[str] = []
+    for name in lists:
+        settings = from_command_line({name: '{"a": 1, "b": 2}'})
+        refused = False
+        for build in BUILDERS.values():
+            try:
+                build(settings)
+            except ValueError as exc:
+                refused = refused or name in str(exc)
+        if not refused:
+            unrefused.append(name)
+    assert unrefused == []
+
+
 @pytest.mark.parametrize("bad", ["notjson", "[1]"])
 @pytest.mark.parametrize("source", [from_command_line, from_environment], ids=["-s", "env"])
 def test_a_dict_setting_that_is_not_an_object_is_refused_by_name(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,8 +85,10 @@ def _rate(name: str, value: Any, default_burst: int) -> Rate:
             rate = Rate(float(value), default_burst)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{name}={value!r} is not a rate (a number or {{rate, burst}})") from exc
-    if rate.per_second <= 0 or rate.burst < 1:
-        raise ValueError(f"{name}={value!r}: rate must be > 0 and burst >= 1")
+    if not math.isfinite(rate.per_second) or rate.per_second <= 0:
+        raise ValueError(f"{name}={value!r}: the rate must be a finite number > 0")
+    if rate.burst < 1:
+        raise ValueError(f"{name}={value!r}: its burst must be >= 1")
     return rate
 
 
@@ -102,6 +105,8 @@ class PolitenessSettings:
         if not get_bool(settings, "POLITENESS_ENABLED"):
             raise NotConfigured
         burst = get_int(settings, "POLITENESS_BURST")
+        if burst < 1:
+            raise ValueError(f"POLITENESS_BURST={burst} must be >= 1")
         sites: dict[str, Rate] = {}
         keys: dict[str, Any] = {}
         for key, value in get_dict(settings, "POLITENESS_SITE_RATES").items():

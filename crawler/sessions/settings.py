@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -47,4 +48,6 @@ class SessionSettings:
                 kwargs[spec.name] = kind(raw)
             except (TypeError, ValueError):
                 raise ValueError(f"{name}={raw!r} is not a {spec.type}") from None
+            if kind is float and not math.isfinite(kwargs[spec.name]):
+                raise ValueError(f"{name}={raw!r} is not a finite number")
         return cls(**kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,9 +31,12 @@ class SettingsLike(ListSettings, Protocol):
 
 def _read(settings: SettingsLike, getter: str, name: str, default: Any) -> Any:
     try:
-        return getattr(settings, getter)(name, default)
+        value = getattr(settings, getter)(name, default)
     except (TypeError, ValueError):
         raise ValueError(f"{name}={settings.get(name)!r} is not a valid {getter[3:]}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name}={settings.get(name)!r} is not a finite number")
+    return value
 
 
 def _base_url(name: str, value: str) -> str:
