@@ -34,6 +34,7 @@ from crawler.component_orders import (
 )
 from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
+from crawler.node import resolve_crawl_id
 from crawler.redis_url import RedisConfig
 from crawler.setting_names import misspelt
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
@@ -123,6 +124,7 @@ class ClusterAddon:
                 given,
             )
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
+        resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))  # a ValueError naming it
         standalone_commands.apply(settings)  # scrapy fetch, shell, ...: never cluster mode
         for setting, components in COMPONENTS.items():
             for path, order in components.items():

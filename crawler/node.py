@@ -13,6 +13,7 @@ import re
 import socket
 
 NODE_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+DEFAULT_CRAWL_ID = "default"  # settings.base's CRAWLER_CRAWL_ID
 
 
 def resolve_node_id(configured: str) -> str:
@@ -27,3 +28,15 @@ def resolve_node_id(configured: str) -> str:
             "(it is written into Redis records, Kafka headers and logs)"
         )
     return configured
+
+
+def resolve_crawl_id(configured: object) -> str:
+    """``CRAWLER_CRAWL_ID``: non-empty, without ``:``, ``{`` or ``}`` (it is part of Redis
+    keys: the ledger's, the start claim's; and of Kafka headers); ValueError naming it.
+    Settings without it (not the project's) give ``default``, the project's default."""
+    crawl_id = str(configured if configured is not None else DEFAULT_CRAWL_ID)
+    if not crawl_id or any(c in crawl_id for c in ":{}"):
+        raise ValueError(
+            f"CRAWLER_CRAWL_ID={crawl_id!r} must be non-empty, without ':', '{{' or '}}'"
+        )
+    return crawl_id

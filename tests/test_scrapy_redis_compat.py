@@ -311,6 +311,9 @@ def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPat
     ("values", "message"),
     [
         ({"SCHEDULER_FLUSH_ON_START": True}, "nodes never wipe shared state: run `crawler purge"),
+        # refused by name whatever reads it (only the ledger did: off, Kafka headers took "")
+        ({"CRAWLER_CRAWL_ID": "", "LEDGER_ENABLED": False}, "CRAWLER_CRAWL_ID='' must be"),
+        ({"CRAWLER_CRAWL_ID": "a:b", "LEDGER_ENABLED": False}, "CRAWLER_CRAWL_ID='a:b' must be"),
         ({"SCHEDULER_PERSIST": False}, "the frontier always persists"),
         ({"SCHEDULER_SERIALIZER": "json"}, "never pickled"),
         ({"SCHEDULER_QUEUE_KEY": "%(spider)s:requests"}, "keys are fixed"),

@@ -34,6 +34,7 @@ from crawler.extensions.ledger_layout import (
     push_args,
 )
 from crawler.lua import script_text
+from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.settings_values import get_bool, get_float
@@ -53,7 +54,7 @@ class LedgerSettings:
         if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL='' (standalone mode): no ledger")
         values = cls(
-            crawl_id=str(settings.get("CRAWLER_CRAWL_ID") or ""),
+            crawl_id=resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
             interval=get_float(settings, "LEDGER_INTERVAL"),
         )
         values.validate()
@@ -62,10 +63,6 @@ class LedgerSettings:
     def validate(self) -> None:
         if not self.interval > 0:
             raise ValueError(f"LEDGER_INTERVAL={self.interval} must be > 0 (seconds)")
-        if not self.crawl_id or any(c in self.crawl_id for c in ":{}"):
-            raise ValueError(
-                f"CRAWLER_CRAWL_ID={self.crawl_id!r} must be non-empty, without ':', '{{' or '}}'"
-            )
 
 
 @dataclass(frozen=True, slots=True)

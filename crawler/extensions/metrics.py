@@ -32,7 +32,7 @@ from crawler.metrics.cluster import ClusterReader
 from crawler.metrics.node import NodeMetrics
 from crawler.metrics.server import serve
 from crawler.metrics.stats import StatsMetrics
-from crawler.node import resolve_node_id
+from crawler.node import resolve_crawl_id, resolve_node_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
 from crawler.sessions.keys import SessionKeys
@@ -82,7 +82,7 @@ class MetricsSettings:
             host=host,
             ports=parse_port_range(settings.get("METRICS_PORTS")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
-            crawl_id=str(settings.get("CRAWLER_CRAWL_ID") or ""),
+            crawl_id=resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
             redis_url=str(settings.get("REDIS_URL") or ""),
             kafka=bool(str(settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()),
         )

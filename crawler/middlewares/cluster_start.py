@@ -47,6 +47,7 @@ from crawler.frontier.pending import pending_requests
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
+from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import GaveUp, outage_reason
@@ -73,7 +74,7 @@ class ClusterStartMiddleware:
             raise ValueError(f"MAX_IDLE_TIME_BEFORE_CLOSE={given} must be >= 0 (0 = never)")
         context = NodeContext.required(crawler, "ClusterStartMiddleware")
         self.node_id = context.node_id
-        self.crawl_id = str(settings.get("CRAWLER_CRAWL_ID") or "default")
+        self.crawl_id = resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))
         self.lease_ms = int(get_float(settings, "FRONTIER_LEASE_TIMEOUT") * 1000)
         self.idle_poll = get_float(settings, "FRONTIER_IDLE_POLL")
         self.context = context

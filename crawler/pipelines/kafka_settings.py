@@ -10,7 +10,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.kafka.config import KafkaSettings, TopicSpec
 from crawler.kafka.producer import NO_AUTO_CREATION, checked_producer_config
-from crawler.node import resolve_node_id
+from crawler.node import resolve_crawl_id, resolve_node_id
 from crawler.settings_values import get_dict, get_float, get_typed_list, text
 
 
@@ -46,7 +46,7 @@ class KafkaPipelineSettings(KafkaSettings):
             max_outage=get_float(settings, "KAFKA_MAX_OUTAGE"),
             schema_dirs=tuple(get_typed_list(settings, "ITEM_SCHEMA_DIRS", text, "folders")),
             node_id=resolve_node_id(settings.get("CRAWLER_NODE_ID") or ""),
-            crawl_id=settings.get("CRAWLER_CRAWL_ID") or "",
+            crawl_id=resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
         )
         values.validate()
         return values
