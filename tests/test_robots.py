@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import redis
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
+from crawler.middlewares.robots import SharedRobotsTxtMiddleware
+from settings import base
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 ROBOTS = "User-agent: *\nCrawl-delay: 0.1\nDisallow: /p/7.html\n"
@@ -71,3 +76,22 @@ def test_requests_that_wait_for_robots_txt_together_are_all_checked(
         forbidden = sorted(path for path in site.hits if path.startswith("/p/1"))
         assert forbidden == []
         assert site.hits["/p/0.html"] == 1 and site.hits["/p/2.html"] == 1
+
+
+class Shop(Spider):
+    name = "shop"
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("robots:shared", "must hold %\\(site\\)s"),  # every site would share one robots.txt
+        ("robots:%(host)s", "must hold %\\(site\\)s"),  # a KeyError at each request, before
+        ("robots:%(site)s:%d", "is not a valid template"),
+    ],
+)
+def test_a_cache_key_without_the_site_is_refused_at_start(key: str, said: str) -> None:
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    crawler = get_crawler(Shop, {**values, "ROBOTSTXT_OBEY": True, "ROBOTSTXT_CACHE_KEY": key})
+    with pytest.raises(ValueError, match=f"ROBOTSTXT_CACHE_KEY={re.escape(repr(key))} {said}"):
+        SharedRobotsTxtMiddleware.from_crawler(crawler)

@@ -38,6 +38,19 @@ from crawler.settings_values import get_int
 logger = logging.getLogger(__name__)
 
 
+def cache_key_template(template: object) -> str:
+    """``ROBOTSTXT_CACHE_KEY``: a %-template of one placeholder, ``%(site)s`` (without it every
+    site would share one cached robots.txt); ValueError naming it."""
+    given = f"ROBOTSTXT_CACHE_KEY={template!r}"
+    if not isinstance(template, str) or "%(site)s" not in template:
+        raise ValueError(f"{given} must hold %(site)s (each site's robots.txt has its own key)")
+    try:
+        template % {"site": "example.com"}  # only whether it formats
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{given} is not a valid template ({exc!r}): only %(site)s") from exc
+    return template
+
+
 class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
@@ -45,7 +58,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._ttl = get_int(settings, "ROBOTSTXT_CACHE_TTL")
         if self._ttl < 1:
             raise ValueError(f"ROBOTSTXT_CACHE_TTL={self._ttl} must be >= 1 (seconds)")
-        self._key_template: str = settings.get("ROBOTSTXT_CACHE_KEY")
+        self._key_template: str = cache_key_template(settings.get("ROBOTSTXT_CACHE_KEY"))
         context = NodeContext.of(crawler)
         self._redis: AsyncRedis | None = context.redis if context is not None else None
         self._guard = context.guard("robotstxt") if context is not None else None
