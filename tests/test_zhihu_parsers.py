@@ -411,3 +411,22 @@ def test_nodes_share_one_generated_privacy_key(redis_url: str) -> None:
     assert len(first) == 64
     assert shared_privacy_key(redis_url) == first  # every node gets the same key
     assert shared_privacy_key("") != shared_privacy_key("")  # standalone: a key per run
+
+
+@pytest.mark.parametrize(
+    "repeated",
+    [
+        "https://www.zhihu.com/api/v4/questions/1/answers?limit=5&offset=5",
+        "http://api.zhihu.test/api/v4/questions/1/answers?limit=5&offset=5",  # http://, a host
+        "https://www.zhihu.com/api/v4/questions/1/answers?offset=5&li%6Dit=5",  # order, escapes
+    ],
+)
+def test_a_next_url_that_is_the_page_again_ends_the_list(repeated: str) -> None:
+    """Zhihu writes next URLs with http:// and its own host; the spider moves them onto the
+    API's: a repeat written so was fetched again, dropped by the dedup, and the list ended
+    without being recorded."""
+    current = "https://www.zhihu.com/api/v4/questions/1/answers?limit=5&offset=5"
+    body = {"data": [{"id": 1}], "paging": {"next": repeated, "is_end": False}}
+    assert list_page(body, current).next_url is None
+    onward = repeated.replace("offset=5", "offset=10")
+    assert list_page({**body, "paging": {"next": onward}}, current).next_url == onward

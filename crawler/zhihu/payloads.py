@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
+from w3lib.url import canonicalize_url
 
 JSON = dict[str, Any]
 IP_PREFIX = "IP 属地"
@@ -113,6 +115,14 @@ class ListPage:
     totals: int | None  # paging.totals, when the site declares it
 
 
+def same_page(next_url: str, current_url: str) -> bool:
+    """``next_url`` asks for the current page again: the same path and query, whatever its
+    scheme and host (Zhihu writes http:// next URLs, on its own host; the spider moves them
+    onto the API's), the order of its parameters and its escaping."""
+    found, current = urlsplit(canonicalize_url(next_url)), urlsplit(canonicalize_url(current_url))
+    return (found.path, found.query) == (current.path, current.query)
+
+
 def list_page(body: Mapping[str, Any], current_url: str) -> ListPage:
     """``{"paging": {...}, "data": [...]}``: follow ``next`` until ``is_end``, empty ``data``,
     an empty or a repeated next URL (the spider may go past ``is_end`` while a declared
@@ -122,7 +132,7 @@ def list_page(body: Mapping[str, Any], current_url: str) -> ListPage:
     paging = paging if isinstance(paging, Mapping) else {}
     next_url = str(paging.get("next") or "")
     totals = paging.get("totals")
-    usable = bool(data) and bool(next_url) and next_url != current_url
+    usable = bool(data) and bool(next_url) and not same_page(next_url, current_url)
     return ListPage(
         data,
         next_url if usable else None,
