@@ -188,6 +188,22 @@ def test_a_search_seed_keeps_its_priority_and_counts_only_once_accepted() -> Non
     assert stats.get_value("zhihu/seed/search") == 1
 
 
+@pytest.mark.parametrize(
+    "seed",
+    [
+        {"url": "https://www.zhihu.com/question/1", "meta": {"zhihu_tally": "x"}},
+        {"url": "https://www.zhihu.com/question/1", "meta": {"zhihu_count": "abc"}},
+        {"keyword": "python", "meta": {"zhihu_retries": 99}},
+    ],
+)
+def test_a_seed_may_not_set_the_spiders_own_meta(seed: dict[str, object]) -> None:
+    """The spider's ``zhihu_*`` meta keys hold its state (a list's tally, a page's count,
+    the retries left): set by a seed, ``parse`` raised on them or gave up at once."""
+    with pytest.raises(InvalidSeed, match="is the spider's own") as refused:
+        spider().make_request_from_data(orjson.dumps(seed))
+    assert refused.value.reason == "meta"
+
+
 def test_a_blocked_redirect_is_handed_to_the_spider_and_a_users_own_status_list_survives() -> None:
     """A redirect to the soft-block page is not followed (meta ``handle_httpstatus_list``
     gets its status) and a retry of the request follows redirects again; the middleware took

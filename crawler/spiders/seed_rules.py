@@ -5,10 +5,10 @@
   ``__init__``, ``start``, ``make_request_from_data`` ...), unless the spider
   lists it in ``seed_callbacks``.
 - ``meta`` keys starting with ``_`` (the frontier's own, such as
-  ``_frontier_lease``) are refused, and so are the keys that change how or
-  where a request is made (``proxy``, ``download_timeout``, ``dont_throttle``,
-  ``browser``, ``session_account``, ``depth`` ... see ``PRIVILEGED_META``) unless
-  ``SEEDS_ALLOWED_META`` names them.
+  ``_frontier_lease``) are refused, as are a spider's own (the zhihu spider's
+  ``zhihu_*``), and so are the keys that change how or where a request is made
+  (``proxy``, ``download_timeout``, ``dont_throttle``, ``browser``, ``session_account``,
+  ``depth`` ... see ``PRIVILEGED_META``) unless ``SEEDS_ALLOWED_META`` names them.
 
 Both raise ``InvalidSeed`` (reasons ``callback`` and ``meta``): the seed goes to the
 invalid-seed list with the reason, and the node goes on.
@@ -41,11 +41,17 @@ PRIVILEGED_PREFIXES = ("dont_", "download_", "handle_httpstatus", "ftp_", "playw
 FRAMEWORK_MODULES = ("scrapy.", "crawler.spiders.base")
 
 
-def check_seed_meta(meta: Mapping[str, Any], allowed: Iterable[str]) -> None:
+def check_seed_meta(
+    meta: Mapping[str, Any], allowed: Iterable[str], own_prefixes: tuple[str, ...] = ()
+) -> None:
+    """``own_prefixes``: the prefixes of the spider's own meta keys (its state), never a
+    seed's to set."""
     permitted = set(allowed)
     for key in meta:
         if key.startswith("_"):
             raise InvalidSeed("meta", f"seed meta key {key!r} is internal (starts with '_')")
+        if own_prefixes and key.startswith(own_prefixes):
+            raise InvalidSeed("meta", f"seed meta key {key!r} is the spider's own (its state)")
         if key in permitted:
             continue
         if key in PRIVILEGED_META or key.startswith(PRIVILEGED_PREFIXES):

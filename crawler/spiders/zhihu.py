@@ -31,6 +31,7 @@ from crawler.spiders.zhihu_chains import (
     COUNT,
     CURSOR,
     ENDPOINT,
+    OWN_META,
     OWNER,
     PEOPLE_SEED,
     RETRIES,
@@ -133,7 +134,7 @@ class ZhihuSpider(ZhihuChains):
         config = self.seed_settings
         seed = parse_zhihu_seed(data, max_bytes=config.max_bytes, encoding=config.encoding)
         if isinstance(seed, SearchSeed):
-            check_seed_meta(seed.meta, config.allowed_meta)
+            check_seed_meta(seed.meta, config.allowed_meta, OWN_META)
             self._stat("seed/search")
             url = self.config.endpoints.url(
                 "search",
@@ -158,7 +159,7 @@ class ZhihuSpider(ZhihuChains):
             raise InvalidSeed(
                 "zhihu_seed", "zhihu seeds take no method, body, callback or form fields"
             )
-        check_seed_meta(seed.meta, self.seed_settings.allowed_meta)
+        check_seed_meta(seed.meta, self.seed_settings.allowed_meta, OWN_META)
         target = recognize(seed.url, self.config.seed_hosts)
         self._stat(f"seed/{target.kind}")
         endpoint, fields = self._first_endpoint(target)

@@ -47,6 +47,7 @@ OWNER = "zhihu_owner"  # id of what a list belongs to: question, url_token, cont
 SKIP = "zhihu_skip"  # comment ids a child list's first page repeats (the root's previews)
 PEOPLE_SEED = "zhihu_people_seed"  # a people seed's profile: also list their content
 RETRIES = "zhihu_retries"  # re-enqueues after a challenge or 40362
+OWN_META = ("zhihu_",)  # the prefix of the spider's meta keys (its state): no seed sets them
 COMMENT_KINDS: dict[str, str] = {"answer": "answers", "article": "articles", "zvideo": "zvideos"}
 CONTENT_LISTS = (
     "question_answers",
