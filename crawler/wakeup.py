@@ -10,11 +10,21 @@ one place that reaches inside.
 
 from __future__ import annotations
 
+from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 
 
+def running_engine(crawler: Crawler) -> ExecutionEngine | None:
+    """The crawler's engine; None before the crawl starts (Scrapy 2.19's ``Crawler.engine``
+    raises then)."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
+
+
 def wake_engine(crawler: Crawler) -> None:
-    engine = crawler.engine
+    engine = running_engine(crawler)
     if engine is None:
         return
     slot = getattr(engine, "_slot", None)
@@ -27,7 +37,7 @@ def engine_closing(crawler: Crawler) -> bool:
     (any reason). Not while it opens and starts (pipelines' ``open_spider``, ``spider_opened``
     and ``engine_started`` handlers), nor for an engine a command drives outside a crawl
     (``scrapy shell`` starts one and opens its spider without ``Crawler.crawl``)."""
-    engine = crawler.engine
+    engine = running_engine(crawler)
     if engine is None:
         return False
     slot = getattr(engine, "_slot", None)
@@ -39,7 +49,7 @@ def engine_closing(crawler: Crawler) -> bool:
 def engine_idle(crawler: Crawler) -> bool:
     """True while nothing is being downloaded or processed by the spider's callbacks and
     pipelines (the scraper's slot is idle)."""
-    engine = crawler.engine
+    engine = running_engine(crawler)
     if engine is None or engine.downloader.active:
         return False
     slot = engine.scraper.slot

@@ -316,12 +316,48 @@ def test_a_request_with_no_usable_session_is_refused_with_a_reason_and_a_warning
     pinned = asyncio.run(drop("http://shop.test/2", session_pin="gone"))
     assert "account gone (meta session_pin)" in str(pinned)
     assert shared.stats.get_value("sessions/unavailable") == 2
-    (message,) = [record.getMessage() for record in caplog.records]  # one a minute at most
+    said = [record.getMessage() for record in caplog.records]
+    (message,) = [text for text in said if text.startswith("Dropped")]  # one a minute at most
     assert "Dropped 1 request(s) with no cookie_platform session" in message
     assert "http://shop.test/1" in message
+    # why nothing comes: the spider cannot log in (said once), and what to do
+    (cannot,) = [text for text in said if "cannot log in" in text]
+    assert "crawler sessions import cookie_platform" in cannot
     caplog.clear()
     shared.crawler.signals.send_catch_log(signals.spider_closed, reason="finished")
     (message,) = [
         r.getMessage() for r in caplog.records if r.name == "crawler.middlewares.sessions"
     ]
     assert "Dropped 1 more request(s) with no session" in message
+
+
+class HangingLogin:
+    """A log-in that does not end (a site that never answers the form)."""
+
+    async def login(self, account: str) -> list[Cookie]:
+        await asyncio.sleep(3600)
+        return []
+
+
+class SlowLoginSpider(PlatformSpider):
+    session_accounts = ("a",)
+
+    def session_login(self) -> HangingLogin:
+        return HangingLogin()
+
+
+def test_a_request_waits_for_a_log_in_no_longer_than_sessions_wait() -> None:
+    """The request waited for the log-in as long as SESSIONS_LOGIN_TIMEOUT (120 s), whatever
+    SESSIONS_WAIT said, and kept a stopping node up as long."""
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_WAIT": 0.3, "SESSIONS_LOGIN_TIMEOUT": 60}
+    crawler = get_crawler(SlowLoginSpider, settings_dict=settings)
+    crawler.spider = SlowLoginSpider.from_crawler(crawler)
+    shared = SharedSessionMiddleware.from_crawler(crawler)
+
+    async def drop() -> float:
+        began = time.monotonic()
+        with pytest.raises(RefusedRequest, match="SESSIONS_WAIT=0.3"):
+            await asyncio.wait_for(shared.process_request(Request("http://shop.test/1")), 10)
+        return time.monotonic() - began
+
+    assert asyncio.run(drop()) < 2

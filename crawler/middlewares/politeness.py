@@ -38,7 +38,7 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.metrics import PrometheusMetrics
-from crawler.middlewares.refused import NotFetchedAtStop, not_fetched_at_stop
+from crawler.middlewares.refused import STOP_LOOK, NotFetchedAtStop, not_fetched_at_stop
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
@@ -50,7 +50,6 @@ from crawler.wakeup import engine_closing
 logger = logging.getLogger(__name__)
 
 DONT_THROTTLE_META = "dont_throttle"
-STOP_LOOK = 0.5  # seconds between two looks at a stop while a request waits its turn
 
 
 def site_of(url: str) -> str:

@@ -20,6 +20,9 @@ class RefusedRequest(IgnoreRequest):
         self.reason = reason
 
 
+STOP_LOOK = 0.5  # seconds between two looks at a stop while a request waits (turn, session)
+
+
 class NotFetchedAtStop(IgnoreRequest):
     """The node stops and a Redis its download waits on does not answer: the request is not
     fetched, and its lease goes back to the queue (``reason``: the requeue reason) instead of

@@ -80,7 +80,7 @@ def verdict(after: Health | None, max_strikes: int) -> str:
     if after in (Health.RISKY, Health.BANNED):
         return f"marked {after.value}, it rests until its cooldown ends"
     if after is Health.EXPIRED:
-        return "marked expired, a log-in replaces it"
+        return "marked expired, a log-in replaces it (or an imported session, without one)"
     return "a newer log-in already replaced the cookies it was sent with"
 
 

@@ -43,7 +43,12 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
 from crawler.middlewares.politeness import retry_after_seconds
-from crawler.middlewares.refused import RefusedRequest, not_fetched_at_stop
+from crawler.middlewares.refused import (
+    STOP_LOOK,
+    NotFetchedAtStop,
+    RefusedRequest,
+    not_fetched_at_stop,
+)
 from crawler.middlewares.session_http import (
     browser_cookies,
     default_state,
@@ -72,6 +77,7 @@ from crawler.sessions.models import UnreadableSession
 from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
 from crawler.url_credentials import mask_secrets
+from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +139,10 @@ class SharedSessionMiddleware:
         self.store_settings = store_settings
         self._dropped = 0  # requests dropped with no session since the last WARNING about them
         self._dropped_logged_at = -math.inf
+        self._logins: dict[str, asyncio.Future[None]] = {}  # platform -> its log-in round
+        self._cannot_log_in: set[str] = set()  # platforms said to have no log-in (once each)
         crawler.signals.connect(self._report_dropped, signal=signals.spider_closed)
+        crawler.signals.connect(self._cancel_logins, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedSessionMiddleware:
@@ -238,17 +247,52 @@ class SharedSessionMiddleware:
                 continue
             if session is not None:
                 return session
-            await self._log_in_again(spider, platform)
+            login = self._logins.get(platform)
+            if login is None or login.done():  # one log-in round at a time, shared
+                login = self._logins[platform] = asyncio.ensure_future(
+                    self._log_in_again(spider, platform)
+                )
+                login.add_done_callback(_retrieved)
+            # for the log-in no longer than the request may wait, nor past a stop
+            while not login.done() and (left := deadline - time.monotonic()) > 0:
+                self._stop_waiting_at_stop(left)
+                await asyncio.wait({login}, timeout=min(left, STOP_LOOK))
             if time.monotonic() >= deadline:
                 return None
+            self._stop_waiting_at_stop(deadline - time.monotonic())
             await asyncio.sleep(pause)
             pause = min(1.0, pause * 2)
+
+    def _stop_waiting_at_stop(self, left: float) -> None:
+        if engine_closing(self.crawler):
+            raise NotFetchedAtStop(
+                "sessions/stopped",
+                f"not fetched: the node stops while the request waits {left:.0f}s more for a "
+                "session (its lease goes back to the queue)",
+            )
+
+    def _cancel_logins(self) -> None:
+        """At close: a log-in under way ends (its lease in Redis expires)."""
+        for login in self._logins.values():
+            login.cancel()
 
     async def _log_in_again(self, spider: Spider, platform: str) -> None:
         """Log in the spider's accounts that need it (one node per account does it)."""
         login = getattr(spider, "session_login", None)
         provider = login() if callable(login) else None
         if provider is None:
+            if platform not in self._cannot_log_in:
+                self._cannot_log_in.add(platform)
+                logger.warning(
+                    "No %s session is usable and the spider cannot log in (its session_login "
+                    "gives none: no accounts configured): requests wait SESSIONS_WAIT=%s s for "
+                    "one to come back from rest, then are dropped (%s). Import a session: "
+                    "`crawler sessions import %s <account> ...`",
+                    platform,
+                    self.settings.wait,
+                    UNAVAILABLE,
+                    platform,
+                )
             return
         for account in getattr(spider, "session_accounts", ()):
             await self._log_in_account(platform, str(account), provider)
@@ -318,3 +362,9 @@ class SharedSessionMiddleware:
         retry.meta.pop(ACCOUNT_META, None)
         retry.headers.pop(b"Cookie", None)
         return retry
+
+
+def _retrieved(login: asyncio.Future[None]) -> None:
+    """A log-in round's failure is logged where it happens; a stop's cancellation is not one."""
+    if not login.cancelled():
+        login.exception()
