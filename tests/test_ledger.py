@@ -85,22 +85,27 @@ def test_a_push_that_timed_out_but_ran_is_added_once(
     assert ledger_text(view).startswith("adds up")
 
 
+def put_runs(client: redis.Redis, runs: dict[str, tuple[int, int, str]]) -> int:
+    """Record node runs as ``ledger_push.lua`` does, each run -> (its last push, how many ms
+    ago, its state), pushing every 5 s; returns Redis's time now (ms)."""
+    now = server_time_ms(client, KEYS.total)
+    for run, (push, ago, state) in runs.items():
+        for field, value in (("push", push), ("at", now - ago), ("state", state), ("every", 5000)):
+            client.hset(KEYS.runs, f"{run}:{field}", value)
+    return now
+
+
 def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) -> None:
-    now = server_time_ms(redis_client, KEYS.total)
-    redis_client.hset(
-        KEYS.runs,
-        mapping={
-            "node-a:1:push": 9, "node-a:1:at": now - 60_000, "node-a:1:state": "running",
-            "node-a:1:every": 5000,
-            "node-b:2:push": 4, "node-b:2:at": now - 60_000, "node-b:2:state": "final",
-            "node-b:2:every": 5000,
-            "node-c:3:push": 2, "node-c:3:at": now - 1000, "node-c:3:state": "running",
-            "node-c:3:every": 5000,
+    now = put_runs(
+        redis_client,
+        {
+            "node-a:1": (9, 60_000, "running"),
+            "node-b:2": (4, 60_000, "final"),
+            "node-c:3": (2, 1000, "running"),
             # silent as long as node-a:1, but its node beats: Redis was away, it pushes again
-            "node-d:4:push": 7, "node-d:4:at": now - 60_000, "node-d:4:state": "running",
-            "node-d:4:every": 5000,
+            "node-d:4": (7, 60_000, "running"),
         },
-    )  # fmt: skip
+    )
     redis_client.zadd("{pages}:nodes", {"node-d": now + 30_000, "node-a": now - 20_000})
     view = FrontierAdmin(redis_client, "pages").ledger("c1")
     assert (view["runs"], view["short_runs"]) == (4, ["node-a:1"])
@@ -111,16 +116,9 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
 def test_a_killed_run_is_named_when_its_node_id_runs_again(redis_client: redis.Redis) -> None:
     """A pod restarted in place keeps its name, so its node id: the id is alive again, but
     the killed run never pushes again. Only a node id's newest run may push again."""
-    now = server_time_ms(redis_client, KEYS.total)
-    redis_client.hset(
-        KEYS.runs,
-        mapping={
-            "node-a:1:push": 9, "node-a:1:at": now - 60_000, "node-a:1:state": "running",
-            "node-a:1:every": 5000,
-            "node-a:2:push": 1, "node-a:2:at": now - 1000, "node-a:2:state": "running",
-            "node-a:2:every": 5000,
-        },
-    )  # fmt: skip
+    now = put_runs(
+        redis_client, {"node-a:1": (9, 60_000, "running"), "node-a:2": (1, 1000, "running")}
+    )
     redis_client.zadd("{pages}:nodes", {"node-a": now + 30_000})
     view = FrontierAdmin(redis_client, "pages").ledger("c1")
     assert (view["runs"], view["short_runs"]) == (2, ["node-a:1"])

@@ -356,7 +356,7 @@ def test_a_request_waits_for_a_log_in_no_longer_than_sessions_wait() -> None:
 
     async def drop() -> float:
         began = time.monotonic()
-        with pytest.raises(RefusedRequest, match="SESSIONS_WAIT=0.3"):
+        with pytest.raises(RefusedRequest, match=r"SESSIONS_WAIT=0\.3"):
             await asyncio.wait_for(shared.process_request(Request("http://shop.test/1")), 10)
         return time.monotonic() - began
 
