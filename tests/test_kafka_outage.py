@@ -143,12 +143,10 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     assert "'kafka/crawl_paused/max_outage':" in text
 
 
+@pytest.mark.slow  # 36 s: a Kafka outage's long scenario, as the others of this file
 @pytest.mark.parametrize(
     "create_topics",
-    [
-        pytest.param(False, id="topic_unchecked", marks=pytest.mark.slow),
-        pytest.param(True, id="topic_checked"),
-    ],
+    [pytest.param(False, id="topic_unchecked"), pytest.param(True, id="topic_checked")],
 )
 def test_a_crawl_that_ends_while_kafka_pauses_it_closes_with_its_items_in_the_spool(
     redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path, create_topics: bool
