@@ -20,8 +20,8 @@ import orjson
 
 from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security, project_settings
 from crawler.cli.consume import render
+from crawler.kafka.dead_letter_writer import DLQ_HEADERS, ORIGINAL_TOPIC_HEADER
 from crawler.kafka.dead_letters import (
-    DLQ_HEADERS,
     DeadLetterError,
     DeadLetterQueues,
     DeadLetterSettings,
@@ -189,7 +189,7 @@ def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> 
     for message in queues.read(dlq, spans, args.timeout):
         if (message.partition, message.offset) in skip:
             continue
-        original = message.headers.get("dlq_original_topic", args.topic.encode()).decode()
+        original = message.headers.get(ORIGINAL_TOPIC_HEADER, args.topic.encode()).decode()
         outgoing = OutgoingMessage(
             topic=original,
             key=message.key,

@@ -27,8 +27,12 @@ from crawler.kafka.spool import JsonLinesLog, encode_record
 
 logger = logging.getLogger(__name__)
 
+# the headers a dead letter gets, after its item's
+ORIGINAL_TOPIC_HEADER = "dlq_original_topic"  # the topic it was meant for
 REASON_HEADER = "dlq_reason"
+ERROR_HEADER = "dlq_error"
 ORIGINAL_TIMESTAMP_HEADER = "dlq_original_timestamp"  # ms; the dead letter has the send time
+DLQ_HEADERS = (ORIGINAL_TOPIC_HEADER, REASON_HEADER, ERROR_HEADER, ORIGINAL_TIMESTAMP_HEADER)
 # spools a message whose send failed for now (the sender's, which settles it)
 Transient = Callable[[OutgoingMessage, KafkaError, Settled | None], None]
 
@@ -83,9 +87,9 @@ class DeadLetterWriter:
             timestamp_ms=0,  # the send time: the item's own may be what the broker refused
             headers=[
                 *message.headers,
-                ("dlq_original_topic", message.topic.encode()),
+                (ORIGINAL_TOPIC_HEADER, message.topic.encode()),
                 (REASON_HEADER, reason.encode()),
-                ("dlq_error", error.encode("utf-8", "replace")[:1000]),
+                (ERROR_HEADER, error.encode("utf-8", "replace")[:1000]),
                 *_original_timestamp(message, reason),
             ],
         )

@@ -25,11 +25,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from crawler.kafka.config import NO_SECURITY
+from crawler.kafka.dead_letter_writer import ORIGINAL_TIMESTAMP_HEADER
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.reader import ReceivedMessage, received
 
-# added by ItemSender's DeadLetterWriter
-DLQ_HEADERS = ("dlq_original_topic", "dlq_reason", "dlq_error", "dlq_original_timestamp")
 _ITEM_TYPE_MARK = "\x00"
 
 
@@ -68,7 +67,7 @@ class DeadLetterSettings:
 def original_timestamp(headers: Mapping[str, bytes], sent_at: int) -> int:
     """The item's own timestamp a dead letter keeps (``dlq_original_timestamp``), else
     ``sent_at`` (the dead letter's)."""
-    given = headers.get("dlq_original_timestamp", b"")
+    given = headers.get(ORIGINAL_TIMESTAMP_HEADER, b"")
     return int(given) if given.isdigit() else sent_at
 
 

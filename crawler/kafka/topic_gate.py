@@ -16,12 +16,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from crawler.kafka.dead_letter_writer import ORIGINAL_TOPIC_HEADER
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.replay import Settled
 
 logger = logging.getLogger(__name__)
-
-ORIGINAL_TOPIC_HEADER = "dlq_original_topic"  # on a dead letter: the topic it was meant for
 
 Check = Callable[[str], Awaitable[None]]
 Send = Callable[[OutgoingMessage, Settled], None]
