@@ -47,8 +47,13 @@ def get_float(settings: ListSettings, name: str, default: float = 0.0) -> float:
         value = settings.getfloat(name, default)
     except (TypeError, ValueError):
         raise ValueError(f"{name}={settings.get(name)!r} is not a number") from None
+    return finite(name, settings.get(name), value)
+
+
+def finite(name: str, given: object, value: float) -> float:
+    """``value``, read from the setting ``name`` given as ``given``, if it is finite."""
     if not math.isfinite(value):
-        raise ValueError(f"{name}={settings.get(name)!r} is not a finite number")
+        raise ValueError(f"{name}={given!r} is not a finite number")
     return value
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+from crawler.settings_values import finite
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,6 @@ class SessionSettings:
                 kwargs[spec.name] = kind(raw)
             except (TypeError, ValueError):
                 raise ValueError(f"{name}={raw!r} is not a {spec.type}") from None
-            if kind is float and not math.isfinite(kwargs[spec.name]):
-                raise ValueError(f"{name}={raw!r} is not a finite number")
+            if kind is float:
+                finite(name, raw, kwargs[spec.name])
         return cls(**kwargs)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from crawler.settings_values import ListSettings, get_typed_list, text
+from crawler.settings_values import ListSettings, finite, get_typed_list, text
 from crawler.zhihu.urls import DEFAULT_ENDPOINTS, Endpoints
 
 SORTS = frozenset({"default", "created", "updated"})
@@ -34,8 +33,8 @@ def _read(settings: SettingsLike, getter: str, name: str, default: Any) -> Any:
         value = getattr(settings, getter)(name, default)
     except (TypeError, ValueError):
         raise ValueError(f"{name}={settings.get(name)!r} is not a valid {getter[3:]}") from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{name}={settings.get(name)!r} is not a finite number")
+    if isinstance(value, float):
+        return finite(name, settings.get(name), value)
     return value
 
 
