@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from crawler.middlewares.refused import RefusedRequest, failure_reason
+from crawler.middlewares.refused import NotFetchedAtStop, RefusedRequest, failure_reason
 from crawler.middlewares.session_http import set_cookies
 from crawler.middlewares.sessions import SharedSessionMiddleware
 from crawler.sessions import Cookie, Session
@@ -361,3 +362,30 @@ def test_a_request_waits_for_a_log_in_no_longer_than_sessions_wait() -> None:
         return time.monotonic() - began
 
     assert asyncio.run(drop()) < 2
+
+
+def test_a_stopping_node_ends_a_request_s_wait_for_a_session() -> None:
+    """A request waiting for a log-in round is not fetched once the node stops: its lease goes
+    back to the queue (``sessions/stopped``) instead of holding the stop for SESSIONS_WAIT."""
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_WAIT": 60, "SESSIONS_LOGIN_TIMEOUT": 60}
+    crawler = get_crawler(SlowLoginSpider, settings_dict=settings)
+    crawler.spider = SlowLoginSpider.from_crawler(crawler)
+    shared = SharedSessionMiddleware.from_crawler(crawler)
+    engine = SimpleNamespace(_stopping=False, _slot=SimpleNamespace(closing=None))
+    crawler.engine = engine  # type: ignore[assignment]
+
+    async def stopped() -> tuple[NotFetchedAtStop, float]:
+        waiting = asyncio.ensure_future(shared.process_request(Request("http://shop.test/1")))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()  # waits for the log-in round
+        began = time.monotonic()
+        engine._stopping = True  # ExecutionEngine.stop_async
+        with pytest.raises(NotFetchedAtStop) as raised:
+            await asyncio.wait_for(waiting, 10)
+        return raised.value, time.monotonic() - began
+
+    exc, took = asyncio.run(stopped())
+    assert exc.reason == "sessions/stopped"
+    assert "the node stops while the request waits" in str(exc)
+    assert "for a session" in str(exc)
+    assert took < 2

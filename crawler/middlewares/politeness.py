@@ -38,14 +38,13 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.extensions.metrics import PrometheusMetrics
-from crawler.middlewares.refused import STOP_LOOK, NotFetchedAtStop, not_fetched_at_stop
+from crawler.middlewares.refused import STOP_LOOK, not_fetched_at_stop, not_waiting_past_stop
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
-from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -134,17 +133,10 @@ class ClusterRateLimitMiddleware:
             self.stats.inc_value("politeness/rebooked")
 
     async def _wait_turn(self, wait: float, site: str) -> None:
-        """Sleep ``wait`` seconds, unless the node stops meanwhile: Scrapy's close waits for
-        every download in progress, and a cooldown may last minutes, so the request is not
-        fetched and its lease goes back to the queue (``politeness/stopped``)."""
+        """Sleep ``wait`` seconds, unless the node stops meanwhile (``politeness/stopped``)."""
         deadline = time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0:
-            if engine_closing(self.crawler):
-                raise NotFetchedAtStop(
-                    "politeness/stopped",
-                    f"not fetched: the node stops while the request waits {left:.0f}s more for "
-                    f"its turn at {site} (its lease goes back to the queue)",
-                )
+            not_waiting_past_stop(self.crawler, "politeness/stopped", left, f"its turn at {site}")
             await asyncio.sleep(min(left, STOP_LOOK))
 
     async def process_response(self, request: Request, response: Response) -> Response:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 
 from crawler.redis_outage import GaveUp
+from crawler.wakeup import engine_closing
 
 
 class RefusedRequest(IgnoreRequest):
@@ -31,6 +33,18 @@ class NotFetchedAtStop(IgnoreRequest):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+def not_waiting_past_stop(crawler: Crawler, reason: str, left: float, what: str) -> None:
+    """A request waits ``left`` seconds more for ``what`` (its turn, a session): when the node
+    stops meanwhile (Scrapy's close waits for every download in progress, and the wait may last
+    minutes), it is not fetched and its lease goes back to the queue (``reason``)."""
+    if engine_closing(crawler):
+        raise NotFetchedAtStop(
+            reason,
+            f"not fetched: the node stops while the request waits {left:.0f}s more for {what} "
+            "(its lease goes back to the queue)",
+        )
 
 
 @contextlib.contextmanager

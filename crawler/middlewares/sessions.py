@@ -45,9 +45,9 @@ from scrapy.statscollectors import StatsCollector
 from crawler.middlewares.politeness import retry_after_seconds
 from crawler.middlewares.refused import (
     STOP_LOOK,
-    NotFetchedAtStop,
     RefusedRequest,
     not_fetched_at_stop,
+    not_waiting_past_stop,
 )
 from crawler.middlewares.session_http import (
     browser_cookies,
@@ -77,7 +77,6 @@ from crawler.sessions.models import UnreadableSession
 from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
 from crawler.url_credentials import mask_secrets
-from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -255,21 +254,14 @@ class SharedSessionMiddleware:
                 login.add_done_callback(_retrieved)
             # for the log-in no longer than the request may wait, nor past a stop
             while not login.done() and (left := deadline - time.monotonic()) > 0:
-                self._stop_waiting_at_stop(left)
+                not_waiting_past_stop(self.crawler, "sessions/stopped", left, "a session")
                 await asyncio.wait({login}, timeout=min(left, STOP_LOOK))
             if time.monotonic() >= deadline:
                 return None
-            self._stop_waiting_at_stop(deadline - time.monotonic())
+            left = deadline - time.monotonic()
+            not_waiting_past_stop(self.crawler, "sessions/stopped", left, "a session")
             await asyncio.sleep(pause)
             pause = min(1.0, pause * 2)
-
-    def _stop_waiting_at_stop(self, left: float) -> None:
-        if engine_closing(self.crawler):
-            raise NotFetchedAtStop(
-                "sessions/stopped",
-                f"not fetched: the node stops while the request waits {left:.0f}s more for a "
-                "session (its lease goes back to the queue)",
-            )
 
     def _cancel_logins(self) -> None:
         """At close: a log-in under way ends (its lease in Redis expires)."""
