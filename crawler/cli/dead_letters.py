@@ -20,7 +20,7 @@ import orjson
 
 from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security, project_settings
 from crawler.cli.consume import render
-from crawler.kafka.dead_letter_writer import DLQ_HEADERS, ORIGINAL_TOPIC_HEADER
+from crawler.kafka.dead_letter_writer import DLQ_HEADERS, ORIGINAL_TOPIC_HEADER, REASON_HEADER
 from crawler.kafka.dead_letters import (
     DeadLetterError,
     DeadLetterQueues,
@@ -145,7 +145,7 @@ def _unreplayable(
     for message in queues.read(dlq, spans, timeout):
         why = replay_refusal(message, schemas)
         if why is not None:
-            reason = message.headers.get("dlq_reason", b"").decode("utf-8", "replace")
+            reason = message.headers.get(REASON_HEADER, b"").decode("utf-8", "replace")
             where = {"partition": message.partition, "offset": message.offset}
             skipped.append({**where, "reason": reason, "why": why})
     return skipped

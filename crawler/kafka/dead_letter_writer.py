@@ -55,13 +55,6 @@ def _original_timestamp(message: OutgoingMessage, reason: str) -> list[tuple[str
     return [(ORIGINAL_TIMESTAMP_HEADER, str(message.timestamp_ms).encode())]
 
 
-def _reason(message: OutgoingMessage) -> str:
-    value = next((v for name, v in message.headers if name == REASON_HEADER), None)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
 class DeadLetterWriter:
     def __init__(
         self,
@@ -97,7 +90,7 @@ class DeadLetterWriter:
 
     def resend(self, dlq: OutgoingMessage, on_settled: Settled) -> None:
         """Send a spooled dead letter (``is_dead_letter``) to its dead-letter topic again."""
-        self._deliver(dlq, _reason(dlq), on_settled)
+        self._deliver(dlq, dlq.header(REASON_HEADER) or "", on_settled)
 
     def _deliver(
         self, dlq: OutgoingMessage, reason: str, on_settled: Settled | None, alone: bool = False

@@ -45,6 +45,13 @@ class OutgoingMessage:
     timestamp_ms: int  # 0: the producer's clock
     partition: int = -1  # -1: the partitioner's choice (by key)
 
+    def header(self, name: str) -> str | None:
+        """The first header ``name`` as text (``None``: there is none, or it has no value)."""
+        for key, value in self.headers:
+            if key == name:
+                return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        return None
+
 
 URL_PARTS = re.compile(r"^([^:/?#]+)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import orjson
 
+from crawler.kafka.dead_letter_writer import REASON_HEADER
 from crawler.kafka.messages import schema_version_error
 from crawler.kafka.reader import ReceivedMessage
 from crawler.kafka.schemas import SchemaRegistry, exact_json
@@ -19,7 +20,7 @@ from crawler.kafka.schemas import SchemaRegistry, exact_json
 def replay_refusal(letter: ReceivedMessage, schemas: SchemaRegistry) -> str | None:
     """Why ``letter`` cannot be replayed as an item, saying what to do; ``None``: it can."""
     headers = letter.headers
-    if headers.get("dlq_reason") == b"unencodable":
+    if headers.get(REASON_HEADER) == b"unencodable":
         return (
             "its value is not JSON but the item's Python repr (the item could not be encoded): "
             "fix the spider; the item can only be dropped"
@@ -36,7 +37,7 @@ def replay_refusal(letter: ReceivedMessage, schemas: SchemaRegistry) -> str | No
             f"its schema_version header is {version!r}, not an integer: make the item class's "
             "schema_version an int; the item can only be dropped"
         )
-    if headers.get("dlq_reason") == b"schema":
+    if headers.get(REASON_HEADER) == b"schema":
         item_type = headers.get("item_type", b"").decode("utf-8", "replace")
         if error := schemas.error(item_type, exact_json(letter.value)):
             return (

@@ -29,10 +29,7 @@ Send = Callable[[OutgoingMessage, Settled], None]
 def checked_topic(message: OutgoingMessage) -> str:
     """The topic whose check covers ``message``: its own, or for a dead letter the original
     one (a check creates a topic and its dead-letter topic together)."""
-    for name, value in message.headers:
-        if name == ORIGINAL_TOPIC_HEADER and value:
-            return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    return message.topic
+    return message.header(ORIGINAL_TOPIC_HEADER) or message.topic
 
 
 class TopicGate:
