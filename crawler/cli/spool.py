@@ -135,6 +135,7 @@ async def replay_spool(
     except ValueError as exc:
         raise SystemExit(str(exc)) from exc
     checker: TopicChecker | None = None
+    count = sender_count(counts)
 
     async def check(topic: str) -> None:
         if checker is not None:
@@ -149,11 +150,11 @@ async def replay_spool(
             dead_letter_file=dead_letter_file(directory, node_id),
             node_id=node_id,
         ),
-        count=sender_count(counts),
+        count=count,
         topic_check=check if spec is not None else None,
     )
     if spec is not None:
-        checker = TopicChecker(lambda: sender.producer, spec, sender.health, sender_count(counts))
+        checker = TopicChecker(lambda: sender.producer, spec, sender.health, count)
     sender.replay()
     deadline = time.monotonic() + args.timeout
     while (sender.producer.pending() or sender.waiting()) and time.monotonic() < deadline:
