@@ -38,6 +38,26 @@ REFUSED = {
     "REDIS_DECODE_RESPONSES": "the node builds its own Redis clients from REDIS_URL: remove it",
 }
 
+# the other scrapy-redis settings ``apply`` maps or checks (and the spider's idle close reads)
+MAPPED = frozenset(
+    {
+        "REDIS_HOST",
+        "REDIS_PORT",
+        "REDIS_DB",
+        "REDIS_PARAMS",
+        "REDIS_ENCODING",
+        "REDIS_START_URLS_AS_SET",
+        "REDIS_START_URLS_AS_ZSET",
+        "REDIS_ITEMS_KEY",
+        "REDIS_ITEMS_SERIALIZER",
+        "SCHEDULER_PERSIST",
+        "SCHEDULER_FLUSH_ON_START",
+        "SCHEDULER_IDLE_BEFORE_CLOSE",
+        "SCHEDULER_QUEUE_CLASS",
+        "STATS_KEY",
+        "MAX_IDLE_TIME_BEFORE_CLOSE",
+    }
+)
 PRIORITY_QUEUES = {
     "scrapy_redis.queue.PriorityQueue",
     "scrapy_redis.queue.SpiderPriorityQueue",

@@ -1,6 +1,6 @@
 """Setting names that look misspelt: one a user gave (``-s``, ``custom_settings``, the
 environment's ``CRAWLER_SETTING_<NAME>``) that no component reads but that resembles one
-Scrapy or this project reads.
+Scrapy, this project, scrapy-redis (which the project maps) or scrapy-playwright reads.
 
 Scrapy passes any name on, so a misspelt one left the default in place without a word; a
 user's own code may read names of its own, so only a close resemblance is named (a WARNING at
@@ -15,18 +15,39 @@ import importlib
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
-from crawler.scrapy_redis_compat import ALIASES, REFUSED
+from crawler.scrapy_redis_compat import ALIASES, MAPPED, REFUSED
 
 RESEMBLANCE = 0.9  # difflib's ratio from which a name is taken for a misspelling
 PROJECT_MODULES = ("settings.base", "settings.dev", "settings.prod")
+# set by the project's own commands and add-on, never by a user
+INTERNAL = ("CRAWLER_DOWNLOAD_HANDLERS", "CRAWLER_SPIDER_ARGUMENTS", "CRAWLER_STANDALONE_COMMAND")
+# scrapy-playwright's, which the add-on passes on (and sets some of)
+PLAYWRIGHT = (
+    "PLAYWRIGHT_ABORT_REQUEST",
+    "PLAYWRIGHT_BROWSER_PROVIDER",
+    "PLAYWRIGHT_BROWSER_TYPE",
+    "PLAYWRIGHT_CDP_KWARGS",
+    "PLAYWRIGHT_CDP_URL",
+    "PLAYWRIGHT_CONNECT_KWARGS",
+    "PLAYWRIGHT_CONNECT_URL",
+    "PLAYWRIGHT_CONTEXTS",
+    "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT",
+    "PLAYWRIGHT_DOWNLOAD_TIMEOUT",
+    "PLAYWRIGHT_LAUNCH_OPTIONS",
+    "PLAYWRIGHT_MAX_CONTEXTS",
+    "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT",
+    "PLAYWRIGHT_PROCESS_REQUEST_HEADERS",
+    "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER",
+)
 
 
 @functools.cache
 def known_names() -> frozenset[str]:
-    """Names Scrapy's defaults, the project's settings and the scrapy-redis mapping know."""
+    """Names Scrapy's defaults, the project's settings, the scrapy-redis mapping and
+    scrapy-playwright know."""
     modules = [default_settings, *map(importlib.import_module, PROJECT_MODULES)]
     names = {name for module in modules for name in dir(module) if name.isupper()}
-    return frozenset(names | set(ALIASES) | set(REFUSED))
+    return frozenset(names | set(ALIASES) | set(REFUSED) | MAPPED | set(INTERNAL) | set(PLAYWRIGHT))
 
 
 def misspelt(settings: BaseSettings) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ from scrapy.settings import Settings
 
 from crawler.addon import ClusterAddon
 from crawler.demo.nodes import REPO_ROOT
+from crawler.setting_names import known_names
 from settings.resolve import resolve_settings
 
 
@@ -144,3 +145,36 @@ def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(
     ):
         assert f"{given} resembles {meant}" in joined, joined
     assert "MY_PIPELINE_API_URL" not in joined
+
+
+def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Only Scrapy's, the project's and a few scrapy-redis names were known: REDIS_HOTS (the
+    node then ran standalone), REDIS_START_URLS_AS_ZST (seeds read as a list) or
+    PLAYWRIGHT_LAUNCH_OPTION passed without a word. The names the project sets for itself
+    are known, never named."""
+    settings = Settings(resolve_settings({}))
+    for given in (
+        "REDIS_HOTS",
+        "REDIS_PRAMS",
+        "REDIS_START_URLS_AS_ZST",
+        "SCHEDULER_IDLE_BEFORE_CLOS",
+        "PLAYWRIGHT_LAUNCH_OPTION",
+    ):
+        settings.set(given, "x", priority="cmdline")
+    for own in ("CRAWLER_SPIDER_ARGUMENTS", "CRAWLER_STANDALONE_COMMAND"):
+        settings.set(own, "x", priority="cmdline")
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        ClusterAddon().update_settings(settings)
+    joined = "\n".join(r.getMessage() for r in caplog.records if "resembles" in r.getMessage())
+    for given, meant in (
+        ("REDIS_HOTS", "REDIS_HOST"),
+        ("REDIS_PRAMS", "REDIS_PARAMS"),
+        ("REDIS_START_URLS_AS_ZST", "REDIS_START_URLS_AS_ZSET"),
+        ("SCHEDULER_IDLE_BEFORE_CLOS", "SCHEDULER_IDLE_BEFORE_CLOSE"),
+        ("PLAYWRIGHT_LAUNCH_OPTION", "PLAYWRIGHT_LAUNCH_OPTIONS"),
+    ):
+        assert f"{given} resembles {meant}" in joined, joined
+    assert "CRAWLER_" not in joined
+    assert known_names() >= {"CRAWLER_DOWNLOAD_HANDLERS", "REDIS_ITEMS_KEY", "SCHEDULER_PERSIST"}
