@@ -9,6 +9,8 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +29,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
+from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import RedisServer
 from crawler.extensions.cluster_logstats import (
@@ -282,8 +285,27 @@ def test_serve_takes_the_next_free_port(busy_port: int) -> None:
 
 
 def test_serve_fails_when_the_range_is_full(busy_port: int) -> None:
-    with pytest.raises(RuntimeError, match=rf"METRICS_PORTS={busy_port}-{busy_port}: no free port"):
+    with pytest.raises(ValueError, match=rf"METRICS_PORTS={busy_port}-{busy_port}: no free port"):
         serve("127.0.0.1", (busy_port, busy_port), CollectorRegistry(), no_health)
+
+
+def test_a_node_whose_metrics_ports_are_taken_is_not_started_with_one_line(busy_port: int) -> None:
+    """Two nodes on one host with a fixed METRICS_PORTS: the second printed asyncio's "Task
+    exception was never retrieved" and a RuntimeError's traceback, not the one-line refusal
+    every other start-time refusal gets."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "pages", "-s", f"METRICS_PORTS={busy_port}"],
+        cwd=REPO_ROOT,
+        env={**env, "REDIS_URL": ""},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert f"Not started: METRICS_PORTS={busy_port}-{busy_port}: no free port" in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_extension_serves_stats_and_stops_at_close() -> None:

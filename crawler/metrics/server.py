@@ -72,6 +72,6 @@ def serve(
             continue
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         return server
-    raise RuntimeError(
+    raise ValueError(  # a refusal at start, named in one line
         f"METRICS_PORTS={ports[0]}-{ports[1]}: no free port on METRICS_HOST={host!r} ({last_error})"
     )
