@@ -100,6 +100,11 @@ def describe(report: SeedReport) -> str:
         return f"invalid ({report.reason}): {shown!r}: {report.error}"
     if report.outcome is Outcome.NEW:
         return f"new: {shown}"
+    if report.outcome is Outcome.SKIPPED:
+        return (
+            f"skipped: {shown}: not pushed, the spider's make_request_from_data makes no request "
+            "of it (a node would take it and do nothing)"
+        )
     if report.refetched:
         return (
             f"crawled before: {shown}: its page is fetched again, the pages it leads to that "
@@ -166,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
                     "pushed": len(pushed),
                     "new": counts["new"],
                     "seen": counts["seen"],
+                    "skipped": counts["skipped"],
                     "rejected": rejected,
                     "recrawl": args.recrawl,
                     "seeds": [report.as_json() for report in reports],
@@ -176,8 +182,9 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note)
         print_reports(reports)
+        skipped = f", skipped {counts['skipped']}" if counts["skipped"] else ""
         print(
             f"Pushed {len(pushed)} seeds to {key} ({counts['new']} new, {counts['seen']} crawled "
-            f"before), rejected {counts['invalid']}"
+            f"before), rejected {counts['invalid']}{skipped}"
         )
     return 1 if counts["invalid"] else 0

@@ -38,6 +38,7 @@ class Outcome(StrEnum):
     NEW = "new"
     SEEN = "seen"  # every request it makes was crawled (or queued) before
     INVALID = "invalid"
+    SKIPPED = "skipped"  # make_request_from_data makes no request of it (a node skips it too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ class SeedReport:
         found: dict[str, Any] = {"seed": self.seed, "outcome": self.outcome.value}
         if self.outcome is Outcome.INVALID:
             found |= {"reason": self.reason, "error": self.error}
-        else:
+        elif self.outcome is not Outcome.SKIPPED:
             found |= {"urls": self.urls, "refetched": self.refetched}
         return found
 
@@ -88,17 +89,14 @@ class SeedChecker:
         return self.spider.seed_settings
 
     def requests(self, raw: str) -> list[Request]:
-        """The seed's requests, as a node makes them; ``InvalidSeed`` if it makes none."""
+        """The seed's requests, as a node makes them (none: the spider skips it)."""
         try:
-            requests = self.spider.requests_from_raw_seed(raw.encode("utf-8", "surrogatepass"))
+            return self.spider.requests_from_raw_seed(raw.encode("utf-8", "surrogatepass"))
         except InvalidSeed:
             raise
         except Exception as exc:  # the user's make_request_from_data may raise anything
             reason = f"error/{type(exc).__name__}"
             raise InvalidSeed(reason, f"make_request_from_data: {exc}") from exc
-        if not requests:
-            raise InvalidSeed("no_request", "make_request_from_data made no request of it")
-        return requests
 
     def fingerprint(self, request: Request) -> str:
         assert self.crawler.request_fingerprinter is not None
@@ -109,9 +107,11 @@ class SeedChecker:
         made: list[tuple[str, list[Request]] | SeedReport] = []
         for raw in raw_seeds:
             try:
-                made.append((raw, self.requests(raw)))
+                requests = self.requests(raw)
             except InvalidSeed as exc:
                 made.append(SeedReport(raw, Outcome.INVALID, reason=exc.reason, error=str(exc)))
+                continue
+            made.append((raw, requests) if requests else SeedReport(raw, Outcome.SKIPPED))
         requests = [
             request for entry in made if not isinstance(entry, SeedReport) for request in entry[1]
         ]

@@ -176,7 +176,7 @@ class RedisSpider(scrapy.Spider):
 
     async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
-            return self.requests_from_raw_seed(raw)
+            requests = self.requests_from_raw_seed(raw)
         except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
             invalid = (
                 exc
@@ -189,6 +189,11 @@ class RedisSpider(scrapy.Spider):
                 lambda: queue.reject(raw, invalid.reason, str(invalid), self.node_id)
             )
             return []
+        if not requests:  # the spider's choice, as scrapy-redis lets it
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("seeds/skipped")
+            logger.debug("make_request_from_data made no request of seed %r", raw[:200])
+        return requests
 
     async def _cluster_idle(self, queue: SeedQueue) -> bool:
         """Wake the engine if the shared frontier holds work; True when the cluster is idle.
