@@ -603,3 +603,60 @@ def test_a_scrapy_redis_hook_our_spider_never_calls_is_refused(hook: str) -> Non
         scrapy_redis_compat.check_spider_class(spidercls)
     # A plain spider may have a method of that name for its own reasons.
     scrapy_redis_compat.check_spider_class(type("Plain", (scrapy.Spider,), {hook: None}))
+
+
+# -- the spider's attributes as scrapy-redis leaves them ---------------------------------------
+
+
+def test_the_spider_holds_its_resolved_seed_attributes() -> None:
+    """scrapy-redis's setup_redis writes the resolved values back on the spider, and
+    overrides read them (its own make_request_from_data starts with
+    ``bytes_to_str(data, self.redis_encoding)``): they stayed None here."""
+    made = spider(settings={"REDIS_ENCODING": "latin-1", "MAX_IDLE_TIME_BEFORE_CLOSE": 7})
+    assert made.redis_key == "myspider:start_urls"
+    assert made.redis_encoding == "latin-1"
+    assert made.redis_batch_size == 16
+    assert made.max_idle_time == 7.0
+    given = spider(redis_key="%(name)s:high", redis_batch_size="4")
+    assert (given.redis_key, given.redis_batch_size) == ("myspider:high", 4)
+
+
+def test_a_list_of_seed_keys_stops_the_start() -> None:
+    """scrapy-redis's master reads several keys from a list redis_key; here it was read as the
+    one key "['a', 'b']" that nobody pushes to."""
+
+    class Keys(RedisSpider):
+        name = "keys"
+        redis_key = ["keys:high", "keys:low"]  # type: ignore[assignment]  # noqa: RUF012
+
+    with pytest.raises(ValueError, match=r"redis_key=\['keys:high', 'keys:low'\] must be a string"):
+        spider(Keys)
+
+
+class ArgumentSpider(RedisSpider):
+    name = "argument"
+
+    def make_request_from_data(self, data: bytes) -> Any:
+        if data.startswith(b"boom"):
+            raise KeyError("no id")
+        return super().make_request_from_data(data)
+
+
+def test_the_url_argument_is_the_spider_s_attribute_too_and_a_bad_one_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``-a url=`` seeds the spider, and, as Scrapy makes every argument, is ``self.url``; an
+    argument seed the spider's make_request_from_data raised on ended start() (the node read
+    no Redis seed and closed with start_error): it is dropped as an invalid seed."""
+    made = spider(ArgumentSpider, url="boom,http://shop.test/1", settings={"REDIS_URL": ""})
+    assert made.url == "boom,http://shop.test/1"  # type: ignore[attr-defined]
+
+    async def started() -> list[Any]:
+        return [output async for output in made.start()]
+
+    with caplog.at_level(logging.ERROR, logger="crawler.spiders.base"):
+        (request,) = asyncio.run(started())
+    assert request.url == "http://shop.test/1"
+    assert "Invalid seed dropped (error/KeyError)" in caplog.text
+    assert made.crawler.stats is not None
+    assert made.crawler.stats.get_value("seeds/invalid/error/KeyError") == 1

@@ -31,7 +31,7 @@ from crawler.frontier.seeds import InvalidSeed
 from crawler.frontier.settings import FrontierSettings
 from crawler.redis_connection import SyncRedis
 from crawler.scope import site_of
-from crawler.spiders.base import RedisSpider
+from crawler.spiders.base import RedisSpider, invalid_seed
 
 
 class Outcome(StrEnum):
@@ -92,11 +92,8 @@ class SeedChecker:
         """The seed's requests, as a node makes them (none: the spider skips it)."""
         try:
             return self.spider.requests_from_raw_seed(raw.encode("utf-8", "surrogatepass"))
-        except InvalidSeed:
-            raise
         except Exception as exc:  # the user's make_request_from_data may raise anything
-            reason = f"error/{type(exc).__name__}"
-            raise InvalidSeed(reason, f"make_request_from_data: {exc}") from exc
+            raise invalid_seed(exc) from exc
 
     def fingerprint(self, request: Request) -> str:
         assert self.crawler.request_fingerprinter is not None

@@ -126,6 +126,11 @@ def seed_key_names(settings: Mapping[str, Any], spider: Any) -> tuple[str, str]:
     seeds there, and the operator commands count and purge them there."""
     name = spider if isinstance(spider, str) else spider.name
     key = None if isinstance(spider, str) else getattr(spider, "redis_key", None)
+    if key is not None and not isinstance(key, str):
+        raise ValueError(
+            f"redis_key={key!r} must be a string: a spider reads one seed key (push every seed "
+            "there, with a priority in JSON seeds or SEEDS_TYPE=zset scores to order them)"
+        )
     key_setting = "redis_key" if key is not None else "SEEDS_KEY"
     key_template = str(key if key is not None else settings.get("SEEDS_KEY"))
     return (

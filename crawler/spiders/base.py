@@ -44,6 +44,13 @@ logger = logging.getLogger(__name__)
 WRONG_TYPE_RETRY_MAX = 30.0  # seconds: longest pause between looks at a seed key of another type
 
 
+def invalid_seed(exc: Exception) -> InvalidSeed:
+    """What ``make_request_from_data`` raised, as an invalid seed with its reason."""
+    if isinstance(exc, InvalidSeed):
+        return exc
+    return InvalidSeed(f"error/{type(exc).__name__}", f"make_request_from_data: {exc}")
+
+
 class RedisSpider(scrapy.Spider):
     """Base class for spiders fed from ``<name>:start_urls`` (or ``redis_key``)."""
 
@@ -58,6 +65,8 @@ class RedisSpider(scrapy.Spider):
     node_id: str
 
     def __init__(self, *args: Any, url: str | None = None, **kwargs: Any) -> None:
+        if url is not None:  # the seeds below, and, as Scrapy makes every argument, self.url
+            kwargs["url"] = url
         super().__init__(*args, **kwargs)
         self.argument_seeds: list[str] = [u for u in (url or "").split(",") if u.strip()]
         self._seed_reader: SeedReader | None = None
@@ -69,7 +78,12 @@ class RedisSpider(scrapy.Spider):
         # will leave them (scrapy-redis names mapped), from a copy.
         settings = crawler.settings.copy()
         scrapy_redis_compat.apply(settings)
-        spider.seed_settings = SeedSettings.from_settings(settings, spider)
+        spider.seed_settings = config = SeedSettings.from_settings(settings, spider)
+        # as scrapy-redis's setup_redis leaves them, for the spider's own code to read
+        spider.redis_key = config.seeds_key
+        spider.redis_batch_size = config.batch_size
+        spider.redis_encoding = config.encoding
+        spider.max_idle_time = config.max_idle_time
         spider.node_id = resolve_node_id(crawler.settings.get("CRAWLER_NODE_ID") or "")
         crawler.signals.connect(spider._return_seeds, signal=signals.spider_closed)
         crawler.signals.connect(spider.check_idle_handlers, signal=signals.spider_opened)
@@ -137,10 +151,12 @@ class RedisSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[Any]:
         for url in self.argument_seeds:
             try:
-                for request in self.requests_from_raw_seed(url.strip().encode()):
-                    yield request
-            except InvalidSeed as exc:
-                self._log_invalid(exc, "dropped")
+                requests = self.requests_from_raw_seed(url.strip().encode())
+            except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
+                self._log_invalid(invalid_seed(exc), "dropped")
+                continue
+            for request in requests:
+                yield request
         if not self.seed_settings.redis_url:
             return
         async for request in self._redis_seeds():
@@ -178,11 +194,7 @@ class RedisSpider(scrapy.Spider):
         try:
             requests = self.requests_from_raw_seed(raw)
         except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
-            invalid = (
-                exc
-                if isinstance(exc, InvalidSeed)
-                else InvalidSeed(f"error/{type(exc).__name__}", f"make_request_from_data: {exc}")
-            )
+            invalid = invalid_seed(exc)
             self._log_invalid(invalid, f"moved to {queue.keys.invalid}")
             assert self._seed_reader is not None
             await self._seed_reader.guard.run(
