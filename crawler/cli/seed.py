@@ -84,7 +84,7 @@ def to_push(reports: list[SeedReport]) -> list[str]:
     ]
 
 
-def push(client: SyncRedis, key: str, source: SeedSource, seeds: list[str]) -> None:
+def push(client: SyncRedis, key: str, source: SeedSource, seeds: list[bytes]) -> None:
     """In submission order, to the key's type as the spider reads it."""
     if source is SeedSource.LIST:
         client.lpush(key, *seeds)  # nodes pop from the right: submission order
@@ -158,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
         pushed = to_push(reports)
         key = checker.seed_settings.seeds_key
         if pushed:
-            push(client, key, checker.seed_settings.source, pushed)
+            encoded = [checker.encoded(seed) for seed in pushed]
+            push(client, key, checker.seed_settings.source, encoded)
     finally:
         client.close()
     counts = Counter(report.outcome.value for report in reports)

@@ -12,6 +12,7 @@ skipped; a filtered one is dropped. ``--recrawl`` forgets what the crawl saw.
 
 from __future__ import annotations
 
+import codecs
 import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -91,9 +92,21 @@ class SeedChecker:
     def requests(self, raw: str) -> list[Request]:
         """The seed's requests, as a node makes them (none: the spider skips it)."""
         try:
-            return self.spider.requests_from_raw_seed(raw.encode("utf-8", "surrogatepass"))
+            return self.spider.requests_from_raw_seed(self.encoded(raw))
         except Exception as exc:  # the user's make_request_from_data may raise anything
             raise invalid_seed(exc) from exc
+
+    def encoded(self, seed: str) -> bytes:
+        """``seed`` as it is pushed: in the spider's encoding (``REDIS_ENCODING``), where the
+        nodes read it (``InvalidSeed`` if that encoding cannot write it)."""
+        encoding = self.seed_settings.encoding
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+        try:  # a lone surrogate goes as it is: the nodes then refuse it as not UTF-8
+            return seed.encode(encoding, "surrogatepass" if utf8 else "strict")
+        except UnicodeEncodeError as exc:
+            raise InvalidSeed(
+                "encoding", f"the seed cannot be written in {encoding}: {exc}"
+            ) from exc
 
     def fingerprint(self, request: Request) -> str:
         assert self.crawler.request_fingerprinter is not None

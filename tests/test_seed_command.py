@@ -1,5 +1,6 @@
-"""A seed the spider's ``make_request_from_data`` makes no request of (``None``, an empty
-list): scrapy-redis skips it, and so do the nodes and ``crawler seed``, each saying so."""
+"""``crawler seed`` reads a seed as the spider's nodes do: one its ``make_request_from_data``
+makes no request of (``None``, an empty list) is skipped, as scrapy-redis and the nodes skip it,
+each saying so; seeds are written in the spider's encoding."""
 
 from __future__ import annotations
 
@@ -57,3 +58,25 @@ def test_a_node_counts_a_seed_it_skips(caplog: pytest.LogCaptureFixture) -> None
     (request,) = asyncio.run(spider._accept(None, b"http://shop.test/1"))  # type: ignore[arg-type]
     assert isinstance(request, Request)
     assert crawler.stats.get_value("seeds/skipped") == 1
+
+
+class Latin(RedisSpider):
+    name = "latin_seeds"
+    redis_encoding = "latin-1"
+
+
+def test_crawler_seed_writes_seeds_in_the_spider_s_encoding(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """The command checked and pushed UTF-8 whatever REDIS_ENCODING said: a node reading
+    latin-1 then fetched /echo?q=caf%C3%83%C2%A9 for café. A seed that encoding cannot
+    write is invalid (not pushed)."""
+    checker = SeedChecker(Latin, SETTINGS, redis_url)
+    reports = check(checker, redis_client, ["http://shop.test/?q=café", "http://shop.test/€"])
+    assert [report.outcome for report in reports] == [Outcome.NEW, Outcome.INVALID]
+    assert reports[0].urls == ["http://shop.test/?q=caf%C3%A9"]  # as the node makes it
+    assert reports[1].reason == "encoding"
+    assert "latin-1" in reports[1].error
+    assert [checker.encoded(seed) for seed in to_push(reports)] == [
+        "http://shop.test/?q=café".encode("latin-1")
+    ]
