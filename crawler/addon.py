@@ -36,7 +36,7 @@ from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
 from crawler.node import resolve_crawl_id
 from crawler.redis_url import RedisConfig
-from crawler.setting_names import misspelt
+from crawler.setting_names import misspelt, require_project_settings
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -111,6 +111,7 @@ class ClusterAddon:
         return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
+        require_project_settings(settings)
         for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
             get_bool(settings, name)
         for given, meant in misspelt(settings):

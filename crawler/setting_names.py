@@ -60,3 +60,22 @@ def misspelt(settings: BaseSettings) -> list[tuple[str, str]]:
         if close := difflib.get_close_matches(name, known, n=1, cutoff=RESEMBLANCE):
             found.append((name, close[0]))
     return found
+
+
+# names only this project's settings define: one missing means they are not loaded
+PROJECT_MARKERS = ("SEEDS_TYPE", "FRONTIER_PARTITIONS", "KAFKA_TOPIC_TEMPLATE")
+
+
+def require_project_settings(settings: BaseSettings) -> None:
+    """Refuse settings that are not this project's: a Scrapy project's own settings module
+    gives none of its defaults (nor reads REDIS_URL and the rest from the environment)."""
+    missing = [name for name in PROJECT_MARKERS if name not in settings]
+    if missing:
+        raise ValueError(
+            f"this project's settings are not loaded ({', '.join(missing)} unset): run from the "
+            "project's directory (its scrapy.cfg names the settings package `settings`) with your "
+            "spiders' module in SPIDER_MODULES (e.g. CRAWLER_SETTING_SPIDER_MODULES="
+            "crawler.spiders,myproject.spiders); a settings module of your own must begin with "
+            "`from settings import *`, which also reads REDIS_URL, KAFKA_BOOTSTRAP_SERVERS and "
+            "CRAWLER_SETTING_<NAME> from the environment"
+        )

@@ -21,6 +21,7 @@ from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client, sync_client, topology_problem
 from crawler.redis_url import RedisConfig, TlsOptions, Topology, redact_url
+from settings.resolve import resolve_settings
 from tests.cluster import crawl_into_kafka
 from tests.frontier_state import fingerprint_of, queued
 
@@ -116,7 +117,9 @@ def test_bad_urls_name_the_setting_and_hide_passwords(url: str, problem: str) ->
 
 def test_a_bad_redis_url_stops_the_node_at_start() -> None:
     with pytest.raises(ValueError, match="REDIS_URL='redis://h1,h2': redis:// and rediss://"):
-        ClusterAddon().update_settings(Settings({"REDIS_URL": "redis://h1,h2"}))
+        ClusterAddon().update_settings(
+            Settings({**resolve_settings({}), "REDIS_URL": "redis://h1,h2"})
+        )
 
 
 @pytest.mark.parametrize(

@@ -178,3 +178,33 @@ def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
         assert f"{given} resembles {meant}" in joined, joined
     assert "CRAWLER_" not in joined
     assert known_names() >= {"CRAWLER_DOWNLOAD_HANDLERS", "REDIS_ITEMS_KEY", "SCHEDULER_PERSIST"}
+
+
+def test_a_settings_module_without_the_project_s_is_refused_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """A scrapy-redis project kept its own settings.py (its two scrapy-redis lines deleted, the
+    add-on named): the start died on "SEEDS_TYPE=None must be one of list, set, zset" under
+    asyncio's "Task exception was never retrieved", naming nothing to do."""
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "__init__.py").write_text("")
+    (tmp_path / "theirs" / "settings.py").write_text(
+        'BOT_NAME = "theirs"\n'
+        'SPIDER_MODULES = ["crawler.spiders"]\n'
+        'ADDONS = {"crawler.addon.ClusterAddon": 0}\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
+    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    env |= {"SCRAPY_SETTINGS_MODULE": "theirs.settings", "REDIS_URL": "redis://127.0.0.1:1/0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "pages"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "this project's settings are not loaded" in result.stderr, result.stderr
+    assert "from settings import *" in result.stderr

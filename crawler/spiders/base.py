@@ -33,6 +33,7 @@ from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
+from crawler.setting_names import require_project_settings
 from crawler.signals import user_receivers
 from crawler.spiders.seed_reader import SeedReader
 from crawler.spiders.seed_rules import check_seed_meta, seed_callback
@@ -76,6 +77,7 @@ class RedisSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         # Scrapy builds the spider before add-ons run: read the settings as ClusterAddon
         # will leave them (scrapy-redis names mapped), from a copy.
+        require_project_settings(crawler.settings)
         settings = crawler.settings.copy()
         scrapy_redis_compat.apply(settings)
         spider.seed_settings = config = SeedSettings.from_settings(settings, spider)
