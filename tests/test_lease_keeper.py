@@ -20,6 +20,7 @@ class Beats:
     def __init__(self) -> None:
         self.away = False
         self.limits: list[int] = []
+        self.lost_writes = asyncio.Event()
 
     async def open_epoch(self) -> str:
         return "e"

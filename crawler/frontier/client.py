@@ -20,6 +20,7 @@ from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.pending import pending_requests
+from crawler.frontier.write_marks import WriteMarks
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 
@@ -138,6 +139,7 @@ class FrontierClient:
         *,
         link_check: bool | None = None,
         turn_text: Callable[[str], str] | None = None,
+        lost_writes: asyncio.Event | None = None,
     ) -> None:
         self.redis = client
         self.keys = keys
@@ -151,7 +153,14 @@ class FrontierClient:
         self._turn = client.register_script(turn_text(turn) if turn_text else turn)
         self._seen = client.register_script(self.dedup.script("seen"))
         self._dedup_keys = self.dedup.script_keys(keys)
-        self._turn_keys = [*self._dedup_keys, keys.waiting, keys.lease_fence(node_id)]
+        self._turn_keys = [
+            *self._dedup_keys,
+            keys.write_mark(node_id),
+            keys.waiting,
+            keys.lease_fence(node_id),
+        ]
+        # set when Redis lost writes it had answered (a replica behind it took over)
+        self.marks = WriteMarks(lost_writes or asyncio.Event())
         self._heartbeat = client.register_script(frontier_script("queue", "heartbeat"))
         self._release = client.register_script(frontier_script("queue", "release"))
         # mode bloom: the link check reads the filter's blocks and compares the bits here
@@ -197,6 +206,7 @@ class FrontierClient:
             (known,) = await known_in_parts([(self, children)])
         sent = [i for i in range(len(children)) if i not in known]
         ask = lease or LeaseAsk(0, 0, "")
+        token, applied = self.marks.issue()
         args: list[Any] = [
             ",".join(finish.lease_id for finish in finishes),
             self.node_id,
@@ -207,6 +217,7 @@ class FrontierClient:
             ask.lease_ms,
             ask.call,
             ask.idle_ms,
+            token,
         ]
         encode = self._encode
         for i in sent:
@@ -214,7 +225,8 @@ class FrontierClient:
             score = score_text(child.score)
             args += [encode(child.fingerprint), f"F{score}" if child.force else score, child.body]
         reply = await self._turn(keys=self._turn_keys, args=args)
-        statuses, added, dropped, flat, queued, feedback = reply
+        statuses, added, dropped, flat, queued, feedback, mark = reply
+        self.marks.settled(token, applied, mark)
         self.queued = int(queued)
         if self._bloom is not None:
             self._bloom.learn(text(feedback))

@@ -78,8 +78,9 @@ async def recover(
     epoch = found if client.whole(found) else await client.open_epoch()
     logger.error(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
-        "persistence, flushed or replaced. Re-enqueuing the %d requests this node holds; "
-        "requests that were only queued are lost (crawler status shows the incident)",
+        "persistence, flushed, replaced or rolled back. Re-enqueuing the %d requests this "
+        "node holds; requests that were only queued are lost (crawler status shows the "
+        "incident)",
         client.keys.tag,
         known,
         epoch if client.whole(found) else f"{epoch} (new)",

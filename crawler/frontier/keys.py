@@ -88,6 +88,11 @@ class FrontierKeys:
         """The last lease call of a node (``turn.lua``): a call sent again is answered alike."""
         return f"{self.tag}:fence:{node_id}"
 
+    def write_mark(self, node_id: str) -> str:
+        """The highest token of a node's calls of ``turn.lua`` (a day after its last call):
+        lower than one the node knew applied, Redis lost its writes (``RollbackWatch``)."""
+        return f"{self.tag}:fence:{node_id}:mark"
+
     def node_epoch(self, node_id: str) -> str:
         """The epoch a node last beat in (``heartbeat.lua``; expires with the node)."""
         return f"{self.epoch}:{node_id}"
@@ -159,7 +164,8 @@ def queue_pattern(keys: FrontierKeys) -> str:
 
 
 def fence_pattern(keys: FrontierKeys) -> str:
-    """SCAN pattern of the lease fences of every node in a part of a spider's frontier."""
+    """SCAN pattern of the lease fences and write marks of every node in a part of a spider's
+    frontier."""
     return f"{glob_escape(keys.tag)}:fence:*"
 
 

@@ -15,6 +15,7 @@ supervisor logs it and starts it again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -107,6 +108,8 @@ class LeaseKeeper:
                 return
         while True:
             try:
+                if self.client.lost_writes.is_set():
+                    await self._writes_lost()
                 beat = await self.client.heartbeat(
                     self.holder.held_leases(),
                     node_ttl_ms=int(timing.lease_timeout * 1000),
@@ -126,7 +129,8 @@ class LeaseKeeper:
                 self.guard.succeeded()
                 self._beaten(beat)
             self.holder.after_beat()
-            await asyncio.sleep(timing.heartbeat_interval)
+            with contextlib.suppress(TimeoutError):  # or at once when Redis lost writes
+                await asyncio.wait_for(self.client.lost_writes.wait(), timing.heartbeat_interval)
 
     def _reclaim_limit(self) -> int:
         """How many expired leases this beat may return to the queue: none for a lease timeout
@@ -150,10 +154,30 @@ class LeaseKeeper:
             self.stats.inc_value("frontier/lease_lost/heartbeat", len(beat.lost))
             self.holder.lost(beat.lost)
 
+    async def _writes_lost(self) -> None:
+        """Redis lost writes it had answered (``crawler.frontier.write_marks``) but kept its
+        epoch: start another, so every node (this one at once, the others at their next
+        beat) re-enqueues what it holds and forgets its seen-cache, whose fingerprints Redis
+        may no longer hold, as when the data is lost. A frontier whose epoch changed (an
+        operator's purge deleted the marks too, or Redis lost everything) is left to the
+        heartbeat, which tells them apart."""
+        self.client.lost_writes.clear()
+        if await self.client.epochs() != self.epoch:
+            return
+        logger.error(
+            "Redis lost writes of the frontier %s it had acknowledged (a failover to a replica "
+            "that was behind, or a restart from an older snapshot): starting another epoch, so "
+            "every node re-enqueues what it holds and forgets its seen-cache",
+            self.client.keys.tag,
+        )
+        await self.client.start_epoch()
+        self.stats.inc_value("frontier/writes_lost")
+
     async def _frontier_lost(self, found: str) -> None:
         """Redis lost the frontier's data: re-enqueue what this node holds. An operator's
         purge (``crawler purge --force`` writes a ``purged:`` epoch) is not a loss: what the
         node holds is dropped instead; a recrawl (``recrawl:``) only empties its seen-cache."""
+        self.client.forget_marks()
         if operator_reset(found) is not None:
             self._operator_reset(found)
             return

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from collections.abc import Sequence
 
 from crawler.frontier.client import (
@@ -48,6 +49,7 @@ from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.layout import check_layout
 from crawler.frontier.partitions import claim_partitions, part_of
+from crawler.lua import text
 from crawler.redis_connection import AsyncRedis
 
 FULL_DEPTH = 1000  # queued requests from which a part is asked as often as any other
@@ -59,6 +61,7 @@ class PartitionedFrontier:
         self.parts = tuple(parts)
         self.node_id = self.parts[0].node_id
         self.keys: FrontierKeys = self.parts[0].keys  # part 0: the counts, incidents, logs
+        self.lost_writes = self.parts[0].marks.lost  # Redis lost writes it had answered
         self._claimed = False
         self._order: tuple[str, list[int]] = ("", [])  # the last lease call and its parts
 
@@ -74,8 +77,11 @@ class PartitionedFrontier:
         link_check: bool | None,
     ) -> PartitionedFrontier:
         """The ``partitions`` parts of ``spider``'s frontier, on one Redis client."""
+        lost_writes = asyncio.Event()  # one for the node's parts
         parts = [
-            FrontierClient(redis, keys, node_id, dedup, link_check=link_check)
+            FrontierClient(
+                redis, keys, node_id, dedup, link_check=link_check, lost_writes=lost_writes
+            )
             for keys in frontier_parts(spider, partitions)
         ]
         return cls(spider, parts)
@@ -265,6 +271,22 @@ class PartitionedFrontier:
         """``epoch`` names an epoch for every part (none is missing: no part lost its data)."""
         epochs = epoch.split(" ")
         return len(epochs) == self.count and all(epochs)
+
+    async def epochs(self) -> str:
+        """The frontier's epoch as it is now ("" for a part without one), creating none."""
+        found = await asyncio.gather(*(part.redis.get(part.keys.epoch) for part in self.parts))
+        return " ".join(text(epoch) if epoch is not None else "" for epoch in found)
+
+    def forget_marks(self) -> None:
+        """This node adopted another epoch: its earlier writes measure nothing."""
+        for part in self.parts:
+            part.marks.forget()
+
+    async def start_epoch(self) -> None:
+        """Give every part a new epoch: each node then recovers as from lost data."""
+        await asyncio.gather(
+            *(part.redis.set(part.keys.epoch, uuid.uuid4().hex) for part in self.parts)
+        )
 
     async def open_epoch(self) -> str:
         """The frontier's epoch (each part's, created where missing), after ``claim``."""

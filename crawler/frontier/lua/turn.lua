@@ -7,20 +7,21 @@
 -- dedup_add_many = false and dedup_add(fingerprint).
 -- KEYS: 1 queue levels, 2 queue count, 3 seq, 4 leases (zset id -> deadline ms), 5 inflight
 --       (hash id -> '<node>\t<score>\t<JSON>'), 6 failed (hash id -> failure JSON), 7.. the
---       dedup snippet's keys, then: the nodes waiting for work (zset node -> until, ms), the
---       node's lease fence
+--       dedup snippet's keys, then: the node's write mark, the nodes waiting for work (zset
+--       node -> until, ms), the node's lease fence
 -- ARGV: 1 lease ids to finish, comma-separated ('' = none), 2 node id, 3 their outcomes,
 --       comma-separated: done | failed | requeue, 4 their failure records (JSON, outcome
 --       failed), newline-separated ('' for the others), 5..4+DEDUP_ARGC the dedup snippet's
 --       arguments, then 4: requests to lease (0: none), the lease time (ms), the lease call id (a
 --       call sent again after its reply was lost gets the leases the first one took, not more),
---       the node's idle poll (ms; 0: the node still holds requests, see lease_share), then
---       triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
+--       the node's idle poll (ms; 0: the node still holds requests, see lease_share), the
+--       call's token (microseconds, rising with each call of the node), then triples: fingerprint ('' = never deduplicated), score (-priority, an integer's text;
 --       'F' before it: enqueue even if seen, recording the fingerprint, as for a seed), JSON.
--- Returns {statuses, added, dropped, leased, queued, feedback}: statuses per lease finished: its outcome,
+-- Returns {statuses, added, dropped, leased, queued, feedback, mark}: statuses per lease finished: its outcome,
 -- 'gone' (the lease no longer exists) or 'stolen' (another node holds it now); dropped: the
 -- 0-based positions of the requests found already seen; leased: id1, JSON1, id2, ...; queued:
--- the part's queue length after the call; feedback: the dedup snippet's text for the node.
+-- the part's queue length after the call; feedback: the dedup snippet's text for the node;
+-- mark: the node's write mark before the call ('' = none): the highest token of its calls.
 local function split(text, separator)
   local parts, from = {}, 1
   while true do
@@ -112,7 +113,7 @@ local function lease_share(waiting, node, want, queued, idle_ms)
 end
 
 local lease_at = 5 + DEDUP_ARGC
-local first = lease_at + 4
+local first = lease_at + 5
 local added, dropped = 0, {}
 if #ARGV >= first then
   dedup_open()
@@ -166,4 +167,12 @@ if want > 0 then
   end
 end
 local feedback = #ARGV >= first and dedup_feedback() or ''
-return {statuses, added, dropped, leased, queue_length(KEYS[2]), feedback}
+-- The node compares the mark with the tokens of the calls it knew applied before this one: a
+-- lower mark means Redis lost writes it had acknowledged (a failover to a replica behind it, a
+-- restart from an older snapshot).
+local mark_key, token = KEYS[#KEYS - 2], ARGV[lease_at + 4]
+local mark = redis.call('GET', mark_key)
+if not mark or tonumber(mark) < tonumber(token) then
+  redis.call('SET', mark_key, token, 'PX', 86400000)
+end
+return {statuses, added, dropped, leased, queue_length(KEYS[2]), feedback, mark or ''}
