@@ -39,6 +39,8 @@ from crawler.redis_url import RedisConfig
 from crawler.setting_names import misspelt, require_project_settings
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
 logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
 NODE_DOWNLOAD_HANDLER = "crawler.download_handler.NodeDownloadHandler"
@@ -156,6 +158,13 @@ class ClusterAddon:
     def _cluster(self, settings: BaseSettings) -> None:
         """LeasingScheduler; a scheduler or dupefilter chosen elsewhere would lose its
         guarantees (or be ignored), so it stops the start."""
+        reactor = settings.get("TWISTED_REACTOR")
+        if reactor and reactor != ASYNCIO_REACTOR:
+            raise ValueError(
+                f"TWISTED_REACTOR={reactor!r} with REDIS_URL set: cluster mode runs on asyncio "
+                f"({ASYNCIO_REACTOR}); remove the setting, or unset REDIS_URL to crawl "
+                "standalone with it"
+            )
         scheduler = settings.get("SCHEDULER")
         if (settings.getpriority("SCHEDULER") or 0) > 0 and scheduler != LEASING_SCHEDULER:
             raise ValueError(

@@ -278,3 +278,15 @@ def test_the_log_level_variable_takes_any_case_and_names_itself_when_wrong() -> 
     assert resolve_settings({"CRAWLER_LOG_LEVEL": "debug"})["LOG_LEVEL"] == "DEBUG"
     with pytest.raises(ValueError, match="CRAWLER_LOG_LEVEL='LOUD' is not a log level"):
         resolve_settings({"CRAWLER_LOG_LEVEL": "LOUD"})
+
+
+def test_a_reactor_other_than_asyncio_stops_a_cluster_node_at_start() -> None:
+    """-s TWISTED_REACTOR=...EPollReactor crawled standalone but, with REDIS_URL, logged
+    CRITICAL tracebacks ending in 'Engine slot not assigned' after the spider opened."""
+    settings = from_command_line({"TWISTED_REACTOR": "twisted.internet.epollreactor.EPollReactor"})
+    with pytest.raises(ValueError, match=r"TWISTED_REACTOR='twisted.internet.epollreactor"):
+        ClusterAddon().update_settings(settings)
+    fine = from_command_line(
+        {"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"}
+    )
+    ClusterAddon().update_settings(fine)
