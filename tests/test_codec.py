@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import datetime
 import decimal
+import enum
 import json
 import logging
 import math
@@ -559,3 +560,32 @@ def test_an_unserializable_value_under_dollar_keys_is_named() -> None:
     store = _store()
     with pytest.raises(codec.UnserializableRequestError, match=r"meta key '\$socket'"):
         store.encode(request, "")
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
+
+class Kind(enum.StrEnum):
+    PAGE = "page"
+
+
+class Label(str):
+    pass
+
+
+def test_subclasses_of_plain_values_come_back_as_the_plain_value_counted() -> None:
+    """An IntEnum came back an int, a str Enum or a str subclass a str, a bytearray bytes,
+    with no stat and no warning, unlike a tuple or an Enum."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    values = {"c": Color.RED, "k": Kind.PAGE, "l": Label("x"), "b": bytearray(b"y"), "s": "z"}
+    back = store.decode(Lease("l1", store.encode(Request("http://e.com/", meta=values), "").body))
+    assert back.meta["c"] == 1 and type(back.meta["c"]) is int
+    assert crawler.stats is not None
+    assert crawler.stats.get_stats() == {
+        "frontier/reshaped/Color": 1,
+        "frontier/reshaped/Kind": 1,
+        "frontier/reshaped/Label": 1,
+        "frontier/reshaped/bytearray": 1,
+    }

@@ -49,7 +49,7 @@ KWARGS_TAG = "$kwargs"
 OBJECT_TAG = "$object"
 FLOAT_TAG = "$float"  # {"$float": "nan"}: NaN or infinity, which orjson writes as null
 NON_FINITE = ("nan", "inf", "-inf")
-JSON_NATIVE = (str, int, float, bool, type(None), bytes, bytearray, memoryview)  # bytes: tagged
+RESTORED = (str, int, float, bool, type(None), bytes)  # come back as their own type
 MAX_DEPTH = 255  # orjson's limit: a value nested deeper cannot be written
 
 
@@ -129,10 +129,15 @@ def _tagged(item: object, fields: dict[str, Any], inner: frozenset[int]) -> dict
 def reshaped_types(value: Any, found: set[str]) -> None:
     """Add to ``found`` the type names of the values in ``value`` (a request's meta or
     cb_kwargs, as given) that come back from the frontier as another type: a tuple or set as a
-    list, a dict subclass (OrderedDict, defaultdict) as a dict, a datetime as its ISO text.
+    list, a dict subclass (OrderedDict, defaultdict) as a dict, a datetime as its ISO text, a
+    subclass of a plain value (IntEnum, a str Enum) as that value, a bytearray as bytes.
     Items, page methods, bytes, NaN and infinity come back as themselves; what they hold is
     looked at too."""
-    kept = isinstance(value, (*JSON_NATIVE, Item, PageMethod)) or _is_dataclass_item(value)
+    kept = (  # a subclass (an IntEnum, a str Enum) comes back as its plain value
+        type(value) in RESTORED
+        or isinstance(value, (Item, PageMethod))
+        or _is_dataclass_item(value)
+    )
     if not (kept or type(value) in (dict, list)):
         found.add(type(value).__name__)
     for held in _held(value):
