@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
 from collections import Counter
 from typing import Any
 
+import pytest
 import redis
 
 from crawler.frontier.client import Heartbeat
@@ -82,3 +85,29 @@ def test_back_from_an_outage_a_node_reclaims_nothing_for_a_lease_timeout() -> No
         assert after[-1] == 10, (after, time.monotonic() - back)  # then dead nodes' come back
 
     asyncio.run(scenario())
+
+
+def test_a_blocked_event_loop_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    """A callback that blocks the reactor (time.sleep, a synchronous HTTP call) longer than
+    the lease timeout lost the node's leases to other nodes, which fetched the page again and
+    blocked in turn: an endless re-crawl, with only the leases' warnings to go by."""
+    beats = Beats()
+    timing = Timing(lease_timeout=0.4, heartbeat_interval=0.05, reclaim_batch=10)
+    frontier: Any = beats
+    holder: Any = Quiet()
+    counts = Counts()
+    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+
+    async def scenario() -> None:
+        loop = asyncio.ensure_future(keeper.run())
+        await asyncio.sleep(0.2)
+        assert counts.counter["frontier/loop_blocked"] == 0
+        time.sleep(0.5)  # a callback that blocks
+        await asyncio.sleep(0.2)
+        loop.cancel()
+
+    with caplog.at_level(logging.ERROR, logger="crawler.frontier.lease_keeper"):
+        asyncio.run(scenario())
+    assert counts.counter["frontier/loop_blocked"] == 1
+    assert re.search(r"The event loop was blocked for 0\.[5-9]s", caplog.text), caplog.text
+    assert "FRONTIER_LEASE_TIMEOUT" in caplog.text

@@ -129,8 +129,30 @@ class LeaseKeeper:
                 self.guard.succeeded()
                 self._beaten(beat)
             self.holder.after_beat()
+            slept_at = time.monotonic()
             with contextlib.suppress(TimeoutError):  # or at once when Redis lost writes
                 await asyncio.wait_for(self.client.lost_writes.wait(), timing.heartbeat_interval)
+            self._woke(time.monotonic() - slept_at - timing.heartbeat_interval)
+
+    def _woke(self, late: float) -> None:
+        """The heartbeat woke ``late`` seconds after its time: more than half a lease timeout
+        means the event loop was blocked (a sleep cannot be late otherwise), and beats did not
+        go meanwhile (an ERROR once that was a lease timeout: the leases are lost by then)."""
+        if late <= self.timing.lease_timeout / 2:
+            return
+        self.stats.inc_value("frontier/loop_blocked")
+        blocked = late + self.timing.heartbeat_interval
+        logger.log(
+            logging.ERROR if blocked >= self.timing.lease_timeout else logging.WARNING,
+            "The event loop was blocked for %.1fs (a callback, pipeline or middleware that blocks: "
+            "time.sleep, a synchronous HTTP or database call, a long computation): no heartbeat "
+            "reached Redis meanwhile, and past FRONTIER_LEASE_TIMEOUT (%.0fs) this node's leases "
+            "go to other nodes, which fetch those pages again (a page that blocks each time it "
+            "is fetched is then fetched again and again). Make the work asynchronous or run it "
+            "in a thread (asyncio.to_thread), or raise FRONTIER_LEASE_TIMEOUT",
+            blocked,
+            self.timing.lease_timeout,
+        )
 
     def _reclaim_limit(self) -> int:
         """How many expired leases this beat may return to the queue: none for a lease timeout
