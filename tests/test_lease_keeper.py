@@ -111,3 +111,31 @@ def test_a_blocked_event_loop_is_named(caplog: pytest.LogCaptureFixture) -> None
     assert counts.counter["frontier/loop_blocked"] == 1
     assert re.search(r"The event loop was blocked for 0\.[5-9]s", caplog.text), caplog.text
     assert "FRONTIER_LEASE_TIMEOUT" in caplog.text
+
+
+def test_an_outage_longer_than_a_lease_timeout_pauses_leasing_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pause was only looked at when the node asked to lease, which it does not while its
+    write waits out the outage: a 90 s outage (60 s lease timeout) never said it."""
+    beats = Beats()
+    timing = Timing(lease_timeout=0.3, heartbeat_interval=0.05, reclaim_batch=10)
+    frontier: Any = beats
+    holder: Any = Quiet()
+    counts = Counts()
+    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+
+    async def scenario() -> None:
+        loop = asyncio.ensure_future(keeper.run())
+        await asyncio.sleep(0.1)
+        beats.away = True
+        await asyncio.sleep(0.6)
+        assert counts.counter["frontier/leasing_paused"] == 1
+        beats.away = False
+        await asyncio.sleep(0.2)
+        loop.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.lease_keeper"):
+        asyncio.run(scenario())
+    assert "leasing paused" in caplog.text
+    assert "leasing resumed" in caplog.text

@@ -128,6 +128,7 @@ class LeaseKeeper:
             else:
                 self.guard.succeeded()
                 self._beaten(beat)
+            self.stale()  # also while no lease is asked (a write waits out the outage)
             self.holder.after_beat()
             slept_at = time.monotonic()
             with contextlib.suppress(TimeoutError):  # or at once when Redis lost writes
