@@ -4,6 +4,7 @@ when a dry prefetch buffer or a caller waits for them (against a real Redis)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from scrapy.settings import Settings
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.test import get_crawler
 
+from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import FrontierClient, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.dedup_report import DedupReport
@@ -22,6 +24,7 @@ from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.frontier.turn_writer import TurnWriter
+from crawler.redis_outage import GaveUp
 from settings.resolve import resolve_settings
 from tests.aio import run
 from tests.frontier_state import fingerprint_of, queued
@@ -184,3 +187,26 @@ def test_a_write_interval_out_of_range_is_refused_at_start(value: str) -> None:
     settings = Settings({**resolve_settings({}), **given})
     with pytest.raises(ValueError, match=rf"FRONTIER_WRITE_INTERVAL={float(value)} must be 0-1"):
         FrontierSettings.from_settings(settings)
+
+
+def test_settled_leases_whose_write_gave_up_are_counted(redis_url: str) -> None:
+    """At a stop with Redis away, a write gives up: the node said 'Could not return 4 leases'
+    while 21 were left (the settled ones in that write were not counted)."""
+
+    class Away(Owner):
+        async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+            raise GaveUp("redis away at the stop")
+
+    async def scenario() -> int:
+        stats = get_crawler().stats
+        assert stats is not None
+        owner = Away(redis_url)
+        writer = TurnWriter(owner, stats, DedupReport(stats, DedupConfig()), 0.0)
+        for n in range(3):
+            writer.add_settled(LeaseState(f"lease-{n}", b"{}", holds=0, callback_done=True))
+        with contextlib.suppress(GaveUp):
+            await asyncio.wait_for(writer.flushed(), 5)
+        await owner.client.parts[0].aclose()
+        return writer.unwritten
+
+    assert run(scenario()) == 3

@@ -367,14 +367,18 @@ class LeasingScheduler:
         unfinished = [state.lease_id for state in self.tracker.drain()]
         unfinished += [lease.id for lease in self.prefetch.leases()]
         self.prefetch.clear()
+        left = len(unfinished) + self.writer.unwritten  # with the settled ones not written
         try:
             released = await self.guarded(lambda: self.client.release(unfinished))
         except GaveUp:
             released = 0
-            if unfinished:
+            if left:
                 logger.error(
-                    "Could not return %d leases at close; other nodes reclaim them after %ss",
-                    len(unfinished),
+                    "Could not return %d leases at close (%d of them finished, their write "
+                    "not taken: their pages are fetched again); other nodes reclaim them "
+                    "after %ss",
+                    left,
+                    self.writer.unwritten,
                     self.settings.lease_timeout,
                 )
             else:  # nothing held: only the node's entry stays, shown as dead after it expires
@@ -383,7 +387,18 @@ class LeasingScheduler:
             self.stats.inc_value("frontier/released", released)
         await self._close_feed()
         self.dedup_report.summary()
-        logger.info("Returned %d unfinished leases to the queue (%s)", released, reason)
+        stopped = sum(  # requeued as not fetched by a stop (frontier/requeued/*/stopped)
+            int(count)
+            for stat, count in self.stats.get_stats().items()
+            if stat.startswith("frontier/requeued/") and stat.endswith("/stopped")
+        )
+        logger.info(
+            "Returned %d unfinished leases to the queue (%s); %d more, not fetched at the stop, "
+            "went back with the node's writes",
+            released,
+            reason,
+            stopped,
+        )
         for task in list(self._tasks):
             task.cancel()
         self.context.tracker, self.context.leases_held = None, None

@@ -26,6 +26,7 @@ from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.request_store import failure_record
+from crawler.redis_outage import GaveUp
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,8 @@ class TurnWriter:
         self._finishing: list[LeaseState] = []  # leases settled this turn, written with it
         self._lease: tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None = None
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
+        # settled leases whose write gave up (a stop with Redis away): other nodes reclaim them
+        self.unwritten = 0
 
     @property
     def has_work(self) -> bool:
@@ -178,6 +181,9 @@ class TurnWriter:
         leases: list[Lease] | None = None
         try:
             leases = await self._write(batch, states, carried[0] if carried else None)
+        except GaveUp:
+            self.unwritten += len(states)
+            raise
         except FrontierRefused as exc:
             self._owner.refuse(exc)
             return  # nothing is written any more: the held leases stay held
