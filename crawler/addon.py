@@ -70,6 +70,10 @@ CLOSESPIDER_COUNTS = {
     "CLOSESPIDER_ITEMCOUNT": ("scraped", "items"),
     "CLOSESPIDER_ERRORCOUNT": ("met", "errors"),
 }
+ITEMS_LATE = (
+    ". An item counts once Kafka acknowledged it (Scrapy's item_scraped comes then), so each "
+    "node also goes past the count by what it crawls meanwhile"
+)
 
 # The project's components and their orders. They are added to these settings unless already
 # there (a project, spider or -s dict of its own keeps them; listing one with None turns it
@@ -224,10 +228,11 @@ class ClusterAddon:
                 logger.warning(
                     "%s=%d counts per node in cluster mode: each node closes when it has %s "
                     "that many %s (N nodes: up to N times as many) and the others go on; what "
-                    "is left stays in the frontier for the next run (docs/settings.md)",
+                    "is left stays in the frontier for the next run (docs/settings.md)%s",
                     name,
                     count,
                     *what,
+                    ITEMS_LATE if name == "CLOSESPIDER_ITEMCOUNT" else "",
                 )
         if (seconds := get_float(settings, "CLOSESPIDER_TIMEOUT_NO_ITEM")) > 0:
             logger.warning(

@@ -468,6 +468,12 @@ def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCapture
         "has crawled that many pages (N nodes: up to N times as many) and the others go on; "
         "what is left stays in the frontier for the next run (docs/settings.md)"
     ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        project({"REDIS_URL": "redis://h:1/0", "CLOSESPIDER_ITEMCOUNT": 5})
+    (said,) = [record.getMessage() for record in caplog.records]
+    # one node went to 4,500 items for CLOSESPIDER_ITEMCOUNT=500 with no word of why
+    assert "An item counts once Kafka acknowledged it" in said
 
 
 def test_the_no_item_timeout_is_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
