@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
@@ -55,3 +56,20 @@ def test_the_drain_at_closing_and_the_one_at_close_share_one_flush_timeout(
     first, second = sender.waits
     assert first == 0.6
     assert second < 0.1, sender.waits  # what is left of the 0.6 s, not another 0.6 s
+
+
+class Odd(Spider):
+    name = "shop:books"  # a name Scrapy takes, and no Kafka topic can hold
+
+
+def test_a_spider_whose_topic_kafka_cannot_name_is_refused_at_start() -> None:
+    """It was refused (kafka_topic_refused) only at its first item, after pages were crawled."""
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    crawler = get_crawler(Odd, values)
+    crawler.spider = Odd()
+    with pytest.raises(ValueError, match=r"KAFKA_TOPIC_TEMPLATE gives spider 'shop:books'"):
+        KafkaPipeline(crawler)
+    crawler = get_crawler(Odd, values | {"KAFKA_TOPIC_TEMPLATE": "shop-{item_type}"})
+    crawler.spider = Odd()
+    KafkaPipeline(crawler)  # a template without the name is fine

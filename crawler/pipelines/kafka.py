@@ -47,7 +47,7 @@ from crawler.kafka.spool import dead_letter_file
 from crawler.kafka.topics import TopicChecker, TopicRefused
 from crawler.metrics.node import NodeMetrics
 from crawler.node_context import NodeContext
-from crawler.pipelines.kafka_settings import KafkaPipelineSettings
+from crawler.pipelines.kafka_settings import KafkaPipelineSettings, spider_topics_named
 from crawler.pipelines.pause_notice import PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
 from crawler.wakeup import engine_closing
@@ -59,6 +59,8 @@ class KafkaPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.settings = KafkaPipelineSettings.from_crawler(crawler)
+        if crawler.spider is not None:
+            spider_topics_named(self.settings, crawler.spider.name)
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.schemas = SchemaRegistry(self.settings.schema_dirs)

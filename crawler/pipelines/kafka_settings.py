@@ -3,6 +3,7 @@ through the typed getters and validated (``KafkaSettings.validate``)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from scrapy.crawler import Crawler
@@ -50,3 +51,20 @@ class KafkaPipelineSettings(KafkaSettings):
         )
         values.validate()
         return values
+
+
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # what Kafka takes
+
+
+def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
+    """Refuse at start a spider whose topics Kafka cannot name (Scrapy takes any spider name:
+    ``shop:books``), rather than at its first item, after pages were crawled."""
+    topic = settings.topic_template.format(spider=spider, item_type="item")
+    dlq = settings.dlq_topic_template.format(topic=topic)
+    for name, made in (("KAFKA_TOPIC_TEMPLATE", topic), ("KAFKA_DLQ_TOPIC_TEMPLATE", dlq)):
+        if not TOPIC_NAME.fullmatch(made):
+            raise ValueError(
+                f"{name} gives spider {spider!r} the topic {made!r} (for an item_type 'item'), "
+                "which Kafka cannot name (at most 249 of [a-zA-Z0-9._-]): rename the spider, or "
+                "set KAFKA_TOPIC_TEMPLATE without {{spider}}"
+            )
