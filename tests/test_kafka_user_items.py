@@ -44,7 +44,8 @@ def crawl(
         ) as nodes,
     ):
         assert wait_for_exit(nodes, timeout=120) == [exit_code], logs(workdir)
-    return topic_template.format(spider="user_items"), (workdir / "node-0.log").read_text()
+    topic = topic_template.format(spider="user_items", item_type="items")
+    return topic, (workdir / "node-0.log").read_text()
 
 
 def by_fragment(messages: list[ReceivedMessage]) -> dict[str, dict[str, object]]:
@@ -149,7 +150,8 @@ def test_without_a_shared_queue_an_item_kafka_refuses_for_good_is_said_lost(
 ) -> None:
     """Kafka-only (no REDIS_URL): there is no queue to crawl its request again, so the log
     must not promise one; the node stops and says what was lost."""
-    _topic, log = crawl("page", kafka_bootstrap, "bad topic {spider}", tmp_path, exit_code=1)
+    template = "{spider}-{item_type}"  # a name Kafka refuses only for the item's type
+    _topic, log = crawl("odd_type", kafka_bootstrap, template, tmp_path, exit_code=1)
     assert "goes back to the queue" not in log
     assert "no shared queue" in log
     assert "'kafka/lost/topic_refused/TOPIC_EXCEPTION': 1" in log

@@ -66,5 +66,5 @@ def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
             raise ValueError(
                 f"{name} gives spider {spider!r} the topic {made!r} (for an item_type 'item'), "
                 "which Kafka cannot name (at most 249 of [a-zA-Z0-9._-]): rename the spider, or "
-                "set KAFKA_TOPIC_TEMPLATE without {{spider}}"
+                "set KAFKA_TOPIC_TEMPLATE without {spider}"
             )

@@ -23,6 +23,14 @@ class Page:
     title: str
 
 
+@dataclass
+class OddType:
+    """An item_type no Kafka topic name can hold (a space): refused for good when sent."""
+
+    item_type: ClassVar[str] = "odd type"
+    url: str
+
+
 class Point(NamedTuple):
     x: int
     y: int
@@ -84,6 +92,8 @@ class UserItemsSpider(RedisSpider):
             yield {"url": f"{url}#good"}
         elif self.case == "page":
             yield Page(url=url, title="mine")
+        elif self.case == "odd_type":
+            yield OddType(url=url)
 
 
 class PartitionedItemsSpider(UserItemsSpider):
