@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,3 +63,29 @@ def leases_ended(totals: dict[str, int]) -> int:
     return sum(
         totals.get(name, 0) for name in ("done", "failed", "requeued", "reclaimed", "released")
     )
+
+
+class Counts:
+    """A stats collector's ``inc_value``, counted."""
+
+    def __init__(self) -> None:
+        self.counter: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.counter[key] += count
+
+
+class Quiet:
+    """A node that holds nothing."""
+
+    def held_leases(self) -> list[str]:
+        return []
+
+    async def on_beat(self) -> None:
+        pass
+
+    def after_beat(self) -> None:
+        pass
+
+    def work_arrived(self) -> None:
+        pass

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import re
 import time
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import redis
 from crawler.frontier.client import Heartbeat
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.redis_outage import OutageGuard
+from tests.frontier_state import Counts, Quiet
 
 
 class Beats:
@@ -35,38 +35,21 @@ class Beats:
         return Heartbeat(0, 0, (), "e", 0)
 
 
-class Quiet:
-    """A node that holds nothing."""
-
-    def held_leases(self) -> list[str]:
-        return []
-
-    async def on_beat(self) -> None:
-        pass
-
-    def after_beat(self) -> None:
-        pass
-
-    def work_arrived(self) -> None:
-        pass
-
-
-class Counts:
-    def __init__(self) -> None:
-        self.counter: Counter[str] = Counter()
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.counter[key] += count
+def beating(lease_timeout: float) -> tuple[Beats, Counts, LeaseKeeper]:
+    """A keeper beating every 50 ms on ``Beats`` for a node that holds nothing."""
+    beats, counts = Beats(), Counts()
+    timing = Timing(lease_timeout=lease_timeout, heartbeat_interval=0.05, reclaim_batch=10)
+    frontier: Any = beats
+    holder: Any = Quiet()
+    guard = OutageGuard("t", lambda _: None)
+    return beats, counts, LeaseKeeper(frontier, holder, guard, counts, timing)
 
 
 def test_back_from_an_outage_a_node_reclaims_nothing_for_a_lease_timeout() -> None:
     """Every node's leases looked expired after the outage (Redis's clock ran on); the others'
     beats, up to a heartbeat interval later, extend theirs: until then none is taken."""
-    beats = Beats()
-    timing = Timing(lease_timeout=0.4, heartbeat_interval=0.05, reclaim_batch=10)
-    frontier: Any = beats
-    holder: Any = Quiet()
-    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), Counts(), timing)
+    beats, _counts, keeper = beating(lease_timeout=0.4)
+    timing = keeper.timing
 
     async def scenario() -> None:
         loop = asyncio.ensure_future(keeper.run())
@@ -91,12 +74,7 @@ def test_a_blocked_event_loop_is_named(caplog: pytest.LogCaptureFixture) -> None
     """A callback that blocks the reactor (time.sleep, a synchronous HTTP call) longer than
     the lease timeout lost the node's leases to other nodes, which fetched the page again and
     blocked in turn: an endless re-crawl, with only the leases' warnings to go by."""
-    beats = Beats()
-    timing = Timing(lease_timeout=0.4, heartbeat_interval=0.05, reclaim_batch=10)
-    frontier: Any = beats
-    holder: Any = Quiet()
-    counts = Counts()
-    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+    _beats, counts, keeper = beating(lease_timeout=0.4)
 
     async def scenario() -> None:
         loop = asyncio.ensure_future(keeper.run())
@@ -118,12 +96,7 @@ def test_an_outage_longer_than_a_lease_timeout_pauses_leasing_and_says_so(
 ) -> None:
     """The pause was only looked at when the node asked to lease, which it does not while its
     write waits out the outage: a 90 s outage (60 s lease timeout) never said it."""
-    beats = Beats()
-    timing = Timing(lease_timeout=0.3, heartbeat_interval=0.05, reclaim_batch=10)
-    frontier: Any = beats
-    holder: Any = Quiet()
-    counts = Counts()
-    keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+    beats, counts, keeper = beating(lease_timeout=0.3)
 
     async def scenario() -> None:
         loop = asyncio.ensure_future(keeper.run())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from crawler.frontier.write_marks import WriteMarks
 from crawler.redis_connection import async_client
 from crawler.redis_outage import OutageGuard
 from crawler.redis_url import RedisConfig
+from tests.frontier_state import Counts, Quiet
 from tests.services import started
 
 
@@ -86,14 +86,11 @@ def test_a_redis_restarted_from_an_older_snapshot_is_noticed(
         plain.close()
 
 
-class Holds:
+class Holds(Quiet):
     """A node holding one request, whose seen-cache is forgotten once."""
 
     def __init__(self) -> None:
         self.forgotten = 0
-
-    def held_leases(self) -> list[str]:
-        return []
 
     def held_bodies(self) -> list[bytes]:
         return [b'{"url": "http://a.test/held"}']
@@ -103,23 +100,6 @@ class Holds:
 
     def forget_seen(self) -> None:
         self.forgotten += 1
-
-    async def on_beat(self) -> None:
-        pass
-
-    def after_beat(self) -> None:
-        pass
-
-    def work_arrived(self) -> None:
-        pass
-
-
-class Counts:
-    def __init__(self) -> None:
-        self.counter: Counter[str] = Counter()
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.counter[key] += count
 
 
 def test_lost_writes_start_another_epoch_and_the_node_recovers_at_once(
