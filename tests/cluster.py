@@ -100,9 +100,11 @@ def wait_for_log(path: Path, text: str, timeout: float) -> bool:
     return False
 
 
-def logs(workdir: Path) -> str:
+def logs(workdir: Path, tail: int = 4000) -> str:
+    """The nodes' logs, the last ``tail`` characters of each (0: whole), for a failure's
+    message; a test looking for a line anywhere in them asks for the whole (``tail=0``)."""
     return "\n".join(
-        f"==== {path.name}\n{path.read_text(errors='replace')[-4000:]}"
+        f"==== {path.name}\n{path.read_text(errors='replace')[-tail:]}"
         for path in sorted(workdir.glob("node-*.log"))
     )
 
