@@ -153,3 +153,45 @@ def test_calls_sent_before_the_node_adopted_another_epoch_measure_nothing() -> N
     assert not marks.settled(after, applied, b"")
     last, applied = marks.issue()
     assert marks.settled(last, applied, b"")  # a mark gone again: a loss
+
+
+def test_lost_writes_noticed_while_redis_is_away_again_are_acted_on_once_it_answers(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A failover may come with more of an outage: the first look at the epochs fails, and the
+    loss must not be forgotten with it."""
+    timing = Timing(lease_timeout=30, heartbeat_interval=60, reclaim_batch=10)
+    holder: Any = Holds()
+    counts = Counts()
+
+    async def scenario() -> bool:
+        client = async_client(RedisConfig.from_url(redis_url))
+        frontier = PartitionedFrontier.connect(
+            client, "rolled", "node-a", 1, dedup=DedupConfig(), link_check=None
+        )
+        looks = 0
+        epochs = frontier.epochs
+
+        async def away_once() -> str:
+            nonlocal looks
+            looks += 1
+            if looks == 1:
+                raise redis.exceptions.ConnectionError("away again")
+            return await epochs()
+
+        frontier.epochs = away_once  # type: ignore[method-assign]
+        keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+        loop = asyncio.ensure_future(keeper.run())
+        await asyncio.sleep(0.3)
+        frontier.lost_writes.set()
+        for _ in range(50):
+            if holder.forgotten:
+                break
+            await asyncio.sleep(0.1)
+        loop.cancel()
+        await client.aclose()
+        return looks >= 2
+
+    assert asyncio.run(scenario())
+    assert counts.counter["frontier/writes_lost"] == 1
+    assert holder.forgotten == 1

@@ -183,9 +183,9 @@ class LeaseKeeper:
         beat) re-enqueues what it holds and forgets its seen-cache, whose fingerprints Redis
         may no longer hold, as when the data is lost. A frontier whose epoch changed (an
         operator's purge deleted the marks too, or Redis lost everything) is left to the
-        heartbeat, which tells them apart."""
-        self.client.lost_writes.clear()
+        heartbeat, which tells them apart. Redis away meanwhile: tried again at the next beat."""
         if await self.client.epochs() != self.epoch:
+            self.client.lost_writes.clear()
             return
         logger.error(
             "Redis lost writes of the frontier %s it had acknowledged (a failover to a replica "
@@ -194,6 +194,7 @@ class LeaseKeeper:
             self.client.keys.tag,
         )
         await self.client.start_epoch()
+        self.client.lost_writes.clear()
         self.stats.inc_value("frontier/writes_lost")
 
     async def _frontier_lost(self, found: str) -> None:
