@@ -15,8 +15,9 @@ import pytest
 import redis
 
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
-from crawler.frontier.client import NewRequest
+from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.write_marks import WriteMarks
@@ -195,3 +196,20 @@ def test_lost_writes_noticed_while_redis_is_away_again_are_acted_on_once_it_answ
     assert asyncio.run(scenario())
     assert counts.counter["frontier/writes_lost"] == 1
     assert holder.forgotten == 1
+
+
+def test_a_loss_in_any_part_is_the_frontier_s_however_it_was_built() -> None:
+    client = async_client(RedisConfig.from_url("redis://127.0.0.1:1/0"))  # never connects
+    parts = [
+        FrontierClient(client, keys, "node-a", DedupConfig())
+        for keys in frontier_parts("marksbuilt", 3)
+    ]
+    frontier = PartitionedFrontier("marksbuilt", parts)
+    marks = parts[2].marks
+    first, applied = marks.issue()
+    marks.settled(first, applied, b"")
+    second, applied = marks.issue()
+    assert marks.settled(second, applied, b"")  # the first call's write is gone
+    assert frontier.lost_writes.is_set()
+    frontier.forget_marks()
+    assert not frontier.lost_writes.is_set()

@@ -139,7 +139,6 @@ class FrontierClient:
         *,
         link_check: bool | None = None,
         turn_text: Callable[[str], str] | None = None,
-        lost_writes: asyncio.Event | None = None,
     ) -> None:
         self.redis = client
         self.keys = keys
@@ -159,8 +158,8 @@ class FrontierClient:
             keys.waiting,
             keys.lease_fence(node_id),
         ]
-        # set when Redis lost writes it had answered (a replica behind it took over)
-        self.marks = WriteMarks(lost_writes or asyncio.Event())
+        # the tokens of this node's writes (a frontier shares its parts' ``lost`` event)
+        self.marks = WriteMarks(asyncio.Event())
         self._heartbeat = client.register_script(frontier_script("queue", "heartbeat"))
         self._release = client.register_script(frontier_script("queue", "release"))
         # mode bloom: the link check reads the filter's blocks and compares the bits here

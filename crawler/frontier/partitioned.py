@@ -61,7 +61,9 @@ class PartitionedFrontier:
         self.parts = tuple(parts)
         self.node_id = self.parts[0].node_id
         self.keys: FrontierKeys = self.parts[0].keys  # part 0: the counts, incidents, logs
-        self.lost_writes = self.parts[0].marks.lost  # Redis lost writes it had answered
+        self.lost_writes = asyncio.Event()  # Redis lost writes it had answered, in any part
+        for part in self.parts:
+            part.marks.lost = self.lost_writes
         self._claimed = False
         self._order: tuple[str, list[int]] = ("", [])  # the last lease call and its parts
 
@@ -77,11 +79,8 @@ class PartitionedFrontier:
         link_check: bool | None,
     ) -> PartitionedFrontier:
         """The ``partitions`` parts of ``spider``'s frontier, on one Redis client."""
-        lost_writes = asyncio.Event()  # one for the node's parts
         parts = [
-            FrontierClient(
-                redis, keys, node_id, dedup, link_check=link_check, lost_writes=lost_writes
-            )
+            FrontierClient(redis, keys, node_id, dedup, link_check=link_check)
             for keys in frontier_parts(spider, partitions)
         ]
         return cls(spider, parts)

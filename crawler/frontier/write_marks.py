@@ -18,7 +18,8 @@ import time
 
 
 class WriteMarks:
-    """The tokens of one node's calls in one part; ``lost``: shared by the node's parts."""
+    """The tokens of one node's calls in one part; ``lost``: set when Redis lost one (a
+    ``PartitionedFrontier`` gives its parts one event)."""
 
     def __init__(self, lost: asyncio.Event) -> None:
         self.lost = lost
