@@ -74,11 +74,11 @@ def check(checker: SeedChecker, client: SyncRedis, seeds: list[str]) -> list[See
     return reports
 
 
-def to_push(reports: list[SeedReport]) -> list[str]:
-    """New seeds, and crawled ones that are fetched again; a filtered crawled one would only
-    be dropped by the dedup."""
+def to_push(reports: list[SeedReport]) -> list[bytes]:
+    """New seeds, and crawled ones that are fetched again, as they are pushed; a filtered
+    crawled one would only be dropped by the dedup."""
     return [
-        r.seed
+        r.data
         for r in reports
         if r.outcome is Outcome.NEW or (r.outcome is Outcome.SEEN and r.refetched)
     ]
@@ -158,8 +158,7 @@ def run(args: argparse.Namespace) -> int:
         pushed = to_push(reports)
         key = checker.seed_settings.seeds_key
         if pushed:
-            encoded = [checker.encoded(seed) for seed in pushed]
-            push(client, key, checker.seed_settings.source, encoded)
+            push(client, key, checker.seed_settings.source, pushed)
     finally:
         client.close()
     counts = Counter(report.outcome.value for report in reports)

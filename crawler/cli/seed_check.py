@@ -46,6 +46,7 @@ class Outcome(StrEnum):
 class SeedReport:
     seed: str
     outcome: Outcome
+    data: bytes = b""  # the seed as it is pushed (new and seen): in the spider's encoding
     urls: list[str] = field(default_factory=list)
     refetched: bool = False  # seen, but dont_filter: its page is fetched again
     reason: str = ""  # invalid: the short reason (as in seeds/invalid/<reason>)
@@ -84,15 +85,18 @@ class SeedChecker:
         self.crawler = crawler
         self.spider: RedisSpider = spider_class.from_crawler(crawler)
         self.dedup = FrontierSettings.from_settings(crawler.settings).dedup
+        encoding = self.seed_settings.encoding
+        # a lone surrogate goes as it is in UTF-8: the nodes then refuse it as not UTF-8
+        self._errors = "surrogatepass" if codecs.lookup(encoding).name == "utf-8" else "strict"
 
     @property
     def seed_settings(self) -> SeedSettings:
         return self.spider.seed_settings
 
-    def requests(self, raw: str) -> list[Request]:
-        """The seed's requests, as a node makes them (none: the spider skips it)."""
+    def requests(self, data: bytes) -> list[Request]:
+        """The requests of a seed as pushed, as a node makes them (none: the spider skips it)."""
         try:
-            return self.spider.requests_from_raw_seed(self.encoded(raw))
+            return self.spider.requests_from_raw_seed(data)
         except Exception as exc:  # the user's make_request_from_data may raise anything
             raise invalid_seed(exc) from exc
 
@@ -100,9 +104,8 @@ class SeedChecker:
         """``seed`` as it is pushed: in the spider's encoding (``REDIS_ENCODING``), where the
         nodes read it (``InvalidSeed`` if that encoding cannot write it)."""
         encoding = self.seed_settings.encoding
-        utf8 = codecs.lookup(encoding).name == "utf-8"
-        try:  # a lone surrogate goes as it is: the nodes then refuse it as not UTF-8
-            return seed.encode(encoding, "surrogatepass" if utf8 else "strict")
+        try:
+            return seed.encode(encoding, self._errors)
         except UnicodeEncodeError as exc:
             raise InvalidSeed(
                 "encoding", f"the seed cannot be written in {encoding}: {exc}"
@@ -114,16 +117,17 @@ class SeedChecker:
 
     def check(self, client: SyncRedis, raw_seeds: list[str]) -> list[SeedReport]:
         """A report per seed, in order; the dedup is read, never written."""
-        made: list[tuple[str, list[Request]] | SeedReport] = []
+        made: list[tuple[str, bytes, list[Request]] | SeedReport] = []
         for raw in raw_seeds:
             try:
-                requests = self.requests(raw)
+                data = self.encoded(raw)
+                requests = self.requests(data)
             except InvalidSeed as exc:
                 made.append(SeedReport(raw, Outcome.INVALID, reason=exc.reason, error=str(exc)))
                 continue
-            made.append((raw, requests) if requests else SeedReport(raw, Outcome.SKIPPED))
+            made.append((raw, data, requests) if requests else SeedReport(raw, Outcome.SKIPPED))
         requests = [
-            request for entry in made if not isinstance(entry, SeedReport) for request in entry[1]
+            request for entry in made if not isinstance(entry, SeedReport) for request in entry[2]
         ]
         seen = iter(self._seen(client, requests))
         reports: list[SeedReport] = []
@@ -131,12 +135,13 @@ class SeedChecker:
             if isinstance(entry, SeedReport):
                 reports.append(entry)
                 continue
-            raw, requests = entry
+            raw, data, requests = entry
             all_seen = all([next(seen) for _ in requests])  # consume one flag per request
             reports.append(
                 SeedReport(
                     raw,
                     Outcome.SEEN if all_seen else Outcome.NEW,
+                    data,
                     urls=[request.url for request in requests],
                     refetched=all_seen and all(request.dont_filter for request in requests),
                 )
