@@ -184,7 +184,9 @@ def test_a_node_stopped_while_its_site_cools_down_stops_at_once_and_returns_its_
     assert redis_client.zcard("{pages}:leases") == 0
     assert int(redis_client.get("{pages}:queue:count") or 0) > 0
     text = (tmp_path / "node-0.log").read_text()
-    assert "'frontier/requeued/politeness/stopped':" in text, text
+    stopped = re.search(r"'frontier/requeued/politeness/stopped': (\d+)", text)
+    assert stopped is not None, text
+    assert f"; {stopped[1]} more, not fetched at the stop, went back" in text, text
 
 
 def test_a_site_leaves_out_the_user_and_password_of_its_url() -> None:

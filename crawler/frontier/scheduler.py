@@ -387,17 +387,12 @@ class LeasingScheduler:
             self.stats.inc_value("frontier/released", released)
         await self._close_feed()
         self.dedup_report.summary()
-        stopped = sum(  # requeued as not fetched by a stop (frontier/requeued/*/stopped)
-            int(count)
-            for stat, count in self.stats.get_stats().items()
-            if stat.startswith("frontier/requeued/") and stat.endswith("/stopped")
-        )
         logger.info(
             "Returned %d unfinished leases to the queue (%s); %d more, not fetched at the stop, "
             "went back with the node's writes",
             released,
             reason,
-            stopped,
+            self.writer.stopped,
         )
         for task in list(self._tasks):
             task.cancel()

@@ -100,6 +100,8 @@ class TurnWriter:
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
         # settled leases whose write gave up (a stop with Redis away): other nodes reclaim them
         self.unwritten = 0
+        # written back as not fetched by a stop (frontier/requeued/<component>/stopped)
+        self.stopped = 0
 
     @property
     def has_work(self) -> bool:
@@ -237,5 +239,6 @@ class TurnWriter:
             self._stats.inc_value(f"frontier/failed/{state.failure}")
         elif status == "requeue":
             self._stats.inc_value(f"frontier/requeued/{state.requeue_reason}")
+            self.stopped += str(state.requeue_reason).endswith("/stopped")
         else:
             self._stats.inc_value("frontier/done")
