@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ CHECK_TIMEOUT = 10.0  # seconds for one check
 RETRY_FIRST, RETRY_MAX = 1.0, 10.0  # seconds between checks, doubling
 
 
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # what Kafka takes as a topic's name
+TOPIC_NAME_RULE = "at most 249 of [a-zA-Z0-9._-]"  # the same, for messages
+
 # Answers of a broker that will not change while it runs: the error code -> what to change
 REFUSALS = {
     KafkaError.INVALID_REPLICATION_FACTOR: "KAFKA_TOPIC_REPLICATION (at most the brokers)",
@@ -38,7 +42,7 @@ REFUSALS = {
     KafkaError.POLICY_VIOLATION: "KAFKA_TOPIC_PARTITIONS, KAFKA_TOPIC_REPLICATION or "
     "KAFKA_TOPIC_CONFIG (the broker's policy)",
     KafkaError.TOPIC_EXCEPTION: "KAFKA_TOPIC_TEMPLATE or the item's item_type (a topic name is "
-    "at most 249 of [a-zA-Z0-9._-])",
+    f"{TOPIC_NAME_RULE})",
     KafkaError.TOPIC_AUTHORIZATION_FAILED: "the ACLs of the principal in KAFKA_PRODUCER_CONFIG, "
     "or create the topic beforehand (KAFKA_CREATE_TOPICS=False)",
     KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the ACLs of the principal in "

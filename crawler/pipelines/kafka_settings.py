@@ -3,7 +3,6 @@ through the typed getters and validated (``KafkaSettings.validate``)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from scrapy.crawler import Crawler
@@ -11,6 +10,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.kafka.config import KafkaSettings, TopicSpec
 from crawler.kafka.producer import NO_AUTO_CREATION, checked_producer_config
+from crawler.kafka.topics import TOPIC_NAME, TOPIC_NAME_RULE
 from crawler.node import resolve_crawl_id, resolve_node_id
 from crawler.settings_values import get_dict, get_float, get_typed_list, text
 
@@ -53,9 +53,6 @@ class KafkaPipelineSettings(KafkaSettings):
         return values
 
 
-TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # what Kafka takes
-
-
 def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
     """Refuse at start a spider whose topics Kafka cannot name (Scrapy takes any spider name:
     ``shop:books``), rather than at its first item, after pages were crawled."""
@@ -65,6 +62,6 @@ def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
         if not TOPIC_NAME.fullmatch(made):
             raise ValueError(
                 f"{name} gives spider {spider!r} the topic {made!r} (for an item_type 'item'), "
-                "which Kafka cannot name (at most 249 of [a-zA-Z0-9._-]): rename the spider, or "
+                f"which Kafka cannot name ({TOPIC_NAME_RULE}): rename the spider, or "
                 "set KAFKA_TOPIC_TEMPLATE without {spider}"
             )
