@@ -74,8 +74,8 @@ def fail(tracker: AckTracker, lease_id: str, exc: Exception) -> None:
     """Record a callback's exception as the lease's failure, except ``CloseSpider``: Scrapy
     takes it as the spider's wish to stop (the node closes with its reason), not an error;
     the page's output so far stands and its lease is done."""
-    if not isinstance(exc, CloseSpider):
-        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}")
+    if not isinstance(exc, CloseSpider):  # the record says why (credentials masked in it)
+        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}", str(exc) or None)
 
 
 async def track_output(
