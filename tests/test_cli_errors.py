@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -185,3 +186,16 @@ def test_an_unknown_profile_is_one_line_not_a_traceback(command: tuple[str, ...]
     )
     refused(result)
     assert "CRAWLER_PROFILE='zzz' is not a profile; choose one of ['dev', 'prod']" in result.stderr
+
+
+# -- a file that cannot be read -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["missing.txt", "."])
+def test_a_seed_file_that_cannot_be_read_is_named_not_a_traceback(
+    redis_url: str, tmp_path: Path, where: str
+) -> None:
+    path = f"{tmp_path}/{where}"
+    result = crawler_process("seed", "pages", "--file", path, "--redis", redis_url)
+    refused(result)
+    assert f"crawler seed: cannot read {path}:" in result.stderr, result.stderr

@@ -53,7 +53,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _lines(source: str) -> list[str]:
-    text = sys.stdin.read() if source == STDIN else Path(source).read_text(encoding="utf-8")
+    try:
+        text = sys.stdin.read() if source == STDIN else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"crawler seed: cannot read {source}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SystemExit(f"crawler seed: cannot read {source}: not UTF-8 ({exc})") from exc
     return [line for line in text.splitlines() if line.strip()]
 
 
