@@ -32,6 +32,7 @@ from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_holds import SeedKeys
 from crawler.frontier.seed_queue import SeedQueue
+from crawler.frontier.start_claim import start_key
 from tests.frontier_state import fingerprint_of, put_lease, put_queued, queue_entries, queued
 
 KEYS = FrontierKeys.for_spider("pages")
@@ -397,6 +398,26 @@ def test_nodes_go_live_late_dead_then_gone(redis_url: str, redis_client: redis.R
     assert "1 live, 1 late, 2 dead (1 gone: --all)" in text
     assert "    dead " in text and "    gone " not in text
     assert "    gone " in render(status_with_nothing_else(status), show_all=True)
+
+
+def test_a_crawl_whose_start_requests_are_being_written_is_not_finished(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A plain spider's slow start(): the node that claimed the writing was live, nothing was
+    queued yet, and status said finished (a script polling for it stopped early)."""
+    now = server_ms(redis_client)
+    redis_client.zadd(KEYS.nodes, {"node-a": now + 59_000})
+    claim = start_key(KEYS, "c1")
+    redis_client.hset(claim, mapping={"state": "writing", "node": "node-a", "since": now})
+    redis_client.pexpire(claim, 60_000)
+    status = frontier_status(redis_client, "pages", "c1")
+    assert (status["state"], status["start_writer"]) == ("running", "node-a")
+    assert "start requests: being written by node-a" in render(status_with_nothing_else(status))
+    redis_client.zadd(KEYS.nodes, {"node-a": now - 1000})  # it died: the claim waits to expire
+    assert frontier_status(redis_client, "pages", "c1")["state"] == "stalled"
+    redis_client.hset(claim, "state", "done")
+    done = frontier_status(redis_client, "pages", "c1")
+    assert (done["state"], done["start_writer"]) == ("finished", None)
 
 
 def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node(

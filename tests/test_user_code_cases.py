@@ -163,9 +163,9 @@ def test_callbacks(case: str, tmp_path: Path, redis_url: str, kafka_bootstrap: s
         client.close()
         assert {record["reason"] for record in failed} == {"spider_exception/ValueError"}
         # what an operator reads before retrying, without searching the nodes' logs
-        assert all(
-            record["error"].startswith("the parser broke on page ") for record in failed
-        ), failed
+        assert all(record["error"].startswith("the parser broke on page ") for record in failed), (
+            failed
+        )
         assert len(failed) == run.ledger["failed"] == sum(1 for i in range(PAGES) if i % 5 == 4)
 
 

@@ -25,7 +25,9 @@ from crawler.cli.status_text import render
 from crawler.extensions.ledger_layout import SPOOLED_BY_PREFIX
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
+from crawler.frontier.start_claim import start_key
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
+from crawler.lua import text
 from crawler.pipelines.pause_notice import PauseInfo, read_pauses
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import SessionCensus, count_sessions
@@ -61,6 +63,7 @@ class FrontierStatus(TypedDict):
     # finished_spooled: finished, but items are still only in a spool; old_layout: requests
     # stored by an older version, which nodes refuse until `crawler migrate`
     state: State
+    start_writer: str | None  # the node writing a plain spider's start requests (not done yet)
 
 
 class SpiderStatus(FrontierStatus):
@@ -115,6 +118,10 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
     # them) are work left: their requests are not in the frontier yet.
     seeds = snapshot["seeds_waiting"] + snapshot["seeds_held"]
+    # A plain spider's start requests claimed by a node and not all written: work left too
+    # (until its claim expires, when its node died: then another node writes them).
+    writing, writer = client.hmget(start_key(admin.parts[0], crawl_id), "state", "node")
+    start_writer = text(writer) if writing == b"writing" and writer else None
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
     # not yet expired: it makes no rate and no ETA
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
@@ -130,7 +137,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     eta = None
     if old_layout_keys(client, admin.parts):
         state = "old_layout"
-    elif remaining == 0 and seeds == 0:
+    elif remaining == 0 and seeds == 0 and start_writer is None:
         state, eta = "finished_spooled" if spooled else "finished", 0.0
     elif not live:
         state = "stalled"
@@ -157,6 +164,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         ),
         paused=paused,
         state=state,
+        start_writer=start_writer,
     )
 
 

@@ -163,6 +163,11 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
             f", {snap['seeds_held']} seeds held ({snap['seeds_held_expired']} expired)"
             if snap["seeds_held"]
             else ""
+        )
+        + (
+            f", start requests: being written by {status['start_writer']}"
+            if status["start_writer"]
+            else ""
         ),
         f"  rates          {status['pages_per_minute']} pages/min,"
         f" {status['delivered_per_minute']} items delivered/min,"
