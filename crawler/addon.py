@@ -75,6 +75,9 @@ ITEMS_LATE = (
     "node also goes past the count by what it crawls meanwhile"
 )
 
+SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+SHARED_COOKIES = "crawler.middlewares.shared_cookies.SharedCookiesMiddleware"
+
 # The project's components and their orders. They are added to these settings unless already
 # there (a project, spider or -s dict of its own keeps them; listing one with None turns it
 # off). Each raises NotConfigured where it does not apply (standalone, no Kafka, ...).
@@ -91,6 +94,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawler.middlewares.robots.SharedRobotsTxtMiddleware": 100,
         "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
         "crawler.middlewares.decompression.CappedDecompressionMiddleware": 590,
+        SCRAPY_COOKIES: None,
+        SHARED_COOKIES: 700,
         "crawler.middlewares.sessions.SharedSessionMiddleware": 720,
         "crawler.middlewares.politeness.ClusterRateLimitMiddleware": 950,
     },
@@ -136,6 +141,7 @@ class ClusterAddon:
         for setting, components in COMPONENTS.items():
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
+        ClusterAddon._cookie_jars(settings, cluster=bool(settings.get("REDIS_URL")))
         if self.spidercls is not None:
             scrapy_redis_compat.check_spider_class(self.spidercls)
         if settings.get("REDIS_URL"):
@@ -273,6 +279,39 @@ class ClusterAddon:
                 ", ".join(sorted(map(str, slots))),
                 instead,
             )
+
+    @staticmethod
+    def _cookie_jars(settings: BaseSettings, *, cluster: bool) -> None:
+        """Scrapy's CookiesMiddleware listed by the project gives its place to the shared one
+        (beside it, its per-node jar wrote the Cookie header last); kept, and said in cluster
+        mode, when the project turned the shared one off."""
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        listed = {component_path(key): key for key in middlewares}
+        if middlewares.get(listed.get(SCRAPY_COOKIES)) is None:
+            return
+        if SHARED_COOKIES in listed and middlewares[listed[SHARED_COOKIES]] is None:
+            if cluster and get_bool(settings, "COOKIES_ENABLED"):
+                logger.warning(
+                    "DOWNLOADER_MIDDLEWARES turns %s off and %s on: its cookie jars are each "
+                    "node's own (a login made on one node is not sent by the others); remove "
+                    "both entries to share them (docs/settings.md)",
+                    SHARED_COOKIES,
+                    SCRAPY_COOKIES,
+                )
+            return
+        order = middlewares.pop(listed[SCRAPY_COOKIES])
+        middlewares.pop(listed.get(SHARED_COOKIES), None)
+        middlewares[SCRAPY_COOKIES] = None
+        middlewares[SHARED_COOKIES] = order
+        priority = settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0
+        settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority)
+        logger.info(
+            "%s takes the place of %s (order %s) listed in DOWNLOADER_MIDDLEWARES: the same "
+            "jars, shared by the nodes in cluster mode",
+            SHARED_COOKIES,
+            SCRAPY_COOKIES,
+            order,
+        )
 
     @staticmethod
     def _queues(settings: BaseSettings) -> None:

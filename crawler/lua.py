@@ -1,8 +1,8 @@
 """The project's one Lua script loader, and the one bytes-to-text helper for Redis replies.
 
 Scripts live next to the code that runs them, in ``<package>/lua/<name>.lua``
-(``crawler.frontier``, ``crawler.politeness``, ``crawler.sessions``); they are read from the
-installed package, so they work from a wheel too. No Scrapy imports.
+(``crawler.frontier``, ``crawler.politeness``, ``crawler.sessions``, ``crawler.cookies``);
+they are read from the installed package, so they work from a wheel too. No Scrapy imports.
 """
 
 from __future__ import annotations

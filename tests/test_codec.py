@@ -428,22 +428,6 @@ def test_scrapys_tuple_meta_keys_come_back_as_tuples_the_downloader_can_use() ->
     assert crawler.stats.get_value("frontier/reshaped/tuple") == 1
 
 
-def test_a_request_with_a_cookie_jar_of_this_node_is_warned_about_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Scrapy's cookie jars are each node's own: a request another node leases goes without
-    the cookies this node's jar got (a login made on one node), and its pages may answer 401."""
-    crawler = get_crawler(Spider)
-    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
-    with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
-        for page in range(3):
-            store.encode(Request(f"http://e.com/{page}", meta={"cookiejar": "alice"}), "")
-    assert crawler.stats is not None
-    assert crawler.stats.get_value("frontier/cookiejar") == 3
-    assert len(caplog.records) == 1
-    assert "shared sessions" in caplog.text
-
-
 def test_a_shared_sessions_cookie_header_is_never_stored() -> None:
     """A retry or redirect of a request that used a shared session copies the Cookie header the
     session middleware set (the session's secret cookies): stored, it would sit in Redis in

@@ -21,6 +21,7 @@ import redis.asyncio
 import scrapy
 from scrapy import FormRequest, Request, signals
 from scrapy.settings import Settings
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.test import get_crawler
 
 from crawler import scrapy_redis_compat
@@ -30,6 +31,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_holds import SeedKeys
 from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSource
+from crawler.settings_values import component_path
 from crawler.spiders.base import RedisCrawlSpider, RedisSpider
 from settings.resolve import resolve_settings
 
@@ -506,6 +508,48 @@ def test_per_node_download_limits_are_said_to_hold_per_node(
         "DOWNLOAD_SLOTS",
     ]
     assert all("POLITENESS_" in message for message in said)  # what holds cluster-wide instead
+
+
+SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
+SHARED_COOKIES = "crawler.middlewares.shared_cookies.SharedCookiesMiddleware"
+
+
+def enabled_cookie_middlewares(settings: Settings) -> dict[str, int]:
+    """The cookie middlewares Scrapy will run, with their orders (700: the base's)."""
+    enabled = build_component_list(
+        settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+    )
+    orders = {component_path(k): v for k, v in settings.getdict("DOWNLOADER_MIDDLEWARES").items()}
+    return {
+        path: orders.get(path) or 700
+        for path in map(component_path, enabled)
+        if path in (SCRAPY_COOKIES, SHARED_COOKIES)
+    }
+
+
+def test_scrapy_s_cookie_jars_named_by_a_project_are_the_shared_ones_in_cluster_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A project that lists Scrapy's CookiesMiddleware (copied from a template) ran it beside
+    the shared one: its own per-node jar then wrote the Cookie header last, and a login made on
+    one node was not sent by the others. The shared one takes its place and order."""
+    listed = {"DOWNLOADER_MIDDLEWARES": {SCRAPY_COOKIES: 650}}
+    assert enabled_cookie_middlewares(project(listed)) == {SHARED_COOKIES: 650}  # standalone
+    with caplog.at_level(logging.INFO, logger="crawler.addon"):
+        cluster = project({"REDIS_URL": "redis://h:1/0", **listed})
+    assert enabled_cookie_middlewares(cluster) == {SHARED_COOKIES: 650}
+    assert "takes the place of scrapy.downloadermiddlewares.cookies.CookiesMiddleware" in (
+        caplog.text
+    )
+    caplog.clear()
+    own = {"DOWNLOADER_MIDDLEWARES": {SCRAPY_COOKIES: 700, SHARED_COOKIES: None}}
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        kept = project({"REDIS_URL": "redis://h:1/0", **own})
+    assert enabled_cookie_middlewares(kept) == {SCRAPY_COOKIES: 700}  # as asked, and said
+    assert "each node's own" in caplog.text
+    assert enabled_cookie_middlewares(project({"REDIS_URL": "redis://h:1/0"})) == {
+        SHARED_COOKIES: 700
+    }
 
 
 def test_redis_pipeline_keeps_its_items_key() -> None:

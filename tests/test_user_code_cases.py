@@ -37,6 +37,7 @@ def compare(
     label: str = "",
     stragglers: bool = False,
     nodes: int = 2,
+    login: bool = False,
 ) -> tuple[ClusterRun, list[str], dict[str, int]]:
     cases = " ".join(f"{k}={v}" for k, v in (arguments or {}).items())
     result = compare_with_standalone(
@@ -51,10 +52,39 @@ def compare(
         fail_once=fail_once,
         stragglers=stragglers,
         nodes=nodes,
+        login=login,
     )
     if same_hits:  # every page as often as standalone Scrapy fetched it
         assert result.hits == result.reference_hits
     return result.run, result.reference, result.hits
+
+
+@pytest.mark.parametrize("how", ["login", "cookies", "jar"])
+def test_a_login_made_on_one_node_holds_on_every_node(
+    how: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Scrapy's cookie jar was each node's own: a spider that logged in (a login page's
+    cookie, or one given once with ``cookies=``) had the pages another node leased fetched
+    without it, and scraped "Please log in" as content (an audit: 7 of 30 items), silently."""
+    arguments = {"how": "cookies"} if how == "cookies" else {"jar": "user1"} if how == "jar" else {}
+    run, reference, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_login",
+        arguments=arguments,
+        label=f"logged in ({how})",
+        login=True,
+        settings={"CONCURRENT_REQUESTS": "1"},  # slow nodes: each leases some of the pages
+    )
+    assert not [item for item in run.items if "Please log in" in item]
+    assert sorted(run.items) == sorted(reference)
+    assert len(reference) == PAGES
+    scraped = [
+        re.search(r"'item_scraped_count': (\d+)", path.read_text())
+        for path in sorted(run.workdir.glob("node-*.log"))
+    ]
+    assert all(scraped), "a node scraped no page: the test shows nothing"
 
 
 def test_a_start_that_raises_crawls_what_it_gave_and_the_nodes_close(

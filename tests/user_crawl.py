@@ -218,12 +218,13 @@ def compare_with_standalone(
     fail_once: bool = False,
     stragglers: bool = False,
     nodes: int = 2,
+    login: bool = False,
 ) -> Comparison:
     """Standalone Scrapy and a cluster of ``nodes``, at once, on one site; checks what every cell
     must hold (a reference item, nothing left in Redis, a ledger that adds up) and adds a row
     to the conformance table."""
     with (
-        UserSite(pages, delay=0.05, fail_once=fail_once) as site,
+        UserSite(pages, delay=0.05, fail_once=fail_once, login=login) as site,
         Reference(spider, site, workdir / "standalone", settings, arguments) as standalone,
     ):
         run = cluster(

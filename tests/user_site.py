@@ -7,7 +7,9 @@ chain of two, ``/c/<i>`` -> ``/r/<i>``) so that redirects to pages already
 seen are part of every crawl. Nothing links to page 0: the
 start page (``dont_filter``, as Scrapy requests it) is fetched once.
 ``/x/<i>`` answers 301 to the same page on the host name ``localhost``.
-``/sitemap.xml`` lists every page, ``/feed.xml`` and ``/feed.csv`` hold one
+With ``login``, a page is served only to a request carrying a cookie ``sid`` that
+``/login`` set (or ``sid=given``); any other gets a page titled "Please log in", with
+no links. ``/sitemap.xml`` lists every page, ``/feed.xml`` and ``/feed.csv`` hold one
 row per page. Requests are
 counted per path, so tests can check that every page was fetched once; those of the
 standalone reference crawl (User-Agent ``REFERENCE_AGENT``) apart, so that it can crawl the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler
 
 from crawler.demo.server import BackgroundHTTPServer, QuietHandler
@@ -31,8 +34,12 @@ def page_path(index: int) -> str:
 
 
 class UserSite(BackgroundHTTPServer):
-    def __init__(self, pages: int, delay: float = 0.0, fail_once: bool = False) -> None:
+    def __init__(
+        self, pages: int, delay: float = 0.0, fail_once: bool = False, login: bool = False
+    ) -> None:
         self.pages = pages
+        self.login = login  # pages need the cookie /login sets
+        self._sessions = {"given"}  # the sid values /login set
         # every page answers 500 the first time each crawl (reference or not) asks (Scrapy retries)
         self.fail_once = fail_once
         self.delay = delay  # seconds each page waits, so that every node gets work
@@ -114,15 +121,37 @@ class UserSite(BackgroundHTTPServer):
                     self._send(content_type, render())
                     return
                 name = path.removeprefix("/p/").removesuffix(".html")
+                if path == "/login":
+                    self._log_in()
+                    return
                 if path.startswith("/p/") and name.isdigit() and int(name) < site.pages:
                     if site.delay:
                         time.sleep(site.delay)
-                    if site.fail_once and first:
+                    if site.login and not self._logged_in():
+                        self._send("text/html", b"<html><title>Please log in</title></html>")
+                    elif site.fail_once and first:
                         self.send_error(500)
-                        return
-                    self._send("text/html; charset=utf-8", site._page(int(name)))
+                    else:
+                        self._send("text/html; charset=utf-8", site._page(int(name)))
                     return
                 self.send_error(404)
+
+            def _log_in(self) -> None:
+                with site._lock:
+                    sid = f"s{len(site._sessions)}"
+                    site._sessions.add(sid)
+                body = b'<html><title>Welcome</title><a href="/p/0.html">start</a></html>'
+                self.send_response(200)
+                self.send_header("Set-Cookie", f"sid={sid}; Path=/; HttpOnly")
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _logged_in(self) -> bool:
+                cookies = SimpleCookie(self.headers.get("Cookie", ""))
+                with site._lock:
+                    return "sid" in cookies and cookies["sid"].value in site._sessions
 
             def _send(self, content_type: str, body: bytes) -> None:
                 self.send_response(200)

@@ -17,6 +17,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings, Settings
 
+from crawler.cookies.jar_store import jars_pattern
 from crawler.extensions.ledger_layout import pattern_for_spider
 from crawler.frontier.backlog_topic import backlog_topic, purge_backlog
 from crawler.frontier.epoch import PURGED_EPOCH
@@ -83,14 +84,14 @@ def present_keys(
 ) -> list[str]:
     """The spider's keys that exist: the frontier's (every part), its seeds (``seeds``: the
     keys its nodes read, by default ``<spider>:start_urls`` and the parts Redis records), the
-    start-request claims of every crawl and the crawl ledgers."""
+    start-request claims of every crawl, the crawl ledgers and the shared cookie jars."""
     if seeds is None:
         parts = spider_parts(client, spider)
         seeds = SeedKeys(f"{spider}:start_urls", f"{spider}:start_urls:invalid", parts)
     keys = spider_keys(seeds, keep_seeds=keep_seeds)
     present = [key for key in keys if client.exists(key)]
     listed = set(present)
-    patterns = [start_pattern(spider), pattern_for_spider(spider)]
+    patterns = [start_pattern(spider), pattern_for_spider(spider), jars_pattern(spider)]
     for part in seeds.frontier:
         patterns += [queue_pattern(part), fence_pattern(part), node_epoch_pattern(part)]
     if not keep_seeds:  # the nodes' holds of taken seeds

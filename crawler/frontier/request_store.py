@@ -114,8 +114,6 @@ class RequestStore:
         self._report_reshaped(request)
         if left_out:
             self._report_left_out(request.url, left_out)
-        if "cookiejar" in request.meta:
-            self._report_cookiejar(request.url)
         score = -float(request.priority)
         site = site_of(request.url)
         return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
@@ -168,18 +166,6 @@ class RequestStore:
             "without them; logged once",
             url,
             ", ".join(map(repr, names)),
-        )
-
-    def _report_cookiejar(self, url: str) -> None:
-        """Count (``frontier/cookiejar``) the requests stored with a ``cookiejar``, with a
-        warning the first time: Scrapy's jars are each node's own."""
-        self._warn_once(
-            "frontier/cookiejar",
-            "Request %s names a cookie jar (meta cookiejar): Scrapy's jars are each node's own, "
-            "so another node that leases it sends the cookies of its own jar of that name, not "
-            "this one's (a login made here is not there); log in once for every node with "
-            "shared sessions (session_platform, docs/sessions.md); logged once",
-            url,
         )
 
     def _warn_once(self, stat: str, warning: str, *args: object) -> None:

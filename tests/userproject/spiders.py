@@ -41,6 +41,34 @@ class StartUrlsSpider(scrapy.Spider):
         yield from follow_all(response)
 
 
+class LoginSpider(scrapy.Spider):
+    """Logs in as plain Scrapy users do: the login page's cookie is in the jar, the pages
+    behind it need it. ``-a how=cookies``: the cookie given once with ``cookies=``, then kept
+    by the jar; ``-a jar=<name>``: every request in that ``meta['cookiejar']``."""
+
+    name = "u_login"
+
+    def __init__(self, site: str = "", how: str = "login", jar: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.site, self.how = site, how
+        self.meta = {"cookiejar": jar} if jar else {}
+
+    async def start(self) -> AsyncIterator[Any]:
+        if self.how == "cookies":
+            first = f"{self.site}/p/0.html"
+            yield scrapy.Request(first, self.parse_page, cookies={"sid": "given"}, meta=self.meta)
+        else:
+            yield scrapy.Request(f"{self.site}/login", self.logged_in, meta=self.meta)
+
+    def logged_in(self, response: Response) -> Iterator[Any]:
+        yield response.follow("/p/0.html", self.parse_page, meta=self.meta)
+
+    def parse_page(self, response: Response) -> Iterator[Any]:
+        yield page_item(response)
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href, self.parse_page, meta=self.meta)
+
+
 class StartSpider(scrapy.Spider):
     name = "u_start"
 

@@ -1,0 +1,134 @@
+"""The cookie jars of a spider's crawl, shared by its nodes in Redis (no Scrapy imports).
+
+Scrapy keeps a cookie jar per ``meta['cookiejar']`` (``None``: the default one) in each
+process, so a login made on one node was not there on another. Here each jar is also a hash,
+``{<spider>}:cookies:<jar as JSON>``: a field per cookie (``<domain>\\t<path>\\t<name>``)
+holding its attributes as JSON (sealed with ``CRAWLER_SESSION_KEY`` when it is set), and the
+field '' holding the jar's version, a token of Redis's clock that rises with every write
+(``lua/jar_write.lua``). A node writes what a response (``Set-Cookie``) or a request's
+``cookies=`` changed in its jar, and reads a whole jar when a request says the jar has a
+version it has not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from http.cookiejar import Cookie
+from typing import Any
+
+import orjson
+
+from crawler.frontier.keys import glob_escape
+from crawler.lua import script_text, text
+from crawler.redis_connection import AsyncRedis
+from crawler.sessions.crypto import CookieCipher
+
+VERSION_FIELD = ""
+# the attributes ``http.cookiejar.Cookie`` is made of (and ``rest``, ``rfc2109``)
+ATTRIBUTES = (
+    "version",
+    "name",
+    "value",
+    "port",
+    "port_specified",
+    "domain",
+    "domain_specified",
+    "domain_initial_dot",
+    "path",
+    "path_specified",
+    "secure",
+    "expires",
+    "discard",
+    "comment",
+    "comment_url",
+)
+
+
+def jar_label(jar: object) -> str:
+    """A ``meta['cookiejar']`` value as text: its JSON (``null`` for the default jar)."""
+    try:
+        return orjson.dumps(jar).decode()
+    except TypeError:  # not JSON: such a request cannot be stored either, its repr names it
+        return repr(jar)
+
+
+def jar_key(spider: str, label: str) -> str:
+    return f"{{{spider}}}:cookies:{label}"
+
+
+def jars_pattern(spider: str) -> str:
+    """SCAN pattern of every shared cookie jar of a spider."""
+    return f"{{{glob_escape(spider)}}}:cookies:*"
+
+
+def cookie_field(cookie: Cookie) -> str:
+    return f"{cookie.domain}\t{cookie.path}\t{cookie.name}"
+
+
+def cookie_json(cookie: Cookie) -> bytes:
+    fields: dict[str, Any] = {name: getattr(cookie, name) for name in ATTRIBUTES}
+    fields["rest"] = dict(getattr(cookie, "_rest", {}))  # HttpOnly, SameSite, ...
+    fields["rfc2109"] = cookie.rfc2109
+    return orjson.dumps(fields)
+
+
+def cookie_from_json(data: bytes) -> Cookie:
+    fields = orjson.loads(data)
+    return Cookie(
+        fields["version"],
+        fields["name"],
+        fields["value"],
+        fields["port"],
+        fields["port_specified"],
+        fields["domain"],
+        fields["domain_specified"],
+        fields["domain_initial_dot"],
+        fields["path"],
+        fields["path_specified"],
+        fields["secure"],
+        fields["expires"],
+        fields["discard"],
+        fields["comment"],
+        fields["comment_url"],
+        fields["rest"],
+        rfc2109=fields["rfc2109"],
+    )
+
+
+def as_bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
+
+
+class JarStore:
+    """One spider's shared jars in one Redis."""
+
+    def __init__(self, client: AsyncRedis, spider: str, cipher: CookieCipher) -> None:
+        self._redis = client
+        self._spider = spider
+        self._cipher = cipher
+        self._write = client.register_script(script_text("crawler.cookies", "jar_write"))
+
+    async def write(
+        self, label: str, changed: Mapping[str, bytes], removed: Sequence[str]
+    ) -> tuple[int, int]:
+        """Set ``changed`` (field -> cookie JSON) and delete ``removed`` in the jar; the jar's
+        version before and after."""
+        args: list[str | bytes | int] = [len(changed)]
+        for field, cookie in changed.items():
+            sealed, encoding = self._cipher.seal(cookie)
+            args += [field, encoding.encode() + b"\n" + sealed]
+        args += list(removed)
+        before, after = await self._write(keys=[jar_key(self._spider, label)], args=args)
+        return int(before), int(after)
+
+    async def read(self, label: str) -> tuple[int, list[Cookie]]:
+        """The jar's version and cookies (``SessionKeyError`` if sealed with another key)."""
+        found = await self._redis.hgetall(jar_key(self._spider, label))
+        stored = {text(name): as_bytes(value) for name, value in found.items()}
+        version = int(stored.pop(VERSION_FIELD, b"0"))
+        where = f"the shared cookie jar {label} of {self._spider!r}"
+        cookies = []
+        for value in stored.values():
+            encoding, _, sealed = value.partition(b"\n")
+            cookies.append(cookie_from_json(self._cipher.open(sealed, encoding.decode(), where)))
+        return version, cookies

@@ -1,0 +1,165 @@
+"""``SharedCookiesMiddleware``: Scrapy's cookie jars, one for the whole cluster.
+
+Scrapy's ``CookiesMiddleware`` keeps its jars in each process: a spider that logged in (a
+login page's ``Set-Cookie``, or a cookie given once with ``cookies=``) had the pages another
+node leased fetched without the cookie, and scraped the login page as content. This
+middleware is Scrapy's, with each jar (``meta['cookiejar']``) also kept in Redis
+(``crawler.cookies.jar_store``):
+
+- what a response's ``Set-Cookie`` or a request's ``cookies=`` changes in a node's jar is
+  written to the shared jar before the response goes on (so before its callback yields
+  anything), and the node knows the jar's version from then on;
+- every request a node schedules (``request_scheduled``) carries the newest version of its
+  jar that node knows (meta ``_cookies_version``, only once the jar has one);
+- a node about to send a request whose version it has not read reads the whole jar first.
+
+So a request is sent with every cookie set before it was made, on whichever node leases it.
+Cookies are read only when a request asks for a newer jar, written only when one changed: a
+spider that meets no cookies costs Redis nothing. Without ``REDIS_URL`` it is Scrapy's
+middleware. Requests with ``dont_merge_cookies`` are left alone (shared sessions set it).
+
+Stats: ``cookies/shared/written``, ``cookies/shared/read``, ``cookies/shared/unwritten`` (a
+write given up at a stop), ``cookies/redis_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.http.cookies import CookieJar
+
+from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_label
+from crawler.middlewares.refused import not_fetched_at_stop
+from crawler.node_context import NodeContext
+from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.sessions.crypto import CookieCipher
+from crawler.settings_values import get_bool
+
+logger = logging.getLogger(__name__)
+
+VERSION_META = "_cookies_version"  # the newest version of its jar the scheduling node knew
+
+
+@dataclass
+class JarState:
+    read: int = 0  # the version this node's jar holds all of
+    known: int = 0  # the newest version this node knows the shared jar has
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write or read at a time
+
+
+class SharedCookiesMiddleware(CookiesMiddleware):
+    def __init__(self, crawler: Crawler, shared: tuple[JarStore, OutageGuard] | None) -> None:
+        super().__init__(get_bool(crawler.settings, "COOKIES_DEBUG"))
+        self.crawler = crawler
+        assert crawler.stats is not None
+        self._stats = crawler.stats
+        self._shared = shared  # None: standalone, Scrapy's middleware
+        self._states: dict[str, JarState] = {}
+        if shared is not None:
+            crawler.signals.connect(self._stamp, signal=signals.request_scheduled)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedCookiesMiddleware:
+        if not get_bool(crawler.settings, "COOKIES_ENABLED"):
+            raise NotConfigured
+        context = NodeContext.of(crawler)
+        if context is None:
+            return cls(crawler, None)
+        store = JarStore(context.redis, crawler.spidercls.name, CookieCipher.from_env())
+        return cls(crawler, (store, context.guard("cookies")))
+
+    def _stamp(self, request: Request) -> None:
+        """A request being scheduled carries the newest version of its jar known here."""
+        if request.meta.get("dont_merge_cookies"):
+            return
+        state = self._states.get(jar_label(request.meta.get("cookiejar")))
+        if state is not None and state.known > int(request.meta.get(VERSION_META) or 0):
+            request.meta[VERSION_META] = state.known
+
+    async def process_request(self, request: Request) -> None:  # type: ignore[override]
+        if self._shared is None or request.meta.get("dont_merge_cookies"):
+            super().process_request(request)
+            return
+        jar_id = request.meta.get("cookiejar")
+        label = jar_label(jar_id)
+        state = self._states.setdefault(label, JarState())
+        wanted = int(request.meta.get(VERSION_META) or 0)
+        if wanted > state.read:
+            await self._read(jar_id, label, state, wanted)
+        if not request.cookies:
+            super().process_request(request)
+            return
+        async with state.lock:  # cookies= go into the jar: shared before the request goes
+            before = self._cookies(self.jars[jar_id])
+            super().process_request(request)
+            await self._write(jar_id, label, state, before)
+
+    async def process_response(  # type: ignore[override]
+        self, request: Request, response: Response
+    ) -> Request | Response:
+        if (
+            self._shared is None
+            or request.meta.get("dont_merge_cookies")
+            or not response.headers.getlist("Set-Cookie")
+        ):
+            return super().process_response(request, response)
+        jar_id = request.meta.get("cookiejar")
+        label = jar_label(jar_id)
+        state = self._states.setdefault(label, JarState())
+        async with state.lock:
+            before = self._cookies(self.jars[jar_id])
+            super().process_response(request, response)
+            await self._write(jar_id, label, state, before)
+        return response
+
+    @staticmethod
+    def _cookies(jar: CookieJar) -> dict[str, bytes]:
+        return {cookie_field(cookie): cookie_json(cookie) for cookie in jar}
+
+    async def _write(
+        self, jar_id: object, label: str, state: JarState, before: dict[str, bytes]
+    ) -> None:
+        """Share what changed in the node's jar since ``before``."""
+        assert self._shared is not None
+        store, guard = self._shared
+        after = self._cookies(self.jars[jar_id])
+        changed = {name: value for name, value in after.items() if before.get(name) != value}
+        removed = [name for name in before if name not in after]
+        if not (changed or removed):
+            return
+        try:
+            prior, version = await guard.run(lambda: store.write(label, changed, removed))
+        except GaveUp:  # the node stops while Redis is away: only this node had them
+            self._stats.inc_value("cookies/shared/unwritten")
+            logger.warning("Cookies of jar %s not shared: the node stops, Redis is away", label)
+            return
+        if prior == state.read:  # no other node wrote meanwhile: the jar holds all of it
+            state.read = version
+        state.known = max(state.known, version)
+        self._stats.inc_value("cookies/shared/written")
+
+    async def _read(self, jar_id: object, label: str, state: JarState, wanted: int) -> None:
+        """Replace the node's jar with the shared one, which has ``wanted`` or a later one."""
+        assert self._shared is not None
+        store, guard = self._shared
+        async with state.lock:
+            if wanted <= state.read:  # read meanwhile, for another request
+                return
+            with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
+                version, cookies = await guard.run(lambda: store.read(label))
+            jar = self.jars[jar_id]
+            jar.jar.clear()
+            for cookie in cookies:
+                jar.set_cookie(cookie)
+            # Versions are Redis clock tokens: one below ``wanted`` means Redis lost the
+            # jar; none written later is below ``wanted``, so reading again would not help.
+            state.read = max(version, wanted)
+            state.known = max(state.known, state.read)
+            self._stats.inc_value("cookies/shared/read")

@@ -1,0 +1,83 @@
+"""The shared cookie jars in a real Redis: what a node writes another reads back exactly, the
+versions rise, a jar sealed with a key needs it, and purge deletes the jars. (Two nodes
+logging in for each other: ``tests/test_user_code_cases.py``.)"""
+
+from __future__ import annotations
+
+import asyncio
+from http.cookiejar import Cookie
+
+import pytest
+import redis
+from cryptography.fernet import Fernet
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.http.cookies import CookieJar
+
+from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_key, jar_label
+from crawler.frontier.purge import present_keys
+from crawler.redis_connection import async_client
+from crawler.sessions.crypto import CookieCipher, SessionKeyError
+
+
+def cookies_set_by(headers: list[str]) -> list[Cookie]:
+    """The cookies Scrapy's jar takes from a response with these Set-Cookie headers."""
+    request = Request("https://shop.test/login")
+    response = HtmlResponse(request.url, headers={"Set-Cookie": headers}, request=request)
+    jar = CookieJar()
+    jar.extract_cookies(response, request)
+    return list(jar)
+
+
+def test_a_cookie_is_read_back_as_it_was_written(redis_url: str) -> None:
+    written = cookies_set_by(
+        [
+            "sid=abc; Path=/; HttpOnly; Secure; SameSite=Lax",
+            "pref=dark; Domain=shop.test; Path=/app; Max-Age=3600",
+        ]
+    )
+
+    async def scenario() -> tuple[tuple[int, int], tuple[int, int], int, list[Cookie]]:
+        client = async_client(redis_url)
+        try:
+            store = JarStore(client, "jars", CookieCipher(None))
+            label = jar_label(None)
+            first = await store.write(label, {cookie_field(c): cookie_json(c) for c in written}, [])
+            second = await store.write(label, {}, [cookie_field(written[1])])
+            version, cookies = await store.read(label)
+            return first, second, version, cookies
+        finally:
+            await client.aclose()
+
+    first, second, version, cookies = asyncio.run(scenario())
+    assert first[0] == 0 and second == (first[1], version) and version > first[1]
+    assert [cookie_json(c) for c in cookies] == [cookie_json(written[0])]
+    (sid,) = cookies
+    assert (sid.secure, sid.has_nonstandard_attr("HttpOnly"), sid.value) == (True, True, "abc")
+    assert cookie_json(written[1]) != cookie_json(written[0])  # expires and domain kept apart
+
+
+def test_jars_are_apart_by_their_cookiejar_key_and_sealed_with_the_session_key(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    (cookie,) = cookies_set_by(["sid=secret-value; Path=/"])
+    key = Fernet.generate_key()
+
+    async def scenario() -> tuple[list[Cookie], list[Cookie]]:
+        client = async_client(redis_url)
+        try:
+            sealed = JarStore(client, "jars", CookieCipher(key))
+            await sealed.write(jar_label("alice"), {cookie_field(cookie): cookie_json(cookie)}, [])
+            _, alice = await sealed.read(jar_label("alice"))
+            _, default = await sealed.read(jar_label(None))
+            with pytest.raises(SessionKeyError, match="CRAWLER_SESSION_KEY"):
+                await JarStore(client, "jars", CookieCipher(None)).read(jar_label("alice"))
+            return alice, default
+        finally:
+            await client.aclose()
+
+    alice, default = asyncio.run(scenario())
+    assert [c.value for c in alice] == ["secret-value"] and default == []
+    stored = redis_client.hgetall(jar_key("jars", '"alice"'))
+    assert not any(b"secret-value" in value for value in stored.values())  # sealed at rest
+    assert jar_key("jars", '"alice"') in present_keys(redis_client, "jars", keep_seeds=False)
