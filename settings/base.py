@@ -128,6 +128,9 @@ ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the rob
 METRICS_ENABLED = True  # bool: serve this node's stats as Prometheus metrics (PrometheusMetrics)
 METRICS_HOST = "127.0.0.1"  # str: address the metrics server binds; containers: 0.0.0.0
 METRICS_PORTS = "9410-9450"  # str: first free port of this range; "0" = any free port
+# float s >= 0: a node that finished waits up to this long (and 1.5 scrape intervals) for a
+# scrape of its final state before its metrics server stops; 0: stop at once
+METRICS_FINAL_SCRAPE_WAIT = 30.0
 STARTUP_LOG_ENABLED = True  # bool: one INFO line at start: node, profile, Redis, Kafka, metrics
 CLUSTER_LOGSTATS_ENABLED = True  # bool: periodic node + cluster summary (cluster mode only)
 CLUSTER_LOGSTATS_INTERVAL = 60.0  # float s > 0: how often the summary is logged

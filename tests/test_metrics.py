@@ -338,6 +338,55 @@ def test_extension_serves_stats_and_stops_at_close() -> None:
         pytest.fail("the metrics server still answers after spider close")
 
 
+SERVED = {"METRICS_ENABLED": True, "METRICS_HOST": "127.0.0.1", "METRICS_PORTS": "0"}
+
+
+def stops_within(port: int, seconds: float) -> bool:
+    """Whether the metrics server on ``port`` stops answering within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("reason", ["finished", "shutdown"])
+def test_a_node_that_finished_serves_one_more_scrape_before_it_stops(reason: str) -> None:
+    """The last scrape before a node closed still saw requests queued (its queue emptied
+    between two scrapes): Prometheus kept that value and CrawlerNoLiveNode fired, critical,
+    for an hour after a crawl that finished. A finished node now waits (at most 1.5 scrape
+    intervals, METRICS_FINAL_SCRAPE_WAIT) for a scrape of its final state; a stop does not."""
+    crawler = get_crawler(settings_dict={**SERVED, "METRICS_FINAL_SCRAPE_WAIT": 30.0})
+    extension = PrometheusMetrics.from_crawler(crawler)
+    scrape(extension.port)
+    time.sleep(0.4)
+    scrape(extension.port)  # a scraper every 0.4 s: the wait is at most 0.6 s
+    extension.spider_closed(crawler.spidercls(), reason)
+    if reason == "shutdown":
+        assert stops_within(extension.port, 2)
+        return
+    assert not stops_within(extension.port, 0.2)
+    assert value(scrape(extension.port), "crawler_up") == 0  # the final state, scraped
+    assert stops_within(extension.port, 2)
+
+
+def test_a_node_never_scraped_twice_stops_at_once() -> None:
+    crawler = get_crawler(settings_dict=SERVED)
+    extension = PrometheusMetrics.from_crawler(crawler)
+    scrape(extension.port)
+    extension.spider_closed(crawler.spidercls(), "finished")
+    assert stops_within(extension.port, 2)
+
+
+@pytest.mark.parametrize("raw", ["-1", "abc"])
+def test_the_final_scrape_wait_is_checked(raw: str) -> None:
+    with pytest.raises(ValueError, match="METRICS_FINAL_SCRAPE_WAIT"):
+        MetricsSettings.from_settings(Settings({**SERVED, "METRICS_FINAL_SCRAPE_WAIT": raw}))
+
+
 class PlatformSpider(scrapy.Spider):
     name = "metered"
     session_platform = "metered"

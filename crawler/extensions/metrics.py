@@ -2,7 +2,10 @@
 
 The server (``crawler.metrics.server``, a daemon thread, a registry of its own) binds
 ``METRICS_HOST`` on the first free port of ``METRICS_PORTS`` when the extension is created,
-so a bad address fails the node at start, and stops at spider close. At every scrape it
+so a bad address fails the node at start, and stops at spider close: at once, or, when the
+crawl finished, after one more scrape (at most 1.5 of the intervals it was scraped at, and
+``METRICS_FINAL_SCRAPE_WAIT``), so Prometheus keeps the final state (queue empty, not up)
+rather than the last it saw while work was left. At every scrape it
 reads, without touching the reactor: counters from the Scrapy stats
 (``crawler.metrics.stats``), the node's own gauges (leases held, spool bytes, whether Redis
 and Kafka answer), the cluster's state from Redis with a short timeout
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +41,7 @@ from crawler.node_context import NodeContext
 from crawler.redis_connection import sync_client
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.settings import SessionSettings
-from crawler.settings_values import get_bool, get_int
+from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +74,7 @@ class MetricsSettings:
     crawl_id: str
     redis_url: str  # "" when standalone
     kafka: bool  # KAFKA_BOOTSTRAP_SERVERS is set
+    final_scrape_wait: float = 30.0  # s a finished node waits for a scrape of its final state
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MetricsSettings:
@@ -85,7 +90,15 @@ class MetricsSettings:
             crawl_id=resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
             redis_url=str(settings.get("REDIS_URL") or ""),
             kafka=bool(str(settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").strip()),
+            final_scrape_wait=final_scrape_wait(settings),
         )
+
+
+def final_scrape_wait(settings: BaseSettings) -> float:
+    wait = get_float(settings, "METRICS_FINAL_SCRAPE_WAIT", 30.0)
+    if wait < 0:
+        raise ValueError(f"METRICS_FINAL_SCRAPE_WAIT={wait!r} must be >= 0 (seconds; 0: no wait)")
+    return wait
 
 
 def _gauge(name: str, documentation: str, labels: dict[str, str], value: float) -> Metric:
@@ -177,7 +190,12 @@ class PrometheusMetrics:
         registry.register(StatsMetrics(lambda: dict(stats.get_stats()), self.labels))
         registry.register(NodeGauges(self))
         ProcessCollector(registry=registry)
-        self._server = serve(self.settings.host, self.settings.ports, registry, self.health)
+        self._scraped = threading.Event()  # set by every scrape
+        self._last_scrape: float | None = None
+        self._scrape_interval: float | None = None  # between the last two scrapes
+        self._server = serve(
+            self.settings.host, self.settings.ports, registry, self.health, self._on_scrape
+        )
         self.port: int = self._server.server_port
         logger.info("Metrics on http://%s:%d/metrics", self.settings.host, self.port)
         crawler.signals.connect(self.response_received, signal=signals.response_received)
@@ -236,13 +254,31 @@ class PrometheusMetrics:
         if isinstance(latency, float):
             self.metrics.download.observe(latency)
 
+    def _on_scrape(self) -> None:
+        """A scrape of /metrics (the server's thread)."""
+        now = time.monotonic()
+        if self._last_scrape is not None:
+            self._scrape_interval = now - self._last_scrape
+        self._last_scrape = now
+        self._scraped.set()
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.up = 0.0
+        interval = self._scrape_interval
+        # A crawl that finished: its final state is worth one more scrape, if a scraper comes
+        # at a known pace (a stop is not delayed: work is left, the last scrape says so).
+        wait = 0.0
+        if reason == "finished" and interval is not None:
+            wait = min(self.settings.final_scrape_wait, 1.5 * interval)
+        self._scraped.clear()
         # shutdown() waits up to half a second for serve_forever() to notice: not on the
         # reactor thread. Not a daemon either, so the process waits for it before exiting.
-        threading.Thread(target=self._stop, name="metrics-stop").start()
+        threading.Thread(target=self._stop, args=(wait,), name="metrics-stop").start()
 
-    def _stop(self) -> None:
+    def _stop(self, wait: float) -> None:
+        if wait > 0:
+            logger.info("Metrics: waiting up to %.1fs for a scrape of the final state", wait)
+            self._scraped.wait(wait)
         self._server.shutdown()
         self._server.server_close()
         if self.cluster is not None:

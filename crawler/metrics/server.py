@@ -37,13 +37,19 @@ class _QuietHandler(WSGIRequestHandler):
         return
 
 
-def application(registry: CollectorRegistry, health: Health) -> Callable[..., Iterable[bytes]]:
+def application(
+    registry: CollectorRegistry, health: Health, scraped: Callable[[], None] | None = None
+) -> Callable[..., Iterable[bytes]]:
+    """The WSGI app; ``scraped`` is called after each /metrics body is collected."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path not in {"/healthz", "/readyz"}:
-            return metrics(environ, start_response)  # type: ignore[no-any-return]
+            collected: Iterable[bytes] = metrics(environ, start_response)
+            if scraped is not None:
+                scraped()
+            return collected
         readiness = path == "/readyz"
         state = dict(health(readiness))
         ready = not readiness or state.get("redis") in {READY, "off"}
@@ -58,11 +64,15 @@ def application(registry: CollectorRegistry, health: Health) -> Callable[..., It
 
 
 def serve(
-    host: str, ports: tuple[int, int], registry: CollectorRegistry, health: Health
+    host: str,
+    ports: tuple[int, int],
+    registry: CollectorRegistry,
+    health: Health,
+    scraped: Callable[[], None] | None = None,
 ) -> WSGIServer:
     """Serve on the first free port of ``ports`` in a daemon thread; return the server."""
     server_class = _IPv6Server if ":" in host else _Server
-    app = application(registry, health)
+    app = application(registry, health, scraped)
     last_error: OSError | None = None
     for port in range(ports[0], ports[1] + 1):
         try:
