@@ -200,7 +200,9 @@ class ClusterAddon:
         check_downloader_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
         # a ValueError naming the setting, before Scrapy opens anything
-        FrontierSettings.from_settings(settings)
+        frontier = FrontierSettings.from_settings(settings)
+        if spider is not None and getattr(spider, "name", None):
+            frontier.topics_for(str(spider.name))
 
     @staticmethod
     def _download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:

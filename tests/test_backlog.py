@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 import redis
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
@@ -120,6 +120,83 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
         assert int(redis_client.get(keys.backlog) or 0) == 0
     high = sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values())
     assert high == spilled
+
+
+@pytest.mark.parametrize("how", ["cancelled", "raised"])
+def test_a_spill_cut_short_gives_its_leases_back(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, how: str
+) -> None:
+    """A node stopped while a spill waited for the broker (the loop is cancelled at close), or
+    a send that raised (a partition the topic lacks), left the leases spill_take.lua gave it:
+    the crawl showed STALLED until they expired, then crawled those pages twice (an audit: 15
+    duplicates). They go back to the queue at once."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-cut-{how}"
+
+    async def scenario() -> None:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic), lease_ms=60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            if how == "cancelled":
+
+                async def broker_never_answers(timeout: float) -> int:
+                    await asyncio.sleep(60)
+                    return 0
+
+                drain = backlog.producer.drain
+                backlog.producer.drain = broker_never_answers  # type: ignore[method-assign]
+                step = asyncio.ensure_future(backlog.step())
+                while not redis_client.zcard(keys.leases):
+                    await asyncio.sleep(0.01)
+                step.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await step
+                backlog.producer.drain = drain  # type: ignore[method-assign]
+            else:
+
+                def no_such_partition(*_args: object) -> bool:
+                    raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
+
+                backlog.producer.send = no_such_partition  # type: ignore[method-assign]
+                with pytest.raises(KafkaException):
+                    await backlog.step()
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    assert redis_client.zcard(keys.leases) == 0
+    assert queued(redis_client, keys) == 100
+
+
+def test_a_backlog_topic_with_fewer_partitions_than_parts_is_grown(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A 1-part crawl that never spilled left its 1-partition topic (purge keeps an empty
+    one); a 3-part crawl then could not spill parts 1 and 2 ('Unknown partition', a warning a
+    step) and its spill leases waited a lease timeout. The topic gets a partition per part."""
+    parts = frontier_parts(SPIDER, 3)
+    topic = "backlog-grown"
+
+    async def scenario() -> int:
+        client = async_client(redis_url, max_connections=8)
+        nodes = [FrontierClient(client, keys, "n1") for keys in parts]
+        backlog = Backlog(nodes, settings(kafka, topic, queue_max=5), lease_ms=60_000)
+        try:
+            await backlog.producer.ensure_topics([topic], 1, 1)  # the earlier crawl's
+            await backlog.open()
+            await nodes[2].complete(None, "done", [request(n) for n in range(20)])
+            return (await backlog.step()).spilled
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == 15
+    assert redis_client.zcard(parts[2].leases) == 0
+    assert len(end_offsets(kafka.bootstrap_servers, topic)) == 3
 
 
 def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(

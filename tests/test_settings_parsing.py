@@ -8,6 +8,7 @@ build exactly the configuration it builds from the typed defaults.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -290,3 +291,36 @@ def test_a_reactor_other_than_asyncio_stops_a_cluster_node_at_start() -> None:
         {"TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor"}
     )
     ClusterAddon().update_settings(fine)
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        # a KeyError traceback at the first spill ("Scraper close failure")
+        ({"FRONTIER_BACKLOG_TOPIC": "{nope}"}, "FRONTIER_BACKLOG_TOPIC='{nope}'"),
+        # two spiders read each other's spilled requests: pages lost, a crawl never finished
+        ({"FRONTIER_BACKLOG_TOPIC": "shared-backlog"}, "its own backlog topic"),
+        # "not ready ... retrying" every second, nothing spilled, the bound ignored
+        ({"FRONTIER_BACKLOG_TOPIC": "bad topic {spider}"}, "which Kafka cannot name"),
+        ({"FRONTIER_SEEN_FEED": "True", "FRONTIER_SEEN_TOPIC": "{x}"}, "FRONTIER_SEEN_TOPIC"),
+    ],
+)
+def test_a_frontier_topic_kafka_cannot_use_stops_the_start(
+    values: dict[str, str], said: str
+) -> None:
+    settings = from_command_line(
+        {"FRONTIER_QUEUE_MAX": "5", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", **values}
+    )
+    with pytest.raises(ValueError, match=re.escape(said)):
+        ClusterAddon().update_settings(settings)
+
+
+def test_a_spider_whose_backlog_topic_kafka_cannot_name_stops_the_start() -> None:
+    class Shop(scrapy.Spider):
+        name = "shop:books"
+
+    settings = from_command_line(
+        {"FRONTIER_QUEUE_MAX": "5", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}
+    )
+    with pytest.raises(ValueError, match="FRONTIER_BACKLOG_TOPIC gives spider 'shop:books'"):
+        ClusterAddon(get_crawler(Shop)).update_settings(settings)

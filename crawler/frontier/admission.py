@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import spilled_requests
 from crawler.frontier.refusal import BacklogUnread, FrontierRefused
 from crawler.frontier.settings import FrontierSettings
+from crawler.kafka.topics import topic_from_template
 from crawler.node_context import NodeContext
 from crawler.redis_outage import OutageGuard
 
@@ -64,7 +66,7 @@ class FrontierAdmission:
         """The spill and refill of ``FRONTIER_QUEUE_MAX`` (None: unbounded)."""
         if not settings.backlog.queue_max:
             return None
-        topic = settings.backlog.topic.format(spider=client.spider)
+        topic = topic_from_template("FRONTIER_BACKLOG_TOPIC", settings.backlog.topic, client.spider)
         lease_ms = int(settings.lease_timeout * 1000)
         return Backlog(client.parts, replace(settings.backlog, topic=topic), lease_ms)
 
@@ -120,7 +122,13 @@ class FrontierAdmission:
             )
 
     async def close(self) -> None:
+        """Let a spill under way finish (its requests in Kafka or back in the queue) within
+        the close deadline; cancelled then, it gives its leases back."""
+        if self.backlog is not None:
+            self.backlog.stop()
         if self._backlog_loop is not None:
+            left = self.context.close_deadline() - time.monotonic()
+            await asyncio.wait({self._backlog_loop}, timeout=max(0.0, left))
             self._backlog_loop.cancel()
         if self.backlog is not None:
             await self.backlog.close()

@@ -27,6 +27,7 @@ while requests wait in Kafka. Kafka's blocking calls run in threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.topics import topic_from_template
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
@@ -85,6 +87,13 @@ class BacklogSettings:
             )
         if self.interval <= 0:
             raise ValueError(f"FRONTIER_SPILL_INTERVAL={self.interval} must be > 0")
+        if "{spider}" not in self.topic:
+            raise ValueError(
+                f"FRONTIER_BACKLOG_TOPIC={self.topic!r} must hold {{spider}}: each spider needs "
+                "its own backlog topic (and consumer group); a shared one hands one spider's "
+                "spilled requests to another spider's nodes"
+            )
+        topic_from_template("FRONTIER_BACKLOG_TOPIC", self.topic, "spider")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +133,31 @@ class Backlog:
             }
         )
         self._subscribed = False
+        self._stopping = asyncio.Event()  # the node stops: no new step
+
+    def stop(self) -> None:
+        """Start no new step (the one under way finishes: ``run`` then returns)."""
+        self._stopping.set()
+
+    async def _rest(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
 
     async def open(self) -> None:
-        """Create the backlog topic (one partition per part) and join its consumer group."""
-        await self.producer.ensure_topics(
-            [self.settings.topic], len(self.parts), self.settings.replication
-        )
+        """Create the backlog topic (one partition per part; one with fewer, left by a crawl
+        of fewer parts that never spilled, is grown) and join its consumer group."""
+        topic, count = self.settings.topic, len(self.parts)
+        await self.producer.ensure_topics([topic], count, self.settings.replication)
+        had = await self.producer.grow_partitions(topic, count)
+        if had < count:
+            logger.warning(
+                "Backlog topic %s had %d partitions for %d parts: grown to %d",
+                topic,
+                had,
+                count,
+                count,
+            )
+            await self.producer.ensure_topics([topic], count, self.settings.replication)
         self.consumer.subscribe([self.settings.topic])
         self._subscribed = True
 
@@ -162,6 +190,23 @@ class Backlog:
         ]
         acked: list[str] = []
         failed: list[str] = []
+        settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
+        try:
+            return await self._spill_taken(keys, entries, acked, failed, settled)
+        finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
+            rest = [lease_id for lease_id, _, _ in entries if lease_id not in settled]
+            if rest:
+                await asyncio.shield(self._give_back(keys, rest, acked))
+
+    async def _spill_taken(
+        self,
+        keys: FrontierKeys,
+        entries: list[tuple[str, str, bytes]],
+        acked: list[str],
+        failed: list[str],
+        settled: set[str],
+    ) -> tuple[int, int, int]:
+        """Produce the requests taken to spill, then settle each lease (in ``settled``)."""
 
         def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
             def delivered(error: KafkaError | None, _message: Message) -> None:
@@ -187,6 +232,7 @@ class Backlog:
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if broken:
             await self.clients[keys.part].complete_many(broken, [])
+            settled.update(finish.lease_id for finish in broken)
             logger.error(
                 "%d requests taken to spill from %s cannot be read (damaged stored data): "
                 "failed, with their records in %s",
@@ -194,14 +240,10 @@ class Backlog:
                 keys.tag,
                 keys.failed,
             )
-        if acked:
-            await self._done(
-                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *acked]
-            )
         back = failed + unanswered
+        await self._give_back(keys, [*acked, *back], acked)
+        settled.update(acked, back)
         if back:  # Kafka did not take them: they stay queued in Redis
-            requeue = [Finish(lease_id, "requeue") for lease_id in back]
-            await self.clients[keys.part].complete_many(requeue, [])
             logger.warning(
                 "Kafka did not acknowledge %d of %d requests spilled from %s (%d still in "
                 "flight): they stay queued in Redis",
@@ -211,6 +253,20 @@ class Backlog:
                 left,
             )
         return len(acked), len(back), len(broken)
+
+    async def _give_back(self, keys: FrontierKeys, leases: list[str], acked: list[str]) -> None:
+        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``) leave Redis, the
+        others go back to the queue; either script leaves a lease finished already alone."""
+        acknowledged = set(acked)
+        spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
+        back = [lease_id for lease_id in leases if lease_id not in acknowledged]
+        if spilled:
+            await self._done(
+                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *spilled]
+            )
+        if back:
+            requeue = [Finish(lease_id, "requeue") for lease_id in back]
+            await self.clients[keys.part].complete_many(requeue, [])
 
     # -- refilling ----------------------------------------------------------------------------
 
@@ -287,9 +343,9 @@ class Backlog:
         return refilled, len(errors), unreadable
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
-        """Open, then step every ``FRONTIER_SPILL_INTERVAL`` (Redis outages through the node's
-        guard; a Kafka error skips a step and is counted)."""
-        while True:
+        """Open, then step every ``FRONTIER_SPILL_INTERVAL`` until ``stop`` (Redis outages
+        through the node's guard; a Kafka error skips a step and is counted)."""
+        while not self._stopping.is_set():
             try:
                 await self.open()
                 break
@@ -298,13 +354,13 @@ class Backlog:
                 logger.warning(
                     "Backlog topic %s not ready (%s): retrying", self.settings.topic, exc
                 )
-                await asyncio.sleep(max(1.0, self.settings.interval))
+                await self._rest(max(1.0, self.settings.interval))
         logger.info(
             "Backlog: at most %d queued requests per part in Redis, the rest in Kafka topic %s",
             self.settings.queue_max,
             self.settings.topic,
         )
-        while True:
+        while not self._stopping.is_set():
             try:
                 step = await guard.run(self.step)
             except KafkaException as exc:
@@ -321,7 +377,7 @@ class Backlog:
                 ):
                     if count:
                         stats.inc_value(name, count)
-            await asyncio.sleep(self.settings.interval)
+            await self._rest(self.settings.interval)
 
     async def close(self) -> None:
         if self._subscribed:

@@ -19,6 +19,7 @@ from crawler.frontier import codec
 from crawler.frontier.client import score_text
 from crawler.kafka.config import NO_SECURITY
 from crawler.kafka.health import LIBRDKAFKA_LOG
+from crawler.kafka.topics import topic_from_template
 
 
 class UnreadableMessage(ValueError):
@@ -59,7 +60,9 @@ def read_back(value: bytes) -> tuple[str, bytes]:
 def backlog_topic(spills: bool, bootstrap: str, template: str, spider: str) -> str | None:
     """The Kafka backlog topic of ``spider``'s crawls (``FRONTIER_BACKLOG_TOPIC``), which a
     purge deletes; None without a backlog (the crawl ``spills`` nowhere, or no Kafka)."""
-    return template.format(spider=spider) if spills and bootstrap else None
+    if not (spills and bootstrap):
+        return None
+    return topic_from_template("FRONTIER_BACKLOG_TOPIC", template, spider)
 
 
 def purge_backlog(

@@ -44,6 +44,7 @@ from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.seen_feed import SeenFeed
 from crawler.frontier.settings import FrontierSettings
 from crawler.frontier.turn_writer import TurnWriter
+from crawler.kafka.topics import topic_from_template
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_bool
@@ -154,9 +155,9 @@ class LeasingScheduler:
     def _open_feed(self, spider: str) -> None:
         """Share the fingerprints this node records and take those of the others into its
         seen-cache (``FRONTIER_SEEN_FEED``), in the frontier's epoch as the node knows it."""
-        feed_settings = replace(
-            self.settings.seen_feed, topic=self.settings.seen_feed.topic.format(spider=spider)
-        )
+        given = self.settings.seen_feed
+        topic = topic_from_template("FRONTIER_SEEN_TOPIC", given.topic, spider)
+        feed_settings = replace(given, topic=topic)
         found_too = not self.settings.dedup.ttl
         feed = SeenFeed(feed_settings, self.node_id, self.stats, found_too=found_too)
         self._feed = feed

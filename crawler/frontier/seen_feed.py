@@ -47,6 +47,7 @@ from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import received
+from crawler.kafka.topics import topic_from_template
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class SeenFeedSettings:
             )
         if not self.topic:
             raise ValueError("FRONTIER_SEEN_TOPIC is empty: name the feed's topic")
+        topic_from_template("FRONTIER_SEEN_TOPIC", self.topic, "spider")
 
 
 class SeenFeed:

@@ -11,6 +11,7 @@ from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.partitions import check_partitions
 from crawler.frontier.seen_feed import SeenFeedSettings
 from crawler.kafka.config import security_setting
+from crawler.kafka.topics import topic_from_template
 from crawler.settings_values import get_bool, get_float, get_int
 
 
@@ -84,6 +85,14 @@ class FrontierSettings:
         )
         values.validate()
         return values
+
+    def topics_for(self, spider: str) -> None:
+        """Refuse at start a spider whose backlog or seen-feed topic Kafka cannot name (Scrapy
+        takes any spider name: ``shop:books``), rather than at its first spill."""
+        if self.backlog.queue_max:
+            topic_from_template("FRONTIER_BACKLOG_TOPIC", self.backlog.topic, spider)
+        if self.seen_feed.enabled:
+            topic_from_template("FRONTIER_SEEN_TOPIC", self.seen_feed.topic, spider)
 
     def validate(self) -> None:
         if not self.redis_url:

@@ -14,7 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    NewPartitions,
+    NewTopic,
+)
 
 from crawler.kafka.config import security_config
 from crawler.kafka.health import LIBRDKAFKA_LOG
@@ -188,12 +192,7 @@ class ItemProducer:
         timeout: float,
     ) -> list[str]:
         """Create ``names``; those this call created (not those that exist by then)."""
-        admin = AdminClient(
-            {
-                **{k: v for k, v in self._config.items() if k in ("bootstrap.servers", "logger")},
-                **security_config(self._config),
-            }
-        )
+        admin = self._admin()  # held until every future is done (its end cancels them)
         futures = admin.create_topics(
             [
                 NewTopic(
@@ -216,6 +215,32 @@ class ItemProducer:
                 continue  # another node (or the broker's auto-creation) was first
             created.append(name)
         return created
+
+    def _admin(self) -> AdminClient:
+        return AdminClient(
+            {
+                **{k: v for k, v in self._config.items() if k in ("bootstrap.servers", "logger")},
+                **security_config(self._config),
+            }
+        )
+
+    async def grow_partitions(self, name: str, partitions: int, timeout: float = 30.0) -> int:
+        """Give the existing topic ``name`` at least ``partitions`` partitions; the number it
+        had. Another client growing it at the same time is no error."""
+        had = len((await asyncio.to_thread(self._metadata, timeout)).topics[name].partitions)
+        if had >= partitions:
+            return had
+        admin = self._admin()  # held until every future is done (its end cancels them)
+        futures = admin.create_partitions(
+            [NewPartitions(name, partitions)], request_timeout=timeout
+        )
+        for future in futures.values():
+            try:
+                await asyncio.wrap_future(future)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:  # grown meanwhile
+                    raise
+        return had
 
 
 def _leaderless(metadata: Any, topics: list[str]) -> str | None:

@@ -34,6 +34,25 @@ RETRY_FIRST, RETRY_MAX = 1.0, 10.0  # seconds between checks, doubling
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # what Kafka takes as a topic's name
 TOPIC_NAME_RULE = "at most 249 of [a-zA-Z0-9._-]"  # the same, for messages
 
+
+def topic_from_template(setting: str, template: str, spider: str) -> str:
+    """``template`` (the setting ``setting``) with ``{spider}`` filled in; ValueError naming
+    the setting when it holds another placeholder or gives a name Kafka cannot take."""
+    try:
+        topic = template.format(spider=spider)
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise ValueError(
+            f"{setting}={template!r} is not a topic name with at most {{spider}} in it "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    if not TOPIC_NAME.fullmatch(topic):
+        raise ValueError(
+            f"{setting} gives spider {spider!r} the topic {topic!r}, which Kafka cannot name "
+            f"({TOPIC_NAME_RULE}): change {setting}, or rename the spider"
+        )
+    return topic
+
+
 # Answers of a broker that will not change while it runs: the error code -> what to change
 REFUSALS = {
     KafkaError.INVALID_REPLICATION_FACTOR: "KAFKA_TOPIC_REPLICATION (at most the brokers)",
