@@ -124,7 +124,11 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
 
 @pytest.mark.parametrize("how", ["cancelled", "raised"])
 def test_a_spill_cut_short_gives_its_leases_back(
-    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, how: str
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka: KafkaBroker,
+    how: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A node stopped while a spill waited for the broker (the loop is cancelled at close), or
     a send that raised (a partition the topic lacks), left the leases spill_take.lua gave it:
@@ -146,21 +150,20 @@ def test_a_spill_cut_short_gives_its_leases_back(
                     await asyncio.sleep(60)
                     return 0
 
-                drain = backlog.producer.drain
-                backlog.producer.drain = broker_never_answers  # type: ignore[method-assign]
+                monkeypatch.setattr(backlog.producer, "drain", broker_never_answers)
                 step = asyncio.ensure_future(backlog.step())
                 while not redis_client.zcard(keys.leases):
                     await asyncio.sleep(0.01)
                 step.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await step
-                backlog.producer.drain = drain  # type: ignore[method-assign]
+                monkeypatch.undo()  # the close drains the producer
             else:
 
                 def no_such_partition(*_args: object) -> bool:
                     raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
 
-                backlog.producer.send = no_such_partition  # type: ignore[method-assign]
+                monkeypatch.setattr(backlog.producer, "send", no_such_partition)
                 with pytest.raises(KafkaException):
                     await backlog.step()
         finally:

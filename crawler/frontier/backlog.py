@@ -10,7 +10,9 @@ per part), with the same at-least-once rule as everything else:
   any lease (a node that dies meanwhile only returns them to the queue when it expires);
   the node produces them to the part's partition and waits for the broker; those Kafka
   acknowledged leave Redis (``spill_done.lua``, which also counts them in
-  ``{<part>}:backlog``), the others are released back to the queue;
+  ``{<part>}:backlog``), the others are released back to the queue, also when the spill is
+  cut short (``crawler.frontier.backlog_spill``); a stopping node lets a step under way
+  finish (``stop``);
 - **refill** (nodes in the consumer group ``<topic>``, each reading the partitions Kafka
   assigns it): while a part holds fewer than half its bound, its partition is read and
   the requests are queued again (``spill_back.lua``: at the tail of their levels, no
@@ -29,21 +31,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from crawler.frontier import codec
-from crawler.frontier.backlog_topic import UnreadableMessage, read_back, spill_message
-from crawler.frontier.client import Finish, FrontierClient
-from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.backlog_spill import Spill
+from crawler.frontier.backlog_topic import UnreadableMessage, read_back
+from crawler.frontier.client import FrontierClient
 from crawler.kafka.health import LIBRDKAFKA_LOG
-from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.topics import topic_from_template
-from crawler.lua import frontier_script, text
+from crawler.lua import frontier_script
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
@@ -116,12 +117,11 @@ class Backlog:
         self.node_id = parts[0].node_id
         self.settings = settings
         self.lease_ms = lease_ms
-        self._take = self.redis.register_script(frontier_script("queue", "lease", "spill_take"))
-        self._done = self.redis.register_script(frontier_script("spill_done"))
         self._back = self.redis.register_script(frontier_script("queue", "spill_back"))
         self.producer = ItemProducer(
             producer_config(settings.bootstrap, {**settings.security, "linger.ms": 5})
         )
+        self._spill = Spill(self.clients, self.producer, settings, lease_ms)
         self.consumer = Consumer(
             {
                 "bootstrap.servers": settings.bootstrap,
@@ -170,103 +170,11 @@ class Backlog:
         spilled = refused = undecodable = 0
         for keys, depth in zip(self.parts, depths, strict=True):
             if depth > self.settings.queue_max:
-                done, failed, broken = await self._spill(keys)
+                done, failed, broken = await self._spill.part(keys)
                 spilled, refused = spilled + done, refused + failed
                 undecodable += broken
         refilled, read_errors, unreadable = await self._refill(depths)
         return Step(spilled, refilled, refused, read_errors, undecodable, unreadable)
-
-    # -- spilling -----------------------------------------------------------------------------
-
-    async def _spill(self, keys: FrontierKeys) -> tuple[int, int, int]:
-        flat = await self._take(
-            keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
-            args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
-        )
-        if not flat:
-            return 0, 0, 0
-        entries = [
-            (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
-        ]
-        acked: list[str] = []
-        failed: list[str] = []
-        settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
-        try:
-            return await self._spill_taken(keys, entries, acked, failed, settled)
-        finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
-            rest = [lease_id for lease_id, _, _ in entries if lease_id not in settled]
-            if rest:
-                await asyncio.shield(self._give_back(keys, rest, acked))
-
-    async def _spill_taken(
-        self,
-        keys: FrontierKeys,
-        entries: list[tuple[str, str, bytes]],
-        acked: list[str],
-        failed: list[str],
-        settled: set[str],
-    ) -> tuple[int, int, int]:
-        """Produce the requests taken to spill, then settle each lease (in ``settled``)."""
-
-        def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
-            def delivered(error: KafkaError | None, _message: Message) -> None:
-                (failed if error is not None else acked).append(lease_id)
-
-            return delivered
-
-        broken: list[Finish] = []
-        for lease_id, score, body in entries:
-            try:
-                value = spill_message(score, body)  # JSON in Kafka, however stored
-            except ValueError as exc:
-                record = codec.failure_json("spill/undecodable", self.node_id, body, str(exc))
-                broken.append(Finish(lease_id, "failed", record))
-                continue
-            message = OutgoingMessage(
-                self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
-            )
-            if not self.producer.send(message, report(lease_id)):
-                break  # the local queue is full (large requests): the rest stay queued
-        left = await self.producer.drain(self.settings.flush_timeout)
-        answered = {*acked, *failed, *(finish.lease_id for finish in broken)}
-        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
-        if broken:
-            await self.clients[keys.part].complete_many(broken, [])
-            settled.update(finish.lease_id for finish in broken)
-            logger.error(
-                "%d requests taken to spill from %s cannot be read (damaged stored data): "
-                "failed, with their records in %s",
-                len(broken),
-                keys.tag,
-                keys.failed,
-            )
-        back = failed + unanswered
-        await self._give_back(keys, [*acked, *back], acked)
-        settled.update(acked, back)
-        if back:  # Kafka did not take them: they stay queued in Redis
-            logger.warning(
-                "Kafka did not acknowledge %d of %d requests spilled from %s (%d still in "
-                "flight): they stay queued in Redis",
-                len(back),
-                len(entries),
-                keys.tag,
-                left,
-            )
-        return len(acked), len(back), len(broken)
-
-    async def _give_back(self, keys: FrontierKeys, leases: list[str], acked: list[str]) -> None:
-        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``) leave Redis, the
-        others go back to the queue; either script leaves a lease finished already alone."""
-        acknowledged = set(acked)
-        spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
-        back = [lease_id for lease_id in leases if lease_id not in acknowledged]
-        if spilled:
-            await self._done(
-                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *spilled]
-            )
-        if back:
-            requeue = [Finish(lease_id, "requeue") for lease_id in back]
-            await self.clients[keys.part].complete_many(requeue, [])
 
     # -- refilling ----------------------------------------------------------------------------
 

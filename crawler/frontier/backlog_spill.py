@@ -1,0 +1,140 @@
+"""Spilling one part's requests beyond ``FRONTIER_QUEUE_MAX`` to the backlog topic (no
+Scrapy imports; the whole cycle: ``crawler.frontier.backlog``).
+
+``spill_take.lua`` leases the lowest-priority requests beyond the bound to the node; they are
+produced to the part's partition; those the broker acknowledged leave Redis
+(``spill_done.lua``), the others go back to the queue. A spill cut short (the node stops,
+a send raises) gives every lease it still holds back the same way, so none waits for a lease
+timeout (its page would then be crawled twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaError, Message
+
+from crawler.frontier import codec
+from crawler.frontier.backlog_topic import spill_message
+from crawler.frontier.client import Finish, FrontierClient
+from crawler.frontier.keys import FrontierKeys
+from crawler.kafka.messages import OutgoingMessage
+from crawler.kafka.producer import ItemProducer
+from crawler.lua import frontier_script, text
+
+if TYPE_CHECKING:
+    from crawler.frontier.backlog import BacklogSettings
+
+logger = logging.getLogger(__name__)
+
+
+class Spill:
+    def __init__(
+        self,
+        clients: Sequence[FrontierClient],
+        producer: ItemProducer,
+        settings: BacklogSettings,
+        lease_ms: int,
+    ) -> None:
+        self.clients = tuple(clients)
+        self.node_id = clients[0].node_id
+        self.producer = producer
+        self.settings = settings
+        self.lease_ms = lease_ms
+        redis = clients[0].redis
+        self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
+        self._done = redis.register_script(frontier_script("spill_done"))
+
+    async def part(self, keys: FrontierKeys) -> tuple[int, int, int]:
+        """Spill the part's requests beyond the bound: (spilled, given back, damaged)."""
+        flat = await self._take(
+            keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
+            args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
+        )
+        if not flat:
+            return 0, 0, 0
+        entries = [
+            (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
+        ]
+        acked: list[str] = []
+        failed: list[str] = []
+        settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
+        try:
+            return await self._produce(keys, entries, acked, failed, settled)
+        finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
+            rest = [lease_id for lease_id, _, _ in entries if lease_id not in settled]
+            if rest:
+                await asyncio.shield(self._give_back(keys, rest, acked))
+
+    async def _produce(
+        self,
+        keys: FrontierKeys,
+        entries: list[tuple[str, str, bytes]],
+        acked: list[str],
+        failed: list[str],
+        settled: set[str],
+    ) -> tuple[int, int, int]:
+        """Produce the requests taken to spill, then settle each lease (in ``settled``)."""
+
+        def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
+            def delivered(error: KafkaError | None, _message: Message) -> None:
+                (failed if error is not None else acked).append(lease_id)
+
+            return delivered
+
+        broken: list[Finish] = []
+        for lease_id, score, body in entries:
+            try:
+                value = spill_message(score, body)  # JSON in Kafka, however stored
+            except ValueError as exc:
+                record = codec.failure_json("spill/undecodable", self.node_id, body, str(exc))
+                broken.append(Finish(lease_id, "failed", record))
+                continue
+            message = OutgoingMessage(
+                self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
+            )
+            if not self.producer.send(message, report(lease_id)):
+                break  # the local queue is full (large requests): the rest stay queued
+        left = await self.producer.drain(self.settings.flush_timeout)
+        answered = {*acked, *failed, *(finish.lease_id for finish in broken)}
+        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
+        if broken:
+            await self.clients[keys.part].complete_many(broken, [])
+            settled.update(finish.lease_id for finish in broken)
+            logger.error(
+                "%d requests taken to spill from %s cannot be read (damaged stored data): "
+                "failed, with their records in %s",
+                len(broken),
+                keys.tag,
+                keys.failed,
+            )
+        back = failed + unanswered
+        await self._give_back(keys, [*acked, *back], acked)
+        settled.update(acked, back)
+        if back:  # Kafka did not take them: they stay queued in Redis
+            logger.warning(
+                "Kafka did not acknowledge %d of %d requests spilled from %s (%d still in "
+                "flight): they stay queued in Redis",
+                len(back),
+                len(entries),
+                keys.tag,
+                left,
+            )
+        return len(acked), len(back), len(broken)
+
+    async def _give_back(self, keys: FrontierKeys, leases: list[str], acked: list[str]) -> None:
+        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``) leave Redis, the
+        others go back to the queue; either script leaves a lease finished already alone."""
+        acknowledged = set(acked)
+        spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
+        back = [lease_id for lease_id in leases if lease_id not in acknowledged]
+        if spilled:
+            await self._done(
+                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *spilled]
+            )
+        if back:
+            requeue = [Finish(lease_id, "requeue") for lease_id in back]
+            await self.clients[keys.part].complete_many(requeue, [])
