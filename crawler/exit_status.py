@@ -28,6 +28,7 @@ from scrapy.commands import BaseRunSpiderCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler.frontier.dedup_claim import DedupChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.refusal import BacklogUnread, FrontierRefused
@@ -35,7 +36,14 @@ from crawler.kafka.topics import TopicRefused
 
 REFUSED_FINISH_REASONS = frozenset(
     refusal.finish_reason
-    for refusal in (FrontierRefused, PartitionsChanged, OldLayout, BacklogUnread, TopicRefused)
+    for refusal in (
+        FrontierRefused,
+        PartitionsChanged,
+        DedupChanged,
+        OldLayout,
+        BacklogUnread,
+        TopicRefused,
+    )
 )
 
 

@@ -38,9 +38,11 @@ from crawler.frontier.dedup_bloom import (
     slice_for,
     split_in_chunks,
 )
+from crawler.frontier.dedup_claim import DedupChanged
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys, queue_pattern
+from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.purge import present_keys
 from crawler.frontier.settings import FrontierSettings
 from crawler.lua import text
@@ -467,6 +469,34 @@ def test_other_modes_keys_are_reported(redis_url: str) -> None:
         return before, after
 
     assert run(scenario()) == ([], [KEYS.dupefilter])
+
+
+def test_a_node_of_another_dedup_mode_is_refused(redis_url: str, redis_client: redis.Redis) -> None:
+    """A node with another FRONTIER_DUPEFILTER joined a running crawl with a warning only: it
+    did not know what the others had recorded (an audit: 99 duplicates of 207 items). The
+    crawl records its mode, and a node of another is refused, as one of another part count."""
+
+    def frontier(name: str, config: DedupConfig) -> PartitionedFrontier:
+        return PartitionedFrontier.connect(
+            Redis.from_url(redis_url), "unit", name, 1, dedup=config, link_check=None
+        )
+
+    async def scenario() -> None:
+        exact, bloom, again = (
+            frontier("a", CONFIGS["exact"]),
+            frontier("b", CONFIGS["bloom"]),
+            frontier("c", CONFIGS["exact"]),
+        )
+        await exact.claim()
+        await again.claim()
+        with pytest.raises(DedupChanged, match=r"FRONTIER_DUPEFILTER=exact"):
+            await bloom.claim()
+        redis_client.delete(KEYS.dedup_mode)  # a crawl from before the record
+        await exact.parts[0].complete(None, "done", requests("m", 1))
+        with pytest.raises(DedupChanged, match="keys of another dedup"):
+            await frontier("d", CONFIGS["bloom"]).claim()
+
+    run(scenario())
 
 
 def test_report_counts_bloom_drops_apart_and_sums_them_up(

@@ -4,13 +4,15 @@ The first step of a node on the frontier claims the partition count
 (``crawler.frontier.partitions``) and checks the storage layout
 (``crawler.frontier.layout``): a node whose ``FRONTIER_PARTITIONS`` is not the crawl's
 is refused (``frontier/refused/partitions``, ERROR log, the spider closes with
-``frontier_partitions_changed``), and so is one that finds requests stored by an older
+``frontier_partitions_changed``), so is one of another dedup mode (``crawler.frontier.
+dedup_claim``: ``frontier/refused/dedup``, ``frontier_dedup_changed``), and so is one that
+finds requests stored by an older
 version (``frontier/refused/layout``, ``frontier_layout_old``: ``crawler migrate`` moves
 them), before it reads a seed or writes a start request (both wait for
 :meth:`NodeContext.frontier_open`). A node without ``FRONTIER_QUEUE_MAX`` is refused while
 requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
-``frontier_backlog_unread``): it would not read them back. An admitted node then warns about
-dedup keys of another mode and, with ``FRONTIER_QUEUE_MAX``, starts the backlog loop
+``frontier_backlog_unread``): it would not read them back. An admitted node then, with
+``FRONTIER_QUEUE_MAX``, starts the backlog loop
 (``crawler.frontier.backlog``).
 """
 
@@ -22,7 +24,6 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from redis.exceptions import RedisError
 from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
@@ -71,8 +72,8 @@ class FrontierAdmission:
         return Backlog(client.parts, replace(settings.backlog, topic=topic), lease_ms)
 
     async def check(self) -> None:
-        """Claim the partition count (or refuse the node), then look for other dedup modes
-        and start the backlog loop."""
+        """Claim the partition count and dedup mode (or refuse the node), then start the
+        backlog loop."""
         try:
             await self.guard.run(self.client.claim)
             if self.backlog is None:
@@ -86,7 +87,6 @@ class FrontierAdmission:
             self._backlog_loop = self.context.supervise(
                 "backlog", lambda: backlog.run(self.guard, self.stats)
             )
-        await self._check_dedup_keys()
 
     async def _check_no_backlog(self) -> None:
         """Without ``FRONTIER_QUEUE_MAX`` nothing reads the backlog: refuse a crawl that has one."""
@@ -107,19 +107,6 @@ class FrontierAdmission:
         assert self.crawler.engine is not None
         close = self.crawler.engine.close_spider_async(reason=reason.finish_reason)
         self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
-
-    async def _check_dedup_keys(self) -> None:
-        try:
-            others = await self.client.other_dedup_keys()
-        except RedisError:
-            return  # Redis is down: the first frontier operations will say so
-        if others:
-            logger.warning(
-                "FRONTIER_DUPEFILTER=%s, but dedup keys of another mode exist (%s): requests "
-                "recorded there are not known to this mode and may be crawled again",
-                self.settings.dedup.mode.value,
-                ", ".join(others),
-            )
 
     async def close(self) -> None:
         """Let a spill under way finish (its requests in Kafka or back in the queue) within

@@ -46,6 +46,7 @@ from crawler.frontier.client import (
 )
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.dedup_bloom import BloomState
+from crawler.frontier.dedup_claim import claim_dedup_mode
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.layout import check_layout
 from crawler.frontier.partitions import claim_partitions, part_of
@@ -111,10 +112,12 @@ class PartitionedFrontier:
         return grouped
 
     async def claim(self) -> None:
-        """Record the spider's number of parts, or raise ``PartitionsChanged``; raise
-        ``OldLayout`` for requests stored by an older version (once per node)."""
+        """Record the spider's number of parts and dedup mode, or raise ``PartitionsChanged``
+        or ``DedupChanged``; raise ``OldLayout`` for requests stored by an older version (once
+        per node)."""
         if not self._claimed:
             await claim_partitions(self.parts[0].redis, self.spider, self.count)
+            await claim_dedup_mode(self.parts[0], self.spider)
             await check_layout(self.parts[0].redis, self.spider, [p.keys for p in self.parts])
             self._claimed = True
 
@@ -348,7 +351,3 @@ class PartitionedFrontier:
         """The fullest part's Bloom filter (mode bloom)."""
         states = await asyncio.gather(*(part.bloom_state() for part in self.parts))
         return max(states, key=lambda state: (state.slices, state.fill))
-
-    async def other_dedup_keys(self) -> list[str]:
-        found = await asyncio.gather(*(part.other_dedup_keys() for part in self.parts))
-        return [key for keys in found for key in keys]

@@ -1,0 +1,52 @@
+"""A crawl's dedup mode, recorded: a node of another mode is refused (no Scrapy imports).
+
+Each mode keeps what it has seen in keys of its own (``crawler.frontier.dedup``): a node of
+another mode knows nothing the others recorded, and crawls it all again. The first node of a
+crawl records its mode in ``{<spider>}:dedup_mode``; a node of another is refused, with what to
+do, as one of another part count is (``crawler.frontier.partitions``). A crawl from before the
+record whose keys are another mode's refuses it too. ``crawler purge`` ends the crawl.
+"""
+
+from __future__ import annotations
+
+from crawler.frontier.client import FrontierClient
+from crawler.frontier.refusal import FrontierRefused
+from crawler.lua import text
+
+# the dedup's storage (its Lua snippet) -> the settings that choose it
+MODES = {
+    "dedup_set": "FRONTIER_DUPEFILTER=exact",
+    "dedup_zset": "FRONTIER_DUPEFILTER=exact with a FRONTIER_DEDUP_TTL",
+    "dedup_compact": "FRONTIER_DUPEFILTER=compact",
+    "dedup_bloom": "FRONTIER_DUPEFILTER=bloom",
+}
+
+
+class DedupChanged(FrontierRefused):
+    """A node's dedup mode is not the one the spider's crawl started with."""
+
+    stat = "dedup"
+    finish_reason = "frontier_dedup_changed"
+
+    def __init__(self, spider: str, stored: str, wanted: str) -> None:
+        super().__init__(
+            f"the crawl of {spider!r} deduplicates with {stored}, but this node has "
+            f"{MODES.get(wanted, wanted)}: it would not know what the others recorded and crawl "
+            f"it again; start it with the crawl's settings, or end the crawl with `crawler purge "
+            f"{spider}` to start a new one with these"
+        )
+
+
+async def claim_dedup_mode(part: FrontierClient, spider: str) -> None:
+    """Record ``part``'s dedup mode as the crawl's (``part``: the frontier's part 0) unless one
+    is recorded; raise ``DedupChanged`` when another one is, or when keys of another mode
+    hold a crawl from before the record."""
+    mine, key = part.dedup.snippet, part.keys.dedup_mode
+    if not await part.redis.exists(key):
+        others = await part.other_dedup_keys()
+        if others:
+            raise DedupChanged(spider, f"keys of another dedup mode ({', '.join(others)})", mine)
+    await part.redis.set(key, mine, nx=True)
+    stored = text(await part.redis.get(key)) or mine
+    if stored != mine:
+        raise DedupChanged(spider, MODES.get(stored, stored), mine)
