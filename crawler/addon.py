@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 
-from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
@@ -35,9 +34,10 @@ from crawler.component_orders import (
 from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
 from crawler.node import resolve_crawl_id
+from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
 from crawler.setting_names import misspelt, require_project_settings
-from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
+from crawler.settings_values import component_path, get_bool, get_dict, get_int
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
@@ -61,18 +61,6 @@ QUEUE_ORDERS = {
 # Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
 SCRAPY_BOOLEANS = tuple(
     name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
-)
-
-# Scrapy's CloseSpider extension's counts -> what each node counts
-CLOSESPIDER_COUNTS = {
-    "CLOSESPIDER_PAGECOUNT": ("crawled", "pages"),
-    "CLOSESPIDER_PAGECOUNT_NO_ITEM": ("crawled", "pages in a row without an item"),
-    "CLOSESPIDER_ITEMCOUNT": ("scraped", "items"),
-    "CLOSESPIDER_ERRORCOUNT": ("met", "errors"),
-}
-ITEMS_LATE = (
-    ". An item counts once Kafka acknowledged it (Scrapy's item_scraped comes then), so each "
-    "node also goes past the count by what it crawls meanwhile"
 )
 
 SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
@@ -193,9 +181,9 @@ class ClusterAddon:
         ClusterAddon._queues(settings)
         # the spider exists by now (Crawler.crawl makes it first): -a download_delay=2 too
         spider = getattr(self.crawler, "spider", None) or self.spidercls
-        ClusterAddon._download_delay(settings, spider)
-        ClusterAddon._closespider_counts(settings)
-        ClusterAddon._per_node_limits(settings)
+        download_delay(settings, spider)
+        closespider_counts(settings)
+        per_node_limits(settings)
         check_spider_middleware_orders(settings)
         check_downloader_middleware_orders(settings)
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
@@ -203,84 +191,6 @@ class ClusterAddon:
         frontier = FrontierSettings.from_settings(settings)
         if spider is not None and getattr(spider, "name", None):
             frontier.topics_for(str(spider.name))
-
-    @staticmethod
-    def _download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:
-        """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
-        would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
-        becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second).
-        The spider's ``download_delay`` attribute counts as Scrapy counts it, at the spider's
-        priority (Scrapy applies it after the add-ons)."""
-        delay = get_float(settings, "DOWNLOAD_DELAY")
-        priority = settings.getpriority("DOWNLOAD_DELAY") or 0
-        attribute = getattr(spider, "download_delay", None)
-        if attribute is not None and priority < SETTINGS_PRIORITIES["spider"]:
-            try:
-                delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"the spider's download_delay={attribute!r} (an attribute, or -a "
-                    "download_delay=...) must be a number of seconds"
-                ) from None
-        if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
-            return
-        if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):
-            settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
-
-    @staticmethod
-    def _closespider_counts(settings: BaseSettings) -> None:
-        """Scrapy's ``CloseSpider`` extension counts what its node did: said once at start."""
-        for name, what in CLOSESPIDER_COUNTS.items():
-            count = get_int(settings, name)
-            if count > 0:
-                logger.warning(
-                    "%s=%d counts per node in cluster mode: each node closes when it has %s "
-                    "that many %s (N nodes: up to N times as many) and the others go on; what "
-                    "is left stays in the frontier for the next run (docs/settings.md)%s",
-                    name,
-                    count,
-                    *what,
-                    ITEMS_LATE if name == "CLOSESPIDER_ITEMCOUNT" else "",
-                )
-        if (seconds := get_float(settings, "CLOSESPIDER_TIMEOUT_NO_ITEM")) > 0:
-            logger.warning(
-                "CLOSESPIDER_TIMEOUT_NO_ITEM=%g counts per node in cluster mode: a node closes "
-                "after that many seconds without an item of its own, also while it waits for "
-                "links other nodes are crawling, so the cluster may shrink while work is left "
-                "(it stays in the frontier; docs/settings.md)",
-                seconds,
-            )
-
-    @staticmethod
-    def _per_node_limits(settings: BaseSettings) -> None:
-        """Scrapy's download limits that each node keeps alone: said once at start, with what
-        holds cluster-wide instead (the politeness limiter, per site)."""
-        instead = (
-            "the cluster-wide limit of a site is POLITENESS_RATE, POLITENESS_SITE_RATES and "
-            "POLITENESS_BURST (docs/settings.md)"
-        )
-        if get_bool(settings, "AUTOTHROTTLE_ENABLED"):
-            logger.warning(
-                "AUTOTHROTTLE_ENABLED=True adjusts each node's own delay: with N nodes a site "
-                "gets up to N times the pace it settles on; %s, which also slows down on 429 and "
-                "503 for every node",
-                instead,
-            )
-        per_ip = get_int(settings, "CONCURRENT_REQUESTS_PER_IP")
-        if per_ip > 0:
-            logger.warning(
-                "CONCURRENT_REQUESTS_PER_IP=%d counts per node in cluster mode (N nodes: up to "
-                "N times as many requests at once to one IP); %s",
-                per_ip,
-                instead,
-            )
-        if slots := get_dict(settings, "DOWNLOAD_SLOTS"):
-            logger.warning(
-                "DOWNLOAD_SLOTS (%s) delays and concurrency hold per node in cluster mode (N "
-                "nodes: up to N times the pace); %s",
-                ", ".join(sorted(map(str, slots))),
-                instead,
-            )
 
     @staticmethod
     def _cookie_jars(settings: BaseSettings, *, cluster: bool) -> None:

@@ -56,6 +56,20 @@ def site_of(url: str) -> str:
     return site_of_netloc(urlsplit(url).netloc)
 
 
+def site_for(request: Request) -> str:
+    """The site the limiter paces ``request`` under: its ``host[:port]``, or the
+    ``meta['download_slot']`` its spider gave it to pace hosts as one (Scrapy's own slot, the
+    host name, is none, nor is the first URL's host a redirect carries over)."""
+    site = site_of(request.url)
+    slot = request.meta.get("download_slot")
+    if not isinstance(slot, str) or not slot:
+        return site
+    first = (request.meta.get("redirect_urls") or [request.url])[0]
+    if slot in (urlparse_cached(request).hostname, urlsplit(str(first)).hostname):
+        return site
+    return slot.lower()
+
+
 def retry_after_seconds(value: bytes | None) -> float:
     """``Retry-After`` as seconds (delta or HTTP date); 0 when absent or unreadable."""
     if not value:
@@ -116,8 +130,8 @@ class ClusterRateLimitMiddleware:
         url = urlparse_cached(request)
         if request.meta.get(DONT_THROTTLE_META) or not url.hostname:
             return
-        site = site_of_netloc(url.netloc)
-        rate = self.delays.apply(site, self.settings.rate_for(site))
+        site = site_for(request)  # a slot's rate, with its host's robots.txt Crawl-delay
+        rate = self.delays.apply(site_of_netloc(url.netloc), self.settings.rate_for(site))
         while True:
             wait = await self._limited("reserve", site, rate, self.settings.penalty)
             self.stats.inc_value("politeness/reserved")
@@ -141,7 +155,7 @@ class ClusterRateLimitMiddleware:
 
     async def process_response(self, request: Request, response: Response) -> Response:
         if response.status in self.settings.penalty_statuses:
-            await self.penalize(site_of(response.url), str(response.status), response)
+            await self.penalize(site_for(request), str(response.status), response)
         return response
 
     async def penalize(self, site: str, reason: str, response: Response | None = None) -> float:

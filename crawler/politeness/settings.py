@@ -44,12 +44,17 @@ def _limiter_site(text: str) -> str | None:
         return None
 
 
+def is_site_key(key: object) -> bool:
+    """Whether ``key`` names a site as the limiter names a request's (in any case)."""
+    site = str(key).lower()
+    return bool(SITE.fullmatch(site)) and _limiter_site(site) == site
+
+
 def _site(name: str, key: Any, value: Any) -> str:
     """The site a ``POLITENESS_SITE_RATES`` key names, in the form the limiter gives a request's
     site; a key no request's site could match is refused (its site would get the default rate)."""
-    site = str(key).lower()
-    if SITE.fullmatch(site) and _limiter_site(site) == site:
-        return site
+    if is_site_key(key):
+        return str(key).lower()
     suggested = _limiter_site(str(key).strip())
     instead = repr(suggested) if suggested and SITE.fullmatch(suggested) else "host or host:port"
     raise ValueError(

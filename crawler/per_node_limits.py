@@ -1,0 +1,139 @@
+"""What Scrapy counts or paces per process, in cluster mode: turned into its cluster-wide
+equivalent where there is one, said once at start where there is none (``ClusterAddon``).
+
+A ``DOWNLOAD_DELAY`` (setting or the spider's ``download_delay``) and each ``DOWNLOAD_SLOTS``
+delay become cluster-wide rates of the politeness limiter (``POLITENESS_RATE``,
+``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster. AutoThrottle,
+``CONCURRENT_REQUESTS_PER_IP``, a slot's concurrency and the ``CLOSESPIDER_*`` counts hold per
+node: a warning says so, with what holds for the cluster instead.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Spider
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from crawler import scrapy_redis_compat
+from crawler.politeness.settings import is_site_key
+from crawler.settings_values import get_bool, get_dict, get_float, get_int
+
+logger = logging.getLogger(__name__)
+
+# Scrapy's CloseSpider extension's counts -> what each node counts
+CLOSESPIDER_COUNTS = {
+    "CLOSESPIDER_PAGECOUNT": ("crawled", "pages"),
+    "CLOSESPIDER_PAGECOUNT_NO_ITEM": ("crawled", "pages in a row without an item"),
+    "CLOSESPIDER_ITEMCOUNT": ("scraped", "items"),
+    "CLOSESPIDER_ERRORCOUNT": ("met", "errors"),
+}
+ITEMS_LATE = (
+    ". An item counts once Kafka acknowledged it (Scrapy's item_scraped comes then), so each "
+    "node also goes past the count by what it crawls meanwhile"
+)
+
+
+def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:
+    """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
+    would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
+    becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second).
+    The spider's ``download_delay`` attribute counts as Scrapy counts it, at the spider's
+    priority (Scrapy applies it after the add-ons)."""
+    delay = get_float(settings, "DOWNLOAD_DELAY")
+    priority = settings.getpriority("DOWNLOAD_DELAY") or 0
+    attribute = getattr(spider, "download_delay", None)
+    if attribute is not None and priority < SETTINGS_PRIORITIES["spider"]:
+        try:
+            delay, priority = float(attribute), SETTINGS_PRIORITIES["spider"]
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"the spider's download_delay={attribute!r} (an attribute, or -a "
+                "download_delay=...) must be a number of seconds"
+            ) from None
+    if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
+        return
+    if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):
+        settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
+
+
+def closespider_counts(settings: BaseSettings) -> None:
+    """Scrapy's ``CloseSpider`` extension counts what its node did: said once at start."""
+    for name, what in CLOSESPIDER_COUNTS.items():
+        count = get_int(settings, name)
+        if count > 0:
+            logger.warning(
+                "%s=%d counts per node in cluster mode: each node closes when it has %s "
+                "that many %s (N nodes: up to N times as many) and the others go on; what "
+                "is left stays in the frontier for the next run (docs/settings.md)%s",
+                name,
+                count,
+                *what,
+                ITEMS_LATE if name == "CLOSESPIDER_ITEMCOUNT" else "",
+            )
+    if (seconds := get_float(settings, "CLOSESPIDER_TIMEOUT_NO_ITEM")) > 0:
+        logger.warning(
+            "CLOSESPIDER_TIMEOUT_NO_ITEM=%g counts per node in cluster mode: a node closes "
+            "after that many seconds without an item of its own, also while it waits for "
+            "links other nodes are crawling, so the cluster may shrink while work is left "
+            "(it stays in the frontier; docs/settings.md)",
+            seconds,
+        )
+
+
+def per_node_limits(settings: BaseSettings) -> None:
+    """Scrapy's download limits that each node keeps alone: said once at start, with what
+    holds cluster-wide instead (the politeness limiter, per site)."""
+    instead = (
+        "the cluster-wide limit of a site is POLITENESS_RATE, POLITENESS_SITE_RATES and "
+        "POLITENESS_BURST (docs/settings.md)"
+    )
+    if get_bool(settings, "AUTOTHROTTLE_ENABLED"):
+        logger.warning(
+            "AUTOTHROTTLE_ENABLED=True adjusts each node's own delay: with N nodes a site "
+            "gets up to N times the pace it settles on; %s, which also slows down on 429 and "
+            "503 for every node",
+            instead,
+        )
+    per_ip = get_int(settings, "CONCURRENT_REQUESTS_PER_IP")
+    if per_ip > 0:
+        logger.warning(
+            "CONCURRENT_REQUESTS_PER_IP=%d counts per node in cluster mode (N nodes: up to "
+            "N times as many requests at once to one IP); %s",
+            per_ip,
+            instead,
+        )
+    if slots := get_dict(settings, "DOWNLOAD_SLOTS"):
+        paced = _slot_delays(settings, slots)
+        logger.warning(
+            "DOWNLOAD_SLOTS (%s): concurrency holds per node in cluster mode (N nodes: up "
+            "to N times as many requests at once)%s; %s",
+            ", ".join(sorted(map(str, slots))),
+            f", and each delay is now its slot's cluster-wide rate, 1/delay for every node "
+            f"together (POLITENESS_SITE_RATES of {', '.join(paced)})"
+            if paced
+            else "",
+            instead,
+        )
+
+
+def _slot_delays(settings: BaseSettings, slots: dict[str, object]) -> list[str]:
+    """A ``DOWNLOAD_SLOTS`` delay holds per node, as ``DOWNLOAD_DELAY`` does: each slot
+    with one and no rate of its own in ``POLITENESS_SITE_RATES`` gets 1/delay there (the
+    limiter paces a slot the spider names, and a host's slot is the host). The slots
+    given a rate."""
+    rates = dict(get_dict(settings, "POLITENESS_SITE_RATES"))
+    given = {str(key).lower() for key in rates}
+    paced = []
+    for key, slot in slots.items():
+        delay = slot.get("delay") if isinstance(slot, dict) else None
+        site = str(key).lower()
+        if not isinstance(delay, (int, float)) or delay <= 0 or site in given:
+            continue
+        if is_site_key(site):
+            rates[site] = 1 / delay
+            paced.append(site)
+    if paced:
+        priority = settings.getpriority("DOWNLOAD_SLOTS") or 0
+        settings.set("POLITENESS_SITE_RATES", rates, priority=priority)
+    return paced
