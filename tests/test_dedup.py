@@ -476,25 +476,30 @@ def test_a_node_of_another_dedup_mode_is_refused(redis_url: str, redis_client: r
     did not know what the others had recorded (an audit: 99 duplicates of 207 items). The
     crawl records its mode, and a node of another is refused, as one of another part count."""
 
-    def frontier(name: str, config: DedupConfig) -> PartitionedFrontier:
-        return PartitionedFrontier.connect(
-            Redis.from_url(redis_url), "unit", name, 1, dedup=config, link_check=None
-        )
-
     async def scenario() -> None:
-        exact, bloom, again = (
-            frontier("a", CONFIGS["exact"]),
-            frontier("b", CONFIGS["bloom"]),
-            frontier("c", CONFIGS["exact"]),
-        )
-        await exact.claim()
-        await again.claim()
-        with pytest.raises(DedupChanged, match=r"FRONTIER_DUPEFILTER=exact"):
-            await bloom.claim()
-        redis_client.delete(KEYS.dedup_mode)  # a crawl from before the record
-        await exact.parts[0].complete(None, "done", requests("m", 1))
-        with pytest.raises(DedupChanged, match="keys of another dedup"):
-            await frontier("d", CONFIGS["bloom"]).claim()
+        client = Redis.from_url(redis_url)
+
+        def frontier(name: str, config: DedupConfig) -> PartitionedFrontier:
+            return PartitionedFrontier.connect(
+                client, "unit", name, 1, dedup=config, link_check=None
+            )
+
+        try:
+            exact, bloom, again = (
+                frontier("a", CONFIGS["exact"]),
+                frontier("b", CONFIGS["bloom"]),
+                frontier("c", CONFIGS["exact"]),
+            )
+            await exact.claim()
+            await again.claim()
+            with pytest.raises(DedupChanged, match=r"FRONTIER_DUPEFILTER=exact"):
+                await bloom.claim()
+            redis_client.delete(KEYS.dedup_mode)  # a crawl from before the record
+            await exact.parts[0].complete(None, "done", requests("m", 1))
+            with pytest.raises(DedupChanged, match="keys of another dedup"):
+                await frontier("d", CONFIGS["bloom"]).claim()
+        finally:
+            await client.aclose()
 
     run(scenario())
 
