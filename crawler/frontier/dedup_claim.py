@@ -10,7 +10,7 @@ record whose keys are another mode's refuses it too. ``crawler purge`` ends the 
 from __future__ import annotations
 
 from crawler.frontier.client import FrontierClient
-from crawler.frontier.refusal import FrontierRefused
+from crawler.frontier.refusal import CrawlSettingChanged
 from crawler.lua import text
 
 # the dedup's storage (its Lua snippet) -> the settings that choose it
@@ -22,18 +22,19 @@ MODES = {
 }
 
 
-class DedupChanged(FrontierRefused):
-    """A node's dedup mode is not the one the spider's crawl started with."""
+class DedupChanged(CrawlSettingChanged):
+    """A node's dedup mode is not the one the spider's crawl started with: it would not know
+    what the others recorded, and crawl it all again."""
 
     stat = "dedup"
     finish_reason = "frontier_dedup_changed"
 
     def __init__(self, spider: str, stored: str, wanted: str) -> None:
         super().__init__(
-            f"the crawl of {spider!r} deduplicates with {stored}, but this node has "
-            f"{MODES.get(wanted, wanted)}: it would not know what the others recorded and crawl "
-            f"it again; start it with the crawl's settings, or end the crawl with `crawler purge "
-            f"{spider}` to start a new one with these"
+            spider,
+            f"deduplicates with {stored} (what its nodes recorded is there)",
+            MODES.get(wanted, wanted),
+            "the crawl's dedup settings",
         )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
-from crawler.frontier.refusal import FrontierRefused
+from crawler.frontier.refusal import CrawlSettingChanged
 from crawler.lua import text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
@@ -32,7 +32,7 @@ def check_partitions(count: int) -> None:
         raise ValueError(f"FRONTIER_PARTITIONS={count} must be between 1 and {MAX_PARTITIONS}")
 
 
-class PartitionsChanged(FrontierRefused):
+class PartitionsChanged(CrawlSettingChanged):
     """A node's ``FRONTIER_PARTITIONS`` is not the count the spider's crawl started with."""
 
     stat = "partitions"
@@ -40,10 +40,10 @@ class PartitionsChanged(FrontierRefused):
 
     def __init__(self, spider: str, stored: int, wanted: int) -> None:
         super().__init__(
-            f"the frontier of {spider!r} is split into {stored} parts (FRONTIER_PARTITIONS when "
-            f"its crawl started), but this node has FRONTIER_PARTITIONS={wanted}: start it with "
-            f"-s FRONTIER_PARTITIONS={stored}, or end the crawl with `crawler purge {spider}` "
-            f"to start a new one with {wanted}"
+            spider,
+            f"is split into {stored} parts (FRONTIER_PARTITIONS when its crawl started)",
+            f"FRONTIER_PARTITIONS={wanted}",
+            f"-s FRONTIER_PARTITIONS={stored}",
         )
 
 

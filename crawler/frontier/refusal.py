@@ -17,6 +17,18 @@ class FrontierRefused(Exception):
     finish_reason = "frontier_refused"  # the spider's finish reason
 
 
+class CrawlSettingChanged(FrontierRefused):
+    """A node's setting is not the one its spider's crawl started with (its first node recorded
+    it): ``the frontier of <spider> <crawl_has>, but this node has <node_has>: ...``."""
+
+    def __init__(self, spider: str, crawl_has: str, node_has: str, start_with: str) -> None:
+        super().__init__(
+            f"the frontier of {spider!r} {crawl_has}, but this node has {node_has}: start it "
+            f"with {start_with}, or end the crawl with `crawler purge {spider}` to start a new "
+            "one with this node's"
+        )
+
+
 class BacklogUnread(FrontierRefused):
     """Requests of the crawl wait in the Kafka backlog, and this node would not read them."""
 
