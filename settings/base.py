@@ -124,6 +124,11 @@ DOWNLOAD_HANDLERS = {"file": None}
 ROBOTSTXT_CACHE_TTL = 86400  # int s >= 1: how long a site's robots.txt is reused by every node
 ROBOTSTXT_CACHE_KEY = "robots:{%(site)s}"  # str: Redis string per site (the robots.txt body)
 
+# --- Cookie jars, shared by the cluster (SharedCookiesMiddleware) ---------------------
+# float s >= 0: a node that knows a shared jar looks at its version before a request at most
+# this often, and reads it when another node changed it (a logout, a new login); 0: every request
+COOKIES_SHARED_REFRESH = 0.5
+
 # --- Observability: Prometheus metrics, startup line, cluster summary -----------------
 METRICS_ENABLED = True  # bool: serve this node's stats as Prometheus metrics (PrometheusMetrics)
 METRICS_HOST = "127.0.0.1"  # str: address the metrics server binds; containers: 0.0.0.0

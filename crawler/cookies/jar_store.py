@@ -121,6 +121,10 @@ class JarStore:
         before, after = await self._write(keys=[jar_key(self._spider, label)], args=args)
         return int(before), int(after)
 
+    async def version(self, label: str) -> int:
+        """The jar's version (0: no jar)."""
+        return int(await self._redis.hget(jar_key(self._spider, label), VERSION_FIELD) or 0)
+
     async def read(self, label: str) -> tuple[int, list[Cookie]]:
         """The jar's version and cookies (``SessionKeyError`` if sealed with another key)."""
         found = await self._redis.hgetall(jar_key(self._spider, label))

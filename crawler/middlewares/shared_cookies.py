@@ -11,12 +11,15 @@ middleware is Scrapy's, with each jar (``meta['cookiejar']``) also kept in Redis
   anything), and the node knows the jar's version from then on;
 - every request a node schedules (``request_scheduled``) carries the newest version of its
   jar that node knows (meta ``_cookies_version``, only once the jar has one);
-- a node about to send a request whose version it has not read reads the whole jar first.
+- a node about to send a request whose version it has not read reads the whole jar first; and
+  once it knows a jar exists, it also looks at the jar's version before a request, at most
+  every ``COOKIES_SHARED_REFRESH`` seconds, and reads the jar when it is newer.
 
-So a request is sent with every cookie set before it was made, on whichever node leases it.
-Cookies are read only when a request asks for a newer jar, written only when one changed: a
-spider that meets no cookies costs Redis nothing. Without ``REDIS_URL`` it is Scrapy's
-middleware. Requests with ``dont_merge_cookies`` are left alone (shared sessions set it).
+So a request is sent with every cookie set before it was made, on whichever node leases it,
+and with what a logout or a new login on another node changed while it waited in the queue
+(within ``COOKIES_SHARED_REFRESH``). A spider that meets no cookies costs Redis nothing.
+Without ``REDIS_URL`` it is Scrapy's middleware. Requests with ``dont_merge_cookies`` are
+left alone (shared sessions set it).
 
 Stats: ``cookies/shared/written``, ``cookies/shared/read``, ``cookies/shared/unwritten`` (a
 write given up at a stop), ``cookies/redis_error``.
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from dataclasses import dataclass, field
 
 from scrapy import Request, signals
@@ -40,7 +45,7 @@ from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.sessions.crypto import CookieCipher
-from crawler.settings_values import get_bool
+from crawler.settings_values import get_bool, get_float
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +56,19 @@ VERSION_META = "_cookies_version"  # the newest version of its jar the schedulin
 class JarState:
     read: int = 0  # the version this node's jar holds all of
     known: int = 0  # the newest version this node knows the shared jar has
+    looked: float = -math.inf  # when this node last looked at the jar's version (monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write or read at a time
 
 
 class SharedCookiesMiddleware(CookiesMiddleware):
     def __init__(self, crawler: Crawler, shared: tuple[JarStore, OutageGuard] | None) -> None:
         super().__init__(get_bool(crawler.settings, "COOKIES_DEBUG"))
+        self._refresh = get_float(crawler.settings, "COOKIES_SHARED_REFRESH", 0.5)
+        if self._refresh < 0:
+            raise ValueError(
+                f"COOKIES_SHARED_REFRESH={self._refresh} must be >= 0 (seconds; 0: before every "
+                "request)"
+            )
         self.crawler = crawler
         assert crawler.stats is not None
         self._stats = crawler.stats
@@ -90,7 +102,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         jar_id = request.meta.get("cookiejar")
         label = jar_label(jar_id)
         state = self._states.setdefault(label, JarState())
-        wanted = int(request.meta.get(VERSION_META) or 0)
+        wanted = max(int(request.meta.get(VERSION_META) or 0), await self._current(label, state))
         if wanted > state.read:
             await self._read(jar_id, label, state, wanted)
         if not request.cookies:
@@ -118,6 +130,20 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             super().process_response(request, response)
             await self._write(jar_id, label, state, before)
         return response
+
+    async def _current(self, label: str, state: JarState) -> int:
+        """The jar's version, looked at once ``COOKIES_SHARED_REFRESH`` has passed since the
+        last look (0 while this node knows of no jar: nothing to look at)."""
+        now = time.monotonic()
+        if not state.known or now - state.looked < self._refresh:
+            return 0
+        state.looked = now
+        assert self._shared is not None
+        store, guard = self._shared
+        with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
+            version = await guard.run(lambda: store.version(label))
+        state.known = max(state.known, version)
+        return version
 
     @staticmethod
     def _cookies(jar: CookieJar) -> dict[str, bytes]:
