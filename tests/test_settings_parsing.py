@@ -29,6 +29,7 @@ from crawler.extensions.metrics import MetricsSettings
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.middlewares.sessions import SessionMiddlewareSettings
+from crawler.middlewares.shared_cookies import SharedCookiesSettings
 from crawler.pipelines.kafka_settings import KafkaPipelineSettings
 from crawler.politeness.settings import PolitenessSettings
 from crawler.sessions.settings import SessionSettings
@@ -44,6 +45,7 @@ BUILDERS: dict[str, Callable[[Settings], Any]] = {
     "politeness": PolitenessSettings.from_settings,
     "kafka": lambda s: KafkaPipelineSettings.from_crawler(SimpleNamespace(settings=s)),  # type: ignore[arg-type]
     "metrics": MetricsSettings.from_settings,
+    "cookies": SharedCookiesSettings.from_settings,
     "ledger": LedgerSettings.from_settings,
     "logstats": ClusterLogStatsSettings.from_settings,
     "session middleware": SessionMiddlewareSettings.from_settings,

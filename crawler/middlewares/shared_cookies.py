@@ -39,6 +39,7 @@ from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.http.cookies import CookieJar
+from scrapy.settings import BaseSettings
 
 from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_label
 from crawler.middlewares.refused import not_fetched_at_stop
@@ -52,6 +53,21 @@ logger = logging.getLogger(__name__)
 VERSION_META = "_cookies_version"  # the newest version of its jar the scheduling node knew
 
 
+@dataclass(frozen=True, slots=True)
+class SharedCookiesSettings:
+    debug: bool  # COOKIES_DEBUG (Scrapy's)
+    refresh: float  # COOKIES_SHARED_REFRESH: s between two looks at a jar's version
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SharedCookiesSettings:
+        refresh = get_float(settings, "COOKIES_SHARED_REFRESH")
+        if refresh < 0:
+            raise ValueError(
+                f"COOKIES_SHARED_REFRESH={refresh} must be >= 0 (seconds; 0: before every request)"
+            )
+        return cls(get_bool(settings, "COOKIES_DEBUG"), refresh)
+
+
 @dataclass
 class JarState:
     read: int = 0  # the version this node's jar holds all of
@@ -62,13 +78,9 @@ class JarState:
 
 class SharedCookiesMiddleware(CookiesMiddleware):
     def __init__(self, crawler: Crawler, shared: tuple[JarStore, OutageGuard] | None) -> None:
-        super().__init__(get_bool(crawler.settings, "COOKIES_DEBUG"))
-        self._refresh = get_float(crawler.settings, "COOKIES_SHARED_REFRESH", 0.5)
-        if self._refresh < 0:
-            raise ValueError(
-                f"COOKIES_SHARED_REFRESH={self._refresh} must be >= 0 (seconds; 0: before every "
-                "request)"
-            )
+        settings = SharedCookiesSettings.from_settings(crawler.settings)
+        super().__init__(settings.debug)
+        self._refresh = settings.refresh
         self.crawler = crawler
         assert crawler.stats is not None
         self._stats = crawler.stats
