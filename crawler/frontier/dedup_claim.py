@@ -10,8 +10,8 @@ record whose keys are another mode's refuses it too. ``crawler purge`` ends the 
 from __future__ import annotations
 
 from crawler.frontier.client import FrontierClient
+from crawler.frontier.partitions import record_once
 from crawler.frontier.refusal import CrawlSettingChanged
-from crawler.lua import text
 
 # the dedup's storage (its Lua snippet) -> the settings that choose it
 MODES = {
@@ -47,7 +47,6 @@ async def claim_dedup_mode(part: FrontierClient, spider: str) -> None:
         others = await part.other_dedup_keys()
         if others:
             raise DedupChanged(spider, f"keys of another dedup mode ({', '.join(others)})", mine)
-    await part.redis.set(key, mine, nx=True)
-    stored = text(await part.redis.get(key)) or mine
+    stored = await record_once(part.redis, key, mine)
     if stored != mine:
         raise DedupChanged(spider, MODES.get(stored, stored), mine)

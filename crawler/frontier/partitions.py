@@ -58,11 +58,15 @@ def spider_parts(client: SyncRedis, spider: str) -> tuple[FrontierKeys, ...]:
     return frontier_parts(spider, stored_partitions(client, spider))
 
 
+async def record_once(client: AsyncRedis, key: str, value: str | int) -> str:
+    """What the crawl recorded at ``key``: ``value``, unless an earlier node recorded one."""
+    await client.set(key, value, nx=True)
+    return text(await client.get(key)) or str(value)
+
+
 async def claim_partitions(client: AsyncRedis, spider: str, count: int) -> None:
     """Record ``count`` as the spider's number of parts unless one is recorded; raise
     ``PartitionsChanged`` when another one is."""
-    key = FrontierKeys.for_spider(spider).partitions
-    await client.set(key, count, nx=True)
-    stored = int(text(await client.get(key)) or count)
+    stored = int(await record_once(client, FrontierKeys.for_spider(spider).partitions, count))
     if stored != count:
         raise PartitionsChanged(spider, stored, count)
