@@ -74,7 +74,7 @@ class MetricsSettings:
     crawl_id: str
     redis_url: str  # "" when standalone
     kafka: bool  # KAFKA_BOOTSTRAP_SERVERS is set
-    final_scrape_wait: float = 30.0  # s a finished node waits for a scrape of its final state
+    final_scrape_wait: float = 0.0  # s a finished node waits for a scrape of its final state
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MetricsSettings:
@@ -95,7 +95,7 @@ class MetricsSettings:
 
 
 def final_scrape_wait(settings: BaseSettings) -> float:
-    wait = get_float(settings, "METRICS_FINAL_SCRAPE_WAIT", 30.0)
+    wait = get_float(settings, "METRICS_FINAL_SCRAPE_WAIT")
     if wait < 0:
         raise ValueError(f"METRICS_FINAL_SCRAPE_WAIT={wait!r} must be >= 0 (seconds; 0: no wait)")
     return wait
