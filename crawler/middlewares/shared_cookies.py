@@ -31,7 +31,9 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -120,10 +122,8 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         if not request.cookies:
             super().process_request(request)
             return
-        async with state.lock:  # cookies= go into the jar: shared before the request goes
-            before = self._cookies(self.jars[jar_id])
-            super().process_request(request)
-            await self._write(jar_id, label, state, before)
+        # cookies= go into the jar: shared before the request goes
+        await self._shared_change(jar_id, label, state, partial(super().process_request, request))
 
     async def process_response(  # type: ignore[override]
         self, request: Request, response: Response
@@ -137,10 +137,8 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         jar_id = request.meta.get("cookiejar")
         label = jar_label(jar_id)
         state = self._states.setdefault(label, JarState())
-        async with state.lock:
-            before = self._cookies(self.jars[jar_id])
-            super().process_response(request, response)
-            await self._write(jar_id, label, state, before)
+        change = partial(super().process_response, request, response)
+        await self._shared_change(jar_id, label, state, change)
         return response
 
     async def _current(self, label: str, state: JarState) -> int:
@@ -160,6 +158,16 @@ class SharedCookiesMiddleware(CookiesMiddleware):
     @staticmethod
     def _cookies(jar: CookieJar) -> dict[str, bytes]:
         return {cookie_field(cookie): cookie_json(cookie) for cookie in jar}
+
+    async def _shared_change(
+        self, jar_id: object, label: str, state: JarState, change: Callable[[], object]
+    ) -> None:
+        """Run ``change`` on the node's jar (Scrapy's own step), then share what it changed,
+        one change or read of the jar at a time."""
+        async with state.lock:
+            before = self._cookies(self.jars[jar_id])
+            change()
+            await self._write(jar_id, label, state, before)
 
     async def _write(
         self, jar_id: object, label: str, state: JarState, before: dict[str, bytes]
