@@ -1,4 +1,4 @@
-"""The project's one Lua script loader, and the one bytes-to-text helper for Redis replies.
+"""The project's one Lua script loader, and the helpers that read Redis replies as text or bytes.
 
 Scripts live next to the code that runs them, in ``<package>/lua/<name>.lua``
 (``crawler.frontier``, ``crawler.politeness``, ``crawler.sessions``, ``crawler.cookies``);
@@ -26,3 +26,8 @@ def frontier_script(*names: str) -> str:
 def text(value: object) -> str:
     """A Redis reply (bytes or str) as text; undecodable bytes are replaced."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def data(value: bytes | str) -> bytes:
+    """A Redis reply (bytes or str, as the client decodes) as bytes."""
+    return value if isinstance(value, bytes) else value.encode()

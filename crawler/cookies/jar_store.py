@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from crawler.frontier.keys import glob_escape
-from crawler.lua import script_text, text
+from crawler.lua import data, script_text, text
 from crawler.redis_connection import AsyncRedis
 from crawler.sessions.crypto import CookieCipher
 
@@ -95,10 +95,6 @@ def cookie_from_json(data: bytes) -> Cookie:
     )
 
 
-def as_bytes(value: bytes | str) -> bytes:
-    return value if isinstance(value, bytes) else value.encode()
-
-
 class JarStore:
     """One spider's shared jars in one Redis."""
 
@@ -128,7 +124,7 @@ class JarStore:
     async def read(self, label: str) -> tuple[int, list[Cookie]]:
         """The jar's version and cookies (``SessionKeyError`` if sealed with another key)."""
         found = await self._redis.hgetall(jar_key(self._spider, label))
-        stored = {text(name): as_bytes(value) for name, value in found.items()}
+        stored = {text(name): data(value) for name, value in found.items()}
         version = int(stored.pop(VERSION_FIELD, b"0"))
         where = f"the shared cookie jar {label} of {self._spider!r}"
         cookies = []

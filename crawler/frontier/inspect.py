@@ -24,7 +24,7 @@ import orjson
 from crawler.frontier import codec
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import part_of, spider_parts
-from crawler.lua import frontier_script, text
+from crawler.lua import data, frontier_script, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 from crawler.scope import site_of
 
@@ -90,8 +90,7 @@ def lease_body(record: bytes | str | None) -> bytes | None:
     """The request JSON of an inflight record ``<node>\t<score>\t<JSON>`` (None: none)."""
     if record is None:
         return None
-    found = record if isinstance(record, bytes) else record.encode()
-    parts = found.split(b"\t", 2)
+    parts = data(record).split(b"\t", 2)
     return parts[2] if len(parts) == 3 else None
 
 

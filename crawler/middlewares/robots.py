@@ -28,6 +28,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
+from crawler.lua import data
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
@@ -113,7 +114,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         assert guard is not None
         with not_fetched_at_stop("robotstxt/stopped", f"the shared robots.txt of {netloc}"):
             body = await guard.run(lambda: redis.get(self._key(netloc)))
-        return body.encode() if isinstance(body, str) else body
+        return None if body is None else data(body)
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         await super()._parse_robots(response, netloc, request)
