@@ -634,13 +634,16 @@ def test_an_import_of_expired_cookies_is_refused_or_left_out(
     assert imported["left_out"] == ["z_c0"]
     expires_at = datetime.fromisoformat(imported["expires_at"]).timestamp()
     assert expires_at > now + 80_000  # SESSIONS_TTL, a day: not when d_c0 expires
+    # d_c0 must still live when carol's import reads it: its expiry is taken from the clock
+    # now, not at the test's start (the imports above may take seconds on a loaded machine)
+    d_c0_expires = int(time.time()) + 3
     netscape.write_text(
         f".zhihu.com\tTRUE\t/\tTRUE\t{now + 7200}\tz_c0\t{SECRET}\n"
-        f".zhihu.com\tTRUE\t/\tFALSE\t{now + 1}\td_c0\tdevice\n"
+        f".zhihu.com\tTRUE\t/\tFALSE\t{d_c0_expires}\td_c0\tdevice\n"
     )
     assert cli(*argv[:3], "carol", *argv[4:], *login_cookie) == 0
     assert "(when its cookie z_c0 expires)" in capsys.readouterr().out
-    time.sleep(1.1)
+    time.sleep(max(0.0, d_c0_expires + 0.1 - time.time()))
     assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
     rows = {row["account"]: row for row in map(orjson.loads, capsys.readouterr().out.splitlines())}
     assert (rows["bob"]["expired_cookies"], rows["carol"]["expired_cookies"]) == ([], ["d_c0"])
