@@ -8,7 +8,7 @@ the fingerprints it sent (``SeenCache``); the heartbeat extends, gives up or for
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -21,6 +21,7 @@ from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.seen_cache import SeenCache
 from crawler.frontier.turn_writer import TurnWriter
+from crawler.redis_outage import GaveUp
 from crawler.wakeup import engine_idle, wake_engine
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,37 @@ class NodeHoldings:
         return [state.body for state in self.tracker.states()] + [
             lease.body for lease in self.prefetch.leases()
         ]
+
+    async def give_back(
+        self,
+        guarded: Callable[[Callable[[], Awaitable[int]]], Awaitable[int]],
+        lease_timeout: float,
+    ) -> int:
+        """At a stop, after the last write: return every lease this node still holds, started
+        or buffered, to the queue through ``guarded`` (the stop's deadline); how many went
+        back. Those Redis does not take now, other nodes reclaim after ``lease_timeout``."""
+        unfinished = [state.lease_id for state in self.tracker.drain()]
+        unfinished += [lease.id for lease in self.prefetch.leases()]
+        self.prefetch.clear()
+        left = len(unfinished) + self.writer.unwritten  # with the settled ones not written
+        try:
+            released = await guarded(lambda: self.client.release(unfinished))
+        except GaveUp:
+            if left:
+                logger.error(
+                    "Could not return %d leases at close (%d of them finished, their write "
+                    "not taken: their pages are fetched again); other nodes reclaim them "
+                    "after %ss",
+                    left,
+                    self.writer.unwritten,
+                    lease_timeout,
+                )
+            else:  # nothing held: only the node's entry stays, shown as dead after it expires
+                logger.warning("Redis unavailable at close: this node holds no lease")
+            return 0
+        if released:
+            self.stats.inc_value("frontier/released", released)
+        return released
 
     def drop_buffered(self) -> None:
         self.prefetch.clear()  # not started: only their copies in the new queue are crawled

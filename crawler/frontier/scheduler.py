@@ -17,7 +17,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from scrapy import Request, Spider
@@ -36,15 +35,14 @@ from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.holdings import NodeHoldings
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.live_pages import LivePages
+from crawler.frontier.node_feed import NodeSeenFeed
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
 from crawler.frontier.request_store import DECODE_ERRORS, RequestStore
 from crawler.frontier.seen_cache import SeenCache
-from crawler.frontier.seen_feed import SeenFeed
 from crawler.frontier.settings import FrontierSettings
 from crawler.frontier.turn_writer import TurnWriter
-from crawler.kafka.topics import topic_from_template
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_bool
@@ -89,8 +87,8 @@ class LeasingScheduler:
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
-        self._feed: SeenFeed | None = None
-        self._feed_loop: asyncio.Task[None] | None = None
+        self._holdings: NodeHoldings | None = None
+        self._feed: NodeSeenFeed | None = None
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
@@ -138,8 +136,16 @@ class LeasingScheduler:
         keeper = LeaseKeeper(self._client, holdings, self.guard, self.stats, timing)
         self._keeper = keeper
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
+        self._holdings = holdings
         if settings.seen_feed.enabled:
-            self._open_feed(spider.name)
+            self._feed = NodeSeenFeed.open(
+                self.context,
+                settings,
+                spider.name,
+                self.stats,
+                epoch=lambda: self.epoch,
+                learn=self._seen.add,
+            )
         self.spawn(self._admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
@@ -151,30 +157,6 @@ class LeasingScheduler:
             self.settings.heartbeat_interval,
             self.settings.dedup.mode.value,
         )
-
-    def _open_feed(self, spider: str) -> None:
-        """Share the fingerprints this node records and take those of the others into its
-        seen-cache (``FRONTIER_SEEN_FEED``), in the frontier's epoch as the node knows it."""
-        given = self.settings.seen_feed
-        topic = topic_from_template("FRONTIER_SEEN_TOPIC", given.topic, spider)
-        feed_settings = replace(given, topic=topic)
-        found_too = not self.settings.dedup.ttl
-        feed = SeenFeed(feed_settings, self.node_id, self.stats, found_too=found_too)
-        self._feed = feed
-        self._feed_loop = self.context.supervise(
-            "seen_feed", lambda: feed.run(lambda: self.epoch, self._seen.add)
-        )
-
-    async def _close_feed(self) -> None:
-        """After the last write: hand its fingerprints to Kafka, within the close deadline."""
-        if self._feed_loop is not None:
-            self._feed_loop.cancel()
-        if self._feed is not None:
-            left = self.context.close_deadline() - time.monotonic()
-            try:
-                await asyncio.wait_for(self._feed.close(), max(0.1, left))
-            except TimeoutError:
-                logger.warning("The seen feed did not close in time (Kafka away?)")
 
     async def _on_flush_signal(self) -> None:
         await self.flushed()
@@ -365,28 +347,11 @@ class LeasingScheduler:
         if pending:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait(pending, timeout=max(0.0, left))
-        unfinished = [state.lease_id for state in self.tracker.drain()]
-        unfinished += [lease.id for lease in self.prefetch.leases()]
-        self.prefetch.clear()
-        left = len(unfinished) + self.writer.unwritten  # with the settled ones not written
-        try:
-            released = await self.guarded(lambda: self.client.release(unfinished))
-        except GaveUp:
-            released = 0
-            if left:
-                logger.error(
-                    "Could not return %d leases at close (%d of them finished, their write "
-                    "not taken: their pages are fetched again); other nodes reclaim them "
-                    "after %ss",
-                    left,
-                    self.writer.unwritten,
-                    self.settings.lease_timeout,
-                )
-            else:  # nothing held: only the node's entry stays, shown as dead after it expires
-                logger.warning("Redis unavailable at close: this node holds no lease")
-        if released:
-            self.stats.inc_value("frontier/released", released)
-        await self._close_feed()
+        released = 0
+        if self._holdings is not None:
+            released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
+        if self._feed is not None:
+            await self._feed.close()
         self.dedup_report.summary()
         logger.info(
             "Returned %d unfinished leases to the queue (%s); %d more, not fetched at the stop, "
