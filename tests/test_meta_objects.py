@@ -102,12 +102,65 @@ def test_page_methods_come_back_with_their_arguments() -> None:
     ]
 
 
-def test_a_page_method_calling_a_function_cannot_be_stored_and_says_why() -> None:
+async def scroll_to_end(page: object) -> None:
+    """A page method's function at a module's top level, as scrapy-playwright's README shows."""
+
+
+async def init_page(page: object, request: object) -> None:
+    """A ``playwright_page_init_callback`` at a module's top level."""
+
+
+def test_a_page_method_calling_a_local_function_cannot_be_stored_and_says_why() -> None:
     async def scroll(page: object) -> None:
         return None
 
     with pytest.raises(TypeError, match="calling the function scroll, which cannot be stored"):
         meta_objects.pack({"playwright_page_methods": [PageMethod(scroll)]})
+
+
+def test_functions_and_classes_at_a_module_s_top_level_come_back_as_themselves() -> None:
+    """scrapy-playwright's own examples hand a function in meta (``playwright_page_init_callback``,
+    ``PageMethod(scroll)``): such a request from ``start()`` was not stored and vanished with an
+    ERROR, and the crawl then counted as finished. Found by its path like an item's class."""
+    meta = {
+        "playwright_page_init_callback": init_page,
+        "playwright_page_methods": [PageMethod(scroll_to_end), PageMethod("content")],
+        "encoder": json.JSONEncoder,
+    }
+    request = through_store(meta)
+    assert request.meta["playwright_page_init_callback"] is init_page
+    assert request.meta["encoder"] is json.JSONEncoder
+    methods = request.meta["playwright_page_methods"]
+    assert [type(method) for method in methods] == [PageMethod, PageMethod]
+    assert [method.method for method in methods] == [scroll_to_end, "content"]
+    assert request.cb_kwargs["again"]["playwright_page_init_callback"] is init_page
+
+
+class Handlers(Spider):
+    name = "handlers"
+
+    async def on_response(self, response: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        pytest.param(lambda page, request: None, "<lambda>", id="lambda"),
+        pytest.param("method", "on_response", id="method"),
+    ],
+)
+def test_a_function_no_path_finds_is_refused_saying_what_to_give(value: Any, named: str) -> None:
+    crawler = get_crawler(Handlers)
+    spider = Handlers.from_crawler(crawler)
+    store = RequestStore(crawler, spider)
+    handler = spider.on_response if value == "method" else value
+    request = Request("http://e.com/0", meta={"playwright_page_event_handlers": {"r": handler}})
+    with pytest.raises(codec.UnserializableRequestError) as refused:
+        store.encode(request, "")
+    message = str(refused.value)
+    assert f"meta key 'playwright_page_event_handlers' holds the function {named}" in message
+    assert "a module's top level" in message and "method's name" in message
 
 
 def through_store(meta: dict[str, Any]) -> Request:

@@ -7,8 +7,8 @@ Request, FormRequest, JsonRequest; another class keeps every field, as its own d
 replace them); ``request_from_dict`` restores exactly those defaults, so a request decodes to
 what it was. Callbacks and errbacks are stored by name. Bytes values
 (headers, body) are tagged as ``{"$b": "<base64>"}`` and restored on load
-(``crawler.frontier.meta_objects`` tags items, page methods, NaN and infinity, and the classes
-and functions of a JsonRequest's ``dumps_kwargs``). Every tag is a dict whose keys
+(``crawler.frontier.meta_objects`` tags items, page methods, NaN and infinity, and classes
+and functions, by their import path). Every tag is a dict whose keys
 all start with "$" (and are lowercase: header names are stored title-cased, ``$B``), so a user's
 dict of that shape in meta, cb_kwargs or cookies (``{"$b": "yes"}``) is wrapped as
 ``{"$dict": {...}}`` (``escaped``) and the request gets the field ``"$escapes": true``; ``loads``

@@ -9,10 +9,13 @@ class on any node that has loaded that class: nothing is imported because Redis 
 (the spider's modules import their item classes). Its field values are stored like any
 other meta value (a tuple comes back a list).
 
-scrapy-playwright's ``PageMethod`` (``playwright_page_methods``) is stored as
-``{"$page_method": <name>, "$args": [...], "$kwargs": {...}}``; one whose method is a function
-cannot be stored (``pack`` raises TypeError: name a method of Playwright's page instead), nor
-can a value that contains itself (a tree with parent links: JSON has no references).
+A function or class (scrapy-playwright's ``playwright_page_init_callback``, a ``PageMethod``'s
+function) is stored as ``{"$object": "<module>:<qualname>"}`` and found again like an item's
+class; one that path does not find (a lambda, a local function, a bound method) cannot be
+stored (``pack`` raises TypeError saying what to give instead). scrapy-playwright's
+``PageMethod`` (``playwright_page_methods``) is stored as
+``{"$page_method": <name or function>, "$args": [...], "$kwargs": {...}}``. A value that
+contains itself (a tree with parent links: JSON has no references) cannot be stored either.
 
 NaN and infinity, which orjson writes as null, are stored as ``{"$float": "nan"}`` (``"inf"``,
 ``"-inf"``) and come back as they were. ``reshaped_types`` names the values that come back as
@@ -31,6 +34,7 @@ A dict of the user's own of such a shape (every key starting with "$") is wrappe
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import sys
 from collections.abc import Collection, Iterable
@@ -64,8 +68,9 @@ def pack(value: Any) -> Any:
 
 def _pack(value: Any, outer: frozenset[int]) -> Any:
     """``outer``: the ids of the containers, items and page methods ``value`` is in."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {FLOAT_TAG: str(float(value))}
+    tag = _tag_of_value(value)
+    if tag is not None:
+        return tag
     is_item = isinstance(value, Item) or _is_dataclass_item(value)
     if not (is_item or isinstance(value, (PageMethod, dict, list, tuple, set, frozenset))):
         return value
@@ -85,6 +90,15 @@ def _pack(value: Any, outer: frozenset[int]) -> Any:
         fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
         return _tagged(value, fields, inner)
     return _container(value, inner)
+
+
+def _tag_of_value(value: object) -> dict[str, str] | None:
+    """What stands for NaN, infinity, a function or a class (None for another value)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT_TAG: str(float(value))}
+    if _is_code(value):
+        return {OBJECT_TAG: _found_path(value)}
+    return None
 
 
 def _is_dataclass_item(value: object) -> bool:
@@ -107,15 +121,50 @@ def _container(value: dict[Any, Any] | Collection[Any], inner: frozenset[int]) -
     return tuple(items) if isinstance(value, tuple) else items  # JSON makes them lists
 
 
+def _is_code(value: object) -> bool:
+    """A function, method or class: stored by its import path, or not at all."""
+    return (
+        inspect.isfunction(value)
+        or inspect.ismethod(value)
+        or inspect.isbuiltin(value)
+        or inspect.isclass(value)
+    )
+
+
+def _path(value: object) -> str:
+    return f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+
+
+def _found_path(code: object) -> str:
+    """``<module>:<qualname>`` of a function or class that path finds on a node that loaded its
+    module; TypeError for one it does not (a lambda, a local function, a bound method)."""
+    path = _path(code)
+    if _loaded(path) is code:
+        return path
+    kind = "class" if inspect.isclass(code) else "function"
+    raise TypeError(
+        f"the {kind} {getattr(code, '__name__', repr(code))}, which cannot be stored (a lambda, a "
+        f"local {kind} or a bound method has no import path): define it at a module's top level, "
+        "where it is found by its import path, or give what names it (scrapy-playwright takes a "
+        "playwright_page_init_callback's import path and a spider method's name for "
+        "playwright_page_event_handlers)"
+    )
+
+
 def _page_method(method: PageMethod, inner: frozenset[int]) -> dict[str, Any]:
-    if not isinstance(method.method, str):
-        name = getattr(method.method, "__name__", repr(method.method))
-        raise TypeError(
-            f"a PageMethod calling the function {name}, which cannot be stored: name a method "
-            "of Playwright's page (PageMethod('evaluate', '<script>') runs a script)"
-        )
+    called: Any = method.method
+    if not isinstance(called, str):
+        try:
+            called = {OBJECT_TAG: _found_path(called)}
+        except TypeError:
+            name = getattr(called, "__name__", repr(called))
+            raise TypeError(
+                f"a PageMethod calling the function {name}, which cannot be stored: define it "
+                "at a module's top level (found by its import path) or name a method of "
+                "Playwright's page (PageMethod('evaluate', '<script>') runs a script)"
+            ) from None
     return {
-        PAGE_METHOD_TAG: method.method,
+        PAGE_METHOD_TAG: called,
         ARGS_TAG: _pack(list(method.args), inner),
         KWARGS_TAG: _pack(method.kwargs, inner),
     }
@@ -137,6 +186,7 @@ def reshaped_types(value: Any, found: set[str]) -> None:
         type(value) in RESTORED
         or isinstance(value, (Item, PageMethod))
         or _is_dataclass_item(value)
+        or _is_code(value)
     )
     if not (kept or type(value) in (dict, list)):
         found.add(type(value).__name__)
@@ -167,7 +217,7 @@ def by_path(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         try:
             codec.to_json(value)
         except TypeError:
-            path = f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+            path = _path(value)
             if _loaded(path) is value:
                 kept[name] = {OBJECT_TAG: path}
             else:
@@ -205,9 +255,9 @@ def restore(value: dict[str, Any]) -> Any:
             )
         return found
     if len(value) == 3 and {PAGE_METHOD_TAG, ARGS_TAG, KWARGS_TAG} <= value.keys():
-        args, kwargs = value[ARGS_TAG], value[KWARGS_TAG]
-        if isinstance(args, list) and isinstance(kwargs, dict):
-            return PageMethod(str(value[PAGE_METHOD_TAG]), *args, **kwargs)
+        args, kwargs, called = value[ARGS_TAG], value[KWARGS_TAG], value[PAGE_METHOD_TAG]
+        if isinstance(args, list) and isinstance(kwargs, dict):  # a function restored already
+            return PageMethod(called if callable(called) else str(called), *args, **kwargs)
     return value
 
 
