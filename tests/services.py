@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,6 +52,14 @@ def unavailable(message: str) -> NoReturn:
     if running_in_ci():
         pytest.fail(f"CI=true and {message}", pytrace=False)
     pytest.skip(message)
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, which Playwright drives here (BROWSER_EXECUTABLE)
+
+
+def need_chromium() -> None:
+    if not shutil.which(CHROMIUM):
+        unavailable(f"{CHROMIUM} is not installed (Debian package chromium)")
 
 
 def docker_engine_answers(socket_path: str = "/var/run/docker.sock") -> bool:

@@ -17,6 +17,7 @@ import redis
 
 from crawler.frontier.keys import FrontierKeys
 from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.services import need_chromium
 from tests.user_crawl import USER_SETTINGS, ClusterRun, cluster, compare_with_standalone, pipelines
 from tests.user_site import UserSite
 
@@ -85,6 +86,37 @@ def test_a_login_made_on_one_node_holds_on_every_node(
         for path in sorted(run.workdir.glob("node-*.log"))
     ]
     assert all(scraped), "a node scraped no page: the test shows nothing"
+
+
+@pytest.mark.parametrize("how", ["login", "js"])
+def test_a_login_a_browser_made_on_one_node_holds_in_every_node_s_browser(
+    how: str, tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """A rendered page's cookies are its browser context's (Chromium ignores a Cookie header
+    set for a request): the login cookie one node's browser got (the login page's Set-Cookie,
+    or one its script set) was missing in the other node's browser, which rendered "Please
+    log in" as content (an audit: 2 of 10 pages), with no word."""
+    need_chromium()
+    run, reference, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_login",
+        arguments={"how": how, "render": "1"},
+        label=f"logged in, rendered ({how})",
+        login=True,
+        settings={"CONCURRENT_REQUESTS": "1", "BROWSER_ENABLED": "True"},
+        same_hits=False,  # Chromium asks for /favicon.ico as it likes
+    )
+    assert not [item for item in run.items if "Please log in" in item]
+    assert sorted(run.items) == sorted(reference)
+    # a link through a redirect (/r/<n>) is a page of its own: the browser follows it
+    assert len(set(reference)) == PAGES
+    rendered = [
+        re.search(r"'playwright/page_count': (\d+)", path.read_text())
+        for path in sorted(run.workdir.glob("node-*.log"))
+    ]
+    assert all(rendered), "a node rendered no page: the test shows nothing"
 
 
 def test_a_start_that_raises_crawls_what_it_gave_and_the_nodes_close(

@@ -42,6 +42,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
+from crawler.browser_page_init import add_step
 from crawler.middlewares.politeness import retry_after_seconds
 from crawler.middlewares.refused import (
     STOP_LOOK,
@@ -88,7 +89,7 @@ TRIES_META = "session_tries"
 DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
-PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"
+PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"  # a page-init step
 UNAVAILABLE = "sessions/unavailable"  # the stat and failure reason of a request with no session
 UNAVAILABLE_LOG_EVERY = 60  # seconds between two WARNINGs about them
 
@@ -111,7 +112,8 @@ class SessionMiddlewareSettings:
 
 
 async def add_session_cookies(page: Any, request: Request) -> None:
-    """scrapy-playwright page-init callback: the session's cookies into the page's context."""
+    """Page-init step (``crawler.browser_page_init``): the session's cookies into the page's
+    context."""
     cookies = request.meta.get(BROWSER_COOKIES_META)
     if cookies:
         await page.context.add_cookies(cookies)
@@ -187,7 +189,7 @@ class SharedSessionMiddleware:
             request.meta["proxy"] = session.proxy
         if request.meta.get("playwright"):
             request.meta[BROWSER_COOKIES_META] = browser_cookies(session, request.url)
-            request.meta["playwright_page_init_callback"] = PAGE_INIT_CALLBACK
+            add_step(request, PAGE_INIT_CALLBACK)  # the spider's own callback runs after it
 
     def _refuse(self, request: Request, platform: str, pinned: Any) -> NoReturn:
         """Drop ``request``: no session for it. Counted, and logged at most once a minute

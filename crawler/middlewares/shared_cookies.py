@@ -15,6 +15,10 @@ middleware is Scrapy's, with each jar (``meta['cookiejar']``) also kept in Redis
   once it knows a jar exists, it also looks at the jar's version before a request, at most
   every ``COOKIES_SHARED_REFRESH`` seconds, and reads the jar when it is newer.
 
+A rendered request (``meta['playwright']``) takes the jar into its page's browser context
+before it navigates, and what the context holds after it (a cookie the page's script set too)
+goes into the jar (``crawler.middlewares.browser_cookies``).
+
 So a request is sent with every cookie set before it was made, on whichever node leases it,
 and with what a logout or a new login on another node changed while it waited in the queue
 (within ``COOKIES_SHARED_REFRESH``). A spider that meets no cookies costs Redis nothing.
@@ -43,7 +47,9 @@ from scrapy.http import Response
 from scrapy.http.cookies import CookieJar
 from scrapy.settings import BaseSettings
 
+from crawler.browser_page_init import add_step
 from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_label
+from crawler.middlewares import browser_cookies
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
@@ -121,23 +127,32 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             await self._read(jar_id, label, state, wanted)
         if not request.cookies:
             super().process_request(request)
-            return
-        # cookies= go into the jar: shared before the request goes
-        await self._shared_change(jar_id, label, state, partial(super().process_request, request))
+        else:  # cookies= go into the jar: shared before the request goes
+            change = partial(super().process_request, request)
+            await self._shared_change(jar_id, label, state, change)
+        if request.meta.get("playwright"):  # the browser keeps cookies of its own
+            request.meta[browser_cookies.COOKIES_META] = list(
+                map(browser_cookies.for_browser, self.jars[jar_id])
+            )
+            add_step(request, browser_cookies.INTO_PAGE)
 
     async def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
-        if (
-            self._shared is None
-            or request.meta.get("dont_merge_cookies")
-            or not response.headers.getlist("Set-Cookie")
-        ):
+        if self._shared is None or request.meta.get("dont_merge_cookies"):
+            return super().process_response(request, response)
+        request.meta.pop(browser_cookies.COOKIES_META, None)  # not rendered: not for a child's meta
+        in_browser = await browser_cookies.cookies_of(request)
+        if not (in_browser or response.headers.getlist("Set-Cookie")):
             return super().process_response(request, response)
         jar_id = request.meta.get("cookiejar")
         label = jar_label(jar_id)
         state = self._states.setdefault(label, JarState())
-        change = partial(super().process_response, request, response)
+
+        def change() -> None:
+            super(SharedCookiesMiddleware, self).process_response(request, response)
+            browser_cookies.merge(self.jars[jar_id], in_browser)
+
         await self._shared_change(jar_id, label, state, change)
         return response
 

@@ -44,21 +44,28 @@ class StartUrlsSpider(scrapy.Spider):
 class LoginSpider(scrapy.Spider):
     """Logs in as plain Scrapy users do: the login page's cookie is in the jar, the pages
     behind it need it. ``-a how=cookies``: the cookie given once with ``cookies=``, then kept
-    by the jar; ``-a jar=<name>``: every request in that ``meta['cookiejar']``."""
+    by the jar; ``-a how=js``: the login page's script sets it (``-a render=1`` too);
+    ``-a jar=<name>``: every request in that ``meta['cookiejar']``; ``-a render=1``: every
+    page rendered by scrapy-playwright (``meta['playwright']``)."""
 
     name = "u_login"
 
-    def __init__(self, site: str = "", how: str = "login", jar: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self, site: str = "", how: str = "login", jar: str = "", render: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.site, self.how = site, how
-        self.meta = {"cookiejar": jar} if jar else {}
+        self.meta: dict[str, Any] = {"cookiejar": jar} if jar else {}
+        if render:
+            self.meta["playwright"] = True
 
     async def start(self) -> AsyncIterator[Any]:
         if self.how == "cookies":
             first = f"{self.site}/p/0.html"
             yield scrapy.Request(first, self.parse_page, cookies={"sid": "given"}, meta=self.meta)
         else:
-            yield scrapy.Request(f"{self.site}/login", self.logged_in, meta=self.meta)
+            login = "/jslogin" if self.how == "js" else "/login"
+            yield scrapy.Request(f"{self.site}{login}", self.logged_in, meta=self.meta)
 
     def logged_in(self, response: Response) -> Iterator[Any]:
         yield response.follow("/p/0.html", self.parse_page, meta=self.meta)
