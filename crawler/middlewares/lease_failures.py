@@ -11,7 +11,9 @@ exception's reason (``RefusedRequest.reason``, else ``download/<ExceptionClass>`
 ``IgnoreRequest`` included) and its message, URL credentials masked, as the
 record's ``error``. Without an errback of its own the request's lease then
 completes; with one, that errback's output (items and requests) is held by the
-lease like a callback's, and the lease completes when that output ends.
+lease like a callback's, and the lease completes when that output ends. A request
+not fetched because its node stops (``NotFetchedAtStop``) goes back to the queue
+without the spider's errback, as standalone Scrapy calls none at a stop.
 
 The request's own errback comes back when a response passes (a spider
 middleware's ``process_spider_input`` may still call it, as Scrapy does) and on
@@ -69,13 +71,14 @@ class LeaseErrback:
         self.lease_id = lease_id
 
     def __call__(self, failure: Failure) -> Any:
-        if isinstance(failure.value, NotFetchedAtStop):
+        stopped = isinstance(failure.value, NotFetchedAtStop)
+        if stopped:
             self.tracker.requeue(self.lease_id, failure.value.reason)
         else:
             error = mask_secrets(str(failure.value))
             self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
         self.tracker.answer(self.lease_id)
-        if self.original is None:
+        if self.original is None or stopped:  # a request put back is no failure of the spider's
             self.tracker.callback_done(self.lease_id)
             return failure
         try:
