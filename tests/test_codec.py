@@ -22,7 +22,7 @@ from twisted.python.failure import Failure
 
 from crawler.frontier import codec
 from crawler.frontier.client import Lease
-from crawler.frontier.request_store import RequestStore
+from crawler.frontier.request_store import DECODE_ERRORS, RequestStore
 from crawler.spiders.pages import PagesSpider
 
 
@@ -573,3 +573,31 @@ def test_subclasses_of_plain_values_come_back_as_the_plain_value_counted() -> No
         "frontier/reshaped/Label": 1,
         "frontier/reshaped/bytearray": 1,
     }
+
+
+class OldVersion(Spider):
+    name = "versions"
+
+    def parse_detail(self, response: Any) -> None:
+        return None
+
+
+def test_a_request_the_spider_cannot_rebuild_fails_naming_why_and_its_url(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A redeploy renamed the callback a stored request names: its failure record had only
+    ``decode/ValueError``, no error, and the log line named the lease, not the URL."""
+    old = get_crawler(OldVersion)
+    stored = RequestStore(old, OldVersion.from_crawler(old)).encode(
+        Request("http://e.com/d/1", callback=OldVersion().parse_detail), ""
+    )
+    new = get_crawler(Spider)
+    store = RequestStore(new, Spider.from_crawler(new, name="versions"))
+    lease = Lease("l7", stored.body)
+    with pytest.raises(DECODE_ERRORS) as raised:
+        store.decode(lease)
+    state = store.undecodable(lease, raised.value)
+    assert (state.lease_id, state.failure) == ("l7", "decode/ValueError")
+    assert state.error is not None and "parse_detail" in state.error
+    assert "Leased request http://e.com/d/1 (lease l7) cannot be decoded" in caplog.text
+    assert "parse_detail" in caplog.text

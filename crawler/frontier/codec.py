@@ -217,6 +217,15 @@ def failure_json(reason: str, node_id: str, body: bytes, error: str | None) -> b
     return orjson.dumps(record)
 
 
+def stored_url(body: bytes) -> str:
+    """The URL of a stored request, credentials masked ("?" when the body is unreadable)."""
+    try:
+        url = orjson.loads(plain(body)).get("url")
+    except (ValueError, AttributeError):
+        return "?"
+    return mask_secrets(url) if isinstance(url, str) else "?"
+
+
 def _masked_json(body: bytes) -> Any:
     """A stored request's JSON, URL credentials masked: a JSON fragment, or text if it was
     damaged or masking left it unreadable."""

@@ -29,6 +29,7 @@ from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.scope import site_of
 from crawler.sessions.models import OWN_COOKIES_META
+from crawler.url_credentials import mask_secrets
 
 logger = logging.getLogger(__name__)
 # Scrapy's own meta keys whose value its components need as a tuple (``bindaddress``'s
@@ -178,6 +179,18 @@ class RequestStore:
     def decode(self, lease: Lease) -> Request:
         """Raises one of ``DECODE_ERRORS`` for a body it can't read."""
         return self._request(lease.body)
+
+    def undecodable(self, lease: Lease, exc: Exception) -> LeaseState:
+        """The failed lease of a request ``decode`` raised ``exc`` for (a callback the spider
+        no longer has, a class this node has not loaded, a damaged body), logged with its
+        URL; the record's ``error`` says why, URL credentials masked."""
+        reason = f"decode/{type(exc).__name__}"
+        error = mask_secrets(str(exc))
+        url = codec.stored_url(lease.body)
+        logger.error(
+            "Leased request %s (lease %s) cannot be decoded (%s): %s", url, lease.id, reason, error
+        )
+        return LeaseState(lease.id, lease.body, failure=reason, error=error)
 
     def _request(self, body: bytes) -> Request:
         fields = codec.loads(body, tagged=meta_objects.restore)

@@ -239,10 +239,7 @@ class LeasingScheduler:
         try:
             request = self.store.decode(lease)
         except DECODE_ERRORS as exc:
-            reason = f"decode/{type(exc).__name__}"
-            logger.error("Leased request %s cannot be decoded (%s): %s", lease.id, reason, exc)
-            state = LeaseState(lease.id, lease.body, failure=reason)
-            self._on_complete(state)
+            self._on_complete(self.store.undecodable(lease, exc))
             return None
         request.meta[LEASE_META] = lease.id
         return request

@@ -72,7 +72,7 @@ class LeaseErrback:
 
     def __call__(self, failure: Failure) -> Any:
         stopped = isinstance(failure.value, NotFetchedAtStop)
-        if stopped:
+        if isinstance(failure.value, NotFetchedAtStop):
             self.tracker.requeue(self.lease_id, failure.value.reason)
         else:
             error = mask_secrets(str(failure.value))
