@@ -28,7 +28,7 @@ from scrapy.commands import BaseRunSpiderCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler.frontier.dedup_claim import DedupChanged
+from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.refusal import BacklogUnread, FrontierRefused
@@ -40,6 +40,7 @@ REFUSED_FINISH_REASONS = frozenset(
         FrontierRefused,
         PartitionsChanged,
         DedupChanged,
+        FingerprinterChanged,
         OldLayout,
         BacklogUnread,
         TopicRefused,

@@ -38,7 +38,7 @@ from crawler.frontier.dedup_bloom import (
     slice_for,
     split_in_chunks,
 )
-from crawler.frontier.dedup_claim import DedupChanged
+from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.keys import FrontierKeys, queue_pattern
@@ -502,6 +502,45 @@ def test_a_node_of_another_dedup_mode_is_refused(redis_url: str, redis_client: r
             await client.aclose()
 
     run(scenario())
+
+
+def test_a_node_of_another_request_fingerprinter_is_refused(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A redeploy that changed REQUEST_FINGERPRINTER_CLASS resumed the crawl with a warning
+    nowhere: every request had another fingerprint, and 149 of 160 pages were fetched twice
+    (an audit). The crawl records its fingerprinter, and a node of another one is refused."""
+    scrapy_s = "scrapy.utils.request.RequestFingerprinter"
+
+    async def scenario() -> None:
+        client = Redis.from_url(redis_url)
+
+        def frontier(name: str, fingerprinter: str) -> PartitionedFrontier:
+            return PartitionedFrontier.connect(
+                client,
+                "unit",
+                name,
+                1,
+                dedup=CONFIGS["exact"],
+                link_check=None,
+                fingerprinter=fingerprinter,
+            )
+
+        try:
+            await frontier("a", scrapy_s).claim()
+            await frontier("b", scrapy_s).claim()
+            with pytest.raises(FingerprinterChanged) as refused:
+                await frontier("c", "project.fp.UrlOnly").claim()
+        finally:
+            await client.aclose()
+        message = str(refused.value)
+        assert f"fingerprints requests with {scrapy_s}" in message
+        assert "this node has REQUEST_FINGERPRINTER_CLASS=project.fp.UrlOnly" in message
+        assert f"start it with REQUEST_FINGERPRINTER_CLASS={scrapy_s}" in message
+        assert "crawler purge 'unit'" in message or "crawler purge unit" in message
+
+    run(scenario())
+    assert redis_client.get(KEYS.fingerprinter) == b"scrapy.utils.request.RequestFingerprinter"
 
 
 def test_report_counts_bloom_drops_apart_and_sums_them_up(

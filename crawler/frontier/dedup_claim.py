@@ -1,10 +1,14 @@
-"""A crawl's dedup mode, recorded: a node of another mode is refused (no Scrapy imports).
+"""A crawl's dedup mode and request fingerprinter, recorded: a node of another is refused (no
+Scrapy imports).
 
 Each mode keeps what it has seen in keys of its own (``crawler.frontier.dedup``): a node of
 another mode knows nothing the others recorded, and crawls it all again. The first node of a
 crawl records its mode in ``{<spider>}:dedup_mode``; a node of another is refused, with what to
 do, as one of another part count is (``crawler.frontier.partitions``). A crawl from before the
-record whose keys are another mode's refuses it too. ``crawler purge`` ends the crawl.
+record whose keys are another mode's refuses it too. So with the fingerprinter
+(``REQUEST_FINGERPRINTER_CLASS``, ``{<spider>}:fingerprinter``): one of another class gives every
+request another fingerprint, and a redeploy that changed it had every page crawled again.
+``crawler purge`` ends the crawl.
 """
 
 from __future__ import annotations
@@ -36,6 +40,30 @@ class DedupChanged(CrawlSettingChanged):
             MODES.get(wanted, wanted),
             "the crawl's dedup settings",
         )
+
+
+class FingerprinterChanged(CrawlSettingChanged):
+    """A node's request fingerprinter is not the one the spider's crawl started with: its
+    fingerprints are not those the crawl recorded, and it would crawl every page again."""
+
+    stat = "fingerprinter"
+    finish_reason = "frontier_fingerprinter_changed"
+
+    def __init__(self, spider: str, stored: str, wanted: str) -> None:
+        super().__init__(
+            spider,
+            f"fingerprints requests with {stored} (what its nodes recorded is by those)",
+            f"REQUEST_FINGERPRINTER_CLASS={wanted}",
+            f"REQUEST_FINGERPRINTER_CLASS={stored}",
+        )
+
+
+async def claim_fingerprinter(part: FrontierClient, spider: str, fingerprinter: str) -> None:
+    """Record ``fingerprinter`` (a class's import path) as the crawl's unless one is; raise
+    ``FingerprinterChanged`` when another one is."""
+    stored = await record_once(part.redis, part.keys.fingerprinter, fingerprinter)
+    if stored != fingerprinter:
+        raise FingerprinterChanged(spider, stored, fingerprinter)
 
 
 async def claim_dedup_mode(part: FrontierClient, spider: str) -> None:

@@ -44,6 +44,7 @@ class FrontierKeys:
     start_prefix: str  # + crawl id: which node writes a plain spider's start requests
     partitions: str  # the number of parts the crawl started with (read in part 0)
     dedup_mode: str  # the dedup the crawl started with (read in part 0: dedup_claim)
+    fingerprinter: str  # the REQUEST_FINGERPRINTER_CLASS it started with (part 0: dedup_claim)
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
@@ -74,6 +75,7 @@ class FrontierKeys:
             start_prefix=f"{tag}:start:",
             partitions=f"{tag}:partitions",
             dedup_mode=f"{tag}:dedup_mode",
+            fingerprinter=f"{tag}:fingerprinter",
             backlog=f"{tag}:backlog",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
@@ -127,6 +129,7 @@ class FrontierKeys:
             self.incidents,
             self.partitions,
             self.dedup_mode,
+            self.fingerprinter,
             self.backlog,
             self.legacy_queue,
             self.legacy_data,

@@ -46,7 +46,7 @@ from crawler.frontier.client import (
 )
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.dedup_bloom import BloomState
-from crawler.frontier.dedup_claim import claim_dedup_mode
+from crawler.frontier.dedup_claim import claim_dedup_mode, claim_fingerprinter
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.layout import check_layout
 from crawler.frontier.partitions import claim_partitions, part_of
@@ -57,9 +57,12 @@ FULL_DEPTH = 1000  # queued requests from which a part is asked as often as any 
 
 
 class PartitionedFrontier:
-    def __init__(self, spider: str, parts: Sequence[FrontierClient]) -> None:
+    def __init__(
+        self, spider: str, parts: Sequence[FrontierClient], fingerprinter: str = ""
+    ) -> None:
         self.spider = spider
         self.parts = tuple(parts)
+        self.fingerprinter = fingerprinter  # its class's path, recorded by claim ("": none)
         self.node_id = self.parts[0].node_id
         self.keys: FrontierKeys = self.parts[0].keys  # part 0: the counts, incidents, logs
         self.lost_writes = asyncio.Event()  # Redis lost writes it had answered, in any part
@@ -78,13 +81,15 @@ class PartitionedFrontier:
         *,
         dedup: DedupConfig,
         link_check: bool | None,
+        fingerprinter: str = "",
     ) -> PartitionedFrontier:
-        """The ``partitions`` parts of ``spider``'s frontier, on one Redis client."""
+        """The ``partitions`` parts of ``spider``'s frontier, on one Redis client;
+        ``fingerprinter``: the import path of the node's request fingerprinter's class."""
         parts = [
             FrontierClient(redis, keys, node_id, dedup, link_check=link_check)
             for keys in frontier_parts(spider, partitions)
         ]
-        return cls(spider, parts)
+        return cls(spider, parts, fingerprinter)
 
     @property
     def count(self) -> int:
@@ -112,12 +117,14 @@ class PartitionedFrontier:
         return grouped
 
     async def claim(self) -> None:
-        """Record the spider's number of parts and dedup mode, or raise ``PartitionsChanged``
-        or ``DedupChanged``; raise ``OldLayout`` for requests stored by an older version (once
-        per node)."""
+        """Record the spider's number of parts, dedup mode and fingerprinter, or raise
+        ``PartitionsChanged``, ``DedupChanged`` or ``FingerprinterChanged``; raise
+        ``OldLayout`` for requests stored by an older version (once per node)."""
         if not self._claimed:
             await claim_partitions(self.parts[0].redis, self.spider, self.count)
             await claim_dedup_mode(self.parts[0], self.spider)
+            if self.fingerprinter:
+                await claim_fingerprinter(self.parts[0], self.spider, self.fingerprinter)
             await check_layout(self.parts[0].redis, self.spider, [p.keys for p in self.parts])
             self._claimed = True
 

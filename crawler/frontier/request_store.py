@@ -66,6 +66,9 @@ class RequestStore:
     def __init__(self, crawler: Crawler, spider: Spider, *, compress: bool = True) -> None:
         assert crawler.request_fingerprinter is not None
         self.fingerprinter = crawler.request_fingerprinter
+        # what the crawl records (crawler.frontier.dedup_claim): its fingerprints are by this
+        kind = type(self.fingerprinter)
+        self.fingerprinter_path = f"{kind.__module__}.{kind.__qualname__}"
         self.spider = spider
         self.compress = compress  # FRONTIER_COMPRESS
         assert crawler.stats is not None

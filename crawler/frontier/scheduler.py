@@ -113,6 +113,7 @@ class LeasingScheduler:
             settings.partitions,
             dedup=settings.dedup,
             link_check=settings.link_check,
+            fingerprinter=self.store.fingerprinter_path,
         )
         self._admission = FrontierAdmission(
             self.crawler, self._client, self.settings, self.guard, on_refused=self.prefetch.clear
