@@ -27,6 +27,7 @@ from scrapy.utils.request import (
 from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
+from crawler.frontier.crawl_rules import RuleSignatures
 from crawler.scope import site_of
 from crawler.sessions.models import OWN_COOKIES_META
 from crawler.url_credentials import mask_secrets
@@ -70,6 +71,7 @@ class RequestStore:
         kind = type(self.fingerprinter)
         self.fingerprinter_path = f"{kind.__module__}.{kind.__qualname__}"
         self.spider = spider
+        self.rules = RuleSignatures(spider)  # a CrawlSpider's rules, by what they are
         self.compress = compress  # FRONTIER_COMPRESS
         assert crawler.stats is not None
         self.stats = crawler.stats
@@ -109,6 +111,7 @@ class RequestStore:
         for key in USER_DICTS:
             if fields.get(key):  # an empty one (cookies, most cb_kwargs) holds nothing to pack
                 fields[key] = packed(request.url, key, fields[key])
+        self.rules.mark(fields)
         left_out: list[str] = []
         if fields.get("dumps_kwargs"):  # a JsonRequest's json.dumps options
             fields["dumps_kwargs"], left_out = meta_objects.by_path(fields["dumps_kwargs"])
@@ -201,7 +204,9 @@ class RequestStore:
         for key in TUPLE_META:
             if meta and isinstance(meta.get(key), list):
                 meta[key] = as_tuple(meta[key])
-        return request_from_dict(fields, spider=self.spider)
+        request = request_from_dict(fields, spider=self.spider)
+        self.rules.resolve(request)
+        return request
 
 
 def packed(url: str, field: str, value: Any) -> Any:

@@ -1,0 +1,109 @@
+"""A ``CrawlSpider``'s rules through the frontier: a request names its rule by what the rule is.
+
+Scrapy's ``CrawlSpider`` sends the requests its rules make with ``meta['rule']``, the rule's
+position in ``rules``, and calls that rule's callback for the response. A request stored in
+Redis outlives the process that made it: after a redeploy that inserted or reordered rules, a
+stored request's position named another rule, whose callback scraped it (an audit: list pages
+scraped as items, 45 of 160 pages never fetched, the crawl "finished"). So the stored request
+also carries its rule's signature (``meta['_rule_signature']``: its callback, errback,
+``follow``, hooks and link extractor, hashed). The node that leases it finds the rule by that
+signature, wherever it now stands; a rule that is gone fails the request (``ValueError``: the
+frontier's ``decode/ValueError``, naming what to do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.spiders import CrawlSpider, Rule
+
+RULE_META = "rule"  # Scrapy's: the rule's position in the spider's rules
+SIGNATURE_META = "_rule_signature"  # the frontier's: what the rule is
+RULES_CALLBACK = "_callback"  # the callback CrawlSpider gives the requests its rules make
+MAX_DEPTH = 3  # how deep a link extractor's attributes are looked into
+
+
+class RuleSignatures:
+    """The signatures of one spider's rules (computed once each)."""
+
+    def __init__(self, spider: Spider) -> None:
+        rules: list[Rule] = (
+            list(getattr(spider, "_rules", ())) if isinstance(spider, CrawlSpider) else []
+        )
+        self.spider = spider.name
+        self.signatures = [signature(rule) for rule in rules]
+
+    def mark(self, fields: dict[str, Any]) -> None:
+        """Add the signature of its rule to a request's stored ``fields`` (``to_dict()``'s)
+        when one of the spider's rules made it."""
+        meta = fields.get("meta")
+        if fields.get("callback") != RULES_CALLBACK or not isinstance(meta, dict):
+            return
+        index = meta.get(RULE_META)
+        if isinstance(index, int) and 0 <= index < len(self.signatures):
+            fields["meta"] = {**meta, SIGNATURE_META: self.signatures[index]}
+
+    def resolve(self, request: Request) -> None:
+        """Point a leased request's ``meta['rule']`` at the rule that made it, where it is now;
+        ValueError when the spider no longer has that rule."""
+        wanted = request.meta.pop(SIGNATURE_META, None)
+        if wanted is None:
+            return
+        index = request.meta.get(RULE_META)
+        if isinstance(index, int) and wanted == dict(enumerate(self.signatures)).get(index):
+            return  # where it was: the usual case
+        found = [at for at, known in enumerate(self.signatures) if known == wanted]
+        if len(found) != 1:
+            raise ValueError(
+                f"the request was made by rule {index} of {self.spider}'s rules as they were "
+                "when it was queued, and this node's rules have no such rule any more (a new "
+                "version changed or removed it): keep the rule until the queue no longer holds "
+                "its requests, then `crawler failed <spider> retry` those that failed"
+            )
+        request.meta[RULE_META] = found[0]
+
+
+def signature(rule: Rule) -> str:
+    """What a rule is, hashed: its callback, errback, hooks, follow and link extractor."""
+    described = (
+        _name(rule.callback),
+        _name(rule.errback),
+        _name(rule.process_links),
+        _name(rule.process_request),
+        rule.follow,
+        _stable(rule.cb_kwargs, 0),
+        type(rule.link_extractor).__qualname__,
+        _stable(vars(rule.link_extractor), 0) if hasattr(rule.link_extractor, "__dict__") else "",
+    )
+    return hashlib.sha1(repr(described).encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _name(value: object) -> str:
+    return "" if value is None else str(getattr(value, "__qualname__", value))
+
+
+def _stable(value: object, depth: int) -> object:
+    """``value`` as what stays the same across processes (patterns, names, plain values)."""
+    if isinstance(value, re.Pattern):
+        return value.pattern
+    if value is None or isinstance(value, (str, int, float, bool, bytes)):
+        return value
+    if isinstance(value, (set, frozenset, list, tuple, dict)):
+        return _stable_container(value, depth)
+    if callable(value):
+        return _name(value) if hasattr(value, "__qualname__") else type(value).__qualname__
+    if depth < MAX_DEPTH and hasattr(value, "__dict__"):
+        return (type(value).__qualname__, _stable(vars(value), depth + 1))
+    return type(value).__qualname__
+
+
+def _stable_container(value: Collection[Any], depth: int) -> object:
+    if isinstance(value, dict):
+        return sorted((str(key), repr(_stable(item, depth + 1))) for key, item in value.items())
+    if isinstance(value, (set, frozenset)):  # no order of its own
+        return sorted(repr(_stable(item, depth + 1)) for item in value)
+    return [_stable(item, depth + 1) for item in value]
