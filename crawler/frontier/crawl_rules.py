@@ -6,8 +6,8 @@ Redis outlives the process that made it: after a redeploy that inserted or reord
 stored request's position named another rule, whose callback scraped it (an audit: list pages
 scraped as items, 45 of 160 pages never fetched, the crawl "finished"). So the stored request
 also carries its rule's signature (``meta['_rule_signature']``: its callback, errback,
-``follow``, hooks and link extractor, hashed). The node that leases it finds the rule by that
-signature, wherever it now stands; a rule that is gone fails the request (``ValueError``: the
+``follow``, hooks and link extractor's arguments, hashed). The node that leases it finds the
+rule by that signature, wherever it now stands; a rule that is gone fails the request (``ValueError``: the
 frontier's ``decode/ValueError``, naming what to do).
 """
 
@@ -19,12 +19,23 @@ from collections.abc import Collection
 from typing import Any
 
 from scrapy import Request, Spider
+from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule
 
 RULE_META = "rule"  # Scrapy's: the rule's position in the spider's rules
 SIGNATURE_META = "_rule_signature"  # the frontier's: what the rule is
 RULES_CALLBACK = "_callback"  # the callback CrawlSpider gives the requests its rules make
 MAX_DEPTH = 3  # how deep a link extractor's attributes are looked into
+# what Scrapy's LinkExtractor keeps of the arguments a spider gives it (restrict_css as xpaths)
+EXTRACTOR_ARGUMENTS = (
+    "allow_res",
+    "deny_res",
+    "allow_domains",
+    "deny_domains",
+    "restrict_xpaths",
+    "restrict_text",
+    "canonicalize",
+)
 
 
 class RuleSignatures:
@@ -77,9 +88,18 @@ def signature(rule: Rule) -> str:
         rule.follow,
         _stable(rule.cb_kwargs, 0),
         type(rule.link_extractor).__qualname__,
-        _stable(vars(rule.link_extractor), 0) if hasattr(rule.link_extractor, "__dict__") else "",
+        _stable(_given(rule.link_extractor), 0),
     )
     return hashlib.sha1(repr(described).encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _given(extractor: object) -> dict[str, Any]:
+    """What a link extractor was given: Scrapy's by the arguments a spider sets (not its
+    defaults, such as ``deny_extensions``' list, which a Scrapy upgrade may change), another's
+    by its public attributes."""
+    held = getattr(extractor, "__dict__", {})
+    names = EXTRACTOR_ARGUMENTS if isinstance(extractor, LinkExtractor) else held
+    return {name: held.get(name) for name in names if not name.startswith("_")}
 
 
 def _name(value: object) -> str:
