@@ -142,6 +142,7 @@ class NodeDownloadHandler(BaseDownloadHandler):
         # schemes whose project handler is scrapy-playwright's: it renders their browser requests
         self.project_renders = {scheme for scheme, path in self.paths.items() if renders(path)}
         self.browser_enabled = get_bool(crawler.settings, "BROWSER_ENABLED")
+        self.said_disabled = False  # a browser request was fetched without it, and said
         self.browser: Any = None  # ScrapyPlaywrightDownloadHandler once started
         self.start_lock = asyncio.Lock()
         self.politeness: ClusterRateLimitMiddleware | None = None
@@ -178,11 +179,7 @@ class NodeDownloadHandler(BaseDownloadHandler):
         if (pacing := self.pacing()) is not None:
             await pacing.pace(request)
         scheme = urlparse_cached(request).scheme
-        if (
-            self.browser_enabled
-            and request.meta.get("playwright")
-            and scheme not in self.project_renders
-        ):
+        if self.renders(request, scheme):
             browser = await self.started_browser()
             response: Response = await browser.download_request(request)
             return response
@@ -196,6 +193,27 @@ class NodeDownloadHandler(BaseDownloadHandler):
             response = await maybe_deferred_to_future(deferred)
         assert isinstance(response, Response)
         return response
+
+    def renders(self, request: Request, scheme: str) -> bool:
+        """Whether the node's browser renders ``request``: it asks for one (scrapy-playwright's
+        ``playwright`` meta) and no project handler of its scheme renders it. One that asks
+        (or has the ``browser`` meta) while ``BROWSER_ENABLED`` is off is fetched without it:
+        counted (``browser/disabled``) and said once."""
+        asks = request.meta.get("playwright") or request.meta.get("browser")
+        if not asks or scheme in self.project_renders:
+            return False
+        if self.browser_enabled:
+            return bool(request.meta.get("playwright"))
+        self.stats.inc_value("browser/disabled")
+        if not self.said_disabled:
+            self.said_disabled = True
+            logger.warning(
+                "Request %s asks for a browser, but BROWSER_ENABLED is off: it and every such "
+                "request are downloaded without one (their pages' scripts do not run; "
+                "browser/disabled counts them). Set BROWSER_ENABLED=True to render them",
+                request.url,
+            )
+        return False
 
     async def started_browser(self) -> Any:
         """scrapy-playwright's handler, built and started on the first call."""
