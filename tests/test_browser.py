@@ -172,6 +172,7 @@ def test_a_retried_request_that_took_its_page_gets_a_new_one_and_the_old_one_is_
     log = (tmp_path / "node-0.log").read_text()
     assert "'retry/count': 1" in log
     assert "'frontier/playwright_page_closed': 1" in log
+    assert log.count("holds a live browser page (meta playwright_page") == 1
     assert "'playwright/page_count': 2" in log
     assert "'playwright/page_count/max_concurrent': 1" in log  # the first one was closed
 

@@ -5,17 +5,21 @@ A request rendered with ``playwright_include_page`` carries its page object in m
 standalone, scrapy-playwright renders the copy in that page. A stored request cannot hold it:
 the scheduler takes it out of the request's meta (the request gets a new page on whichever node
 fetches it, handed to its callback as usual) and closes it, so it holds no page slot of the node
-(``frontier/playwright_page_closed``).
+(``frontier/playwright_page_closed``), with a warning the first time: a spider that hands its
+page to a new request to go on in it (state a script set, a page scrolled) gets a fresh one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from scrapy import Request
 from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
 
 PAGE_META = "playwright_page"
 
@@ -24,6 +28,7 @@ class LivePages:
     def __init__(self, stats: StatsCollector) -> None:
         self.stats = stats
         self._closing: set[asyncio.Task[None]] = set()
+        self._said = False
 
     def take(self, request: Request) -> None:
         """Take the live page out of ``request``'s meta, if it has one, and close it."""
@@ -31,6 +36,16 @@ class LivePages:
         if page is None:
             return
         self.stats.inc_value("frontier/playwright_page_closed")
+        if not self._said:
+            self._said = True
+            logger.warning(
+                "Request %s holds a live browser page (meta playwright_page, a retry's or "
+                "redirect's copy, or a page handed on): the frontier cannot store it, so the "
+                "page is closed and the request gets a new one wherever it is fetched, without "
+                "what the old page held (what its scripts set, where it was scrolled to); "
+                "frontier/playwright_page_closed counts them, logged once",
+                request.url,
+            )
         task = asyncio.ensure_future(_close(page))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
