@@ -284,6 +284,16 @@ class ClusterAddon:
         }
         given = settings.getpriority("PLAYWRIGHT_LAUNCH_OPTIONS") or 0
         settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", launch, max(given, SETTINGS_PRIORITIES["addon"]))
+        # a persistent context (user_data_dir) is launched from its own arguments alone
+        named = get_dict(settings, "PLAYWRIGHT_CONTEXTS")
+        persistent = {
+            name: {**{key: launch[key] for key in ("executable_path", "headless")}, **given_kwargs}
+            for name, given_kwargs in named.items()
+            if isinstance(given_kwargs, dict) and "user_data_dir" in given_kwargs
+        }
+        if persistent:
+            priority = max(settings.getpriority("PLAYWRIGHT_CONTEXTS") or 0, given)
+            settings.set("PLAYWRIGHT_CONTEXTS", {**named, **persistent}, priority)
         if why := missing_browser(launch):
             logger.warning("%s", why)
         settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")

@@ -108,6 +108,28 @@ def test_the_browser_settings_keep_what_scrapy_playwright_users_give() -> None:
     }
 
 
+def test_a_persistent_context_is_launched_with_the_node_s_chromium() -> None:
+    """scrapy-playwright launches a context with a ``user_data_dir`` on its own, from the
+    context's arguments, not PLAYWRIGHT_LAUNCH_OPTIONS: every browser request failed with
+    "Executable doesn't exist at /root/.cache/ms-playwright/..." (an audit), where standalone
+    scrapy-playwright went on with its default context."""
+    contexts = {
+        "persist": {"user_data_dir": "/tmp/profile"},
+        "own": {"user_data_dir": "/tmp/other", "executable_path": "/opt/chrome", "headless": False},
+        "plain": {"user_agent": "x"},
+    }
+    given = browser_settings({"PLAYWRIGHT_CONTEXTS": contexts}).getdict("PLAYWRIGHT_CONTEXTS")
+    assert given == {
+        "persist": {
+            "user_data_dir": "/tmp/profile",
+            "executable_path": "/usr/bin/chromium",
+            "headless": True,
+        },
+        "own": contexts["own"],  # yours win
+        "plain": {"user_agent": "x"},  # launched by the browser, with its launch options
+    }
+
+
 def test_a_missing_chromium_is_named_at_start_and_no_browser_is_started(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
