@@ -420,6 +420,20 @@ def test_a_crawl_whose_start_requests_are_being_written_is_not_finished(
     assert (done["state"], done["start_writer"]) == ("finished", None)
 
 
+def test_seeds_pushed_for_a_spider_that_reads_none_are_no_work_left(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A plain spider (its start requests written: it is fed by start_urls or start(), not from
+    Redis) with a seed pushed to <spider>:start_urls: status said STALLED, work left, no live
+    node, for ever, asking for nodes that would never take it (an audit)."""
+    redis_client.lpush("pages:start_urls", "http://e.com/")
+    redis_client.hset(start_key(KEYS, "c1"), mapping={"state": "done", "node": "node-a"})
+    status = frontier_status(redis_client, "pages", "c1")
+    assert (status["state"], status["seeds_unread"]) == ("finished", 1)
+    text = render(status_with_nothing_else(status))
+    assert "1 seeds in pages:start_urls that no node reads (pages is not fed from Redis" in text
+
+
 def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

@@ -119,6 +119,31 @@ def test_a_login_a_browser_made_on_one_node_holds_in_every_node_s_browser(
     assert all(rendered), "a node rendered no page: the test shows nothing"
 
 
+def test_seeds_pushed_for_a_plain_spider_are_said_to_be_unread(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``lpush <spider>:start_urls`` for a plain Spider: the node crawled its start_urls, never
+    read the seed, and said nothing (an audit; ``crawler seed`` refuses such a spider)."""
+    redis_client.lpush("u_start:start_urls", "http://127.0.0.1:9/")
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {**USER_SETTINGS, "MAX_IDLE_TIME_BEFORE_CLOSE": "1", "FEEDS": "{}"}
+    with (
+        UserSite(2) as site,
+        running_nodes(
+            1,
+            workdir=tmp_path,
+            env=env,
+            settings=settings,
+            spider="u_start",
+            arguments={"site": site.base_url},
+        ) as nodes,
+    ):
+        assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
+    log = (tmp_path / "node-0.log").read_text()
+    assert "1 seeds wait in u_start:start_urls, but u_start is not fed from Redis" in log
+    assert "'seeds/unread': 1" in log
+
+
 def test_a_start_that_raises_crawls_what_it_gave_and_the_nodes_close(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

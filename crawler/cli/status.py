@@ -64,6 +64,9 @@ class FrontierStatus(TypedDict):
     # stored by an older version, which nodes refuse until `crawler migrate`
     state: State
     start_writer: str | None  # the node writing a plain spider's start requests (not done yet)
+    # seeds in the seed key of a spider fed by start_urls or start() (its start requests
+    # claimed): no node reads them, so they are no work left
+    seeds_unread: int
 
 
 class SpiderStatus(FrontierStatus):
@@ -115,13 +118,15 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     totals, recent = ledger["totals"], ledger["recent"]
     finished = totals.get("done", 0) + totals.get("failed", 0)
     remaining = snapshot["queued"] + snapshot["leased"]
-    # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
-    # them) are work left: their requests are not in the frontier yet.
-    seeds = snapshot["seeds_waiting"] + snapshot["seeds_held"]
     # A plain spider's start requests claimed by a node and not all written: work left too
     # (until its claim expires, when its node died: then another node writes them).
     writing, writer = client.hmget(start_key(admin.parts[0], crawl_id), "state", "node")
     start_writer = text(writer) if writing == b"writing" and writer else None
+    # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
+    # them) are work left: their requests are not in the frontier yet; unless the spider is
+    # fed by start_urls or start() (its start requests were claimed): then none reads them.
+    unread = snapshot["seeds_waiting"] if writing in (b"writing", b"done") else 0
+    seeds = snapshot["seeds_waiting"] - unread + snapshot["seeds_held"]
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
     # not yet expired: it makes no rate and no ETA
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
@@ -165,6 +170,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         paused=paused,
         state=state,
         start_writer=start_writer,
+        seeds_unread=unread,
     )
 
 

@@ -168,6 +168,13 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
             f", start requests: being written by {status['start_writer']}"
             if status["start_writer"]
             else ""
+        )
+        + (
+            f" ({status['seeds_unread']} seeds in {snap['seeds_key']} that no node reads "
+            f"({snap['spider']} is not fed from Redis: its start_urls or start() are its start "
+            "requests): not work left)"
+            if status["seeds_unread"]
+            else ""
         ),
         f"  rates          {status['pages_per_minute']} pages/min,"
         f" {status['delivered_per_minute']} items delivered/min,"

@@ -142,3 +142,12 @@ class SeedQueue:
     async def pending_requests(self) -> int:
         """Requests queued or leased by any node in the shared frontier."""
         return await pending_requests(self._client, self.keys.frontier)
+
+
+async def seed_count(client: AsyncRedis, key: str) -> int:
+    """The seeds waiting in ``key``, whatever its type (list, set or sorted set; 0 else)."""
+    kind = text(await client.type(key))
+    counts = {"list": client.llen, "set": client.scard, "zset": client.zcard}
+    if kind not in counts:
+        return 0
+    return int(await counts[kind](key))

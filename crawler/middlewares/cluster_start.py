@@ -44,6 +44,8 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
 from crawler.frontier.pending import pending_requests
+from crawler.frontier.seed_queue import seed_count
+from crawler.frontier.seed_settings import seed_key_names
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
@@ -108,6 +110,7 @@ class ClusterStartMiddleware:
         assert spider is not None
         if not await self.context.frontier_open():
             return  # the scheduler refused this node (and says why): write no start request
+        await self._say_unread_seeds(spider)
         claim = self._claim(spider)
         arguments = self._spider_arguments()
         take = functools.partial(claim.claim, arguments)
@@ -187,6 +190,25 @@ class ClusterStartMiddleware:
             logger.warning("The start-request claim expired while writing: another node redoes it")
         if failed is not None:
             raise failed
+
+    async def _say_unread_seeds(self, spider: Spider) -> None:
+        """Seeds pushed to the spider's seed key, which a spider not fed from Redis never reads
+        (``redis-cli lpush <spider>:start_urls`` works with a ``RedisSpider`` only): said."""
+        key, _ = seed_key_names(self.crawler.settings, spider)
+        waiting = await self.guard.run(lambda: seed_count(self._redis, key))
+        if waiting:
+            assert self.crawler.stats is not None
+            self.crawler.stats.set_value("seeds/unread", waiting)
+            logger.warning(
+                "%d seeds wait in %s, but %s is not fed from Redis (its start requests are its "
+                "start_urls or start()): no node reads them. To crawl them, make it a "
+                "RedisSpider (crawler.spiders.base.RedisSpider, or scrapy-redis's); else "
+                "delete the key (`crawler purge %s` ends the crawl and deletes it)",
+                waiting,
+                key,
+                spider.name,
+                spider.name,
+            )
 
     def _spider_arguments(self) -> str:
         """This node's spider arguments as the claim records them ('': not known, as when the
