@@ -67,7 +67,7 @@ class ClusterStartMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         require_leasing_scheduler(crawler)
         if issubclass(crawler.spidercls, RedisSpider):
-            raise NotConfigured("RedisSpider reads its seeds itself")
+            raise NotConfigured  # it reads its seeds itself: nothing to say (Scrapy says none)
         self.crawler = crawler
         settings = crawler.settings
         self.max_idle = get_float(settings, "MAX_IDLE_TIME_BEFORE_CLOSE")
