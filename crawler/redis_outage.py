@@ -23,7 +23,11 @@ from redis.exceptions import (
     MasterDownError,
     OutOfMemoryError,
     ReadOnlyError,
+    RedisClusterException,
+    RedisClusterUnreachableError,
+    RedisError,
     ResponseError,
+    SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -46,9 +50,17 @@ _OUTAGE_CODES: Final = {
     "NOREPLICAS": "noreplicas",
 }
 
+# What a Redis command may raise: redis-py's cluster client has exceptions of its own, which are
+# no RedisError (RedisClusterUnreachableError, SlotNotCoveredError...)
+REDIS_FAILURES: Final = (RedisError, RedisClusterException)
+
 # Classes redis-py maps a reply to (it strips the code from the message), most specific first.
 _OUTAGE_CLASSES: Final[tuple[tuple[type[BaseException], str], ...]] = (
     (BusyLoadingError, "loading"),  # a ConnectionError subclass
+    # a Redis Cluster whose nodes none answered (redis-py's own class, no ConnectionError)
+    (RedisClusterUnreachableError, "connection"),
+    # a slot no master serves, for a moment during a failover (a RedisClusterException)
+    (SlotNotCoveredError, "clusterdown"),
     (RedisTimeoutError, "timeout"),
     (RedisConnectionError, "connection"),
     (OutOfMemoryError, "oom"),

@@ -19,7 +19,12 @@ import orjson
 import pytest
 import redis
 import redis.asyncio
-from redis.exceptions import ResponseError
+from redis.exceptions import (
+    RedisClusterException,
+    RedisClusterUnreachableError,
+    ResponseError,
+    SlotNotCoveredError,
+)
 
 from crawler.cli.main import main
 from crawler.demo.nodes import start_node, stop_node
@@ -100,6 +105,20 @@ def test_a_command_error_is_not_an_outage(redis_url: str) -> None:
 
 
 @pytest.mark.slow
+def test_a_cluster_no_node_of_which_answers_is_an_outage() -> None:
+    """redis-py's cluster client raises its own exceptions, no ConnectionError: a few seconds
+    with no cluster node reachable failed a download, killed the frontier's write (its pages'
+    leases held for ever, pages never crawled) and its heartbeat (an audit), and a node started
+    before its cluster answered never crawled."""
+    unreachable = RedisClusterUnreachableError("Redis Cluster cannot be connected")
+    assert outage_reason(unreachable) == "connection"
+    assert outage_reason(SlotNotCoveredError('Slot "7" is not covered by the cluster.')) == (
+        "clusterdown"
+    )
+    # deterministic cluster errors are bugs or settings, not outages
+    assert outage_reason(RedisClusterException("all keys must map to the same key slot")) is None
+
+
 def test_redis_at_maxmemory_for_20s_mid_crawl_pauses_and_loses_nothing(
     own_redis: RedisServer,
     kafka_bootstrap: str,

@@ -7,14 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-import redis
-from redis.exceptions import RedisClusterException
 from scrapy.settings import Settings
 
 from crawler.cli.spiders import spider_facts
 from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.redis_url import RedisConfig
 from crawler.scrapy_redis_compat import redis_url_setting
 from crawler.settings_values import get_float
@@ -72,7 +71,7 @@ def redis_config(args: argparse.Namespace) -> RedisConfig:
 
 
 # What redis-py raises when Redis does not answer (its ConnectionError is no OSError).
-REDIS_ERRORS = (redis.RedisError, RedisClusterException)
+REDIS_ERRORS = REDIS_FAILURES
 # seconds a command waits for one Redis answer (a frozen Redis, which keeps its sockets, held a
 # command until it came back)
 CLI_TIMEOUT = 30.0

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -30,6 +29,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawler.frontier.keys import frontier_parts
 from crawler.node_context import NodeContext
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ async def read_cluster(
     calls = (script(keys=[keys.queue_count, keys.nodes]) for keys in parts)
     try:  # one short command per part and interval: skipped, not queued, behind a dead Redis
         replies = await asyncio.wait_for(asyncio.gather(*calls), timeout)
-    except (RedisError, OSError, TimeoutError) as exc:
+    except (*REDIS_FAILURES, OSError, TimeoutError) as exc:
         logger.debug("Cluster stats: Redis did not answer: %s", exc)
         return None
     return sum(int(depth) for depth, _ in replies), int(replies[0][1])

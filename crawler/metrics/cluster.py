@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
-
 from crawler.frontier.keys import frontier_parts
 from crawler.redis_connection import SyncRedis
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.sessions.census import count_sessions
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import Health
@@ -61,7 +60,7 @@ class ClusterReader:
             queue, leases, expired = (sum(int(c[i]) for c in counts) for i in range(3))
             live = counts[0][3]
             census = count_sessions(self._client, self._sessions) if self._sessions else None
-        except (redis.RedisError, OSError):
+        except (*REDIS_FAILURES, OSError):
             return None
         sessions = (
             {health.value: census["by_health"].get(health.value, 0) for health in Health}
@@ -73,7 +72,7 @@ class ClusterReader:
     def ping(self) -> bool:
         try:
             return bool(self._client.ping())
-        except (redis.RedisError, OSError):
+        except (*REDIS_FAILURES, OSError):
             return False
 
     def close(self) -> None:

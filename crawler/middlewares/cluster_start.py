@@ -37,7 +37,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from redis.exceptions import RedisError
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
@@ -52,7 +51,7 @@ from crawler.middlewares.start_items import StartItems
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
-from crawler.redis_outage import GaveUp, outage_reason
+from crawler.redis_outage import REDIS_FAILURES, GaveUp, outage_reason
 from crawler.settings_values import get_float, get_int
 from crawler.signals import cluster_idle, frontier_flush, move_user_idle_handlers, send_idle
 from crawler.spiders.base import RedisSpider
@@ -239,7 +238,7 @@ class ClusterStartMiddleware:
             await asyncio.sleep(self.lease_ms / 3000)
             try:
                 await claim.refresh()
-            except RedisError as exc:
+            except REDIS_FAILURES as exc:
                 if outage_reason(exc) is None:
                     raise
                 # Redis away: the next refresh tries again (the guard logs outages)

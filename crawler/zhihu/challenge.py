@@ -19,9 +19,8 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Protocol
 
-from redis.exceptions import RedisError
-
 from crawler.redis_connection import AsyncRedis
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.sessions import (
     Cookie,
     LoginLease,
@@ -98,7 +97,7 @@ class ChallengeResolver:
         challenged request to ``url`` carried). Raises :class:`ChallengeFailed`."""
         try:
             return await self._resolve(platform, account, url, sent)
-        except (RedisError, SessionError) as exc:
+        except (*REDIS_FAILURES, SessionError) as exc:
             raise ChallengeFailed("store", f"{type(exc).__name__}: {exc}") from None
 
     async def _resolve(self, platform: str, account: str, url: str, sent: str | None) -> Outcome:

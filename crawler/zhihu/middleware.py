@@ -32,7 +32,6 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-from redis.exceptions import RedisError
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -46,6 +45,7 @@ from crawler.middlewares.sessions import (
     PIN_META,
     SharedSessionMiddleware,
 )
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.sessions import (
     Cookie,
     MemoryLoginLease,
@@ -167,7 +167,7 @@ class ZhihuApiMiddleware:
             if session is None or any(known.name == D_C0 for known in session.cookies):
                 return
             await sessions.store.merge_cookies(str(platform), account, [cookie])
-        except (RedisError, SessionError) as exc:
+        except (*REDIS_FAILURES, SessionError) as exc:
             logger.warning("d_c0 not restored to the %s session of %s: %s", platform, account, exc)
             return
         self.stats.inc_value("zhihu/d_c0/restored")
