@@ -204,3 +204,30 @@ def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(
     for keys in parts:
         assert cluster.scard(keys.dupefilter) == 40  # one site per part, on its own master
     cluster.close()
+
+
+def test_a_frontier_check_that_fails_for_good_refuses_the_node_not_hangs_it(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    topic_template: str,
+    tmp_path: Path,
+) -> None:
+    """An error of the start's frontier check that is no outage (here the crawl's record of
+    its part count is of another Redis type) ended the check's task: the node waited for its
+    result for ever, crawling nothing (an audit met it with a cluster not yet reachable)."""
+    redis_client.rpush(frontier_parts(SPIDER, 1)[0].partitions, "4")
+    with Site(5) as site:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+        with running_nodes(
+            1,
+            workdir=tmp_path,
+            env=env,
+            settings=node_settings(topic_template, 2),
+            spider=SPIDER,
+            arguments={"sites": site.base_url},
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
+    text = (tmp_path / "node-0.log").read_text()
+    assert "Node refused: checking the frontier failed: ResponseError: WRONGTYPE" in text
+    assert "'frontier/refused/refused': 1" in text

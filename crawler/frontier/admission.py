@@ -34,7 +34,7 @@ from crawler.frontier.refusal import BacklogUnread, FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.topics import topic_from_template
 from crawler.node_context import NodeContext
-from crawler.redis_outage import OutageGuard
+from crawler.redis_outage import GaveUp, OutageGuard
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,14 @@ class FrontierAdmission:
                 await self.guard.run(self._check_no_backlog)
         except FrontierRefused as exc:
             self.refuse(exc)
+            return
+        except Exception as exc:  # not an outage, which the guard waits out: it will not pass
+            if isinstance(exc, GaveUp):  # the node stops meanwhile
+                raise
+            logger.exception("Checking the frontier of %s failed", self.client.spider)
+            self.refuse(
+                FrontierRefused(f"checking the frontier failed: {type(exc).__name__}: {exc}")
+            )
             return
         self.context.frontier_checked(usable=True)
         if self.backlog is not None:
