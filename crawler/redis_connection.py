@@ -4,7 +4,6 @@ Scrapy imports). Every component that talks to Redis gets its client here."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Any, TypeAlias
 
 import redis
@@ -161,39 +160,3 @@ def server_time_ms(client: SyncRedis, key: str) -> int:
     """Redis server time (epoch milliseconds) of the server that holds ``key``."""
     seconds, micros = client.eval(_SERVER_TIME_SCRIPT, 1, key)
     return int(seconds) * 1000 + int(micros) // 1000
-
-
-def topology_problem(config: RedisConfig, timeout: float = 2.0) -> str | None:
-    """What is wrong when ``config`` names another topology than the server's (a Redis
-    Cluster URL for a lone server, a one-server URL for a node of a Cluster), or None; also
-    None when the server does not answer (the outage policy takes it from there) or is a
-    Sentinel's (whose master is found later). ``INFO cluster`` (and on a Cluster node
-    ``CLUSTER SLOTS``) to the first host, over TLS for ``rediss``."""
-    if config.topology is Topology.SENTINEL:
-        return None
-    # the first host alone, as one server (a Cluster URL's host may not be a Cluster's node)
-    first = replace(config, topology=Topology.SERVER, hosts=config.hosts[:1], db=0)
-    client = sync_client(first, socket_timeout=timeout, socket_connect_timeout=timeout)
-    assert isinstance(client, redis.Redis)  # one server's client
-    try:
-        enabled = client.info("cluster").get("cluster_enabled")
-        # one master holding every slot (a single-shard managed cluster) serves redis:// too
-        masters = len({tuple(slot[2][:2]) for slot in client.cluster("SLOTS")}) if enabled else 0
-    except redis.exceptions.RedisError:
-        return None
-    finally:
-        client.close()
-    if enabled is None:  # INFO without its cluster section: nothing to tell
-        return None
-    if config.topology is Topology.CLUSTER and not int(enabled):
-        return (
-            f"REDIS_URL={config.display} names a Redis Cluster, but the server there is not "
-            "one (cluster mode is not enabled): give a lone server as redis://host:port/db"
-        )
-    if config.topology is Topology.SERVER and masters > 1:
-        return (
-            f"REDIS_URL={config.display} names one server, but it is a node of a Redis Cluster "
-            f"of {masters} masters, each holding some keys (the others answer MOVED): give the "
-            "cluster as redis+cluster://host:port[,host:port...]"
-        )
-    return None

@@ -199,3 +199,24 @@ def test_a_seed_file_that_cannot_be_read_is_named_not_a_traceback(
     result = crawler_process("seed", "pages", "--file", path, "--redis", redis_url)
     refused(result)
     assert f"crawler seed: cannot read {path}:" in result.stderr, result.stderr
+
+
+def test_a_url_of_another_topology_is_named_not_answered_wrongly(redis_cluster_url: str) -> None:
+    """``--redis redis://<a cluster node>``: status said "No spider state in this Redis
+    database." (exit 0) while the cluster held live crawls; seed, purge and queue printed a
+    MovedError traceback (an audit)."""
+    host = redis_cluster_url.split("://", 1)[1].split(",", 1)[0].split("/", 1)[0]
+    for command in (("status",), ("queue", "pages"), ("seed", "pages", "http://a.test/")):
+        result = crawler_process(*command, "--redis", f"redis://{host}/0")
+        refused(result)
+        assert "names one server, but it is a node of a Redis Cluster" in result.stderr
+
+
+def test_a_redis_error_after_the_first_answer_is_one_line(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A master lost mid-command (between the check and a later call) printed a traceback."""
+    redis_client.set("{pages}:queue:levels", "not a sorted set")  # every read of it fails
+    result = crawler_process("queue", "pages", "--redis", redis_url)
+    refused(result)
+    assert "crawler queue: Redis failed: ResponseError: WRONGTYPE" in result.stderr

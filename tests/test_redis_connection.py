@@ -17,9 +17,11 @@ from scrapy.settings import Settings
 
 from crawler.addon import ClusterAddon
 from crawler.demo.site import Site
+from crawler.devservices import RedisServer
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import async_client, sync_client, topology_problem
+from crawler.redis_checks import topology_problem
+from crawler.redis_connection import async_client, sync_client
 from crawler.redis_url import RedisConfig, TlsOptions, Topology, redact_url
 from settings.resolve import resolve_settings
 from tests.cluster import crawl_into_kafka
@@ -328,3 +330,37 @@ def test_the_topology_check_speaks_tls_to_a_tls_server(redis_tls_url: str) -> No
     assert "names a Redis Cluster, but the server there is not one" in (
         topology_problem(as_cluster) or ""
     )
+
+
+def test_credentials_the_server_refuses_stop_the_start_naming_the_url(
+    own_redis: RedisServer,
+) -> None:
+    """A wrong or missing password retried for ever, one WARNING per component ("Redis
+    unavailable (connection)"), as if Redis were away (an audit): refused at start."""
+    port = own_redis.config.port
+    client = redis.Redis(port=port)
+    client.config_set("requirepass", "s3cret")
+    client.close()
+    for url in (f"redis://127.0.0.1:{port}/0", f"redis://:wrong@127.0.0.1:{port}/0"):
+        problem = topology_problem(RedisConfig.from_url(url)) or ""
+        assert f"REDIS_URL=redis://127.0.0.1:{port}/0: the server at 127.0.0.1:{port}" in problem
+        assert "refused the URL's credentials" in problem
+        assert "wrong" not in problem and "s3cret" not in problem
+    assert topology_problem(RedisConfig.from_url(f"redis://:s3cret@127.0.0.1:{port}/0")) is None
+
+
+def test_a_sentinel_given_as_a_server_or_an_unknown_master_name_stops_the_start(
+    redis_sentinel_url: str,
+) -> None:
+    """A server URL at a Sentinel's port started, then failed every command ("unknown
+    command 'SCAN'"); a master name the Sentinel does not monitor retried for ever ("No master
+    found for 'nosuchmaster'") (an audit)."""
+    config = RedisConfig.from_url(redis_sentinel_url)
+    host, port = config.hosts[0]
+    as_server = topology_problem(RedisConfig.from_url(f"redis://{host}:{port}/0")) or ""
+    assert "names one server, but the server there is a Redis Sentinel" in as_server
+    assert "redis+sentinel://" in as_server
+    unknown = topology_problem(replace(config, service="nosuchmaster")) or ""
+    assert "names the master 'nosuchmaster', which the Sentinel at" in unknown
+    assert f"does not monitor (it monitors: {config.service})" in unknown
+    assert topology_problem(config) is None

@@ -12,6 +12,7 @@ from scrapy.settings import Settings
 from crawler.cli.spiders import spider_facts
 from crawler.frontier.admin import FrontierAdmin
 from crawler.kafka.config import security_setting
+from crawler.redis_checks import topology_problem
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
 from crawler.redis_outage import REDIS_FAILURES
 from crawler.redis_url import RedisConfig
@@ -82,8 +83,17 @@ def no_answer(config: RedisConfig, exc: Exception) -> SystemExit:
     return SystemExit(f"Redis at {config.display} does not answer: {exc}")
 
 
-def redis_client(args: argparse.Namespace) -> SyncRedis:
+def checked_config(args: argparse.Namespace) -> RedisConfig:
+    """The command's Redis, unless its URL names another topology than the server's or
+    credentials the server refuses (``crawler.redis_checks``: the command ends saying so)."""
     config = redis_config(args)
+    if problem := topology_problem(config, timeout=5.0):
+        raise SystemExit(problem)
+    return config
+
+
+def redis_client(args: argparse.Namespace) -> SyncRedis:
+    config = checked_config(args)
     client: SyncRedis | None = None
     try:
         client = sync_client(
@@ -99,7 +109,7 @@ def redis_client(args: argparse.Namespace) -> SyncRedis:
 
 async def async_redis_client(args: argparse.Namespace) -> AsyncRedis:
     """``redis_client`` for asyncio commands: a client of Redis that answered a ping."""
-    config = redis_config(args)
+    config = checked_config(args)
     client: AsyncRedis | None = None
     try:
         client = async_client(config, socket_connect_timeout=5)

@@ -22,6 +22,7 @@ from crawler.cli import (
     status,
     top,
 )
+from crawler.redis_outage import REDIS_FAILURES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,13 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a command. A ``ValueError`` out of it is a setting the settings objects it builds
     refuse (``SeedSettings``, ``PurgeSettings``, ``settings_values``' typed reads): its
     message names the setting and what is wrong, and ends the command (exit 1), as a bad
-    ``--redis`` URL does."""
+    ``--redis`` URL does; so does a Redis error after Redis first answered (a master down
+    mid-command), in one line."""
     args = parse(argv)
     try:
         code = int(args.run(args))
         sys.stdout.flush()
     except ValueError as exc:
         print(f"crawler {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except REDIS_FAILURES as exc:  # after its first answer: a master down, a failover
+        print(f"crawler {args.command}: Redis failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
