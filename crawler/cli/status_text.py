@@ -200,6 +200,11 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         lines.append(
             f"  items lost     {errored} (a pipeline raised: 'Error processing' in the node logs)"
         )
+    if unstored := totals.get("unstored", 0):
+        lines.append(
+            f"  not stored     {unstored} requests (a value Redis cannot hold: 'Request not "
+            "enqueued' in the node logs)"
+        )
     if status["spooled"]:
         lines.append(f"  spool          {spool_text(status)}")
     lines += completeness_lines(totals)

@@ -41,6 +41,7 @@ SUMMED_FIELDS = {
     "requeued": ("frontier/requeued/",),
     "lease_lost": ("frontier/lease_lost/",),
     "items/errored": ("pipeline/item_error/",),  # lost: a pipeline raised on them
+    "unstored": ("frontier/unserializable",),  # requests not enqueued: Redis cannot hold them
     # spooled messages a replay took out of the spool: delivered, or dead-lettered
     "items/replayed": ("kafka/replayed", "kafka/replay_dead_lettered"),
 }
