@@ -428,3 +428,24 @@ def test_a_node_with_other_spider_arguments_than_the_start_writer_is_warned(
         other = one_node(tmp_path / "other", arguments={"category": "b"})
     assert "were written by a node whose spider arguments were" in other.logs()
     assert "'category': 'b'" in other.logs()
+
+
+def test_a_node_whose_spider_has_other_start_urls_than_the_start_writer_is_warned(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """A redeploy that added start URLs resumed the crawl with an INFO line only: its new
+    start URLs were never crawled (an audit)."""
+    with UserSite(PAGES) as site:
+        one_node = partial(
+            cluster,
+            "u_start_urls",
+            site,
+            redis_url=redis_url,
+            kafka_bootstrap=kafka_bootstrap,
+            nodes=1,
+        )
+        first = one_node(tmp_path / "first")
+        again = one_node(tmp_path / "again")
+        other = one_node(tmp_path / "other", arguments={"more": "3"})
+    assert "other start_urls" not in first.logs() + again.logs()
+    assert "whose spider had other start_urls (1 URLs) than this node's (2)" in other.logs()

@@ -11,6 +11,7 @@ those already queued unless they are ``dont_filter``).
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 
 from crawler.frontier.keys import FrontierKeys
@@ -28,6 +29,16 @@ def start_key(keys: FrontierKeys, crawl_id: str) -> str:
     return f"{keys.start_prefix}{crawl_id}"
 
 
+def start_urls_digest(start_urls: object) -> str:
+    """A spider's ``start_urls`` as a claim records them: ``<count> <digest>`` ('' when it has
+    none, or they are not a list of URLs)."""
+    if not isinstance(start_urls, (list, tuple)) or not start_urls:
+        return ""
+    urls = [str(url) for url in start_urls]
+    digest = hashlib.sha1("\n".join(sorted(urls)).encode(), usedforsecurity=False)
+    return f"{len(urls)} {digest.hexdigest()[:16]}"
+
+
 class StartClaim:
     def __init__(self, client: AsyncRedis, key: str, node_id: str, lifetime_ms: int) -> None:
         self.key = key
@@ -39,11 +50,12 @@ class StartClaim:
         self._finish = client.register_script(script_text("crawler.frontier", "start_finish"))
         self._release = client.register_script(script_text("crawler.frontier", "start_release"))
 
-    async def claim(self, arguments: str = "") -> ClaimOutcome:
-        """Claim the writing; ``arguments``: the spider's arguments as this node was given them
-        (text, recorded with a claim won; '' for none known)."""
+    async def claim(self, arguments: str = "", start_urls: str = "") -> ClaimOutcome:
+        """Claim the writing; ``arguments``: the spider's arguments as this node was given them,
+        ``start_urls``: what its start_urls are (``start_urls_digest``); both text, recorded
+        with a claim won ('' for none known)."""
         outcome = await self._claim(
-            keys=[self.key], args=[self._node_id, self._lifetime_ms, arguments]
+            keys=[self.key], args=[self._node_id, self._lifetime_ms, arguments, start_urls]
         )
         return ClaimOutcome(outcome.decode() if isinstance(outcome, bytes) else str(outcome))
 
@@ -51,6 +63,12 @@ class StartClaim:
         """The spider arguments of the node that claimed the writing last (read only; None: not
         recorded)."""
         value = await self._client.hget(self.key, "arguments")
+        return None if value is None else text(value)
+
+    async def start_urls(self) -> str | None:
+        """What the start_urls of the node that claimed the writing last were (read only;
+        None: not recorded)."""
+        value = await self._client.hget(self.key, "start_urls")
         return None if value is None else text(value)
 
     async def written(self) -> bool:

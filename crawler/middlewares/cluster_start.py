@@ -36,7 +36,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
@@ -48,6 +47,7 @@ from crawler.frontier.seed_settings import seed_key_names
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
+from crawler.middlewares.start_writer import StartWriter
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
@@ -111,12 +111,12 @@ class ClusterStartMiddleware:
             return  # the scheduler refused this node (and says why): write no start request
         await self._say_unread_seeds(spider)
         claim = self._claim(spider)
-        arguments = self._spider_arguments()
-        take = functools.partial(claim.claim, arguments)
+        written_by = StartWriter(self.crawler.settings, spider)
+        take = functools.partial(claim.claim, written_by.arguments, written_by.start_urls)
         while (outcome := await self.guard.run(take)) is ClaimOutcome.HELD:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
-            await self._compare_arguments(claim, arguments, spider)
+            await written_by.compare(claim, self.guard, self.crawl_id)
             failed_after = await self.guard.run(claim.failed_after)
             if failed_after is None:
                 logger.info(
@@ -208,30 +208,6 @@ class ClusterStartMiddleware:
                 spider.name,
                 spider.name,
             )
-
-    def _spider_arguments(self) -> str:
-        """This node's spider arguments as the claim records them ('': not known, as when the
-        crawl is not started by ``scrapy crawl``/``runspider``)."""
-        if self.crawler.settings.get("CRAWLER_SPIDER_ARGUMENTS") is None:
-            return ""
-        given = self.crawler.settings.getdict("CRAWLER_SPIDER_ARGUMENTS")
-        return orjson.dumps(given, option=orjson.OPT_SORT_KEYS).decode()
-
-    async def _compare_arguments(self, claim: StartClaim, arguments: str, spider: Spider) -> None:
-        """Warn when the node that ran start() was given other spider arguments than this one."""
-        theirs = await self.guard.run(claim.arguments)
-        if not arguments or theirs is None or theirs == arguments:
-            return
-        logger.warning(
-            "The start requests of crawl %r were written by a node whose spider arguments were "
-            "%r; this node's are %r: start() is not run again with them. To crawl with these, "
-            "give the crawl another CRAWLER_CRAWL_ID (what the dedup has seen is kept), or run "
-            "`crawler purge %s` first",
-            self.crawl_id,
-            orjson.loads(theirs),
-            orjson.loads(arguments),
-            spider.name,
-        )
 
     async def _refresh(self, claim: StartClaim) -> None:
         while True:

@@ -32,9 +32,11 @@ def follow_all(response: Response) -> Iterator[scrapy.Request]:
 class StartUrlsSpider(scrapy.Spider):
     name = "u_start_urls"
 
-    def __init__(self, site: str = "", **kwargs: Any) -> None:
+    def __init__(self, site: str = "", more: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_urls = [f"{site}/p/0.html"]
+        if more:  # -a more=<n>: a version of the spider with one more start URL
+            self.start_urls.append(f"{site}/p/{more}.html")
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         yield page_item(response)
