@@ -49,6 +49,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.middlewares.politeness import ClusterRateLimitMiddleware
+from crawler.said_once import SaidOnce
 from crawler.settings_values import get_bool, get_dict
 
 logger = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ class NodeDownloadHandler(BaseDownloadHandler):
         # schemes whose project handler is scrapy-playwright's: it renders their browser requests
         self.project_renders = {scheme for scheme, path in self.paths.items() if renders(path)}
         self.browser_enabled = get_bool(crawler.settings, "BROWSER_ENABLED")
-        self.said_disabled = False  # a browser request was fetched without it, and said
+        self.said = SaidOnce(self.stats, logger)
         self.browser: Any = None  # ScrapyPlaywrightDownloadHandler once started
         self.start_lock = asyncio.Lock()
         self.politeness: ClusterRateLimitMiddleware | None = None
@@ -204,15 +205,13 @@ class NodeDownloadHandler(BaseDownloadHandler):
             return False
         if self.browser_enabled:
             return bool(request.meta.get("playwright"))
-        self.stats.inc_value("browser/disabled")
-        if not self.said_disabled:
-            self.said_disabled = True
-            logger.warning(
-                "Request %s asks for a browser, but BROWSER_ENABLED is off: it and every such "
-                "request are downloaded without one (their pages' scripts do not run; "
-                "browser/disabled counts them). Set BROWSER_ENABLED=True to render them",
-                request.url,
-            )
+        self.said.count(
+            "browser/disabled",
+            "Request %s asks for a browser, but BROWSER_ENABLED is off: it and every such "
+            "request are downloaded without one (their pages' scripts do not run; "
+            "browser/disabled counts them). Set BROWSER_ENABLED=True to render them",
+            request.url,
+        )
         return False
 
     async def started_browser(self) -> Any:

@@ -19,6 +19,8 @@ from typing import Any
 from scrapy import Request
 from scrapy.statscollectors import StatsCollector
 
+from crawler.said_once import SaidOnce
+
 logger = logging.getLogger(__name__)
 
 PAGE_META = "playwright_page"
@@ -26,26 +28,23 @@ PAGE_META = "playwright_page"
 
 class LivePages:
     def __init__(self, stats: StatsCollector) -> None:
-        self.stats = stats
         self._closing: set[asyncio.Task[None]] = set()
-        self._said = False
+        self.said = SaidOnce(stats, logger)
 
     def take(self, request: Request) -> None:
         """Take the live page out of ``request``'s meta, if it has one, and close it."""
         page = request.meta.pop(PAGE_META, None)
         if page is None:
             return
-        self.stats.inc_value("frontier/playwright_page_closed")
-        if not self._said:
-            self._said = True
-            logger.warning(
-                "Request %s holds a live browser page (meta playwright_page, a retry's or "
-                "redirect's copy, or a page handed on): the frontier cannot store it, so the "
-                "page is closed and the request gets a new one wherever it is fetched, without "
-                "what the old page held (what its scripts set, where it was scrolled to); "
-                "frontier/playwright_page_closed counts them, logged once",
-                request.url,
-            )
+        self.said.count(
+            "frontier/playwright_page_closed",
+            "Request %s holds a live browser page (meta playwright_page, a retry's or "
+            "redirect's copy, or a page handed on): the frontier cannot store it, so the "
+            "page is closed and the request gets a new one wherever it is fetched, without "
+            "what the old page held (what its scripts set, where it was scrolled to); "
+            "frontier/playwright_page_closed counts them, logged once",
+            request.url,
+        )
         task = asyncio.ensure_future(_close(page))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)

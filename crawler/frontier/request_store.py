@@ -28,6 +28,7 @@ from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.frontier.crawl_rules import RuleSignatures
+from crawler.said_once import SaidOnce
 from crawler.scope import site_of
 from crawler.sessions.models import OWN_COOKIES_META
 from crawler.url_credentials import mask_secrets
@@ -75,7 +76,7 @@ class RequestStore:
         self.compress = compress  # FRONTIER_COMPRESS
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self._warned: set[str] = set()  # the stats whose warning was logged (once each)
+        self.said = SaidOnce(self.stats, logger)
         self._rebuilt: set[type[Request]] = set()  # the classes a stored request was rebuilt of
 
     def fingerprint(self, request: Request, seed: bool = False) -> str:
@@ -153,7 +154,7 @@ class RequestStore:
         for held in (meta, request.cb_kwargs):
             meta_objects.reshaped_types(held, found)
         for name in sorted(found):
-            self._warn_once(
+            self.said.count(
                 f"frontier/reshaped/{name}",
                 "Request %s holds a %s in its meta or cb_kwargs: stored in Redis as JSON, its "
                 "callback gets it back as a list, string or dict (a tuple or set as a list, a "
@@ -165,7 +166,7 @@ class RequestStore:
     def _report_left_out(self, url: str, names: list[str]) -> None:
         """Count (``frontier/reshaped/dumps_kwargs``) the JsonRequests stored without some of
         their ``dumps_kwargs``, with a warning the first time."""
-        self._warn_once(
+        self.said.count(
             "frontier/reshaped/dumps_kwargs",
             "Request %s is a JsonRequest whose dumps_kwargs %s cannot be stored in Redis (not "
             "JSON, nor a class or function its import path finds: a lambda, a local function): "
@@ -174,13 +175,6 @@ class RequestStore:
             url,
             ", ".join(map(repr, names)),
         )
-
-    def _warn_once(self, stat: str, warning: str, *args: object) -> None:
-        """Count ``stat``, logging ``warning`` (with ``args``) the first time."""
-        self.stats.inc_value(stat)
-        if stat not in self._warned:
-            self._warned.add(stat)
-            logger.warning(warning, *args)
 
     def decode(self, lease: Lease) -> Request:
         """Raises one of ``DECODE_ERRORS`` for a body it can't read."""
