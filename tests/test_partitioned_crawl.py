@@ -137,6 +137,25 @@ def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_noth
     assert left == [], left
 
 
+def refused_node(redis_url: str, kafka_bootstrap: str, topic_template: str, workdir: Path) -> str:
+    """One node of 2 parts on a site: it is refused, fetches nothing and exits 1; its log."""
+    with Site(5) as site:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+        with running_nodes(
+            1,
+            workdir=workdir,
+            env=env,
+            settings=node_settings(topic_template, 2),
+            spider=SPIDER,
+            arguments={"sites": site.base_url},
+        ) as nodes:
+            log = workdir / "node-0.log"
+            assert wait_for_log(log, "Node refused", timeout=60), logs(workdir)
+            assert wait_for_exit(nodes, timeout=60) == [1]  # a supervisor sees it failed
+        assert sum(site.hits.values()) == 0
+    return (workdir / "node-0.log").read_text()
+
+
 def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
     redis_url: str,
     redis_client: redis.Redis,
@@ -145,21 +164,7 @@ def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
     tmp_path: Path,
 ) -> None:
     redis_client.set(frontier_parts(SPIDER, 1)[0].partitions, PARTS)  # a crawl in 4 parts
-    with Site(5) as site:
-        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
-        with running_nodes(
-            1,
-            workdir=tmp_path,
-            env=env,
-            settings=node_settings(topic_template, 2),
-            spider=SPIDER,
-            arguments={"sites": site.base_url},
-        ) as nodes:
-            log = tmp_path / "node-0.log"
-            assert wait_for_log(log, "Node refused", timeout=60), logs(tmp_path)
-            assert wait_for_exit(nodes, timeout=60) == [1]  # a supervisor sees it failed
-        assert sum(site.hits.values()) == 0
-    text = (tmp_path / "node-0.log").read_text()
+    text = refused_node(redis_url, kafka_bootstrap, topic_template, tmp_path)
     assert (
         "the frontier of 'hopper' is split into 4 parts (FRONTIER_PARTITIONS when its crawl "
         "started), but this node has FRONTIER_PARTITIONS=2" in text
@@ -217,17 +222,6 @@ def test_a_frontier_check_that_fails_for_good_refuses_the_node_not_hangs_it(
     its part count is of another Redis type) ended the check's task: the node waited for its
     result for ever, crawling nothing (an audit met it with a cluster not yet reachable)."""
     redis_client.rpush(frontier_parts(SPIDER, 1)[0].partitions, "4")
-    with Site(5) as site:
-        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
-        with running_nodes(
-            1,
-            workdir=tmp_path,
-            env=env,
-            settings=node_settings(topic_template, 2),
-            spider=SPIDER,
-            arguments={"sites": site.base_url},
-        ) as nodes:
-            assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
-    text = (tmp_path / "node-0.log").read_text()
+    text = refused_node(redis_url, kafka_bootstrap, topic_template, tmp_path)
     assert "Node refused: checking the frontier failed: ResponseError: WRONGTYPE" in text
     assert "'frontier/refused/refused': 1" in text
