@@ -87,7 +87,7 @@ def checked_config(args: argparse.Namespace) -> RedisConfig:
     """The command's Redis, unless its URL names another topology than the server's or
     credentials the server refuses (``crawler.redis_checks``: the command ends saying so)."""
     config = redis_config(args)
-    if problem := topology_problem(config, timeout=5.0):
+    if problem := topology_problem(config):
         raise SystemExit(problem)
     return config
 

@@ -5,11 +5,18 @@ ignores a ``Cookie`` header set for a request), so a cookie one node's browser g
 ``Set-Cookie`` of a rendered page, or one the page's script set) was missing from the pages
 another node rendered. ``SharedCookiesMiddleware`` closes both ways with these helpers:
 
-- before a rendered request navigates, ``into_page`` (a page-init step,
-  ``crawler.browser_page_init``) puts the jar's cookies, as the node read them, into the
-  page's context;
-- after the response, the context's cookies (``cookies_of``) go into the jar, and so to every
-  node, where they differ from what the jar holds (``merge``).
+- ``for_page`` hands the request's jar, as the node holds it, to ``into_page`` (a page-init
+  step, ``crawler.browser_page_init``), which puts it into the page's context just before the
+  page navigates; nothing of it travels in the request's meta (a copy of the request, stored
+  in Redis, would hold every cookie in clear);
+- after the response, ``changed_in_browser`` gives the cookies of the request's site that the
+  context got while the page was open (a ``Set-Cookie``, a script's ``document.cookie``), and
+  ``merge`` puts those into the jar, and so to every node. Only what this page changed: a
+  browser context serves every jar of the node (scrapy-playwright's ``default``), and another
+  jar's cookies it holds must not flow into this one.
+
+A cookie whose value is the same and whose lifetime moved by less than ``LIFETIME_SLACK`` (an
+analytics cookie re-set on every page view) is no change: no Redis write for it.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from http.cookiejar import Cookie
 from typing import Any
 
@@ -26,36 +34,60 @@ from scrapy.http.cookies import CookieJar
 
 logger = logging.getLogger(__name__)
 
-COOKIES_META = "_shared_cookies_for_browser"  # the jar's cookies, for into_page (taken there)
 INTO_PAGE = "crawler.middlewares.browser_cookies.into_page"
-EXPIRY_SLACK = 2  # seconds
+LIFETIME_SLACK = 3600  # seconds a cookie's expiry may move without being a change to share
 SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
+LOCAL = ".local"  # http.cookiejar's domain for a dotless host's cookie: localhost.local
 
-# the browser context each rendered request's page belongs to, until its response is seen
-_contexts: weakref.WeakKeyDictionary[Request, Any] = weakref.WeakKeyDictionary()
+
+@dataclass(frozen=True, slots=True)
+class OpenPage:
+    context: Any  # the page's browser context
+    before: dict[tuple[str, str, str], tuple[str, float]]  # its cookies when the page opened
+
+
+# node-local, by request (never in meta): the jar for its page, then its page while open
+_jars: weakref.WeakKeyDictionary[Request, CookieJar] = weakref.WeakKeyDictionary()
+_pages: weakref.WeakKeyDictionary[Request, OpenPage] = weakref.WeakKeyDictionary()
+
+
+def for_page(request: Request, jar: CookieJar) -> None:
+    """Have ``into_page`` put ``jar`` into the context of the page that renders ``request``."""
+    _jars[request] = jar
 
 
 async def into_page(page: Any, request: Request) -> None:
-    """Page-init step: the jar's cookies into the page's context, and the context remembered
-    for the response."""
-    cookies = request.meta.pop(COOKIES_META, None)
+    """Page-init step: the request's jar into the page's context (as it is now, just before
+    the page navigates), and the context's cookies of the request's site remembered."""
+    jar = _jars.pop(request, None)
+    cookies = [for_browser(cookie) for cookie in jar] if jar is not None else []
     if cookies:
         await page.context.add_cookies(cookies)
-    _contexts[request] = page.context
+    before = await page.context.cookies([request.url])
+    _pages[request] = OpenPage(page.context, {_key(found): _state(found) for found in before})
 
 
-async def cookies_of(request: Request) -> list[dict[str, Any]]:
-    """The cookies of the browser context that rendered ``request`` (none when it was not
-    rendered, or the context is gone)."""
-    context = _contexts.pop(request, None)
-    if context is None:
+async def changed_in_browser(request: Request, url: str) -> list[dict[str, Any]]:
+    """The cookies for ``request``'s and its response's ``url`` that its page's context got
+    or changed while the page was open (none when it was not rendered, or the context is
+    gone)."""
+    page = _pages.pop(request, None)
+    if page is None:
         return []
     try:
-        found: list[dict[str, Any]] = await context.cookies()
+        after: list[dict[str, Any]] = await page.context.cookies(list({request.url, url}))
     except PlaywrightError as exc:  # closed with its browser: nothing to take
         logger.debug("Browser cookies of %s not read: %s", request.url, exc)
         return []
-    return found
+    return [found for found in after if page.before.get(_key(found)) != _state(found)]
+
+
+def _key(found: Mapping[str, Any]) -> tuple[str, str, str]:
+    return (str(found.get("domain")), str(found.get("path")), str(found.get("name")))
+
+
+def _state(found: Mapping[str, Any]) -> tuple[str, float]:
+    return (str(found.get("value")), float(found.get("expires") or -1))
 
 
 def for_browser(cookie: Cookie) -> dict[str, Any]:
@@ -64,8 +96,11 @@ def for_browser(cookie: Cookie) -> dict[str, Any]:
     if cookie.domain.startswith("."):
         value.update(domain=cookie.domain, path=cookie.path or "/")
     else:
+        host = cookie.domain
+        if host.endswith(LOCAL) and "." not in host[: -len(LOCAL)]:
+            host = host[: -len(LOCAL)]  # localhost.local: the jar's name for localhost
         scheme = "https" if cookie.secure else "http"
-        value["url"] = f"{scheme}://{cookie.domain}{cookie.path or '/'}"
+        value["url"] = f"{scheme}://{host}{cookie.path or '/'}"
     if cookie.expires is not None:
         value["expires"] = float(cookie.expires)
     rest = {name.lower(): held for name, held in getattr(cookie, "_rest", {}).items()}
@@ -80,6 +115,8 @@ def for_browser(cookie: Cookie) -> dict[str, Any]:
 def from_browser(found: Mapping[str, Any]) -> Cookie:
     domain = str(found["domain"])
     dot = domain.startswith(".")
+    if not dot and "." not in domain:
+        domain += LOCAL  # as http.cookiejar names a dotless host's cookie
     expires_at = found.get("expires")
     expires = None if expires_at is None or expires_at < 0 else int(expires_at)
     rest: dict[str, str] = {}
@@ -108,18 +145,19 @@ def from_browser(found: Mapping[str, Any]) -> Cookie:
 
 
 def merge(jar: CookieJar, found: Iterable[Mapping[str, Any]]) -> None:
-    """Put into ``jar`` the browser's cookies it lacks or holds with another value or
-    lifetime (one the jar holds alike stays as it is: no change to share)."""
+    """Put into ``jar`` the browser's cookies it lacks or holds with another value or a
+    lifetime shorter by more than ``LIFETIME_SLACK`` (anything else stays as it is: no
+    change to share)."""
     held = {(cookie.domain, cookie.path, cookie.name): cookie for cookie in jar}
     for value in found:
         cookie = from_browser(value)
         same = held.get((cookie.domain, cookie.path, cookie.name))
-        if same is None or same.value != cookie.value or not _same_time(same, cookie):
+        if same is None or same.value != cookie.value or _outlives(cookie, same):
             jar.set_cookie(cookie)
 
 
-def _same_time(held: Cookie, found: Cookie) -> bool:
-    """The same lifetime, within the seconds two clocks reading one Max-Age may differ by."""
-    if held.expires is None or found.expires is None:
-        return held.expires is found.expires
-    return abs(held.expires - found.expires) <= EXPIRY_SLACK
+def _outlives(found: Cookie, held: Cookie) -> bool:
+    """``found`` lives longer than ``held`` by more than the slack (a session extended)."""
+    if found.expires is None:
+        return held.expires is not None
+    return held.expires is not None and found.expires - held.expires > LIFETIME_SLACK

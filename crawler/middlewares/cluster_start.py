@@ -201,7 +201,7 @@ class ClusterStartMiddleware:
             logger.warning(
                 "%d seeds wait in %s, but %s is not fed from Redis (its start requests are its "
                 "start_urls or start()): no node reads them. To crawl them, make it a "
-                "RedisSpider (crawler.spiders.base.RedisSpider, or scrapy-redis's); else "
+                "RedisSpider (crawler.spiders.base.RedisSpider); else "
                 "delete the key (`crawler purge %s` ends the crawl and deletes it)",
                 waiting,
                 key,

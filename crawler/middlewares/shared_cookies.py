@@ -131,9 +131,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             change = partial(super().process_request, request)
             await self._shared_change(jar_id, label, state, change)
         if request.meta.get("playwright"):  # the browser keeps cookies of its own
-            request.meta[browser_cookies.COOKIES_META] = list(
-                map(browser_cookies.for_browser, self.jars[jar_id])
-            )
+            browser_cookies.for_page(request, self.jars[jar_id])
             add_step(request, browser_cookies.INTO_PAGE)
 
     async def process_response(  # type: ignore[override]
@@ -141,8 +139,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
     ) -> Request | Response:
         if self._shared is None or request.meta.get("dont_merge_cookies"):
             return super().process_response(request, response)
-        request.meta.pop(browser_cookies.COOKIES_META, None)  # not rendered: not for a child's meta
-        in_browser = await browser_cookies.cookies_of(request)
+        in_browser = await browser_cookies.changed_in_browser(request, response.url)
         if not (in_browser or response.headers.getlist("Set-Cookie")):
             return super().process_response(request, response)
         jar_id = request.meta.get("cookiejar")
