@@ -32,10 +32,19 @@ class Reordered(Before):
     rules = (Rule(LinkExtractor(allow=r"/new/"), callback="parse_item"), LISTING, DETAIL)
 
 
-class Changed(Before):
-    """A new version whose detail rule allows other links: not the rule that made them."""
+class Widened(Before):
+    """A new version whose detail rule allows more links: the same rule, handling alike."""
 
-    rules = (Rule(LinkExtractor(allow=r"/detail/"), callback="parse_item"), LISTING)
+    rules = (LISTING, Rule(LinkExtractor(allow=r"/(d|detail)/"), callback="parse_item"))
+
+
+class Changed(Before):
+    """A new version whose detail rule calls another callback: not the rule that made them."""
+
+    rules = (Rule(LinkExtractor(allow=r"/d/"), callback="parse_other"), LISTING)
+
+    def parse_other(self, response: Any) -> dict[str, str]:
+        return {"other": response.url}
 
 
 def store(spider_class: type[CrawlSpider]) -> RequestStore:
@@ -75,9 +84,18 @@ def test_a_request_finds_its_rule_where_a_new_version_moved_it() -> None:
     assert "_rule_signature" not in item.meta  # the spider's callbacks see Scrapy's meta only
 
 
+def test_a_request_finds_its_rule_when_a_new_version_widened_its_links() -> None:
+    """A redeploy that widened a rule's allow pattern failed every queued request of it,
+    though the rule handles them alike (a review)."""
+    stored = queued_by(Before)
+    new = store(Widened)
+    assert new.decode(Lease("l1", stored["http://shop/d/7"])).meta["rule"] == 1
+    assert new.decode(Lease("l2", stored["http://shop/p/2"])).meta["rule"] == 0
+
+
 def test_a_request_whose_rule_is_gone_fails_saying_so() -> None:
     stored = queued_by(Before)
-    with pytest.raises(ValueError, match="no such rule any more"):
+    with pytest.raises(ValueError, match=r"have no rule\(s\) with its callback"):
         store(Changed).decode(Lease("l1", stored["http://shop/d/7"]))
     assert store(Changed).decode(Lease("l2", stored["http://shop/p/2"])).meta["rule"] == 1
 

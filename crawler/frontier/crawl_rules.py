@@ -68,28 +68,37 @@ class RuleSignatures:
         if isinstance(index, int) and wanted == dict(enumerate(self.signatures)).get(index):
             return  # where it was: the usual case
         found = [at for at, known in enumerate(self.signatures) if known == wanted]
+        if len(found) != 1:  # its links' pattern changed: the rule that handles them alike
+            handling = wanted.split(":", 1)[0]
+            found = [at for at, known in enumerate(self.signatures) if known[:16] == handling]
         if len(found) != 1:
             raise ValueError(
                 f"the request was made by rule {index} of {self.spider}'s rules as they were "
-                "when it was queued, and this node's rules have no such rule any more (a new "
-                "version changed or removed it): keep the rule until the queue no longer holds "
-                "its requests, then `crawler failed <spider> retry` those that failed"
+                f"when it was queued, and this node's rules have {len(found) or 'no'} rule(s) "
+                "with its callback, errback, hooks and follow (a new version changed or "
+                "removed it): keep such a rule until the queue no longer holds its requests, "
+                "then `crawler failed <spider> retry` those that failed"
             )
         request.meta[RULE_META] = found[0]
 
 
 def signature(rule: Rule) -> str:
-    """What a rule is, hashed: its callback, errback, hooks, follow and link extractor."""
-    described = (
+    """What a rule is: how it handles a response (its callback, errback, hooks, follow,
+    cb_kwargs) hashed, ``:``, its link extractor's arguments hashed. A request finds its rule
+    by both, else by the first alone (a new version that widened a rule's pattern)."""
+    handling = (
         _name(rule.callback),
         _name(rule.errback),
         _name(rule.process_links),
         _name(rule.process_request),
         rule.follow,
         _stable(rule.cb_kwargs, 0),
-        type(rule.link_extractor).__qualname__,
-        _stable(_given(rule.link_extractor), 0),
     )
+    extracting = (type(rule.link_extractor).__qualname__, _stable(_given(rule.link_extractor), 0))
+    return f"{_digest(handling)}:{_digest(extracting)}"
+
+
+def _digest(described: object) -> str:
     return hashlib.sha1(repr(described).encode(), usedforsecurity=False).hexdigest()[:16]
 
 
