@@ -7,7 +7,8 @@ stored request's position named another rule, whose callback scraped it (an audi
 scraped as items, 45 of 160 pages never fetched, the crawl "finished"). So the stored request
 also carries its rule's signature (``meta['_rule_signature']``: its callback, errback,
 ``follow``, hooks and link extractor's arguments, hashed). The node that leases it finds the
-rule by that signature, wherever it now stands; a rule that is gone fails the request
+rule by that signature, wherever it now stands (by how it handles responses alone when only
+its link pattern changed); a rule that is gone fails the request
 (``ValueError``: the frontier's ``decode/ValueError``, naming what to do).
 """
 
