@@ -129,5 +129,35 @@ def test_a_cookie_replaced_on_one_node_is_not_sent_by_another_for_requests_queue
     assert asyncio.run(scenario()) == ["sess=u1", "sess=u2"]
 
 
+def test_a_jar_a_node_never_met_is_read_before_its_first_request(redis_url: str) -> None:
+    """Node A logged in in jar b; on node B a page of jar a yielded a request of jar b,
+    which B, knowing no jar b, sent with an empty jar ("Please log in", an audit)."""
+    settings = {"COOKIES_ENABLED": True}
+
+    async def scenario() -> str:
+        client = async_client(redis_url)
+        try:
+            a, b = (
+                SharedCookiesMiddleware(
+                    get_crawler(Spider, settings),
+                    (
+                        JarStore(client, "jars", CookieCipher(None)),
+                        OutageGuard("cookies", lambda _reason: None),
+                    ),
+                )
+                for _ in range(2)
+            )
+            login = Request("http://shop.test/login", meta={"cookiejar": "b"})
+            await a.process_response(login, response(login, "sess=b1; Path=/"))
+            page = Request("http://shop.test/p/2", meta={"cookiejar": "b"})
+            b._stamp(page)  # scheduled on B, which knows no jar b
+            await b.process_request(page)
+            return (page.headers.get("Cookie") or b"").decode()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == "sess=b1"
+
+
 def response(request: Request, set_cookie: str) -> HtmlResponse:
     return HtmlResponse(request.url, headers={"Set-Cookie": set_cookie}, request=request)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http.cookiejar import Cookie
 from typing import Any
@@ -67,19 +67,33 @@ async def into_page(page: Any, request: Request) -> None:
     _pages[request] = OpenPage(page.context, {_key(found): _state(found) for found in before})
 
 
-async def changed_in_browser(request: Request, url: str) -> list[dict[str, Any]]:
-    """The cookies for ``request``'s and its response's ``url`` that its page's context got
-    or changed while the page was open (none when it was not rendered, or the context is
-    gone)."""
+@dataclass(frozen=True, slots=True)
+class BrowserChanges:
+    """What a page changed in its context's cookies of its site."""
+
+    set: list[dict[str, Any]]  # got or changed (a Set-Cookie, a script's document.cookie)
+    removed: list[tuple[str, str, str]]  # (domain, path, name): deleted (a script's logout)
+
+    def __bool__(self) -> bool:
+        return bool(self.set or self.removed)
+
+
+async def changed_in_browser(request: Request, url: str) -> BrowserChanges:
+    """The cookies of ``request``'s site that its page's context got, changed or lost while
+    the page was open (nothing when it was not rendered, or the context is gone)."""
     page = _pages.pop(request, None)
     if page is None:
-        return []
+        return BrowserChanges([], [])
     try:
         after: list[dict[str, Any]] = await page.context.cookies(list({request.url, url}))
     except PlaywrightError as exc:  # closed with its browser: nothing to take
         logger.debug("Browser cookies of %s not read: %s", request.url, exc)
-        return []
-    return [found for found in after if page.before.get(_key(found)) != _state(found)]
+        return BrowserChanges([], [])
+    now = {_key(found) for found in after}
+    return BrowserChanges(
+        [found for found in after if page.before.get(_key(found)) != _state(found)],
+        [key for key in page.before if key not in now],
+    )
 
 
 def _key(found: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -92,15 +106,14 @@ def _state(found: Mapping[str, Any]) -> tuple[str, float]:
 
 def for_browser(cookie: Cookie) -> dict[str, Any]:
     """A jar's cookie as Playwright's ``add_cookies`` takes it (a host-only one by its URL)."""
-    value: dict[str, Any] = {"name": cookie.name, "value": cookie.value or ""}
-    if cookie.domain.startswith("."):
-        value.update(domain=cookie.domain, path=cookie.path or "/")
-    else:
-        host = cookie.domain
-        if host.endswith(LOCAL) and "." not in host[: -len(LOCAL)]:
-            host = host[: -len(LOCAL)]  # localhost.local: the jar's name for localhost
-        scheme = "https" if cookie.secure else "http"
-        value["url"] = f"{scheme}://{host}{cookie.path or '/'}"
+    # a domain without a leading dot is host-only for Playwright, as in the jar; the path
+    # given as such (a URL's path would be cut to its directory: /p became /)
+    value: dict[str, Any] = {
+        "name": cookie.name,
+        "value": cookie.value or "",
+        "domain": _browser_domain(cookie.domain),
+        "path": cookie.path or "/",
+    }
     if cookie.expires is not None:
         value["expires"] = float(cookie.expires)
     rest = {name.lower(): held for name, held in getattr(cookie, "_rest", {}).items()}
@@ -112,11 +125,21 @@ def for_browser(cookie: Cookie) -> dict[str, Any]:
     return value
 
 
+def _browser_domain(domain: str) -> str:
+    """A jar cookie's domain as the browser names it (localhost.local: the jar's localhost)."""
+    if domain.endswith(LOCAL) and "." not in domain[: -len(LOCAL)]:
+        return domain[: -len(LOCAL)]
+    return domain
+
+
+def _jar_domain(domain: str) -> str:
+    """A browser cookie's domain as http.cookiejar names it (a dotless host + .local)."""
+    return domain + LOCAL if "." not in domain else domain
+
+
 def from_browser(found: Mapping[str, Any]) -> Cookie:
-    domain = str(found["domain"])
+    domain = _jar_domain(str(found["domain"]))
     dot = domain.startswith(".")
-    if not dot and "." not in domain:
-        domain += LOCAL  # as http.cookiejar names a dotless host's cookie
     expires_at = found.get("expires")
     expires = None if expires_at is None or expires_at < 0 else int(expires_at)
     rest: dict[str, str] = {}
@@ -144,12 +167,15 @@ def from_browser(found: Mapping[str, Any]) -> Cookie:
     )
 
 
-def merge(jar: CookieJar, found: Iterable[Mapping[str, Any]]) -> None:
+def merge(jar: CookieJar, changes: BrowserChanges) -> None:
     """Put into ``jar`` the browser's cookies it lacks or holds with another value or a
-    lifetime shorter by more than ``LIFETIME_SLACK`` (anything else stays as it is: no
-    change to share)."""
+    lifetime shorter by more than ``LIFETIME_SLACK``, and take out those the page deleted
+    (anything else stays as it is: no change to share)."""
     held = {(cookie.domain, cookie.path, cookie.name): cookie for cookie in jar}
-    for value in found:
+    for domain, path, name in changes.removed:
+        if (key := (_jar_domain(domain), path, name)) in held:
+            jar.jar.clear(*key)
+    for value in changes.set:
         cookie = from_browser(value)
         same = held.get((cookie.domain, cookie.path, cookie.name))
         if same is None or same.value != cookie.value or _outlives(cookie, same):

@@ -21,7 +21,8 @@ goes into the jar (``crawler.middlewares.browser_cookies``).
 
 So a request is sent with every cookie set before it was made, on whichever node leases it,
 and with what a logout or a new login on another node changed while it waited in the queue
-(within ``COOKIES_SHARED_REFRESH``). A spider that meets no cookies costs Redis nothing.
+(within ``COOKIES_SHARED_REFRESH``). A spider that meets no cookies costs Redis one version
+look per node and jar (a jar another node wrote is read before its first request here).
 Without ``REDIS_URL`` it is Scrapy's middleware. Requests with ``dont_merge_cookies`` are
 left alone (shared sessions set it).
 
@@ -53,6 +54,7 @@ from crawler.middlewares import browser_cookies
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.said_once import SaidOnce
 from crawler.sessions.crypto import CookieCipher
 from crawler.settings_values import get_bool, get_float
 
@@ -94,6 +96,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         self._stats = crawler.stats
         self._shared = shared  # None: standalone, Scrapy's middleware
         self._states: dict[str, JarState] = {}
+        self._said = SaidOnce(self._stats, logger)
         if shared is not None:
             crawler.signals.connect(self._stamp, signal=signals.request_scheduled)
 
@@ -131,8 +134,26 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             change = partial(super().process_request, request)
             await self._shared_change(jar_id, label, state, change)
         if request.meta.get("playwright"):  # the browser keeps cookies of its own
-            browser_cookies.for_page(request, self.jars[jar_id])
-            add_step(request, browser_cookies.INTO_PAGE)
+            self._bridge(request, self.jars[jar_id])
+
+    def _bridge(self, request: Request, jar: CookieJar) -> None:
+        """Share ``jar`` with the browser context that renders ``request``: scrapy-playwright's
+        default one only. A context a spider names is its own cookie store (one login each,
+        as standalone), which the jars would mix: its cookies stay its node's, said once."""
+        context = request.meta.get("playwright_context")
+        if context not in (None, "default"):
+            self._said.count(
+                "cookies/shared/own_context",
+                "Request %s renders in the browser context %r: a named context's cookies are "
+                "its own on each node (not shared with the other nodes' browsers; Set-Cookie "
+                "headers still reach the shared jar); use the default context and "
+                "meta['cookiejar'] to share a login across nodes",
+                request.url,
+                context,
+            )
+            return
+        browser_cookies.for_page(request, jar)
+        add_step(request, browser_cookies.INTO_PAGE)
 
     async def process_response(  # type: ignore[override]
         self, request: Request, response: Response
@@ -154,10 +175,13 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         return response
 
     async def _current(self, label: str, state: JarState) -> int:
-        """The jar's version, looked at once ``COOKIES_SHARED_REFRESH`` has passed since the
-        last look (0 while this node knows of no jar: nothing to look at)."""
+        """The jar's version, looked at the first time this node meets the jar (another node
+        may have written it: a callback of one jar yielding a request of another) and then
+        once ``COOKIES_SHARED_REFRESH`` has passed since the last look (0 while the jar does
+        not exist: no request of it was scheduled after a cookie was set)."""
         now = time.monotonic()
-        if not state.known or now - state.looked < self._refresh:
+        first = state.looked == -math.inf
+        if not first and (not state.known or now - state.looked < self._refresh):
             return 0
         state.looked = now
         assert self._shared is not None
