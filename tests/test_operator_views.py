@@ -249,7 +249,9 @@ def test_queue_shows_the_live_head_and_the_site(views: Views) -> None:
     assert 1 <= len(views.queue["head"]) <= 5
     assert {row["site"] for row in views.queue["head"]} == {site}
     assert all(row["url"].startswith(views.site.base_url) for row in views.queue["head"])
-    assert views.queue["sites"][site] == views.queue["queued"]
+    # the crawl goes on: `queued` is the queue's length when the count began, the sites are
+    # counted over the queue walked after it (a CI run: 32 counted, 29 at the start)
+    assert views.queue["sites"] == {site: views.queue["scanned"]}
 
 
 def test_leases_are_listed_by_live_node(views: Views) -> None:
