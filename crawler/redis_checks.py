@@ -28,14 +28,23 @@ def topology_problem(config: RedisConfig, timeout: float = 2.0) -> str | None:
     ``SENTINEL MASTERS`` to the first sentinel and ``INFO`` to the master it names."""
     if config.topology is Topology.SENTINEL:
         return _sentinel_problem(config, timeout)
-    host = config.hosts[0]
+    reached = _reached(config, config.hosts[0], timeout)
+    if not isinstance(reached, tuple):
+        return reached  # what is wrong, or None: no answer
+    return _topology_mismatch(config, *reached)
+
+
+def _reached(
+    config: RedisConfig, host: tuple[str, int], timeout: float
+) -> tuple[dict[str, Any], int] | str | None:
+    """``_server_info`` of ``host``; or what is wrong: its credentials refused; None: no
+    answer (the outage policy's)."""
     try:
-        info, masters = _server_info(_first(config, host), timeout)
+        return _server_info(_first(config, host), timeout)
     except CREDENTIALS_REFUSED as exc:
         return _credentials_refused(config, host, exc)
     except RedisError:
         return None
-    return _topology_mismatch(config, info, masters)
 
 
 def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) -> str | None:
@@ -94,14 +103,8 @@ def _sentinel_problem(config: RedisConfig, timeout: float) -> str | None:
             "those as redis+sentinel://host:port/<master name>/<db>"
         )
     master = monitored[config.service]
-    address = (str(master["ip"]), int(master["port"]))
-    try:
-        _server_info(_first(config, address), timeout)
-    except CREDENTIALS_REFUSED as exc:
-        return _credentials_refused(config, address, exc)
-    except RedisError:
-        pass  # not answering: the outage policy's
-    return None
+    reached = _reached(config, (str(master["ip"]), int(master["port"])), timeout)
+    return reached if isinstance(reached, str) else None
 
 
 def _monitored(config: RedisConfig, timeout: float) -> dict[str, Any] | str | None:

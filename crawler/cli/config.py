@@ -71,8 +71,6 @@ def redis_config(args: argparse.Namespace) -> RedisConfig:
         raise SystemExit(str(exc)) from None
 
 
-# What redis-py raises when Redis does not answer (its ConnectionError is no OSError).
-REDIS_ERRORS = REDIS_FAILURES
 # seconds a command waits for one Redis answer (a frozen Redis, which keeps its sockets, held a
 # command until it came back)
 CLI_TIMEOUT = 30.0
@@ -100,7 +98,7 @@ def redis_client(args: argparse.Namespace) -> SyncRedis:
             config, socket_timeout=CLI_TIMEOUT, socket_connect_timeout=5, retries=1
         )
         client.ping()
-    except REDIS_ERRORS as exc:
+    except REDIS_FAILURES as exc:
         if client is not None:
             client.close()
         raise no_answer(config, exc) from exc
@@ -114,7 +112,7 @@ async def async_redis_client(args: argparse.Namespace) -> AsyncRedis:
     try:
         client = async_client(config, socket_connect_timeout=5)
         await client.ping()
-    except REDIS_ERRORS as exc:
+    except REDIS_FAILURES as exc:
         if client is not None:
             await client.aclose()
         raise no_answer(config, exc) from exc

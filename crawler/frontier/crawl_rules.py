@@ -66,12 +66,16 @@ class RuleSignatures:
         if wanted is None:
             return
         index = request.meta.get(RULE_META)
-        if isinstance(index, int) and wanted == dict(enumerate(self.signatures)).get(index):
+        if (
+            isinstance(index, int)
+            and 0 <= index < len(self.signatures)
+            and self.signatures[index] == wanted
+        ):
             return  # where it was: the usual case
         found = [at for at, known in enumerate(self.signatures) if known == wanted]
         if len(found) != 1:  # its links' pattern changed: the rule that handles them alike
-            handling = wanted.split(":", 1)[0]
-            found = [at for at, known in enumerate(self.signatures) if known[:16] == handling]
+            handling = _handling(wanted)
+            found = [at for at, known in enumerate(self.signatures) if _handling(known) == handling]
         if len(found) != 1:
             raise ValueError(
                 f"the request was made by rule {index} of {self.spider}'s rules as they were "
@@ -97,6 +101,11 @@ def signature(rule: Rule) -> str:
     )
     extracting = (type(rule.link_extractor).__qualname__, _stable(_given(rule.link_extractor), 0))
     return f"{_digest(handling)}:{_digest(extracting)}"
+
+
+def _handling(signature: str) -> str:
+    """The part of a rule's signature that says how it handles a response."""
+    return signature.split(":", 1)[0]
 
 
 def _digest(described: object) -> str:

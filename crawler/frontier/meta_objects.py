@@ -131,15 +131,18 @@ def _is_code(value: object) -> bool:
     )
 
 
-def _path(value: object) -> str:
-    return f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+def _findable_path(value: object) -> str | None:
+    """``<module>:<qualname>`` of a class or function that path finds again on a node that
+    loaded its module; None for another value (a lambda, a local function, a bound method,
+    an instance)."""
+    path = f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+    return path if _loaded(path) is value else None
 
 
 def _found_path(code: object) -> str:
-    """``<module>:<qualname>`` of a function or class that path finds on a node that loaded its
-    module; TypeError for one it does not (a lambda, a local function, a bound method)."""
-    path = _path(code)
-    if _loaded(path) is code:
+    """``_findable_path`` of a function or class; TypeError saying what to give instead for
+    one without."""
+    if (path := _findable_path(code)) is not None:
         return path
     kind = "class" if inspect.isclass(code) else "function"
     raise TypeError(
@@ -154,15 +157,15 @@ def _found_path(code: object) -> str:
 def _page_method(method: PageMethod, inner: frozenset[int]) -> dict[str, Any]:
     called: Any = method.method
     if not isinstance(called, str):
-        try:
-            called = {OBJECT_TAG: _found_path(called)}
-        except TypeError:
+        path = _findable_path(called)
+        if path is None:
             name = getattr(called, "__name__", repr(called))
             raise TypeError(
                 f"a PageMethod calling the function {name}, which cannot be stored: define it "
                 "at a module's top level (found by its import path) or name a method of "
                 "Playwright's page (PageMethod('evaluate', '<script>') runs a script)"
-            ) from None
+            )
+        called = {OBJECT_TAG: path}
     return {
         PAGE_METHOD_TAG: called,
         ARGS_TAG: _pack(list(method.args), inner),
@@ -217,8 +220,7 @@ def by_path(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         try:
             codec.to_json(value)
         except TypeError:
-            path = _path(value)
-            if _loaded(path) is value:
+            if (path := _findable_path(value)) is not None:
                 kept[name] = {OBJECT_TAG: path}
             else:
                 left_out.append(name)

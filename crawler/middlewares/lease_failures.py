@@ -71,14 +71,15 @@ class LeaseErrback:
         self.lease_id = lease_id
 
     def __call__(self, failure: Failure) -> Any:
-        stopped = isinstance(failure.value, NotFetchedAtStop)
-        if isinstance(failure.value, NotFetchedAtStop):
-            self.tracker.requeue(self.lease_id, failure.value.reason)
+        value = failure.value
+        if isinstance(value, NotFetchedAtStop):
+            self.tracker.requeue(self.lease_id, value.reason)
         else:
-            error = mask_secrets(str(failure.value))
-            self.tracker.fail(self.lease_id, failure_reason(failure.value), error or None)
+            error = mask_secrets(str(value))
+            self.tracker.fail(self.lease_id, failure_reason(value), error or None)
         self.tracker.answer(self.lease_id)
-        if self.original is None or stopped:  # a request put back is no failure of the spider's
+        # a request put back is no failure of the spider's: its errback is not called
+        if self.original is None or isinstance(value, NotFetchedAtStop):
             self.tracker.callback_done(self.lease_id)
             return failure
         try:
