@@ -26,6 +26,7 @@ from crawler.frontier.inspect import node_beat
 from crawler.frontier.keys import glob_escape
 from crawler.frontier.partitions import spider_parts
 from crawler.frontier.seed_holds import SeedKeys, held_seeds, reclaim_call
+from crawler.frontier.seed_queue import SEED_COUNT_COMMANDS
 from crawler.lua import frontier_script, script_text, text
 from crawler.redis_connection import SyncRedis, server_time_ms
 
@@ -125,17 +126,13 @@ def discover_spiders(client: SyncRedis) -> list[str]:
 def count_seeds(pipe: Any, key: str, redis_type: str) -> None:
     """Queue the count of the seeds waiting in ``key``, a list, set or sorted set (as
     ``SEEDS_TYPE`` makes them; ``redis_type`` is what Redis's ``TYPE`` says of it now)."""
-    if redis_type == "set":
-        pipe.scard(key)
-    elif redis_type == "zset":
-        pipe.zcard(key)
-    elif redis_type in ("list", "none"):
-        pipe.llen(key)
-    else:
+    command = SEED_COUNT_COMMANDS.get(redis_type)
+    if command is None:
         raise ValueError(
             f"the seed key {key} is a Redis {redis_type}, not a list, set or sorted set: "
             "no node can read seeds from it (see SEEDS_TYPE)"
         )
+    pipe.execute_command(command, key)
 
 
 def leases_per_node(inflight: Iterable[bytes | str]) -> Counter[str]:

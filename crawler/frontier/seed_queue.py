@@ -144,10 +144,14 @@ class SeedQueue:
         return await pending_requests(self._client, self.keys.frontier)
 
 
+# The command that counts a seed key's seeds, by what Redis's ``TYPE`` says of it (a key not
+# there yet is a list to be: ``LLEN`` answers 0).
+SEED_COUNT_COMMANDS = {"list": "LLEN", "none": "LLEN", "set": "SCARD", "zset": "ZCARD"}
+
+
 async def seed_count(client: AsyncRedis, key: str) -> int:
     """The seeds waiting in ``key``, whatever its type (list, set or sorted set; 0 else)."""
-    kind = text(await client.type(key))
-    counts = {"list": client.llen, "set": client.scard, "zset": client.zcard}
-    if kind not in counts:
+    command = SEED_COUNT_COMMANDS.get(text(await client.type(key)))
+    if command is None:
         return 0
-    return int(await counts[kind](key))
+    return int(await client.execute_command(command, key))
