@@ -13,7 +13,8 @@ as one ERROR line (errors raised elsewhere keep asyncio's report).
 
 They also hand the crawler its spider arguments (``-a``) as ``CRAWLER_SPIDER_ARGUMENTS``: a plain
 spider's ``start()`` runs once per crawl, and a node given other arguments than the node that
-ran it is warned (``ClusterStartMiddleware``).
+ran it is warned (``ClusterStartMiddleware``). A crawler whose ``ADDONS`` lost ``ClusterAddon`` is
+not started (``crawler.addon_check``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from scrapy.commands import BaseRunSpiderCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler.addon_check import ClusterAddonMissing, require_cluster_addon
 from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.partitions import PartitionsChanged
@@ -80,6 +82,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
+        require_cluster_addon(crawler.settings)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         if self.spider_arguments is not None:
             crawler.settings.set(
@@ -93,6 +96,11 @@ class ExitOnRefusal(BaseRunSpiderCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         asyncio.get_event_loop().set_exception_handler(report_refusals)
         self.spider_arguments = opts.spargs
-        super().run(args, opts)  # type: ignore[safe-super]  # a mixin: before crawl or runspider
+        try:
+            super().run(args, opts)  # type: ignore[safe-super]  # a mixin: before crawl or runspider
+        except ClusterAddonMissing as missing:
+            logger.error("Not started: %s", missing)
+            self.exitcode = 1
+            return
         if self.refused:
             self.exitcode = 1

@@ -208,3 +208,45 @@ def test_a_settings_module_without_the_project_s_is_refused_saying_what_to_do(
     assert result.returncode != 0
     assert "this project's settings are not loaded" in result.stderr, result.stderr
     assert "from settings import *" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("settings_lines", "spider_settings"),
+    [
+        ('ADDONS = {"theirs.addon.TheirAddon": 10}\n', "{}"),
+        ("", '{"ADDONS": {"crawler.addon.ClusterAddon": None}}'),
+    ],
+    ids=["their_addons_replace_the_project_s", "the_cluster_addon_turned_off"],
+)
+def test_addons_without_the_cluster_addon_are_refused_saying_what_to_do(
+    tmp_path: Path, settings_lines: str, spider_settings: str
+) -> None:
+    """Scrapy's docs enable an add-on with ``ADDONS = {...}`` in settings.py: written after
+    ``from settings import *`` it replaced the project's, ClusterAddon never ran, and each node
+    crawled alone on Scrapy's scheduler with nothing in Redis or Kafka, exit 0, no word."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "__init__.py").write_text("")
+    (theirs / "addon.py").write_text("class TheirAddon:\n    pass\n")
+    (theirs / "settings.py").write_text(
+        f'from settings import *\nSPIDER_MODULES = ["theirs.spiders"]\n{settings_lines}'
+    )
+    (theirs / "spiders.py").write_text(
+        "import scrapy\n\n\nclass Nothing(scrapy.Spider):\n"
+        f'    name = "nothing"\n    custom_settings = {spider_settings}\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
+    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    env |= {"SCRAPY_SETTINGS_MODULE": "theirs.settings", "REDIS_URL": "redis://127.0.0.1:1/0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "nothing"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "ADDONS has no crawler.addon.ClusterAddon" in result.stderr, result.stderr
+    assert "Spider opened" not in result.stderr

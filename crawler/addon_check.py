@@ -1,0 +1,39 @@
+"""Refuse a crawl whose ``ADDONS`` lost ``ClusterAddon`` (Scrapy imports only).
+
+Every check and component of the project is put in place by ``ClusterAddon``: it chooses
+cluster or standalone mode, refuses what cannot work, and adds the frontier, the Kafka
+pipeline and the shared sessions. Scrapy's docs enable an add-on with ``ADDONS = {...}`` in
+``settings.py``; written after ``from settings import *`` that replaces the project's dict, and
+a spider's ``custom_settings`` may turn the add-on off (``None``). Without this check such a
+node crawled alone on Scrapy's own scheduler, wrote nothing to Redis or Kafka and exited 0.
+The project's ``crawl`` and ``runspider`` commands look at the settings each crawler will
+apply (the project's, ``-s``, the spider's) before it starts.
+"""
+
+from __future__ import annotations
+
+from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
+
+CLUSTER_ADDON = "crawler.addon.ClusterAddon"
+
+
+class ClusterAddonMissing(Exception):
+    """``ADDONS`` does not enable ``ClusterAddon``."""
+
+
+def require_cluster_addon(settings: BaseSettings) -> None:
+    """Raise ``ClusterAddonMissing`` saying what to write when ``ADDONS`` lacks ClusterAddon."""
+    cluster_addon = load_object(CLUSTER_ADDON)
+    enabled = build_component_list(settings["ADDONS"])
+    if any(load_object(addon) is cluster_addon for addon in enabled):
+        return
+    raise ClusterAddonMissing(
+        f"ADDONS has no {CLUSTER_ADDON} (it is {dict(settings.getdict('ADDONS'))!r}): without it "
+        "nothing of the cluster runs (no shared frontier, no Kafka, no checks) and each node "
+        "would crawl alone. Add your add-ons to the project's instead of replacing them: "
+        'ADDONS = {**ADDONS, "your.Addon": 10} after `from settings import *`, or '
+        'custom_settings = {"ADDONS": {"your.Addon": 10}} in a spider (merged with the '
+        "project's); never set ClusterAddon to None"
+    )
