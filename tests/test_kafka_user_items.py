@@ -72,6 +72,20 @@ def test_values_scrapys_json_feed_writes_are_sent(
     assert "kafka/rejected" not in log
 
 
+def test_items_of_a_page_that_share_a_message_key_are_said(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    """Three rows of a list page, each with the page's url, had one message key: a compacted
+    topic kept one row of three, with no word (standalone Scrapy has no keys)."""
+    topic, log = crawl("shared_keys", kafka_bootstrap, topic_template, tmp_path)
+    messages = read_topic(kafka_bootstrap, topic, expected=4, timeout=30)
+    rows = [message for message in messages if message.headers["item_type"] == b"dict"]
+    assert len(rows) == 3 and len({message.key for message in rows}) == 1  # the warning's case
+    assert log.count("share their Kafka key") == 1, log
+    assert "'kafka/key_shared/dict': 2" in log
+    assert "kafka/key_shared/page" not in log
+
+
 def test_an_item_whose_schema_version_is_no_integer_is_dead_lettered(
     kafka_bootstrap: str, topic_template: str, tmp_path: Path
 ) -> None:

@@ -6,7 +6,7 @@ import json
 import time as clock
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
 from typing import Any
@@ -110,7 +110,34 @@ class Inner:
     n: int
 
 
+@dataclass
+class Offer:
+    price: float
+    _id: str
+
+    def __post_init__(self) -> None:
+        self.cache = "internal"  # an attribute, not a field: Scrapy's feed leaves it out
+
+
+class Price(float):  # numpy.float64 is such a subclass
+    pass
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"v": [value]}
+    return value
+
+
 SCRAPY_ENCODABLE: list[object] = [
+    {"offer": Offer(9.5, "sku-1")},
+    [Offer(1.0, "a"), {"offer": Offer(2.0, "b")}],
+    datetime(1900, 1, 1, tzinfo=timezone(timedelta(minutes=19, seconds=32))),
+    time(1, 2, tzinfo=timezone(timedelta(seconds=-30))),
+    Price(2.5),
+    {"prices": [Price(1.5)], Price(3.5): 1},
+    _nested(150),  # 300 levels: orjson writes 254 at most
     Decimal("1.10"),
     {1},
     2**70,
@@ -129,7 +156,7 @@ SCRAPY_ENCODABLE: list[object] = [
 ]
 
 
-@pytest.mark.parametrize("value", SCRAPY_ENCODABLE, ids=repr)
+@pytest.mark.parametrize("value", SCRAPY_ENCODABLE, ids=lambda value: repr(value)[:60])
 def test_what_scrapys_json_exporter_writes_is_sent_as_the_same_json(value: object) -> None:
     """Scrapy's JSON feed (``ScrapyJSONEncoder``) is the reference: same JSON, orjson's bytes."""
     fields = {"url": "http://h/", "v": value}

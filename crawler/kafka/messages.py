@@ -3,28 +3,29 @@
 Value: UTF-8 JSON from orjson (non-ASCII kept as is) of what Scrapy's JSON feed exporter
 (``ScrapyJSONEncoder``) writes: ``Decimal`` as a string, ``set`` as a list, dates and times
 as ISO 8601 (naive datetimes without an offset, as Scrapy writes them), nested items as
-objects, non-string dict keys as strings (of any size, NaN and Infinity too), integers of any
-size as numbers. NaN and Infinity values, which Scrapy writes as the invalid tokens
-``NaN``/``Infinity``, become ``null`` (reported in ``ItemJson.nonfinite``, as are such keys).
-Key: the item's
-fingerprint, ``sha1(item_type + "\\n" + canonical url)`` in hex, so consumers
-can deduplicate and compaction keeps the latest; items without ``url`` have no
-key. The canonical URL lowercases scheme and host, sorts the query parameters
-and drops the fragment. Headers: ``spider``, ``item_type``, ``schema_version``, ``node_id``,
-``crawl_id``.
+objects (a dataclass's fields, as ``ItemAdapter`` gives them), non-string dict keys as strings
+(of any size, NaN and Infinity too), integers of any size as numbers, float subclasses (numpy's)
+as floats, items nested deeper than orjson goes (254 levels) through Python's ``json``. NaN and
+Infinity values, which Scrapy writes as the invalid tokens ``NaN``/``Infinity``, become ``null``
+(reported in ``ItemJson.nonfinite``, as are such keys).
+Key: ``sha1(item_type + "\\n" + canonical url)`` of the item's ``url`` field in hex, so
+consumers can deduplicate and compaction keeps the latest; items without ``url`` have no key
+(items of one page sharing theirs are said: ``crawler.pipelines.shared_keys``). The canonical
+URL lowercases scheme and host, sorts the query parameters and drops the fragment. Headers:
+``spider``, ``item_type``, ``schema_version``, ``node_id``, ``crawl_id``.
 Timestamp: the item's ``crawled_at`` in milliseconds, else now.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from datetime import time as day_time
 from functools import cache
 from typing import Any
 
@@ -67,6 +68,11 @@ def canonical_url(url: str) -> str:
     return canonical
 
 
+def item_type_of(item: Any) -> str:
+    """The item's type: its class's ``item_type``, else its lowercased class name."""
+    return str(getattr(item, "item_type", type(item).__name__.lower()))
+
+
 def item_key(item_type: str, url: str) -> bytes:
     # surrogatepass: a url with a lone surrogate (its item dead-lettered unencodable) has a key
     digest = hashlib.sha1(f"{item_type}\n{canonical_url(url)}".encode("utf-8", "surrogatepass"))
@@ -88,7 +94,12 @@ def _timestamp_ms(value: object) -> int:
     return crawled if 0 <= crawled <= now + AHEAD_MS else now
 
 
-JSON_OPTIONS = orjson.OPT_NON_STR_KEYS  # {1: "a"} -> {"1": "a"}, as json.dumps writes it
+# {1: "a"} -> {"1": "a"}, as json.dumps writes it; dataclasses and dates through ``_default``,
+# as Scrapy writes them: orjson's own leave out a dataclass's ``_`` fields and take attributes
+# that are no fields, and round an offset with seconds to minutes.
+JSON_OPTIONS = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
 INT64_RANGE = range(-(2**63), 2**64)  # the integers orjson writes itself
 
 
@@ -109,6 +120,8 @@ def _scrapy_default() -> Any:
 
 
 def _default(value: Any) -> Any:
+    if isinstance(value, float):  # a subclass (numpy.float64): orjson writes only float itself
+        return float(value)
     return _scrapy_default()(value)
 
 
@@ -117,13 +130,13 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     try:
         value = orjson.dumps(fields, default=_default, option=JSON_OPTIONS)
     except (TypeError, orjson.JSONEncodeError):
-        # What orjson refuses but Scrapy writes: integers beyond 64 bits, times with a zone.
+        # What orjson refuses but Scrapy writes: integers beyond 64 bits, deep nesting.
         nonfinite: list[str] = []
         try:
             widened = _widened(fields, "$", nonfinite)
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
         except (TypeError, ValueError) as refused:  # ValueError: over 4,300 digits, for str()
-            raise UnencodableItem(str(refused)) from refused
+            return ItemJson(_deep_json(fields, refused), tuple(nonfinite), big_ints=True)
         return ItemJson(value, tuple(nonfinite), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
@@ -134,6 +147,17 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     return ItemJson(value, tuple(nonfinite))
 
 
+def _deep_json(fields: Mapping[Any, Any], refused: Exception) -> bytes:
+    """Python's own JSON of an item nested deeper than orjson goes (254 levels), as Scrapy's
+    feed writes it; raises ``UnencodableItem`` with orjson's reason when it cannot either."""
+    try:
+        return json.dumps(
+            fields, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError: a lone surrogate
+        raise UnencodableItem(str(refused)) from refused
+
+
 def _widened(value: Any, path: str, nonfinite: list[str]) -> Any:
     """``value`` with what orjson cannot write in the form Scrapy writes it; the paths of
     non-finite floats are appended to ``nonfinite``."""
@@ -141,8 +165,6 @@ def _widened(value: Any, path: str, nonfinite: list[str]) -> Any:
         nonfinite.append(path)
     elif isinstance(value, int) and not isinstance(value, bool) and value not in INT64_RANGE:
         value = orjson.Fragment(str(value).encode())
-    elif isinstance(value, day_time) and value.tzinfo is not None:
-        value = value.isoformat()
     elif isinstance(value, Mapping):
         widened: dict[Any, Any] = {}
         for key, item in value.items():

@@ -40,7 +40,7 @@ from twisted.internet.task import LoopingCall
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
-from crawler.kafka.messages import OutgoingMessage, item_fields
+from crawler.kafka.messages import OutgoingMessage, item_fields, item_type_of
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
@@ -50,6 +50,7 @@ from crawler.node_context import NodeContext
 from crawler.pipelines.kafka_settings import KafkaPipelineSettings, spider_topics_named
 from crawler.pipelines.pause_notice import PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
+from crawler.pipelines.shared_keys import SharedKeys
 from crawler.wakeup import engine_closing
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class KafkaPipeline:
         self._paused: str | None = None  # why the crawl is paused (a PAUSE_REASONS one)
         self._paused_idle = PausedIdle(crawler)  # closes a paused node whose crawl is over
         self._pause_notice = PauseNotice(crawler, self._pause_info)  # tells crawler status
+        self._shared_keys = SharedKeys(crawler)  # says when items of a page share a key
         self._metrics = NodeMetrics()
         self._draining: asyncio.Future[None] | None = None
         self._drained_for = 0.0  # seconds the drains at the engine's closing waited on Kafka
@@ -131,7 +133,7 @@ class KafkaPipeline:
     async def process_item(self, item: Any) -> Any:
         spider = self.crawler.spider
         assert spider is not None
-        item_type = str(getattr(item, "item_type", type(item).__name__.lower()))
+        item_type = item_type_of(item)
         topic = self.settings.topic_template.format(spider=spider.name, item_type=item_type)
         if self._topics is not None:
             try:

@@ -94,6 +94,10 @@ class UserItemsSpider(RedisSpider):
             yield Page(url=url, title="mine")
         elif self.case == "odd_type":
             yield OddType(url=url)
+        elif self.case == "shared_keys":  # a list page's rows, each given the page's url
+            for row in range(3):
+                yield {"url": url, "row": row}
+            yield Page(url=url, title="the list")
 
 
 class PartitionedItemsSpider(UserItemsSpider):
