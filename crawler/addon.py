@@ -25,7 +25,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 from scrapy.utils.python import without_none_values
 
-from crawler import scrapy_redis_compat, standalone_commands
+from crawler import feed_storage, scrapy_redis_compat, standalone_commands
 from crawler.component_orders import (
     check_downloader_middleware_orders,
     check_pipeline_orders,
@@ -132,9 +132,11 @@ class ClusterAddon:
         ClusterAddon._cookie_jars(settings, cluster=bool(settings.get("REDIS_URL")))
         if self.spidercls is not None:
             scrapy_redis_compat.check_spider_class(self.spidercls)
+        feed_storage.use_node_uri_params(settings)
         if settings.get("REDIS_URL"):
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
             self._cluster(settings)
+            feed_storage.lock_local_feeds(settings)
         self._download_handlers(settings)
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)

@@ -1,7 +1,8 @@
 """Exit status 1 for a node that stopped because it may not crawl (a refusal), not done.
 
 A node refused by the frontier (``FrontierRefused``: another partition count, an old layout,
-a Kafka backlog it would not read) or stopped by a topic Kafka refuses for good closes its
+a Kafka backlog it would not read), stopped by a topic Kafka refuses for good or by a local
+feed file another node writes (``crawler.feed_storage``) closes its
 spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0 then,
 as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took the
 node for done. The project's versions of both commands exit 1 for those finish reasons.
@@ -29,6 +30,7 @@ from scrapy.commands import BaseRunSpiderCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler import feed_storage
 from crawler.addon_check import ClusterAddonMissing, require_cluster_addon
 from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
@@ -37,15 +39,20 @@ from crawler.frontier.refusal import BacklogUnread, FrontierRefused
 from crawler.kafka.topics import TopicRefused
 
 REFUSED_FINISH_REASONS = frozenset(
-    refusal.finish_reason
-    for refusal in (
-        FrontierRefused,
-        PartitionsChanged,
-        DedupChanged,
-        FingerprinterChanged,
-        OldLayout,
-        BacklogUnread,
-        TopicRefused,
+    (
+        *(
+            refusal.finish_reason
+            for refusal in (
+                FrontierRefused,
+                PartitionsChanged,
+                DedupChanged,
+                FingerprinterChanged,
+                OldLayout,
+                BacklogUnread,
+                TopicRefused,
+            )
+        ),
+        feed_storage.FINISH_REASON,  # a local feed file another node writes
     )
 )
 

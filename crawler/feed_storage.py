@@ -1,0 +1,136 @@
+"""``NodeFileFeedStorage``: a local feed file written by one node at a time (cluster mode).
+
+``FEEDS``, ``-o`` and ``-O`` write one feed per node. Two nodes on one machine (or one shared
+disk) given the same path wrote into one file at once: with ``-O`` each truncated it and wrote
+at its own offsets, leaving one node's items, a broken line and the tail of the other's (30 of
+62 items lost, the frontier counting their pages done); with ``-o`` a JSON feed became two
+arrays and a CSV feed had two headers. In cluster mode the project's storage for local files
+takes an exclusive lock (``flock``) on the file when its feed starts and holds it until the feed
+is stored: a second node meeting a held lock is refused (``feeds/refused/in_use``, one ERROR
+line saying to put ``%(node_id)s`` in the path, finish reason ``feed_in_use``, exit 1), and
+writes nothing to it. ``%(node_id)s`` is the node's ``CRAWLER_NODE_ID`` in every feed URI
+(``FEED_URI_PARAMS``, which calls a project's own function first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.extensions.feedexport import FileFeedStorage
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.misc import load_object
+
+from crawler.node import resolve_node_id
+
+logger = logging.getLogger(__name__)
+FINISH_REASON = "feed_in_use"  # the refused node's finish reason (``crawler.exit_status``)
+USER_URI_PARAMS = "CRAWLER_USER_FEED_URI_PARAMS"  # the project's own FEED_URI_PARAMS, if any
+NODE_URI_PARAMS = "crawler.feed_storage.node_uri_params"
+NODE_STORAGE = "crawler.feed_storage.NodeFileFeedStorage"
+
+
+def use_node_uri_params(settings: BaseSettings) -> None:
+    """Put ``node_uri_params`` in ``FEED_URI_PARAMS``, keeping a project's own to call first."""
+    own = settings.get("FEED_URI_PARAMS")
+    if own and own != NODE_URI_PARAMS:
+        settings.set(USER_URI_PARAMS, own, priority="cmdline")
+    priority = max(settings.getpriority("FEED_URI_PARAMS") or 0, SETTINGS_PRIORITIES["addon"])
+    settings.set("FEED_URI_PARAMS", NODE_URI_PARAMS, priority=priority)
+
+
+def lock_local_feeds(settings: BaseSettings) -> None:
+    """Local feed files through ``NodeFileFeedStorage`` (a project's own storage stays)."""
+    settings.set("FEED_STORAGES", dict.fromkeys(("", "file"), NODE_STORAGE), priority="addon")
+
+
+def node_uri_params(params: dict[str, Any], spider: Spider) -> dict[str, Any]:
+    """``FEED_URI_PARAMS``: the project's own function's params, with ``node_id``."""
+    settings = spider.crawler.settings
+    user = settings.get(USER_URI_PARAMS)
+    if user:
+        params = load_object(user)(params, spider) or params
+    return {**params, "node_id": resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")}
+
+
+class FeedInUse(ValueError):
+    """Another process writes the feed's file (a refusal at start: ``crawler.exit_status``)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"the feed {path} is being written by another node on this machine (or this "
+            "disk): both would write into one file, and items would be lost. Give each node "
+            "its own file with %(node_id)s in the path (-O items-%(node_id)s.jsonl); Kafka has "
+            "every node's items"
+        )
+
+
+_held: dict[str, int] = {}  # the feed files this process holds: path -> the locked descriptor
+
+
+class NodeFileFeedStorage(FileFeedStorage):
+    def __init__(
+        self, uri: str, *, feed_options: dict[str, Any] | None = None, crawler: Crawler
+    ) -> None:
+        super().__init__(uri, feed_options=feed_options)
+        self._crawler = crawler
+        self._refused = False
+        # Scrapy makes one of the feed's URI template too when the crawler starts, to check
+        # its scheme: a path without parameters is taken then (refused: the node does not
+        # start), one with parameters when the spider opens and they are known.
+        if "%(" not in self.path:
+            self._take()
+
+    @classmethod
+    def from_crawler(
+        cls, crawler: Crawler, uri: str, *, feed_options: dict[str, Any] | None = None
+    ) -> NodeFileFeedStorage:
+        return cls(uri, feed_options=feed_options, crawler=crawler)
+
+    def _take(self) -> None:
+        """Lock the file (created if missing, never truncated here) for this process, or
+        refuse the node when another process holds it."""
+        path = os.path.realpath(self.path)
+        if path in _held:
+            return
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            self._refuse()
+            return
+        _held[path] = fd
+
+    def _refuse(self) -> None:
+        """Before the engine exists, the start fails; once the spider is open, it closes."""
+        refusal = FeedInUse(self.path)
+        stats = self._crawler.stats
+        assert stats is not None
+        stats.inc_value("feeds/refused/in_use")
+        try:
+            engine = self._crawler.engine
+        except RuntimeError:  # not set yet: the crawler is starting
+            raise refusal from None
+        logger.error("Node refused: %s", refusal)
+        self._refused = True
+        close = engine.close_spider_async(reason=FINISH_REASON)
+        self._stopping = asyncio.ensure_future(close)
+
+    def open(self, spider: Spider) -> IO[bytes]:
+        if self._refused:
+            return Path(os.devnull).open("wb")
+        return super().open(spider)
+
+    def store(self, file: IO[bytes]) -> None:
+        file.close()
+        fd = _held.pop(os.path.realpath(self.path), None)
+        if fd is not None:
+            os.close(fd)  # releases the lock
