@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +15,12 @@ import redis
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-from crawler.cli.seed import check, describe, to_push
+from crawler.cli.seed import check, describe, to_push, unread_warning
 from crawler.cli.seed_check import Outcome, SeedChecker
 from crawler.spiders.base import RedisSpider
+from crawler.spiders.pages import PagesSpider
 from settings import base
+from tests.cluster import running_nodes
 
 SETTINGS = {name: value for name, value in vars(base).items() if name.isupper()}
 
@@ -78,3 +82,36 @@ def test_crawler_seed_writes_seeds_in_the_spider_s_encoding(
     assert reports[1].reason == "encoding"
     assert "latin-1" in reports[1].error
     assert to_push(reports) == ["http://shop.test/?q=café".encode("latin-1")]
+
+
+def _live_with_seed_key(client: redis.Redis, takers: str, timeout: float = 30) -> None:
+    """Wait until a node beats in ``pages``' frontier and reads seeds (``takers`` holds it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.zcard("{pages}:nodes") and client.hlen(takers):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the node did not start reading seeds")
+
+
+@pytest.mark.parametrize(
+    ("node_seed_key", "warned"), [("alt:%(name)s", True), ("", False)], ids=["other", "same"]
+)
+def test_seeds_pushed_where_no_live_node_reads_are_warned_about(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path, node_seed_key: str, warned: bool
+) -> None:
+    """Nodes started with -s SEEDS_KEY=alt:%(name)s: `crawler seed pages URL` said "Pushed 1
+    seeds to pages:start_urls", exit 0, and no node ever read them."""
+    own = {"SEEDS_KEY": node_seed_key} if node_seed_key else {}
+    takers = "{alt:pages}:takers" if node_seed_key else "{pages:start_urls}:takers"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    with running_nodes(1, workdir=tmp_path, env=env, settings=own):
+        _live_with_seed_key(redis_client, takers)
+        checker = SeedChecker(PagesSpider, SETTINGS, redis_url)
+        warning = unread_warning(redis_client, "pages", checker.seed_settings)
+    if warned:
+        assert warning is not None
+        assert "no live node reads seeds from pages:start_urls" in warning
+        assert "node-0" in warning and "CRAWLER_SETTING_SEEDS_KEY" in warning
+    else:
+        assert warning is None

@@ -26,8 +26,10 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.partitions import spider_parts
 from crawler.frontier.pending import pending_requests_sync
 from crawler.frontier.reset import forget_seen, reset_note, reset_wait
-from crawler.frontier.seed_settings import SeedSource
-from crawler.redis_connection import SyncRedis
+from crawler.frontier.seed_holds import SeedKeys, seed_readers
+from crawler.frontier.seed_settings import SeedSettings, SeedSource
+from crawler.lua import text
+from crawler.redis_connection import SyncRedis, server_time_ms
 
 STDIN = "-"
 CHECK_BATCH = 1000  # fingerprints looked up per script call
@@ -142,6 +144,24 @@ def refuse_recrawl(client: SyncRedis, parts: Sequence[FrontierKeys], spider: str
         )
 
 
+def unread_warning(client: SyncRedis, spider: str, seeds: SeedSettings) -> str | None:
+    """A warning when nodes of ``spider`` are live and none reads seeds from its seed key."""
+    parts = seeds.frontier
+    now = server_time_ms(client, parts[0].nodes)
+    live = sorted(
+        {text(node) for part in parts for node in client.zrangebyscore(part.nodes, now, "+inf")}
+    )
+    keys = SeedKeys(seeds.seeds_key, seeds.invalid_key, parts)
+    if not live or seed_readers(client, keys, server_time_ms(client, keys.takers)):
+        return None
+    return (
+        f"warning: no live node reads seeds from {seeds.seeds_key}: the live nodes of {spider} "
+        f"({', '.join(live)}) read another key (started with another SEEDS_KEY or redis_key? "
+        f"give crawler seed the same: CRAWLER_SETTING_SEEDS_KEY=...), or read no seeds; the "
+        f"seeds wait in {seeds.seeds_key} for a node that reads it"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     seeds = read_seeds(args)
     if not seeds:
@@ -164,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
         key = checker.seed_settings.seeds_key
         if pushed:
             push(client, key, checker.seed_settings.source, pushed)
+            warning = unread_warning(client, args.spider, checker.seed_settings)
+            if warning:
+                print(warning, file=sys.stderr)
     finally:
         client.close()
     counts = Counter(report.outcome.value for report in reports)

@@ -6,7 +6,8 @@ there until their requests are in the frontier. ``lua/seed_reclaim.lua`` returns
 of holders whose hold expired (a killed node) to the seed key: run by every node
 (``crawler.frontier.seed_queue``) and by ``crawler requeue`` (``FrontierAdmin``), with the
 keys and arguments :func:`reclaim_call` gives. :func:`held_seeds` counts the held seeds for
-``crawler status``. Layout in docs/redis-keys.md.
+``crawler status``; :func:`seed_readers` names the nodes reading a seed key (``crawler
+seed``). Layout in docs/redis-keys.md.
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def reclaim_call(
     default those of every holder whose hold expired) to the seed key, a ``source``
     (``list``, ``set`` or ``zset``, as ``SEEDS_TYPE`` says)."""
     return [keys.seeds, keys.takers], [keys.taken_prefix, source, node_id]
+
+
+def seed_readers(client: SyncRedis, keys: SeedKeys, now_ms: float) -> list[str]:
+    """The nodes reading seeds from ``keys.seeds`` now: their hold deadline is after
+    ``now_ms`` (Redis time; every reading node refreshes it, holding seeds or not)."""
+    takers: dict[Any, Any] = client.hgetall(keys.takers)
+    return sorted(text(node) for node, deadline in takers.items() if float(deadline) > now_ms)
 
 
 def held_seeds(client: SyncRedis, keys: SeedKeys, now_ms: float) -> HeldSeeds:
