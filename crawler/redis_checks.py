@@ -1,7 +1,8 @@
 """What is wrong with a Redis URL, found before a node or a command uses it (no Scrapy imports).
 
 A URL of another topology than the server's (a Cluster URL for a lone server, one server of a
-Cluster, a Sentinel's port given as a server), credentials the server refuses, or a master name
+Cluster, a Sentinel's port given as a server), credentials the server refuses, a database the
+server does not have (``/99`` of a server of 16), or a master name
 the Sentinel does not monitor would fail every command for as long as the node ran, and the
 outage policy, which waits for a server that does not answer, would wait for ever for one that
 answers "no". Such a URL is refused at start, naming ``REDIS_URL`` and what to give instead. A
@@ -43,6 +44,14 @@ def _reached(
         return _server_info(_first(config, host), timeout)
     except CREDENTIALS_REFUSED as exc:
         return _credentials_refused(config, host, exc)
+    except ResponseError as exc:
+        if "DB index" not in str(exc):  # SELECT of the URL's database, on connecting
+            return None
+        return (
+            f"REDIS_URL={config.display} names database {config.db}, which the server at "
+            f"{host[0]}:{host[1]} does not have ({exc}): give one from 0 to its `databases` "
+            "setting less one (16 by default)"
+        )
     except RedisError:
         return None
 
@@ -72,8 +81,10 @@ def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) 
 
 
 def _first(config: RedisConfig, host: tuple[str, int]) -> RedisConfig:
-    """``host`` alone, as one server (a Cluster URL's host may not be a Cluster's node)."""
-    return replace(config, topology=Topology.SERVER, hosts=(host,), db=0)
+    """``host`` alone, as one server (a Cluster URL's host may not be a Cluster's node), on
+    the URL's database (a Cluster has database 0 only)."""
+    db = 0 if config.topology is Topology.CLUSTER else config.db
+    return replace(config, topology=Topology.SERVER, hosts=(host,), db=db)
 
 
 def _server_info(config: RedisConfig, timeout: float) -> tuple[dict[str, Any], int]:

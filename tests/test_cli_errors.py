@@ -64,6 +64,27 @@ def test_scrapy_purge_without_an_answer_is_not_purged(
     assert redis_client.exists("pages:start_urls")
 
 
+@pytest.mark.parametrize("unusable", ["no_answer", "no_such_database"])
+def test_scrapy_purge_of_a_redis_it_cannot_use_is_one_line(redis_url: str, unusable: str) -> None:
+    """`scrapy purge` printed a 63-line traceback when Redis did not answer, and another for
+    ``/99`` (DB index is out of range), where `crawler purge` says one line (an audit)."""
+    url = (
+        "redis://127.0.0.1:1/0" if unusable == "no_answer" else redis_url.rsplit("/", 1)[0] + "/99"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"],
+        cwd=REPO_ROOT,
+        env={"REDIS_URL": url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    refused(result)
+    assert result.stderr.startswith("Not purged: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
 def test_failed_drop_json_asks_and_refuses_on_stderr(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

@@ -349,6 +349,16 @@ def test_credentials_the_server_refuses_stop_the_start_naming_the_url(
     assert topology_problem(RedisConfig.from_url(f"redis://:s3cret@127.0.0.1:{port}/0")) is None
 
 
+def test_a_database_the_server_does_not_have_stops_the_start(own_redis: RedisServer) -> None:
+    """``redis://.../99`` of a server of 16 databases: a node was refused with "checking the
+    frontier failed: ResponseError: DB index is out of range" and a traceback, `scrapy purge`
+    died on the traceback (an audit)."""
+    port = own_redis.config.port
+    problem = topology_problem(RedisConfig.from_url(f"redis://127.0.0.1:{port}/99")) or ""
+    assert f"REDIS_URL=redis://127.0.0.1:{port}/99 names database 99, which the server" in problem
+    assert topology_problem(RedisConfig.from_url(f"redis://127.0.0.1:{port}/15")) is None
+
+
 def test_a_sentinel_given_as_a_server_or_an_unknown_master_name_stops_the_start(
     redis_sentinel_url: str,
 ) -> None:

@@ -1,7 +1,8 @@
 """``scrapy purge <spider> [--yes] [--keep-seeds] [--force]``: delete a spider's shared state.
 
 The Scrapy front end of ``crawler.frontier.purge.PurgePlan``: asks for confirmation unless
-``--yes`` is given; refuses while the spider has live nodes unless ``--force`` is given.
+``--yes`` is given; refuses while the spider has live nodes unless ``--force`` is given. A Redis
+URL the server cannot serve (``crawler.redis_checks``) or a Redis that fails ends it in one line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from crawler.cli.prompt import answer
 from crawler.cli.spiders import settings_as_nodes_read_them
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 from crawler.frontier.seed_settings import seed_key_names
-from crawler.redis_connection import sync_client
+from crawler.redis_checks import topology_problem
+from crawler.redis_connection import SyncRedis, sync_client
+from crawler.redis_outage import REDIS_FAILURES
 from crawler.redis_url import RedisConfig
 
 
@@ -60,25 +63,39 @@ class Command(ScrapyCommand):
             settings = PurgeSettings.from_settings(self.settings)
         except ValueError as exc:  # a setting refused, named in the message
             raise UsageError(str(exc)) from exc
-        client = sync_client(RedisConfig.from_url(url))
+        config = RedisConfig.from_url(url)
+        if problem := topology_problem(config):
+            self._fail(problem)
+            return
+        client = sync_client(config)
         try:
-            plan = PurgePlan.survey(
-                client,
-                args[0],
-                settings,
-                seed_keys=self._seed_keys(args[0]),
-                keep_seeds=opts.keep_seeds,
-                force=opts.force,
-            )
-            if (why := plan.refusal) is not None:
-                print(f"Not purged: {why}", file=sys.stderr)
-                self.exitcode = 1
-                return
-            if not plan.confirmed(yes=opts.yes, ask=answer):
-                print("Not purged.")
-                self.exitcode = 1
-                return
-            print(plan.carry_out(client).summary())
+            self._purge(client, args[0], settings, opts)
+        except REDIS_FAILURES as exc:
+            self._fail(f"Redis at {config.display} failed: {type(exc).__name__}: {exc}")
         finally:
             client.close()
         sys.stdout.flush()
+
+    def _fail(self, why: str) -> None:
+        print(f"Not purged: {why}", file=sys.stderr)
+        self.exitcode = 1
+
+    def _purge(
+        self, client: SyncRedis, spider: str, settings: PurgeSettings, opts: argparse.Namespace
+    ) -> None:
+        plan = PurgePlan.survey(
+            client,
+            spider,
+            settings,
+            seed_keys=self._seed_keys(spider),
+            keep_seeds=opts.keep_seeds,
+            force=opts.force,
+        )
+        if (why := plan.refusal) is not None:
+            self._fail(why)
+            return
+        if not plan.confirmed(yes=opts.yes, ask=answer):
+            print("Not purged.")
+            self.exitcode = 1
+            return
+        print(plan.carry_out(client).summary())
