@@ -12,12 +12,14 @@ import uuid
 from pathlib import Path
 
 import orjson
+import pytest
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
     NewTopic,
 )
 
+from crawler.cli.main import parse
 from crawler.demo.nodes import REPO_ROOT
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
@@ -439,3 +441,30 @@ def test_reading_a_topic_with_nothing_in_it_ends_without_waiting_for_the_timeout
         began = time.monotonic()
         assert read_topic(kafka_bootstrap, topic, timeout=60) == []
         assert time.monotonic() - began < 30, topic  # well before the timeout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["consume", "t", "--count", "-1"],
+        ["consume", "t", "--idle-exit", "-1"],
+        ["consume", "t", "--timeout", "0"],
+        ["status", "pages", "--kafka-timeout", "0"],
+        ["dead-letters", "list", "t", "--timeout", "0"],
+        ["queue", "pages", "--top", "0"],
+        ["queue", "pages", "--scan", "-5"],
+        ["top", "--interval", "0"],
+        ["top", "--interval", "nan"],
+    ],
+    ids=" ".join,
+)
+def test_numbers_out_of_range_are_usage_errors(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``consume --count -1`` stopped after one message, ``--idle-exit -1`` at the first quiet
+    poll, ``--timeout 0`` blamed a Kafka that was up (an audit): refused as usage errors."""
+    with pytest.raises(SystemExit) as exited:
+        parse(argv)
+    assert exited.value.code == 2
+    said = capsys.readouterr().err
+    assert "must be" in said or "not a finite number" in said, said

@@ -7,6 +7,7 @@ import time
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security
 from crawler.kafka.reader import ReceivedMessage, iter_topic, unanswered
 
@@ -16,13 +17,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("topic")
     add_kafka_option(parser)
     parser.add_argument("--from-beginning", action="store_true", help="not only new messages")
-    parser.add_argument("--count", type=int, default=0, help="stop after N messages (0 = never)")
     parser.add_argument(
-        "--idle-exit", type=float, default=0.0, help="stop after N quiet seconds (0 = never)"
+        "--count", type=numbers.count_or_all, default=0, help="stop after N messages (0 = never)"
+    )
+    parser.add_argument(
+        "--idle-exit",
+        type=numbers.seconds_or_never,
+        default=0.0,
+        help="stop after N quiet seconds (0 = never)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds Kafka has to answer first (10)"
+        "--timeout",
+        type=numbers.seconds,
+        default=10.0,
+        help="seconds Kafka has to answer first (10)",
     )
     parser.set_defaults(run=run)
 

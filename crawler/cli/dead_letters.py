@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security, project_settings
 from crawler.cli.consume import render
 from crawler.kafka.dead_letter_writer import DLQ_HEADERS, ORIGINAL_TOPIC_HEADER, REASON_HEADER
@@ -54,7 +55,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         add_dead_letter_options(sub)
         sub.add_argument(
-            "--timeout", type=float, default=30.0, help="seconds Kafka may take to answer"
+            "--timeout", type=numbers.seconds, default=30.0, help="seconds Kafka may take to answer"
         )
         sub.add_argument("--json", action="store_true", help="JSON for scripts")
         add_kafka_option(sub)

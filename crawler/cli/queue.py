@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.frontier.inspect import FrontierInspector, QueuedRequest, SiteCounts
@@ -20,11 +21,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "queue", help="the requests nodes will lease next, and queued requests per site"
     )
     parser.add_argument("spider")
-    parser.add_argument("--top", type=int, default=20, help="requests shown (default: 20)")
+    parser.add_argument(
+        "--top", type=numbers.count, default=20, help="requests shown (default: 20)"
+    )
     parser.add_argument("--site", default=None, help="only requests to this host[:port]")
     parser.add_argument(
         "--scan",
-        type=int,
+        type=numbers.count_or_all,
         default=SCAN_DEFAULT,
         help=f"queue entries counted per site, and walked for --site; 0: all "
         f"(default: {SCAN_DEFAULT:,})",

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import add_redis_option, async_redis_client, project_settings
 from crawler.redis_connection import AsyncRedis
 from crawler.sessions import (
@@ -54,7 +55,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     importing.add_argument("--domain", default="", help="domain of --cookie-header cookies")
     importing.add_argument("--proxy", default=None, help="proxy URL bound to the account")
-    importing.add_argument("--ttl", type=float, default=None, help="seconds (SESSIONS_TTL)")
+    importing.add_argument(
+        "--ttl", type=numbers.seconds, default=None, help="seconds (SESSIONS_TTL)"
+    )
     importing.add_argument(
         "--login-cookie",
         metavar="NAME",
@@ -77,7 +80,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     login.add_argument("--submit-selector", default="[type=submit]")
     login.add_argument("--qr-selector", default="#qr")
     login.add_argument("--png", type=Path, default=Path("qr-login.png"), help="QR screenshot")
-    login.add_argument("--timeout", type=float, default=180.0, help="seconds for the login")
+    login.add_argument(
+        "--timeout", type=numbers.seconds, default=180.0, help="seconds for the login"
+    )
     login.add_argument("--headed", action="store_true", help="show the browser window")
     login.set_defaults(run=_command(_login))
 

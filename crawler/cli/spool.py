@@ -14,6 +14,7 @@ from typing import IO
 import orjson
 from scrapy.settings import Settings
 
+from crawler.cli import numbers
 from crawler.cli.config import (
     add_kafka_option,
     add_spool_options,
@@ -47,7 +48,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_spool_options(replay)
     add_kafka_option(replay)
     add_crawl_options(replay)
-    replay.add_argument("--timeout", type=float, default=60.0)
+    replay.add_argument("--timeout", type=numbers.seconds, default=60.0)
     replay.add_argument("--json", action="store_true", help="one JSON object for scripts")
     replay.set_defaults(run=run_replay)
 

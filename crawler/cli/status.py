@@ -11,6 +11,7 @@ from typing import Literal, TypedDict
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import (
     add_kafka_option,
     add_redis_option,
@@ -102,7 +103,10 @@ def add_dead_letter_status_options(parser: argparse.ArgumentParser) -> None:
         help="the nodes' KAFKA_TOPIC_TEMPLATE (default: the spider's, else the project's)",
     )
     parser.add_argument(
-        "--kafka-timeout", type=float, default=5.0, help="seconds Kafka may take to answer"
+        "--kafka-timeout",
+        type=numbers.seconds,
+        default=5.0,
+        help="seconds Kafka may take to answer",
     )
 
 

@@ -8,6 +8,7 @@ import time
 
 import orjson
 
+from crawler.cli import numbers
 from crawler.cli.config import project_settings, redis_client
 from crawler.cli.spiders import require_spider
 from crawler.cli.status import (
@@ -28,7 +29,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("spider", nargs="?", help="spider to show (default: all found)")
     add_crawl_options(parser)
     add_dead_letter_status_options(parser)
-    parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
+    parser.add_argument(
+        "--interval", type=numbers.seconds, default=2.0, help="seconds between redraws"
+    )
     parser.add_argument("--once", action="store_true", help="print the view once, plain text")
     parser.add_argument("--color", action="store_true", help="ANSI colours also with --once")
     parser.add_argument(
@@ -109,8 +112,6 @@ def stream_json(reader: StatusReader, spiders: list[str], args: argparse.Namespa
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.interval <= 0:
-        raise SystemExit(f"--interval {args.interval} must be > 0")
     spiders = [args.spider] if args.spider else []
     if args.spider:
         require_spider(args.spider, project_settings())
