@@ -103,6 +103,14 @@ def test_consume_prints_values_as_they_are(kafka_bootstrap: str) -> None:
     assert b'"big": 1180591620717411303424, "price": 1.10}' in as_json.stdout.encode()
 
 
+@pytest.mark.parametrize("command", ["list", "replay"])
+def test_a_spool_folder_that_is_not_there_is_said(command: str, tmp_path: Path) -> None:
+    """``spool list --dir /nonexistent`` said "is empty", ``replay`` "replayed=0", exit 0."""
+    result = crawler_cli("spool", command, "pages", "--dir", str(tmp_path / "nope"))
+    assert result.returncode == 1, result.stdout
+    assert f"--dir {tmp_path / 'nope'}: no such folder" in result.stderr
+
+
 def test_spool_list_counts_the_dead_letter_files(tmp_path: Path) -> None:
     """A node's dead-letter file is never replayed, but an operator sees it: no "is empty"."""
     letters = JsonLinesLog(dead_letter_file(tmp_path / "pages", "n1"))

@@ -43,3 +43,17 @@ def test_status_says_how_many_items_pipelines_lost(redis_client: redis.Redis) ->
     redis_client.hset(keys.total, mapping={"done": 10, "items/errored": 3})
     text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "c1")))
     assert "items lost     3 (a pipeline raised: 'Error processing' in the node logs)" in text
+
+
+def test_status_says_how_many_items_are_only_in_dead_letter_files(
+    redis_client: redis.Redis,
+) -> None:
+    """Items too large for their topic and its DLQ are only in their node's file: status said
+    "finished" and nothing of them (only --json's ledger had them, an audit)."""
+    stats = {"kafka/dead_lettered_file": 20, "kafka/dead_lettered": 5}
+    fields = ledger_fields(stats)
+    assert (fields["items/dead_letter_file"], fields["items/dead_lettered"]) == (20, 25)
+    keys = LedgerKeys.for_crawl("pages", "c1")
+    redis_client.hset(keys.total, mapping={"done": 10, "items/dead_letter_file": 20})
+    text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "c1")))
+    assert "dead-letter files 20 items neither their topic nor its DLQ took" in text

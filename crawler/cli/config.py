@@ -55,6 +55,10 @@ def add_spool_options(parser: argparse.ArgumentParser) -> None:
 
 
 def spool_dir(args: argparse.Namespace) -> Path:
+    """The spider's folder in ``--dir`` (which must exist: a mistyped one would look like an
+    empty spool) or ``KAFKA_SPOOL_DIR``."""
+    if args.dir is not None and not Path(args.dir).is_dir():
+        raise SystemExit(f"--dir {args.dir}: no such folder (give the nodes' KAFKA_SPOOL_DIR)")
     return Path(args.dir or project_settings()["KAFKA_SPOOL_DIR"]) / str(args.spider)
 
 

@@ -126,7 +126,7 @@ def spool_text(status: FrontierStatus) -> str:
     return (
         f"{status['spooled']} items in the spool of node(s)"
         f" {', '.join(status['spooled_nodes']) or '?'} (not in Kafka yet: `crawler spool replay"
-        f" {spider}` on that host, or start a node there)"
+        f" {spider} --dir <the node's KAFKA_SPOOL_DIR>` on that host, or start a node there)"
     )
 
 
@@ -204,6 +204,11 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         lines.append(
             f"  not stored     {unstored} requests (a value Redis cannot hold: 'Request not "
             "enqueued' in the node logs)"
+        )
+    if in_files := totals.get("items/dead_letter_file", 0):
+        lines.append(
+            f"  dead-letter files {in_files} items neither their topic nor its DLQ took, only in "
+            "their node's file (KAFKA_SPOOL_DIR/<spider>/dead-letters/<node>.jsonl on its host)"
         )
     if status["spooled"]:
         lines.append(f"  spool          {spool_text(status)}")

@@ -30,6 +30,8 @@ DIRECT_FIELDS = {
     "items/dropped": "item_dropped_count",
     "items/delivered": "kafka/delivered",
     "items/spooled": "kafka/spooled",
+    # items neither their topic nor its DLQ took: only in the node's dead-letter file
+    "items/dead_letter_file": "kafka/dead_lettered_file",
     "pages": "downloader/response_count",  # every response, also those retried (500s)
 }
 # ledger field -> stat prefixes whose stats it sums
