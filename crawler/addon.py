@@ -25,7 +25,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 from scrapy.utils.python import without_none_values
 
-from crawler import feed_storage, scrapy_redis_compat, standalone_commands
+from crawler import feed_storage, node_files, scrapy_redis_compat, standalone_commands
 from crawler.component_orders import (
     check_downloader_middleware_orders,
     check_pipeline_orders,
@@ -137,6 +137,8 @@ class ClusterAddon:
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL
             self._cluster(settings)
             feed_storage.lock_local_feeds(settings)
+            if problem := node_files.job_dir_problem(settings.get("JOBDIR") or ""):
+                raise ValueError(problem)
         self._download_handlers(settings)
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)

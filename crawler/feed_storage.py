@@ -5,17 +5,17 @@ disk) given the same path wrote into one file at once: with ``-O`` each truncate
 at its own offsets, leaving one node's items, a broken line and the tail of the other's (30 of
 62 items lost, the frontier counting their pages done); with ``-o`` a JSON feed became two
 arrays and a CSV feed had two headers. In cluster mode the project's storage for local files
-takes an exclusive lock (``flock``) on the file when its feed starts and holds it until the feed
-is stored: a second node meeting a held lock is refused (``feeds/refused/in_use``, one ERROR
-line saying to put ``%(node_id)s`` in the path, finish reason ``feed_in_use``, exit 1), and
-writes nothing to it. ``%(node_id)s`` is the node's ``CRAWLER_NODE_ID`` in every feed URI
-(``FEED_URI_PARAMS``, which calls a project's own function first).
+takes an exclusive lock on the file (``crawler.node_files``) when its feed starts and holds it
+until the feed is stored: a second node meeting a held lock is refused
+(``feeds/refused/in_use``, one ERROR line saying to put ``%(node_id)s`` in the path, finish
+reason ``feed_in_use``, exit 1), and writes nothing to it. ``%(node_id)s`` is the node's
+``CRAWLER_NODE_ID`` in every feed URI (``FEED_URI_PARAMS``, which calls a project's own
+function first).
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 from pathlib import Path
@@ -27,6 +27,7 @@ from scrapy.extensions.feedexport import FileFeedStorage
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
+from crawler import node_files
 from crawler.node import resolve_node_id
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,6 @@ class FeedInUse(ValueError):
         )
 
 
-_held: dict[str, int] = {}  # the feed files this process holds: path -> the locked descriptor
-
-
 class NodeFileFeedStorage(FileFeedStorage):
     def __init__(
         self, uri: str, *, feed_options: dict[str, Any] | None = None, crawler: Crawler
@@ -94,20 +92,9 @@ class NodeFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, crawler=crawler)
 
     def _take(self) -> None:
-        """Lock the file (created if missing, never truncated here) for this process, or
-        refuse the node when another process holds it."""
-        path = os.path.realpath(self.path)
-        if path in _held:
-            return
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        """Lock the file for this process, or refuse the node when another process holds it."""
+        if not node_files.hold(self.path):
             self._refuse()
-            return
-        _held[path] = fd
 
     def _refuse(self) -> None:
         """Before the engine exists, the start fails; once the spider is open, it closes."""
@@ -131,6 +118,4 @@ class NodeFileFeedStorage(FileFeedStorage):
 
     def store(self, file: IO[bytes]) -> None:
         file.close()
-        fd = _held.pop(os.path.realpath(self.path), None)
-        if fd is not None:
-            os.close(fd)  # releases the lock
+        node_files.release(self.path)

@@ -1,5 +1,6 @@
-"""Feeds in cluster mode: each node writes its own (``FEEDS``, ``-o``, ``-O``); two nodes
-given one local file no longer write into it at once (``crawler.feed_storage``)."""
+"""Files each node writes alone: feeds in cluster mode (``FEEDS``, ``-o``, ``-O``) and
+``JOBDIR``. Two nodes given one path no longer write into it at once (``crawler.node_files``,
+``crawler.feed_storage``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from crawler.feed_storage import use_node_uri_params
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 
-def crawl(site: Site, redis_url: str, workdir: Path, feed: str) -> list[int | None]:
+def crawl(
+    site: Site, redis_url: str, workdir: Path, feed: str, **settings: str
+) -> list[int | None]:
     """Two ``pages`` nodes, Kafka off, each with ``-O <feed>``; their exit codes."""
     with running_nodes(
         2,
@@ -26,6 +29,7 @@ def crawl(site: Site, redis_url: str, workdir: Path, feed: str) -> list[int | No
             "FEEDS": orjson.dumps({feed: {"format": "jsonlines", "overwrite": True}}).decode(),
             "CONCURRENT_REQUESTS": "2",
             "MAX_IDLE_TIME_BEFORE_CLOSE": "2",
+            **settings,
         },
     ) as nodes:
         client = redis.Redis.from_url(redis_url)
@@ -47,7 +51,7 @@ def test_two_nodes_given_one_feed_file_do_not_write_into_it_at_once(
     feed = tmp_path / "items.jsonl"
     with Site(40, delay=0.05) as site:
         codes = crawl(site, redis_url, tmp_path / "nodes", str(feed))
-        assert sorted(codes) == [0, 1], logs(tmp_path / "nodes")
+        assert sorted(map(str, codes)) == ["0", "1"], logs(tmp_path / "nodes")
         assert sorted(urls_in(feed)) == sorted(site.all_urls())
     log = logs(tmp_path / "nodes", tail=0)
     assert log.count("is being written by another node") == 1, log
@@ -65,6 +69,21 @@ def test_a_node_id_in_the_feed_path_gives_each_node_its_own_file(
         assert [path.name for path in files] == ["items-node-0.jsonl", "items-node-1.jsonl"]
         urls = [url for path in files for url in urls_in(path)]
         assert sorted(urls) == sorted(site.all_urls())
+
+
+def test_two_nodes_given_one_job_dir_do_not_keep_their_state_there_at_once(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Two nodes with one JOBDIR: the last to stop wrote its ``spider.state`` over the other's
+    (``{'pages': 29}`` of 62), with no word."""
+    feed = str(tmp_path / "items-%(node_id)s.jsonl")
+    job_dir = tmp_path / "job"
+    with Site(20, delay=0.05) as site:
+        codes = crawl(site, redis_url, tmp_path / "nodes", feed, JOBDIR=str(job_dir))
+    assert sorted(map(str, codes)) == ["0", "1"], logs(tmp_path / "nodes")
+    log = logs(tmp_path / "nodes", tail=0)
+    assert f"Not started: JOBDIR={job_dir} is used by another node" in log, log
+    assert (job_dir / "spider.state").exists()
 
 
 def own_params(params: dict[str, object], spider: object) -> dict[str, object]:
