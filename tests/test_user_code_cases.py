@@ -271,6 +271,9 @@ def test_requests_a_spider_idle_handler_crawls_are_fetched_on_a_single_node(
     )
     assert sum('"again":true' in item for item in reference) == 5
     assert sorted(run.items) == sorted(reference)
+    # with dont_filter every node would fetch them (each runs its idle handlers): said
+    assert run.logs().count("A spider_idle handler scheduled <GET") == 1
+    assert "'cluster_idle/dont_filter': 5" in run.logs()
 
 
 def test_a_spider_idle_handler_is_called_when_the_cluster_is_idle_not_when_its_node_is(

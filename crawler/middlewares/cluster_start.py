@@ -45,6 +45,7 @@ from crawler.frontier.pending import pending_requests
 from crawler.frontier.seed_queue import seed_count
 from crawler.frontier.seed_settings import seed_key_names
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
+from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
 from crawler.middlewares.start_writer import StartWriter
@@ -88,6 +89,7 @@ class ClusterStartMiddleware:
         self._checking: asyncio.Task[None] | None = None
         self._start_claim: StartClaim | None = None
         self._start_items = StartItems()
+        self._idle_requests = IdleRequests(crawler)  # says when every node fetches them
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(self._start_items.settle, signal=signal)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
@@ -239,7 +241,8 @@ class ClusterStartMiddleware:
         )
         if fresh and self._idle_since is not None and now - self._idle_since >= self.max_idle:
             # the cluster was idle at the last look, just now: the spider's own handlers say
-            reason = send_idle(self.crawler, cluster_idle, spider)
+            with self._idle_requests.handlers_running():
+                reason = send_idle(self.crawler, cluster_idle, spider)
             if reason is None:
                 self._idle_since = None  # they gave work, or wait: look again before closing
                 raise DontCloseSpider
