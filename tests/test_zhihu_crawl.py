@@ -98,7 +98,7 @@ def stats(workdir: Path, logs: str = "node-*.log") -> Counter[str]:
     total: Counter[str] = Counter()
     for path in workdir.glob(logs):
         for name, value in re.findall(
-            r"'((?:zhihu|politeness|sessions)/[^']+)': (\d+)", path.read_text()
+            r"'((?:zhihu|politeness|sessions|frontier/failed)/[^']+)': (\d+)", path.read_text()
         ):
             total[name] += int(value)
     return total
@@ -691,7 +691,8 @@ def test_a_list_given_up_counts_as_short(
     small_mock: ZhihuMock, redis_url: str, kafka_bootstrap: str, zhihu_topics: str, tmp_path: Path
 ) -> None:
     """Every child-comment page is challenged and its retries run out: the lists those pages
-    began are lost, and were counted nowhere (status said comments 100.0%, no list short)."""
+    began are lost, and were counted nowhere (status said comments 100.0%, no list short); the
+    pages had no failure record (`crawler failed` had nothing to retry, an audit)."""
     url, _ = small_question(small_mock)
     found = crawl_small(
         small_mock,
@@ -707,6 +708,8 @@ def test_a_list_given_up_counts_as_short(
     assert given_up > 0
     assert found["zhihu/short_lists/child_comment"] == given_up  # each one's list, short
     assert found["zhihu/shortfall/child_comment"] == found["zhihu/declared/child_comment"]
+    # and each page is a failure record, to retry once the challenge is mended: they were done
+    assert found["frontier/failed/zhihu/challenge"] == given_up, found
 
 
 @pytest.mark.parametrize(

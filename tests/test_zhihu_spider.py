@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
@@ -22,9 +23,10 @@ from settings import base
 API = "http://zhihu.test/api/v4"
 
 
-def spider() -> ZhihuSpider:
+def spider(**settings: Any) -> ZhihuSpider:
     values = {k: v for k, v in vars(base).items() if k.isupper()}
     values |= {
+        **settings,
         "REDIS_URL": "",
         "ZHIHU_PRIVACY": False,
         "ZHIHU_CREATORS": False,
@@ -231,3 +233,20 @@ def test_a_blocked_redirect_is_handed_to_the_spider_and_a_users_own_status_list_
     retry = plain.copy()
     asyncio.run(middleware.process_request(retry))
     assert "handle_httpstatus_list" not in retry.meta
+
+
+def test_an_account_without_its_password_is_said_at_start(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ZHIHU_ACCOUNTS=tester`` without ``ZHIHU_PASSWORD_TESTER``: said only at the first
+    re-login, its requests then failing as sessions/unavailable (an audit)."""
+    monkeypatch.delenv("ZHIHU_PASSWORD_TESTER", raising=False)
+    monkeypatch.setenv("ZHIHU_PASSWORD_OTHER", "secret")
+    with caplog.at_level(logging.WARNING):
+        spider(ZHIHU_ACCOUNTS="tester,other")
+    said = [r.getMessage() for r in caplog.records if "No password" in r.getMessage()]
+    assert said == [
+        "No password for zhihu account 'tester' in $ZHIHU_PASSWORD_TESTER: its session cannot be "
+        "renewed when it expires (its requests then fail as sessions/unavailable); set the "
+        "variable, or import its sessions again (crawler sessions import)"
+    ]

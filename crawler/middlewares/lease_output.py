@@ -70,6 +70,15 @@ def source_request(source: Response | Failure | None) -> Request | None:
     return request if isinstance(request, Request) else None
 
 
+def fail_page(crawler: Crawler, response: Response, reason: str, error: str) -> None:
+    """A callback's page failed for good without an exception (an error answer the spider
+    gives up on): its lease ends failed with ``reason``, a failure record an operator can retry
+    (``crawler failed``). Nothing without a lease (standalone)."""
+    if (tracked := tracked_lease(crawler, response.request)) is not None:
+        tracker, lease_id = tracked
+        tracker.fail(lease_id, reason, error)
+
+
 def fail(tracker: AckTracker, lease_id: str, exc: Exception) -> None:
     """Record a callback's exception as the lease's failure, except ``CloseSpider``: Scrapy
     takes it as the spider's wish to stop (the node closes with its reason), not an error;

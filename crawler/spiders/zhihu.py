@@ -10,6 +10,7 @@ Requests carry a shared session (``session_platform = "zhihu"``) and are signed 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.seeds import InvalidSeed, Seed
+from crawler.middlewares.lease_output import fail_page
 from crawler.middlewares.session_http import default_state
 from crawler.sessions import Health
 from crawler.spiders.seed_rules import check_seed_meta
@@ -42,7 +44,7 @@ from crawler.spiders.zhihu_chains import (
 )
 from crawler.zhihu.completeness import TALLY, Completeness, Tally
 from crawler.zhihu.errors import ApiError, Problem
-from crawler.zhihu.login import PasswordLogin
+from crawler.zhihu.login import PasswordLogin, password_variable
 from crawler.zhihu.middleware import response_error
 from crawler.zhihu.parsers import Context, question_item
 from crawler.zhihu.payloads import ParseError, page_entities
@@ -95,6 +97,7 @@ class ZhihuSpider(ZhihuChains):
         spider.session_accounts = spider.config.accounts
         if not spider.config.sessions:
             spider.session_platform = None
+        spider._say_missing_passwords()
         spider.creators_requested = set()
         spider.completeness = Completeness()
         return spider
@@ -105,6 +108,21 @@ class ZhihuSpider(ZhihuChains):
         logger.info("Zhihu completeness on this node: %s", summary)
 
     # Sessions ------------------------------------------------------------------------------
+
+    def _say_missing_passwords(self) -> None:
+        """An account without its password is noticed at start, not at its first re-login."""
+        if self.session_platform is None:
+            return
+        for account in self.config.accounts:
+            variable = password_variable(self.config.password_env, account)
+            if not os.environ.get(variable):
+                logger.warning(
+                    "No password for zhihu account %r in $%s: its session cannot be renewed "
+                    "when it expires (its requests then fail as sessions/unavailable); set the "
+                    "variable, or import its sessions again (crawler sessions import)",
+                    account,
+                    variable,
+                )
 
     def session_login(self) -> PasswordLogin | None:
         if not self.config.accounts:
@@ -236,12 +254,15 @@ class ZhihuSpider(ZhihuChains):
                 error.code,
                 error.message[:200],
             )
+            if error.problem is not Problem.NOT_FOUND:  # deleted content: nothing to retry
+                self._failed_for_good(response, error)
             yield from self._cut_short(response, endpoint)
             return
         tries = int(response.meta.get(RETRIES, 0)) + 1
         if tries > self.config.max_retries:
             self._stat(f"gave_up/{error.problem.value}")
             logger.error("%s: %s %d times, giving up", response.url, error.problem.value, tries)
+            self._failed_for_good(response, error)
             yield from self._cut_short(response, endpoint)
             return
         self._stat(f"retry/{error.problem.value}")
@@ -249,6 +270,12 @@ class ZhihuSpider(ZhihuChains):
         retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, dont_filter=True)
         retry.priority = response.request.priority - 1 if response.request else -1
         yield retry
+
+    def _failed_for_good(self, response: Response, error: ApiError) -> None:
+        """In cluster mode the page's lease fails (``zhihu/<problem>``): a failure record
+        ``crawler failed zhihu retry`` sends again once sessions or limits are mended."""
+        detail = f"{error.code} {error.message[:200]}"
+        fail_page(self.crawler, response, f"zhihu/{error.problem.value}", detail)
 
     def _cut_short(self, response: Response, endpoint: str) -> Iterator[Output]:
         """A list page that failed for good (an error answer, or a payload that cannot be
