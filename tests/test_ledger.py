@@ -187,3 +187,18 @@ def test_a_failed_request_retried_by_hand_keeps_the_ledger_adding_up(
     assert totals["leased"] == leases_ended(totals)
     assert ledger_text(status["ledger"]).startswith("adds up")
     assert ", 1 retried (crawler failed retry)," in render(status_with_nothing_else(status))
+
+
+def test_status_of_a_crawl_no_live_node_runs_names_the_crawls_they_run(
+    redis_client: redis.Redis,
+) -> None:
+    """Nodes started with -s CRAWLER_CRAWL_ID=c1: `crawler status pages` showed 0 done, 0.0%,
+    ETA ? while a node held 20 leases, with no word of the crawl id (an audit)."""
+    now = put_runs(redis_client, {"node-a:1": (3, 1000, "running")})
+    redis_client.zadd("{pages}:nodes", {"node-a": now + 30_000})
+    admin = FrontierAdmin(redis_client, "pages")
+    assert admin.ledger("c1")["live_crawls"] == []
+    assert admin.ledger("default")["live_crawls"] == ["c1"]
+    text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "default")))
+    assert "no live node runs crawl 'default'; the live nodes run c1" in text
+    assert "crawler status pages --crawl c1" in text

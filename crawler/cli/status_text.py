@@ -196,6 +196,13 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         for node in shown
     ]
     lines.append(f"  ledger         {ledger_text(status['ledger'])}")
+    if live_crawls := status["ledger"]["live_crawls"]:
+        crawl = status["ledger"]["crawl_id"]
+        lines.append(
+            f"  crawl id       no live node runs crawl {crawl!r}; the live nodes run "
+            f"{', '.join(live_crawls)} (their CRAWLER_CRAWL_ID): crawler status "
+            f"{snap['spider']} --crawl {live_crawls[0]}"
+        )
     if errored := totals.get("items/errored", 0):
         lines.append(
             f"  items lost     {errored} (a pipeline raised: 'Error processing' in the node logs)"

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypedDict
 
 import orjson
 
-from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys
+from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys, pattern_for_spider
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.inspect import node_beat
 from crawler.frontier.keys import glob_escape
@@ -93,6 +93,8 @@ class LedgerView(TypedDict):
     active_seconds: float  # of the window, the minutes in which nodes fetched pages
     runs: int  # node runs that pushed to this ledger
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
+    # when no live node pushes to this crawl's ledger: the crawls live nodes push to
+    live_crawls: list[str]
 
 
 def _runs(fields: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -342,7 +344,22 @@ class FrontierAdmin:
             active_seconds=round(active, 3),
             runs=len(runs),
             short_runs=short,
+            live_crawls=[] if pushes_again or not alive else self._live_crawls(alive, crawl_id),
         )
+
+    def _live_crawls(self, alive: set[str], crawl_id: str) -> list[str]:
+        """The other crawls of the spider whose ledger a live node pushes to (a status asked
+        for a crawl id the nodes were not started with)."""
+        crawls = []
+        for key in self.redis.scan_iter(match=pattern_for_spider(self.spider), count=SCAN_COUNT):
+            name = text(key)
+            if not name.endswith(":runs"):
+                continue
+            other = name.removesuffix(":runs").rsplit(":", 1)[1]
+            runs = _runs({text(field): "" for field in self.redis.hkeys(name)})
+            if other != crawl_id and any(run.rpartition(":")[0] in alive for run in runs):
+                crawls.append(other)
+        return sorted(crawls)
 
     def requeue_expired(self, crawl_id: str | None = None) -> int:
         """Return every expired lease to the queue now (every part); count them in the
