@@ -537,6 +537,9 @@ def test_startup_line_names_every_connection_without_secrets() -> None:
     )
     standalone = describe_node(Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler"}), None)
     assert "Redis off, Kafka off, scheduler Scheduler, metrics off" in standalone
+    # KafkaPipeline turned off in ITEM_PIPELINES: the line said "Kafka kafka:9092" (an audit)
+    unsent = describe_node(settings, None, kafka_pipeline=False)
+    assert "Kafka off (KafkaPipeline is not in ITEM_PIPELINES), scheduler" in unsent
 
 
 # --------------------------------------------------------------------------- cluster summary

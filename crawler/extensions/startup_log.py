@@ -16,6 +16,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.node import resolve_node_id
+from crawler.pipelines.kafka import KafkaPipeline
 from crawler.redis_url import redact_url
 from crawler.settings_values import get_bool
 
@@ -29,13 +30,20 @@ def class_name(value: object) -> str:
     return getattr(value, "__name__", repr(value))
 
 
-def describe_node(settings: BaseSettings, metrics_address: str | None) -> str:
+KAFKA_PIPELINE_OFF = "off (KafkaPipeline is not in ITEM_PIPELINES)"
+
+
+def describe_node(
+    settings: BaseSettings, metrics_address: str | None, *, kafka_pipeline: bool = True
+) -> str:
+    """The startup line; ``kafka_pipeline``: whether ``KafkaPipeline`` runs."""
     redis_url = settings.get("REDIS_URL") or ""
+    kafka = settings.get("KAFKA_BOOTSTRAP_SERVERS") or "off"
     return (
         f"Node {resolve_node_id(settings.get('CRAWLER_NODE_ID') or '')} "
         f"(profile {settings.get('CRAWLER_PROFILE')}, crawl {settings.get('CRAWLER_CRAWL_ID')}): "
         f"Redis {redact_url(redis_url) if redis_url else 'off'}, "
-        f"Kafka {settings.get('KAFKA_BOOTSTRAP_SERVERS') or 'off'}, "
+        f"Kafka {kafka if kafka_pipeline or kafka == 'off' else KAFKA_PIPELINE_OFF}, "
         f"scheduler {class_name(settings.get('SCHEDULER'))}, "
         f"metrics {metrics_address or 'off'}"
     )
@@ -55,4 +63,11 @@ class StartupLog:
     def engine_started(self) -> None:
         metrics = self.crawler.get_extension(PrometheusMetrics)
         address = f"http://{metrics.address}/metrics" if metrics is not None else None
-        logger.info("%s", describe_node(self.crawler.settings, address))
+        sending = self.crawler.get_item_pipeline(KafkaPipeline) is not None
+        settings = self.crawler.settings
+        logger.info("%s", describe_node(settings, address, kafka_pipeline=sending))
+        if settings.get("KAFKA_BOOTSTRAP_SERVERS") and not sending:
+            logger.warning(
+                "KAFKA_BOOTSTRAP_SERVERS is set, but KafkaPipeline is turned off in "
+                "ITEM_PIPELINES: no item goes to Kafka, only to your own pipelines and feeds"
+            )
