@@ -73,7 +73,7 @@ def one(objects: tuple[dict[str, Any], ...], kind: str) -> dict[str, Any]:
 
 
 def container(objects: tuple[dict[str, Any], ...]) -> dict[str, Any]:
-    (node,) = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    (node,) = one(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"]
     assert isinstance(node, dict)
     return node
 
@@ -133,7 +133,7 @@ def test_the_environment_resolves_to_valid_settings(kustomization: str) -> None:
 @pytest.mark.parametrize("kustomization", BUILDS)
 def test_pods_run_the_image_as_its_user_on_its_port_and_volumes(kustomization: str) -> None:
     objects = built(kustomization)
-    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    pod = one(objects, "StatefulSet")["spec"]["template"]["spec"]
     uid = image_uid(image_user())
     context = pod["securityContext"]
     assert context["runAsNonRoot"] is True
@@ -144,9 +144,29 @@ def test_pods_run_the_image_as_its_user_on_its_port_and_volumes(kustomization: s
     assert str(port["containerPort"]) == image_env()["CRAWLER_SETTING_METRICS_PORTS"]
     mounts = {mount["mountPath"] for mount in node["volumeMounts"]}
     assert set(image_volumes()) <= mounts, "every path the image writes needs a volume"
-    assert {volume["name"] for volume in pod["volumes"]} == {
-        mount["name"] for mount in node["volumeMounts"]
+    claims = one(objects, "StatefulSet")["spec"]["volumeClaimTemplates"]
+    assert {volume["name"] for volume in pod["volumes"]} | {
+        claim["metadata"]["name"] for claim in claims
+    } == {mount["name"] for mount in node["volumeMounts"]}
+
+
+@pytest.mark.parametrize("kustomization", BUILDS)
+def test_each_node_s_spool_outlives_its_pod(kustomization: str) -> None:
+    """The spool was an emptyDir: a pod deleted while Kafka was down took the items it had
+    spooled (their pages acknowledged) with it (an audit). A volume per pod, kept when the pod
+    goes or the set shrinks, comes back with the pod's name, its node id."""
+    nodes = one(built(kustomization), "StatefulSet")["spec"]
+    (claim,) = nodes["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "spool"
+    assert "spool" not in {volume["name"] for volume in nodes["template"]["spec"]["volumes"]}
+    assert nodes["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
     }
+    assert nodes["serviceName"] == one(built(kustomization), "Service")["metadata"]["name"]
+    (node,) = nodes["template"]["spec"]["containers"]
+    (from_env,) = [v for v in node["env"] if v["name"] == "CRAWLER_NODE_ID"]
+    assert from_env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
 
 @pytest.mark.parametrize("kustomization", BUILDS)
@@ -167,7 +187,7 @@ def test_an_init_process_reaps_the_browsers_children(kustomization: str) -> None
     zombies. The pod's own init (the pause process, PID 1 in a shared process namespace)
     reaps them, as Compose's ``init: true`` does."""
     assert dockerfile_args("ENTRYPOINT") == []
-    pod = one(built(kustomization), "Deployment")["spec"]["template"]["spec"]
+    pod = one(built(kustomization), "StatefulSet")["spec"]["template"]["spec"]
     assert pod.get("shareProcessNamespace") is True
 
 
@@ -177,14 +197,14 @@ def test_termination_grace_covers_downloads_kafka_flush_and_returning_leases(
 ) -> None:
     objects = built(kustomization)
     needed = stop_budget(environment(objects))
-    grace = one(objects, "Deployment")["spec"]["template"]["spec"]
+    grace = one(objects, "StatefulSet")["spec"]["template"]["spec"]
     assert grace["terminationGracePeriodSeconds"] >= needed + 10, needed
 
 
 @pytest.mark.parametrize("kustomization", BUILDS)
 def test_the_budget_and_the_service_select_the_nodes(kustomization: str) -> None:
     objects = built(kustomization)
-    labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    labels = one(objects, "StatefulSet")["spec"]["template"]["metadata"]["labels"]
     budget = one(objects, "PodDisruptionBudget")["spec"]
     assert budget["maxUnavailable"] == 1
     selectors = [budget["selector"]["matchLabels"], one(objects, "Service")["spec"]["selector"]]
