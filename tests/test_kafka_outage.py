@@ -11,14 +11,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 import redis
 
-from crawler.cli.status import frontier_status
+from crawler.cli.status import FrontierStatus, frontier_status
 from crawler.cli.status_text import render
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
@@ -141,6 +141,54 @@ def test_outage_many_times_max_outage_pauses_then_resumes_by_itself(
     text = "".join(p.read_text() for p in tmp_path.glob("node-*.log"))
     assert "'kafka/replayed':" in text
     assert "'kafka/crawl_paused/max_outage':" in text
+
+
+def wait_for_status(
+    redis_url: str, ready: Callable[[FrontierStatus], bool], timeout: float = 40
+) -> FrontierStatus:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            status = frontier_status(client, "pages", "default")
+            if ready(status) or time.monotonic() > deadline:
+                return status
+            time.sleep(0.5)
+    finally:
+        client.close()
+
+
+def test_status_says_which_nodes_kafka_does_not_answer_before_any_pause(
+    redis_url: str, kafka: KafkaBroker, topic_template: str, tmp_path: Path
+) -> None:
+    """Kafka away for less than KAFKA_MAX_OUTAGE: `crawler status` said nothing of it but
+    "dead letters unknown" while the nodes spooled every item (an audit)."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_TOPIC_TEMPLATE": topic_template,
+        "KAFKA_MAX_OUTAGE": "600",
+        "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 3000}',
+        "KAFKA_SPOOL_DIR": str(tmp_path / "spool"),
+        "CONCURRENT_REQUESTS": "2",
+    }
+    with (
+        Site(400, delay=0.1) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings),
+    ):
+        seed(redis_url, site.url(0))
+        wait_for_hits(site, 20)
+        kafka.pause()
+        try:
+            away = wait_for_status(redis_url, lambda status: bool(status["kafka_away"]))
+        finally:
+            kafka.resume()
+        assert list(away["kafka_away"]) == ["node-0"], logs(tmp_path)
+        assert away["state"] == "running" and away["paused"] == {}
+        text = render(status_with_nothing_else(away))
+        assert "KAFKA UNREACHABLE since " in text and "(spooling its items, still crawling)" in text
+        back = wait_for_status(redis_url, lambda status: not status["kafka_away"])
+        assert back["kafka_away"] == {}, logs(tmp_path)
 
 
 @pytest.mark.slow  # 36 s: a Kafka outage's long scenario, as the others of this file

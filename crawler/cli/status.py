@@ -29,7 +29,7 @@ from crawler.frontier.layout import old_layout_keys
 from crawler.frontier.start_claim import start_key
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.lua import text
-from crawler.pipelines.pause_notice import PauseInfo, read_pauses
+from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo, read_pauses
 from crawler.redis_connection import SyncRedis
 from crawler.sessions.census import SessionCensus, count_sessions
 from crawler.sessions.keys import SessionKeys
@@ -60,6 +60,7 @@ class FrontierStatus(TypedDict):
     spooled: int  # items in nodes' local Kafka spools: spooled, not replayed yet (ledger)
     spooled_nodes: list[str]  # the nodes that spooled items in this crawl (while spooled > 0)
     paused: dict[str, PauseInfo]  # live nodes whose crawl Kafka pauses -> why, since when
+    kafka_away: dict[str, PauseInfo]  # live nodes Kafka does not answer, still crawling (spooling)
     # paused: work left, every live node paused; stalled: work left, no live node;
     # finished_spooled: finished, but items are still only in a spool; old_layout: requests
     # stored by an older version, which nodes refuse until `crawler migrate`
@@ -134,7 +135,9 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
     # not yet expired: it makes no rate and no ETA
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
-    paused = read_pauses(client, spider, live)
+    notices = read_pauses(client, spider, live)
+    paused = {node: info for node, info in notices.items() if info["reason"] != KAFKA_AWAY}
+    kafka_away = {node: info for node, info in notices.items() if info["reason"] == KAFKA_AWAY}
     # Rates over the minutes nodes were fetching in (idle minutes would dilute them), and 0
     # with no live node or every one paused: nothing is happening, whatever the last minutes
     # did.
@@ -172,6 +175,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
             if spooled and field.startswith(SPOOLED_BY_PREFIX) and count > 0
         ),
         paused=paused,
+        kafka_away=kafka_away,
         state=state,
         start_writer=start_writer,
         seeds_unread=unread,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.cli.completeness import completeness_lines
 from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot
-from crawler.pipelines.pause_notice import PauseInfo
+from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 from crawler.sessions.census import SessionCensus
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ def ledger_text(ledger: LedgerView) -> str:
 
 def pause_text(pause: PauseInfo) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(pause["since"]))
+    if pause["reason"] == KAFKA_AWAY:
+        return f"KAFKA UNREACHABLE since {since} UTC (spooling its items, still crawling)"
     spool = ", its spool cannot be written" if pause["reason"] == "spool_error" else ""
     return f"PAUSED (Kafka unreachable since {since} UTC{spool})"
 
@@ -189,8 +191,11 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         f"    {node['node']:<{width}}  {node['state']:<4}"
         f"  {node['leases']:>4} leases  heartbeat {node['heartbeat_ago']:.1f}s ago"
         + (
-            f"  {pause_text(status['paused'][node['node']])}"
-            if node["node"] in status["paused"]
+            f"  {pause_text(notice)}"
+            if (
+                notice := status["paused"].get(node["node"])
+                or status["kafka_away"].get(node["node"])
+            )
             else ""
         )
         for node in shown

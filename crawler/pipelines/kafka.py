@@ -48,7 +48,7 @@ from crawler.kafka.topics import TopicChecker, TopicRefused
 from crawler.metrics.node import NodeMetrics
 from crawler.node_context import NodeContext
 from crawler.pipelines.kafka_settings import KafkaPipelineSettings, spider_topics_named
-from crawler.pipelines.pause_notice import PauseInfo, PauseNotice
+from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
 from crawler.pipelines.shared_keys import SharedKeys
 from crawler.wakeup import engine_closing
@@ -267,9 +267,10 @@ class KafkaPipeline:
         return None
 
     def _pause_info(self) -> PauseInfo | None:
-        if self._paused is None:
+        away = self.sender.outage_seconds()
+        if self._paused is None and not away:
             return None
-        return PauseInfo(reason=self._paused, since=time.time() - self.sender.outage_seconds())
+        return PauseInfo(reason=self._paused or KAFKA_AWAY, since=time.time() - away)
 
     async def _drain(self) -> None:
         """The engine is closing: settle every item still waiting on the broker (what is

@@ -1,7 +1,8 @@
 """Telling operators that a node's crawl is paused, and why (``crawler status``).
 
 While the Kafka pipeline keeps the engine paused (``KAFKA_MAX_OUTAGE`` passed, or the spool
-cannot be written while Kafka is away), the node sets ``{<spider>}:paused:<node>`` to
+cannot be written while Kafka is away), or Kafka does not answer and the node spools its items
+meanwhile (reason ``kafka_unreachable``), the node sets ``{<spider>}:paused:<node>`` to
 ``{"reason": ..., "since": <epoch seconds Kafka stopped answering>}`` every
 ``FRONTIER_HEARTBEAT_INTERVAL``, expiring after three intervals (a node killed while paused
 does not stay paused), and deletes it when the crawl resumes. Standalone (no ``REDIS_URL``)
@@ -22,9 +23,12 @@ from crawler.node_context import NodeContext
 from crawler.redis_connection import SyncRedis
 from crawler.settings_values import get_float
 
+KAFKA_AWAY = "kafka_unreachable"  # a notice's reason while Kafka is away and the crawl goes on
+
 
 class PauseInfo(TypedDict):
-    reason: str  # max_outage | spool_error (kafka/crawl_paused/<reason>)
+    # max_outage | spool_error (kafka/crawl_paused/<reason>): paused; KAFKA_AWAY: spooling
+    reason: str
     since: float  # epoch seconds: when Kafka stopped answering
 
 
