@@ -21,6 +21,20 @@ def refused(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in result.stderr, result.stderr
 
 
+def scrapy_purge(redis_url: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy purge pages`` with ``options``, stdin at its end (no answer to a question)."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", "pages", *options],
+        cwd=REPO_ROOT,
+        env={"REDIS_URL": redis_url, "PATH": "/usr/bin:/bin"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
 # -- questions with stdin at its end (</dev/null, a script, cron) ----------------------------
 
 
@@ -49,16 +63,7 @@ def test_scrapy_purge_without_an_answer_is_not_purged(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     redis_client.lpush("pages:start_urls", "http://example.invalid/")
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "purge", "pages"],
-        cwd=REPO_ROOT,
-        env={"REDIS_URL": redis_url, "PATH": "/usr/bin:/bin"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = scrapy_purge(redis_url)
     refused(result)
     assert result.stdout.endswith("Not purged.\n"), result.stdout
     assert redis_client.exists("pages:start_urls")
@@ -71,15 +76,7 @@ def test_scrapy_purge_of_a_redis_it_cannot_use_is_one_line(redis_url: str, unusa
     url = (
         "redis://127.0.0.1:1/0" if unusable == "no_answer" else redis_url.rsplit("/", 1)[0] + "/99"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "purge", "pages", "--yes"],
-        cwd=REPO_ROOT,
-        env={"REDIS_URL": url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    result = scrapy_purge(url, "--yes")
     refused(result)
     assert result.stderr.startswith("Not purged: "), result.stderr
     assert result.stderr.count("\n") == 1, result.stderr

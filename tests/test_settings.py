@@ -180,6 +180,23 @@ def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
     assert known_names() >= {"CRAWLER_DOWNLOAD_HANDLERS", "REDIS_ITEMS_KEY", "SCHEDULER_PERSIST"}
 
 
+def crawl_with_their_settings(tmp_path: Path, spider: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl <spider>`` with the settings module ``theirs.settings`` under
+    ``tmp_path`` and a Redis URL nothing answers at."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
+    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    env |= {"SCRAPY_SETTINGS_MODULE": "theirs.settings", "REDIS_URL": "redis://127.0.0.1:1/0"}
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", spider],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
 def test_a_settings_module_without_the_project_s_is_refused_saying_what_to_do(
     tmp_path: Path,
 ) -> None:
@@ -193,18 +210,7 @@ def test_a_settings_module_without_the_project_s_is_refused_saying_what_to_do(
         'SPIDER_MODULES = ["crawler.spiders"]\n'
         'ADDONS = {"crawler.addon.ClusterAddon": 0}\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
-    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
-    env |= {"SCRAPY_SETTINGS_MODULE": "theirs.settings", "REDIS_URL": "redis://127.0.0.1:1/0"}
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "pages"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = crawl_with_their_settings(tmp_path, "pages")
     assert result.returncode != 0
     assert "this project's settings are not loaded" in result.stderr, result.stderr
     assert "from settings import *" in result.stderr
@@ -235,18 +241,7 @@ def test_addons_without_the_cluster_addon_are_refused_saying_what_to_do(
         "import scrapy\n\n\nclass Nothing(scrapy.Spider):\n"
         f'    name = "nothing"\n    custom_settings = {spider_settings}\n'
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "KAFKA_"))}
-    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
-    env |= {"SCRAPY_SETTINGS_MODULE": "theirs.settings", "REDIS_URL": "redis://127.0.0.1:1/0"}
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "nothing"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = crawl_with_their_settings(tmp_path, "nothing")
     assert result.returncode == 1, result.stderr
     assert "ADDONS has no crawler.addon.ClusterAddon" in result.stderr, result.stderr
     assert "Spider opened" not in result.stderr
