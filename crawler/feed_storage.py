@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from pathlib import Path
 from typing import IO, Any
 
-from scrapy import Spider
+from scrapy import Spider, signals
+from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.extensions.feedexport import FileFeedStorage
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -47,8 +49,13 @@ def use_node_uri_params(settings: BaseSettings) -> None:
 
 
 def lock_local_feeds(settings: BaseSettings) -> None:
-    """Local feed files through ``NodeFileFeedStorage`` (a project's own storage stays)."""
-    settings.set("FEED_STORAGES", dict.fromkeys(("", "file"), NODE_STORAGE), priority="addon")
+    """Local feed files (schemes ``""`` and ``file``) through ``NodeFileFeedStorage``, each
+    scheme on its own: a project's storage for it stays, one for another scheme changes
+    nothing here."""
+    storages = settings["FEED_STORAGES"]
+    assert isinstance(storages, BaseSettings)  # Scrapy keeps its dict settings so
+    for scheme in ("", "file"):
+        storages.set(scheme, NODE_STORAGE, priority="addon")
 
 
 def node_uri_params(params: dict[str, Any], spider: Spider) -> dict[str, Any]:
@@ -72,6 +79,18 @@ class FeedInUse(ValueError):
         )
 
 
+# Scrapy's placeholders in a feed URI (``%(name)s``, ``%(batch_id)05d``); any other ``%`` is a
+# literal character of the path
+PLACEHOLDER = re.compile(r"%\([^)]+\)[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxXeEfFgGcrsa]")
+
+
+def _engine(crawler: Crawler) -> ExecutionEngine | None:
+    try:
+        return crawler.engine
+    except RuntimeError:  # not set yet: the crawler is starting
+        return None
+
+
 class NodeFileFeedStorage(FileFeedStorage):
     def __init__(
         self, uri: str, *, feed_options: dict[str, Any] | None = None, crawler: Crawler
@@ -79,10 +98,11 @@ class NodeFileFeedStorage(FileFeedStorage):
         super().__init__(uri, feed_options=feed_options)
         self._crawler = crawler
         self._refused = False
-        # Scrapy makes one of the feed's URI template too when the crawler starts, to check
+        self._held = False
+        # Scrapy makes one of the feed's URI template too while the crawler starts, to check
         # its scheme: a path without parameters is taken then (refused: the node does not
-        # start), one with parameters when the spider opens and they are known.
-        if "%(" not in self.path:
+        # start); each feed's own storage, its path known, when the spider opens.
+        if _engine(crawler) is not None or PLACEHOLDER.search(uri) is None:
             self._take()
 
     @classmethod
@@ -92,9 +112,18 @@ class NodeFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, crawler=crawler)
 
     def _take(self) -> None:
-        """Lock the file for this process, or refuse the node when another process holds it."""
+        """Lock the file for this process (until the feed is stored, or the spider closes:
+        Scrapy stores no feed that got no item), or refuse the node when another holds it."""
         if not node_files.hold(self.path):
             self._refuse()
+            return
+        self._held = True
+        self._crawler.signals.connect(self._release, signal=signals.spider_closed, weak=False)
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            node_files.release(self.path)
 
     def _refuse(self) -> None:
         """Before the engine exists, the start fails; once the spider is open, it closes."""
@@ -102,20 +131,19 @@ class NodeFileFeedStorage(FileFeedStorage):
         stats = self._crawler.stats
         assert stats is not None
         stats.inc_value("feeds/refused/in_use")
-        try:
-            engine = self._crawler.engine
-        except RuntimeError:  # not set yet: the crawler is starting
-            raise refusal from None
+        engine = _engine(self._crawler)
+        if engine is None:
+            raise refusal
         logger.error("Node refused: %s", refusal)
         self._refused = True
-        close = engine.close_spider_async(reason=FINISH_REASON)
-        self._stopping = asyncio.ensure_future(close)
+        self._stopping = asyncio.ensure_future(engine.close_spider_async(reason=FINISH_REASON))
 
     def open(self, spider: Spider) -> IO[bytes]:
         if self._refused:
             return Path(os.devnull).open("wb")
+        node_files.used(self.path)
         return super().open(spider)
 
     def store(self, file: IO[bytes]) -> None:
         file.close()
-        node_files.release(self.path)
+        self._release()

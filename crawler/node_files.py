@@ -4,26 +4,50 @@ Nodes on one machine, or on one shared disk, may be given the same path for what
 alone: a feed (``-O items.jsonl``), a ``JOBDIR``. Written by two at once such a file is lost
 (a feed a mix of both, a spider state the last node's). A node takes an exclusive ``flock`` on
 the file for as long as it writes it (on ``JOBDIR/node.lock`` for a job directory, from start
-to exit); one that finds it held is refused, saying what to do.
-Locks are this process's: a path it holds already is held again without a second lock (Scrapy
-makes a feed's storage twice), and a killed process lets go of its own.
+to exit); one that finds it held is refused, saying what to do. Locks are this process's and
+counted: a path held twice (Scrapy makes a feed's storage twice) is let go at its last release,
+and a file the lock created that nothing wrote is removed then (a batch or a filtered feed that
+got no item: Scrapy would not have made it). Only regular files are locked (``/dev/null`` and
+other devices are shared by design), and a killed process lets go of its own.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
-_held: dict[str, int] = {}  # path -> the descriptor holding its lock
+
+@dataclass(slots=True)
+class _Hold:
+    fd: int
+    created: bool  # the lock made the file
+    holders: int = 1
+    used: bool = False  # opened for writing by its feed
+
+
+_held: dict[str, _Hold] = {}
+
+
+def _key(path: str | Path) -> str:
+    return os.path.realpath(path)
 
 
 def hold(path: str | Path) -> bool:
     """Lock ``path`` (created if missing, its content untouched) for this process; False when
     another process holds it."""
-    real = os.path.realpath(path)
-    if real in _held:
+    real = _key(path)
+    if (held := _held.get(real)) is not None:
+        held.holders += 1
         return True
+    try:
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return True  # a device or a pipe: nothing to keep apart
+        created = False
+    except FileNotFoundError:
+        created = True
     Path(real).parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -31,15 +55,30 @@ def hold(path: str | Path) -> bool:
     except BlockingIOError:
         os.close(fd)
         return False
-    _held[real] = fd
+    _held[real] = _Hold(fd, created)
     return True
 
 
+def used(path: str | Path) -> None:
+    """``path`` is being written: it stays when its lock is let go."""
+    if (held := _held.get(_key(path))) is not None:
+        held.used = True
+
+
 def release(path: str | Path) -> None:
-    """Let go of ``path``'s lock (nothing if this process does not hold it)."""
-    fd = _held.pop(os.path.realpath(path), None)
-    if fd is not None:
-        os.close(fd)
+    """One holder of ``path`` lets go; the last one unlocks it, and removes the file when the
+    lock made it and nothing wrote it."""
+    real = _key(path)
+    held = _held.get(real)
+    if held is None:
+        return
+    held.holders -= 1
+    if held.holders > 0:
+        return
+    del _held[real]
+    if held.created and not held.used and os.fstat(held.fd).st_size == 0:
+        os.unlink(real)
+    os.close(held.fd)
 
 
 JOB_DIR_LOCK = "node.lock"  # in JOBDIR: held by the node that keeps its spider state there

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,8 +15,9 @@ import redis
 from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 
+from crawler import node_files
 from crawler.demo.site import Site
-from crawler.feed_storage import use_node_uri_params
+from crawler.feed_storage import NODE_STORAGE, lock_local_feeds, use_node_uri_params
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 
@@ -96,3 +100,79 @@ def test_a_project_s_own_uri_params_are_kept_with_the_node_id() -> None:
     spider = SimpleNamespace(crawler=SimpleNamespace(settings=settings))
     params = load_object(settings["FEED_URI_PARAMS"])({"name": "pages"}, spider)
     assert params == {"name": "pages", "shard": "7", "node_id": "n-3"}
+
+
+def test_a_path_held_twice_is_let_go_at_its_last_release(tmp_path: Path) -> None:
+    """Scrapy makes a feed's storage twice (its template's, to check the scheme, then the
+    feed's own): one lock, let go when both are done."""
+    path = tmp_path / "items.jsonl"
+    assert node_files.hold(path) and node_files.hold(path)
+    node_files.used(path)
+    node_files.release(path)
+    assert not other_process_holds(path)  # still this process's
+    node_files.release(path)
+    assert other_process_holds(path)
+    assert path.exists()  # written: it stays
+
+
+def test_a_file_the_lock_made_that_nothing_wrote_is_removed(tmp_path: Path) -> None:
+    """A batch feed made the next batch's file as the last batch closed: an empty
+    ``items-3.jsonl`` was left where Scrapy makes none (a review)."""
+    made, kept = tmp_path / "made.jsonl", tmp_path / "kept.jsonl"
+    kept.write_bytes(b"")
+    for path in (made, kept):
+        assert node_files.hold(path)
+        node_files.release(path)
+    assert not made.exists() and kept.exists()
+
+
+def test_devices_are_not_locked(tmp_path: Path) -> None:
+    """``-O /dev/null`` on two nodes of one machine: the second was refused (a review)."""
+    assert node_files.hold(os.devnull)
+    assert other_process_holds(os.devnull)
+    node_files.release(os.devnull)
+
+
+def other_process_holds(path: str | Path) -> bool:
+    """Whether another process can take ``path``'s lock now (it lets go at once)."""
+    code = (
+        "import sys; from crawler import node_files; "
+        "sys.exit(0 if node_files.hold(sys.argv[1]) else 1)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], check=False, timeout=60)
+    return done.returncode == 0
+
+
+def test_a_project_s_storage_for_another_scheme_keeps_the_lock_on_local_files() -> None:
+    """``FEED_STORAGES = {"sftp": ...}`` in a project replaced the add-on's whole dict: local
+    feeds went through Scrapy's storage, unlocked (a review)."""
+    settings = Settings()
+    storages = {"sftp": "theirs.SftpStorage", "file": "theirs.FileStorage"}
+    settings.set("FEED_STORAGES", storages, priority="project")
+    lock_local_feeds(settings)
+    storages = settings.getwithbase("FEED_STORAGES")
+    assert (storages[""], storages["file"], storages["sftp"]) == (
+        NODE_STORAGE,
+        "theirs.FileStorage",
+        "theirs.SftpStorage",
+    )
+
+
+def test_a_batch_feed_leaves_no_file_for_a_batch_that_got_no_item(
+    redis_url: str, tmp_path: Path
+) -> None:
+    feed = str(tmp_path / "items-%(batch_id)d.jsonl")
+    batches = {feed: {"format": "jsonlines", "batch_item_count": 2}}
+    with Site(4, delay=0.05) as site:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+        settings = {"FEEDS": orjson.dumps(batches).decode(), "MAX_IDLE_TIME_BEFORE_CLOSE": "2"}
+        with running_nodes(1, workdir=tmp_path / "node", env=env, settings=settings) as nodes:
+            client = redis.Redis.from_url(redis_url)
+            client.lpush("pages:start_urls", site.url(0))
+            client.close()
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path / "node")
+        files = sorted(path.name for path in tmp_path.glob("items-*.jsonl"))
+        assert files == ["items-1.jsonl", "items-2.jsonl"]
+        assert sorted(urls_in(tmp_path / files[0]) + urls_in(tmp_path / files[1])) == sorted(
+            site.all_urls()
+        )
