@@ -41,19 +41,43 @@ def _reached(
     """``_server_info`` of ``host``; or what is wrong: its credentials refused; None: no
     answer (the outage policy's)."""
     try:
-        return _server_info(_first(config, host), timeout)
+        info, masters = _server_info(_first(config, host), timeout)
+        if config.db and _plain_server(info) and (missing := _no_database(config, host, timeout)):
+            return missing
     except CREDENTIALS_REFUSED as exc:
         return _credentials_refused(config, host, exc)
+    except RedisError:
+        return None
+    return info, masters
+
+
+def _plain_server(info: dict[str, Any]) -> bool:
+    """Neither a Sentinel nor a Cluster node (those have database 0 only: said otherwise)."""
+    enabled = info.get("cluster_enabled")
+    return info.get("redis_mode") != "sentinel" and not (enabled and int(enabled))
+
+
+def _no_database(config: RedisConfig, host: tuple[str, int], timeout: float) -> str | None:
+    """What is wrong when the server has no database ``config.db`` (``/99`` of a server of
+    16: every command would fail), else None."""
+    client = sync_client(
+        replace(_first(config, host), db=config.db),
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+    )
+    try:
+        client.ping()
     except ResponseError as exc:
-        if "DB index" not in str(exc):  # SELECT of the URL's database, on connecting
+        if "DB index" not in str(exc):
             return None
         return (
             f"REDIS_URL={config.display} names database {config.db}, which the server at "
             f"{host[0]}:{host[1]} does not have ({exc}): give one from 0 to its `databases` "
             "setting less one (16 by default)"
         )
-    except RedisError:
-        return None
+    finally:
+        client.close()
+    return None
 
 
 def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) -> str | None:
@@ -81,10 +105,8 @@ def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) 
 
 
 def _first(config: RedisConfig, host: tuple[str, int]) -> RedisConfig:
-    """``host`` alone, as one server (a Cluster URL's host may not be a Cluster's node), on
-    the URL's database (a Cluster has database 0 only)."""
-    db = 0 if config.topology is Topology.CLUSTER else config.db
-    return replace(config, topology=Topology.SERVER, hosts=(host,), db=db)
+    """``host`` alone, as one server (a Cluster URL's host may not be a Cluster's node)."""
+    return replace(config, topology=Topology.SERVER, hosts=(host,), db=0)
 
 
 def _server_info(config: RedisConfig, timeout: float) -> tuple[dict[str, Any], int]:

@@ -228,6 +228,9 @@ def test_a_url_of_another_topology_is_named_not_answered_wrongly(redis_cluster_u
         result = crawler_process(*command, "--redis", f"redis://{host}/0")
         refused(result)
         assert "names one server, but it is a node of a Redis Cluster" in result.stderr
+    # a database other than 0 is no reason to miss it (a Cluster node has no SELECT)
+    result = crawler_process("status", "--redis", f"redis://{host}/3")
+    assert "names one server, but it is a node of a Redis Cluster" in result.stderr
 
 
 def test_a_redis_error_after_the_first_answer_is_one_line(

@@ -367,8 +367,9 @@ def test_a_sentinel_given_as_a_server_or_an_unknown_master_name_stops_the_start(
     found for 'nosuchmaster'") (an audit)."""
     config = RedisConfig.from_url(redis_sentinel_url)
     host, port = config.hosts[0]
-    as_server = topology_problem(RedisConfig.from_url(f"redis://{host}:{port}/0")) or ""
-    assert "names one server, but the server there is a Redis Sentinel" in as_server
+    for db in (0, 3):  # not a check of the database first (a Sentinel has no SELECT)
+        as_server = topology_problem(RedisConfig.from_url(f"redis://{host}:{port}/{db}")) or ""
+        assert "names one server, but the server there is a Redis Sentinel" in as_server
     assert "redis+sentinel://" in as_server
     unknown = topology_problem(replace(config, service="nosuchmaster")) or ""
     assert "names the master 'nosuchmaster', which the Sentinel at" in unknown
