@@ -250,3 +250,41 @@ def test_an_account_without_its_password_is_said_at_start(
         "renewed when it expires (its requests then fail as sessions/unavailable); set the "
         "variable, or import its sessions again (crawler sessions import)"
     ]
+
+
+def rate_limited(zhihu: ZhihuSpider, url: str, **meta: Any) -> list[Any]:
+    body = orjson.dumps({"error": {"code": 40362, "message": "too fast"}})
+    request = Request(url, meta={"zhihu_source": "seed", **meta})
+    response = TextResponse(url, status=403, body=body, request=request, encoding="utf-8")
+    return list(zhihu.parse(response))
+
+
+def test_a_list_page_sent_again_from_its_failure_record_completes_its_list_once() -> None:
+    """A list page whose retries ran out is recorded short and is a failure record; `crawler
+    failed retry` sent it with its retries spent, so it gave up at its first limit, and a chain
+    it finished would have counted its list twice (a review)."""
+    zhihu = spider(ZHIHU_MAX_RETRIES=1)
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    spent = {**more.meta, "zhihu_retries": 1}
+    (short,) = [i for i in rate_limited(zhihu, more.url, **spent) if isinstance(i, ZhihuListItem)]
+    assert (short.declared, short.collected, short.shortfall) == (3, 1, 2)
+
+    again = {**spent, "failure_retried": "zhihu/rate_limited"}  # as `crawler failed retry` sends it
+    (retry,) = [r for r in rate_limited(zhihu, more.url, **again) if isinstance(r, Request)]
+    assert retry.meta["zhihu_retries"] == 1  # its retries start over
+    rest = page(
+        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
+    )
+    (done,) = [
+        i for i in parse(zhihu, retry.url, rest, **retry.meta) if isinstance(i, ZhihuListItem)
+    ]
+    assert (done.declared, done.collected, done.shortfall) == (3, 3, 0)
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    counted = {
+        name: stats.get_value(f"zhihu/{name}/root_comment")
+        for name in ("declared", "collected", "shortfall", "short_lists")
+    }
+    assert counted == {"declared": 3, "collected": 3, "shortfall": 0, "short_lists": 0}

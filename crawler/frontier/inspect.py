@@ -32,6 +32,9 @@ SCAN_COUNT = 1000  # entries asked for per scan step
 URLS_SHOWN = 3  # URLs shown per node: those of its oldest leases
 NO_DATA = "(no data)"  # URL and site of an entry whose request JSON cannot be read
 RETRY_COUNT_META = "retry_times"  # Scrapy's RetryMiddleware count: a retried request starts over
+# set on a failure record's request sent again, to its failure reason: a spider that counts its
+# own retries in meta starts them over, and one that recorded something of the failure knows
+FAILURE_RETRIED_META = "failure_retried"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,8 @@ class PartInspector:
     def retry(self, record: FailedRecord, compress: bool = True, ledger: str | None = None) -> bool:
         """Enqueue the record's request again (at the tail of its priority's level; compressed
         or not, as ``FRONTIER_COMPRESS`` says) and remove the record; the request gets its full
-        download retries again (meta ``retry_times`` removed). Counted as ``retried`` in the
+        download retries again (meta ``retry_times`` removed), and meta ``failure_retried``, the
+        record's reason. Counted as ``retried`` in the
         crawl ledger ``ledger`` when given (in the same step in part 0, whose hash tag the
         ledger shares). Raises ``ValueError`` when the record holds no request that can be
         queued; returns False when the record is gone or changed since it was read."""
@@ -182,9 +186,9 @@ class PartInspector:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise ValueError(f"the request's priority {priority!r} is not an integer")
         meta = request.get("meta")
-        if isinstance(meta, dict) and RETRY_COUNT_META in meta:
-            meta = {key: value for key, value in meta.items() if key != RETRY_COUNT_META}
-            request = {**request, "meta": meta}
+        kept = meta.items() if isinstance(meta, dict) else ()
+        meta = {key: value for key, value in kept if key != RETRY_COUNT_META}
+        request = {**request, "meta": {**meta, FAILURE_RETRIED_META: record.reason}}
         k = self.keys
         body = codec.stored(orjson.dumps(request), compress)
         keys = [k.failed, k.queue_levels, k.queue_count]

@@ -22,6 +22,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
+from crawler.frontier.inspect import FAILURE_RETRIED_META
 from crawler.frontier.seeds import InvalidSeed, Seed
 from crawler.middlewares.lease_output import fail_page
 from crawler.middlewares.session_http import default_state
@@ -36,6 +37,7 @@ from crawler.spiders.zhihu_chains import (
     OWN_META,
     OWNER,
     PEOPLE_SEED,
+    RECORDED,
     RETRIES,
     SKIP,
     SOURCE,
@@ -55,7 +57,7 @@ from crawler.zhihu.urls import SearchSeed, Target, parse_zhihu_seed, recognize
 logger = logging.getLogger(__name__)
 
 # meta a retried request keeps (the keys are in crawler.spiders.zhihu_chains)
-CARRIED = (SOURCE, ENDPOINT, COUNT, CURSOR, CONTENT, PEOPLE_SEED, OWNER, SKIP, TALLY)
+CARRIED = (SOURCE, ENDPOINT, COUNT, CURSOR, CONTENT, PEOPLE_SEED, OWNER, SKIP, TALLY, RECORDED)
 PAGE_KINDS: dict[str, tuple[str, str]] = {  # page endpoint -> (entities key, content type)
     "answer_page": ("answers", "answer"),
     "article_page": ("articles", "article"),
@@ -208,6 +210,11 @@ class ZhihuSpider(ZhihuChains):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Output]:
         endpoint = str(response.meta.get(ENDPOINT, ""))
+        retried = str(response.meta.get(FAILURE_RETRIED_META, ""))
+        if retried.startswith("zhihu/") and TALLY in response.meta:
+            # sent again from a failure record of _failed_for_good, whose list was recorded
+            # short then: the chain's end records what it adds to that, not the list again
+            response.meta.setdefault(RECORDED, response.meta[TALLY])
         error = response_error(response)
         if error is not None:
             yield from self._failed(response, endpoint, error)
@@ -258,7 +265,10 @@ class ZhihuSpider(ZhihuChains):
                 self._failed_for_good(response, error)
             yield from self._cut_short(response, endpoint)
             return
-        tries = int(response.meta.get(RETRIES, 0)) + 1
+        # a failure record sent again starts its retries over
+        tries = (
+            1 if FAILURE_RETRIED_META in response.meta else int(response.meta.get(RETRIES, 0)) + 1
+        )
         if tries > self.config.max_retries:
             self._stat(f"gave_up/{error.problem.value}")
             logger.error("%s: %s %d times, giving up", response.url, error.problem.value, tries)

@@ -19,7 +19,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from crawler.spiders.base import RedisSpider
-from crawler.zhihu.completeness import Completeness, Tally
+from crawler.zhihu.completeness import TALLY, Completeness, Tally, stat_deltas
 from crawler.zhihu.items import ZhihuItem, ZhihuListItem, ZhihuUnparsedItem
 from crawler.zhihu.parsers import (
     Context,
@@ -47,6 +47,9 @@ OWNER = "zhihu_owner"  # id of what a list belongs to: question, url_token, cont
 SKIP = "zhihu_skip"  # comment ids a child list's first page repeats (the root's previews)
 PEOPLE_SEED = "zhihu_people_seed"  # a people seed's profile: also list their content
 RETRIES = "zhihu_retries"  # re-enqueues after a challenge or 40362
+# the tally of a list chain recorded short when its page failed for good, carried by the chain
+# once `crawler failed retry` sent that page again: its end records only what it adds
+RECORDED = "zhihu_recorded"
 OWN_META = ("zhihu_",)  # the prefix of the spider's meta keys (its state): no seed sets them
 COMMENT_KINDS: dict[str, str] = {"answer": "answers", "article": "articles", "zvideo": "zvideos"}
 CONTENT_LISTS = (
@@ -188,7 +191,11 @@ class ZhihuChains(RedisSpider):
         """A finished list that declared items: its stats and ``zhihu_list`` item."""
         if not tally.declared:
             return
-        for event, value in self.completeness.record(endpoint, owner, tally).items():
+        deltas = self.completeness.record(endpoint, owner, tally)
+        if (recorded := response.meta.get(RECORDED)) is not None:
+            before = stat_deltas(endpoint, Tally.of({TALLY: recorded}))
+            deltas = {event: value - before.get(event, 0) for event, value in deltas.items()}
+        for event, value in deltas.items():
             self._stat(event, value)
         yield tally.item(endpoint, owner, str(response.meta.get(SOURCE, "")))
 
@@ -206,6 +213,8 @@ class ZhihuChains(RedisSpider):
         url = found._replace(scheme=api.scheme, netloc=api.netloc).geturl()
         cursor = parse_qs(found.query).get("offset", [""])[0]
         more = {COUNT: count, CURSOR: cursor, **tally.meta(), **meta}
+        if (recorded := response.meta.get(RECORDED)) is not None:
+            more[RECORDED] = recorded
         return self._follow(response, url, endpoint, **more)
 
     def _member(self, response: Response, body: JSON, ctx: Context) -> Iterator[Output]:
