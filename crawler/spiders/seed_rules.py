@@ -35,6 +35,7 @@ PRIVILEGED_META = frozenset(
         "allow_offsite",
         "is_start_request",
         "browser",
+        "failure_retried",  # set by `crawler failed retry` (crawler.frontier.inspect)
     }
 )
 PRIVILEGED_PREFIXES = ("dont_", "download_", "handle_httpstatus", "ftp_", "playwright", "session_")
