@@ -106,6 +106,17 @@ def _runs(fields: dict[str, str]) -> dict[str, dict[str, str]]:
     return runs
 
 
+def _pushing(runs: dict[str, dict[str, str]], alive: set[str], now_ms: float) -> bool:
+    """Whether a live node pushes to this ledger now: a run of an alive node id whose last
+    push is less than three of its intervals old, and not its final one."""
+    return any(
+        run.rpartition(":")[0] in alive
+        and last.get("state") != "final"
+        and now_ms - float(last.get("at", 0)) <= 3 * float(last.get("every", 0))
+        for run, last in runs.items()
+    )
+
+
 def _reason(record: bytes | str) -> str:
     try:
         data = orjson.loads(record)
@@ -344,20 +355,27 @@ class FrontierAdmin:
             active_seconds=round(active, 3),
             runs=len(runs),
             short_runs=short,
-            live_crawls=[] if pushes_again or not alive else self._live_crawls(alive, crawl_id),
+            live_crawls=(
+                self._live_crawls(alive, crawl_id, now * 1000)
+                if alive and not _pushing(runs, alive, now * 1000)
+                else []
+            ),
         )
 
-    def _live_crawls(self, alive: set[str], crawl_id: str) -> list[str]:
-        """The other crawls of the spider whose ledger a live node pushes to (a status asked
-        for a crawl id the nodes were not started with)."""
+    def _live_crawls(self, alive: set[str], crawl_id: str, now_ms: float) -> list[str]:
+        """The other crawls of the spider whose ledger a live node pushes to now (a status
+        asked for a crawl id the nodes were not started with). A ledger's runs stay: a node id
+        that ran another crawl before (a pod keeps its name) counts only if it pushes there."""
         crawls = []
         for key in self.redis.scan_iter(match=pattern_for_spider(self.spider), count=SCAN_COUNT):
             name = text(key)
             if not name.endswith(":runs"):
                 continue
             other = name.removesuffix(":runs").rsplit(":", 1)[1]
-            runs = _runs({text(field): "" for field in self.redis.hkeys(name)})
-            if other != crawl_id and any(run.rpartition(":")[0] in alive for run in runs):
+            if other == crawl_id:
+                continue
+            runs = _runs({text(f): text(v) for f, v in self.redis.hgetall(name).items()})
+            if _pushing(runs, alive, now_ms):
                 crawls.append(other)
         return sorted(crawls)
 
