@@ -9,11 +9,16 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka.admin import AdminClient
+from scrapy import Spider, signals
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
 
 from crawler.demo.site import Site
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.reader import ReceivedMessage, read_topic
 from crawler.kafka.spool import Spool
+from crawler.pipelines.shared_keys import SharedKeys
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 
@@ -169,3 +174,31 @@ def test_without_a_shared_queue_an_item_kafka_refuses_for_good_is_said_lost(
     assert "goes back to the queue" not in log
     assert "no shared queue" in log
     assert "'kafka/lost/topic_refused/TOPIC_EXCEPTION': 1" in log
+
+
+def test_items_an_errback_yields_are_no_page_s_items() -> None:
+    """An errback's items come with the failure as their ``response``: two of them with one
+    url raised AttributeError in the shared-key check (a review)."""
+    crawler = get_crawler(Spider)
+    watching = SharedKeys(crawler)  # its signal receivers are weak references
+    failure = Failure(ValueError("refused"))  # type: ignore[no-untyped-call]
+    for _ in range(2):
+        results = crawler.signals.send_catch_log(
+            signal=signals.item_scraped,
+            item={"url": "http://a.test/"},
+            response=failure,
+            spider=Spider("s"),
+        )
+        assert not [result for _, result in results if isinstance(result, Failure)]
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("kafka/key_shared/dict") is None
+    page = HtmlResponse("http://a.test/list", body=b"")
+    for _ in range(2):
+        crawler.signals.send_catch_log(
+            signal=signals.item_scraped,
+            item={"url": "http://a.test/"},
+            response=page,
+            spider=Spider("s"),
+        )
+    assert crawler.stats.get_value("kafka/key_shared/dict") == 1
+    del watching

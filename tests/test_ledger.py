@@ -197,8 +197,8 @@ def test_status_of_a_crawl_no_live_node_runs_names_the_crawls_they_run(
     now = put_runs(redis_client, {"node-a:1": (3, 1000, "running")})
     redis_client.zadd("{pages}:nodes", {"node-a": now + 30_000})
     # node-a (a pod keeps its name) ran the crawls default and c0 before: runs that stay
-    for crawl, state in (("default", "running"), ("c0", "final")):
-        runs = LedgerKeys.for_crawl("pages", crawl).runs
+    for crawl_id, state in (("default", "running"), ("c0", "final")):
+        runs = LedgerKeys.for_crawl("pages", crawl_id).runs
         fields = {"node-a:0:push": 9, "node-a:0:at": now - 86_400_000, "node-a:0:every": 5000}
         redis_client.hset(runs, mapping={**fields, "node-a:0:state": state})
     admin = FrontierAdmin(redis_client, "pages")

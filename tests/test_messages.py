@@ -185,6 +185,18 @@ def test_values_scrapys_feed_refuses_that_orjson_writes_are_sent_as_it_writes_th
     }
 
 
+def test_an_item_nested_deeper_than_orjson_goes_keeps_its_nan_report_and_big_ints() -> None:
+    """Over 254 levels with a NaN: dead-lettered, where the rest are sent with null (a review);
+    deeper than Python's recursion limit: unencodable, not a RecursionError."""
+    deep = _nested(150)
+    assert isinstance(deep, dict)
+    encoded = item_json({"url": "http://h/", "deep": deep, "score": float("nan"), "big": 2**70})
+    loaded = orjson.loads(encoded.value)
+    assert (loaded["score"], loaded["big"], encoded.nonfinite) == (None, 2**70, ("$.score",))
+    with pytest.raises(UnencodableItem):
+        item_json({"url": "http://h/", "deep": _nested(5000)})
+
+
 def test_non_finite_floats_are_sent_as_null_and_reported() -> None:
     encoded = item_json({"url": "http://h/", "a": [1.5, float("nan")], "b": {"c": float("inf")}})
     assert orjson.loads(encoded.value) == {"url": "http://h/", "a": [1.5, None], "b": {"c": None}}

@@ -134,9 +134,12 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
         nonfinite: list[str] = []
         try:
             widened = _widened(fields, "$", nonfinite)
+        except (ValueError, RecursionError) as refused:  # over 4,300 digits, for str(); deep
+            raise UnencodableItem(str(refused) or type(refused).__name__) from refused
+        try:
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
-        except (TypeError, ValueError) as refused:  # ValueError: over 4,300 digits, for str()
-            return ItemJson(_deep_json(fields, refused), tuple(nonfinite), big_ints=True)
+        except (TypeError, orjson.JSONEncodeError) as refused:
+            value = _deep_json(_widened(fields, "$", [], fragments=False), refused)
         return ItemJson(value, tuple(nonfinite), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
@@ -147,9 +150,10 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     return ItemJson(value, tuple(nonfinite))
 
 
-def _deep_json(fields: Mapping[Any, Any], refused: Exception) -> bytes:
+def _deep_json(fields: Any, refused: Exception) -> bytes:
     """Python's own JSON of an item nested deeper than orjson goes (254 levels), as Scrapy's
-    feed writes it; raises ``UnencodableItem`` with orjson's reason when it cannot either."""
+    feed writes it (``fields`` widened, without fragments); raises ``UnencodableItem`` with
+    orjson's reason when it cannot either."""
     try:
         return json.dumps(
             fields, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
@@ -158,23 +162,29 @@ def _deep_json(fields: Mapping[Any, Any], refused: Exception) -> bytes:
         raise UnencodableItem(str(refused)) from refused
 
 
-def _widened(value: Any, path: str, nonfinite: list[str]) -> Any:
-    """``value`` with what orjson cannot write in the form Scrapy writes it; the paths of
-    non-finite floats are appended to ``nonfinite``."""
+def _widened(value: Any, path: str, nonfinite: list[str], *, fragments: bool = True) -> Any:
+    """``value`` with what orjson cannot write in the form Scrapy writes it (integers beyond
+    64 bits as fragments of their digits, unless ``fragments`` is off: Python's ``json``
+    writes them), non-finite floats as None, their paths appended to ``nonfinite``."""
     if isinstance(value, float) and not math.isfinite(value):
         nonfinite.append(path)
+        value = None
     elif isinstance(value, int) and not isinstance(value, bool) and value not in INT64_RANGE:
-        value = orjson.Fragment(str(value).encode())
+        value = orjson.Fragment(str(value).encode()) if fragments else value
     elif isinstance(value, Mapping):
         widened: dict[Any, Any] = {}
         for key, item in value.items():
             name = _widened_key(key, path, nonfinite)
-            widened[name] = _widened(item, f"{path}.{name}", nonfinite)
+            widened[name] = _widened(item, f"{path}.{name}", nonfinite, fragments=fragments)
         value = widened
     elif isinstance(value, list | tuple | set):
-        value = [_widened(v, f"{path}[{i}]", nonfinite) for i, v in enumerate(value)]
-    elif is_item(value):  # its fields as they are (ItemAdapter.asdict() rebuilds tuples by
-        value = _widened(item_fields(value), path, nonfinite)  # class: a namedtuple refuses)
+        value = [
+            _widened(v, f"{path}[{i}]", nonfinite, fragments=fragments) for i, v in enumerate(value)
+        ]
+    elif is_item(value):
+        # its fields as they are (ItemAdapter.asdict() rebuilds tuples by class: a namedtuple
+        # refuses)
+        value = _widened(item_fields(value), path, nonfinite, fragments=fragments)
     return value
 
 

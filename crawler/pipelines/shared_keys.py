@@ -32,9 +32,12 @@ class SharedKeys:
         self._keys: WeakKeyDictionary[Response, set[bytes]] = WeakKeyDictionary()
         crawler.signals.connect(self._scraped, signal=signals.item_scraped)
 
-    def _scraped(self, item: Any, response: Response | None, **kwargs: Any) -> None:
-        url = item_fields(item).get("url") if response is not None else None
-        if response is None or not isinstance(url, str):
+    def _scraped(self, item: Any, response: object, **kwargs: Any) -> None:
+        """``response``: the page, or the failure an errback's item came from (no page)."""
+        if not isinstance(response, Response):
+            return
+        url = item_fields(item).get("url")
+        if not isinstance(url, str):
             return
         item_type = item_type_of(item)
         key = item_key(item_type, url)
