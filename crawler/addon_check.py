@@ -23,11 +23,16 @@ class ClusterAddonMissing(Exception):
     """``ADDONS`` does not enable ``ClusterAddon``."""
 
 
+def _is_cluster_addon(addon: object, cluster_addon: type) -> bool:
+    """``ClusterAddon`` or a project's subclass of it."""
+    return isinstance(addon, type) and issubclass(addon, cluster_addon)
+
+
 def require_cluster_addon(settings: BaseSettings) -> None:
     """Raise ``ClusterAddonMissing`` saying what to write when ``ADDONS`` lacks ClusterAddon."""
     cluster_addon = load_object(CLUSTER_ADDON)
     enabled = build_component_list(settings["ADDONS"])
-    if any(load_object(addon) is cluster_addon for addon in enabled):
+    if any(_is_cluster_addon(load_object(addon), cluster_addon) for addon in enabled):
         return
     raise ClusterAddonMissing(
         f"ADDONS has no {CLUSTER_ADDON} (it is {dict(settings.getdict('ADDONS'))!r}): without it "

@@ -56,4 +56,4 @@ def test_status_says_how_many_items_are_only_in_dead_letter_files(
     keys = LedgerKeys.for_crawl("pages", "c1")
     redis_client.hset(keys.total, mapping={"done": 10, "items/dead_letter_file": 20})
     text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "c1")))
-    assert "dead-letter files 20 items neither their topic nor its DLQ took" in text
+    assert "  not in Kafka   20 items neither their topic nor its DLQ took, only in" in text

@@ -10,7 +10,8 @@ def _number(value: str, kind: type[int] | type[float]) -> float:
     try:
         number = kind(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        what = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}") from None
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"{value!r} is not a finite number")
     return number

@@ -219,8 +219,9 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         )
     if in_files := totals.get("items/dead_letter_file", 0):
         lines.append(
-            f"  dead-letter files {in_files} items neither their topic nor its DLQ took, only in "
-            "their node's file (KAFKA_SPOOL_DIR/<spider>/dead-letters/<node>.jsonl on its host)"
+            f"  not in Kafka   {in_files} items neither their topic nor its DLQ took, only in "
+            "their node's dead-letter file (KAFKA_SPOOL_DIR/<spider>/dead-letters/<node>.jsonl "
+            "on its host)"
         )
     if status["spooled"]:
         lines.append(f"  spool          {spool_text(status)}")
