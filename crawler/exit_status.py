@@ -34,6 +34,7 @@ from crawler import feed_storage
 from crawler.addon_check import ClusterAddonMissing, require_cluster_addon
 from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
+from crawler.frontier.node_run import NodeIdInUse
 from crawler.frontier.partitions import PartitionsChanged
 from crawler.frontier.refusal import BacklogUnread, FrontierRefused
 from crawler.kafka.topics import TopicRefused
@@ -49,6 +50,7 @@ REFUSED_FINISH_REASONS = frozenset(
                 FingerprinterChanged,
                 OldLayout,
                 BacklogUnread,
+                NodeIdInUse,
                 TopicRefused,
             )
         ),

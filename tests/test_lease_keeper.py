@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 
 from crawler.frontier.client import Heartbeat
+from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.node_run import NodeRun
 from crawler.redis_outage import OutageGuard
 from tests.frontier_state import Counts, Quiet
 
@@ -42,7 +45,8 @@ def beating(lease_timeout: float) -> tuple[Beats, Counts, LeaseKeeper]:
     frontier: Any = beats
     holder: Any = Quiet()
     guard = OutageGuard("t", lambda _: None)
-    return beats, counts, LeaseKeeper(frontier, holder, guard, counts, timing)
+    run = NodeRun(redis.asyncio.Redis(), FrontierKeys.for_spider("t"), "n", 0.05)  # unclaimed
+    return beats, counts, LeaseKeeper(frontier, holder, guard, counts, timing, node_run=run)
 
 
 def test_back_from_an_outage_a_node_reclaims_nothing_for_a_lease_timeout() -> None:

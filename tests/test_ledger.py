@@ -199,8 +199,9 @@ def test_status_of_a_crawl_no_live_node_runs_names_the_crawls_they_run(
     # node-a (a pod keeps its name) ran the crawls default and c0 before: runs that stay
     for crawl_id, state in (("default", "running"), ("c0", "final")):
         runs = LedgerKeys.for_crawl("pages", crawl_id).runs
-        fields = {"node-a:0:push": 9, "node-a:0:at": now - 86_400_000, "node-a:0:every": 5000}
-        redis_client.hset(runs, mapping={**fields, "node-a:0:state": state})
+        ago = now - 86_400_000
+        for field, value in (("push", 9), ("at", ago), ("every", 5000), ("state", state)):
+            redis_client.hset(runs, f"node-a:0:{field}", value)
     admin = FrontierAdmin(redis_client, "pages")
     assert admin.ledger("c1")["live_crawls"] == []
     assert admin.ledger("default")["live_crawls"] == ["c1"]

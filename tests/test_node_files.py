@@ -147,8 +147,8 @@ def test_a_project_s_storage_for_another_scheme_keeps_the_lock_on_local_files() 
     """``FEED_STORAGES = {"sftp": ...}`` in a project replaced the add-on's whole dict: local
     feeds went through Scrapy's storage, unlocked (a review)."""
     settings = Settings()
-    storages = {"sftp": "theirs.SftpStorage", "file": "theirs.FileStorage"}
-    settings.set("FEED_STORAGES", storages, priority="project")
+    theirs = {"sftp": "theirs.SftpStorage", "file": "theirs.FileStorage"}
+    settings.set("FEED_STORAGES", theirs, priority="project")
     lock_local_feeds(settings)
     storages = settings.getwithbase("FEED_STORAGES")
     assert (storages[""], storages["file"], storages["sftp"]) == (

@@ -19,6 +19,7 @@ from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.epoch import recover
 from crawler.frontier.keys import frontier_parts, part_tag
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import FULL_DEPTH, PartitionedFrontier
 from crawler.frontier.partitions import PartitionsChanged, part_of, stored_partitions
 from crawler.frontier.settings import FrontierSettings
@@ -418,7 +419,8 @@ def test_recovery_cut_short_by_an_outage_is_done_again_with_everything_held(
         timing = Timing(lease_timeout=60, heartbeat_interval=5, reclaim_batch=10)
         holder: Any = holdings  # just what recovering asks of the Holder protocol
         guard = OutageGuard("t", lambda _: None)
-        keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing)
+        run = NodeRun(r, node.keys, "n", 5)  # unclaimed: it beats nothing
+        keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing, node_run=run)
         keeper.epoch = "the lost epoch"
         real = node.complete_turn
         calls = 0

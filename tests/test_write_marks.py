@@ -19,6 +19,7 @@ from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
+from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.write_marks import WriteMarks
 from crawler.redis_connection import async_client
@@ -115,7 +116,10 @@ def test_lost_writes_start_another_epoch_and_the_node_recovers_at_once(
         frontier = PartitionedFrontier.connect(
             client, "rolled", "node-a", 1, dedup=DedupConfig(), link_check=None
         )
-        keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+        run = NodeRun(client, frontier.keys, "node-a", 5)  # unclaimed: it beats nothing
+        keeper = LeaseKeeper(
+            frontier, holder, OutageGuard("t", lambda _: None), counts, timing, node_run=run
+        )
         loop = asyncio.ensure_future(keeper.run())
         await asyncio.sleep(0.3)
         before = keeper.epoch
@@ -181,7 +185,10 @@ def test_lost_writes_noticed_while_redis_is_away_again_are_acted_on_once_it_answ
             return await epochs()
 
         frontier.epochs = away_once  # type: ignore[method-assign]
-        keeper = LeaseKeeper(frontier, holder, OutageGuard("t", lambda _: None), counts, timing)
+        run = NodeRun(client, frontier.keys, "node-a", 5)  # unclaimed: it beats nothing
+        keeper = LeaseKeeper(
+            frontier, holder, OutageGuard("t", lambda _: None), counts, timing, node_run=run
+        )
         loop = asyncio.ensure_future(keeper.run())
         await asyncio.sleep(0.3)
         frontier.lost_writes.set()

@@ -28,6 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
+from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import spilled_requests
 from crawler.frontier.refusal import BacklogUnread, FrontierRefused
@@ -47,6 +48,7 @@ class FrontierAdmission:
         settings: FrontierSettings,
         guard: OutageGuard,
         *,
+        node_run: NodeRun,
         on_refused: Callable[[], None],
     ) -> None:
         self.crawler = crawler
@@ -57,7 +59,9 @@ class FrontierAdmission:
         self.settings = settings
         self.guard = guard
         self.backlog = self._backlog(client, settings)
+        self.node_run = node_run
         self.refused = False
+        self.refusal: FrontierRefused | None = None
         self._on_refused = on_refused
         self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
         self._backlog_loop: asyncio.Task[None] | None = None
@@ -75,6 +79,8 @@ class FrontierAdmission:
         """Claim the partition count and dedup mode (or refuse the node), then start the
         backlog loop."""
         try:
+            await self.guard.run(self.node_run.claim)
+            await self.guard.run(self._take_back)
             await self.guard.run(self.client.claim)
             if self.backlog is None:
                 await self.guard.run(self._check_no_backlog)
@@ -96,6 +102,18 @@ class FrontierAdmission:
                 "backlog", lambda: backlog.run(self.guard, self.stats)
             )
 
+    async def _take_back(self) -> None:
+        """Leases of this node id a killed run left go back to the queue now (this run holds
+        the id, and has leased nothing yet)."""
+        returned = await self.node_run.take_back([part.keys for part in self.client.parts])
+        if returned:
+            self.stats.inc_value("frontier/taken_back", returned)
+            logger.warning(
+                "Returned %d leases of an earlier run of node %s (killed) to the queue",
+                returned,
+                self.node_run.node_id,
+            )
+
     async def _check_no_backlog(self) -> None:
         """Without ``FRONTIER_QUEUE_MAX`` nothing reads the backlog: refuse a crawl that has one."""
         parts = self.client.parts
@@ -108,6 +126,7 @@ class FrontierAdmission:
         if self.refused:
             return
         self.refused = True
+        self.refusal = reason
         self.context.frontier_checked(usable=False)
         self._on_refused()
         self.stats.inc_value(f"frontier/refused/{reason.stat}")

@@ -97,6 +97,11 @@ class FrontierKeys:
         lower than one the node knew applied, Redis lost its writes (``RollbackWatch``)."""
         return f"{self.tag}:fence:{node_id}:mark"
 
+    def node_run(self, node_id: str) -> str:
+        """The run of a node id now (``node_run.lua``; expires three heartbeats after its
+        last)."""
+        return f"{self.tag}:run:{node_id}"
+
     def node_epoch(self, node_id: str) -> str:
         """The epoch a node last beat in (``heartbeat.lua``; expires with the node)."""
         return f"{self.epoch}:{node_id}"

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from crawler.frontier.client import Heartbeat
 from crawler.frontier.epoch import RECRAWL_EPOCH, operator_reset, recover
+from crawler.frontier.node_run import NodeIdInUse, NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
 from crawler.redis_outage import OutageGuard
@@ -86,8 +87,11 @@ class LeaseKeeper:
         guard: OutageGuard,
         stats: Stats,
         timing: Timing,
+        *,
+        node_run: NodeRun,
     ) -> None:
         self.client = client
+        self.node_run = node_run
         self.holder = holder
         self.guard = guard
         self.stats = stats
@@ -122,6 +126,9 @@ class LeaseKeeper:
                     await self._frontier_lost(beat.epoch)
                     continue  # beat again at once, in the new epoch
                 await self.holder.on_beat()
+                if (other := await self.node_run.beat()) is not None:
+                    self.holder.refuse(NodeIdInUse(self.node_run.node_id, other))
+                    return
             except Exception as exc:
                 if self.guard.failed(exc) is None:
                     raise  # not an outage: the supervisor logs it and restarts the loop

@@ -36,6 +36,7 @@ from crawler.frontier.holdings import NodeHoldings
 from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.live_pages import LivePages
 from crawler.frontier.node_feed import NodeSeenFeed
+from crawler.frontier.node_run import NodeIdInUse, NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
@@ -87,6 +88,7 @@ class LeasingScheduler:
         self._store: RequestStore | None = None
         self._heartbeat: asyncio.Future[None] | None = None
         self._keeper: LeaseKeeper | None = None
+        self._node_run: NodeRun | None = None  # this process's hold on the node id
         self._holdings: NodeHoldings | None = None
         self._feed: NodeSeenFeed | None = None
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
@@ -115,8 +117,16 @@ class LeasingScheduler:
             link_check=settings.link_check,
             fingerprinter=self.store.fingerprinter_path,
         )
+        node_run = self._node_run = NodeRun(
+            self.context.redis, self._client.keys, self.node_id, settings.heartbeat_interval
+        )
         self._admission = FrontierAdmission(
-            self.crawler, self._client, self.settings, self.guard, on_refused=self.prefetch.clear
+            self.crawler,
+            self._client,
+            self.settings,
+            self.guard,
+            node_run=node_run,
+            on_refused=self.prefetch.clear,
         )
         self.context.tracker, self.context.leases_held = self.tracker, self.leases_held
         timing = Timing(
@@ -134,7 +144,9 @@ class LeasingScheduler:
             dedup_report=self.dedup_report,
             refuse=self.refuse,
         )
-        keeper = LeaseKeeper(self._client, holdings, self.guard, self.stats, timing)
+        keeper = LeaseKeeper(
+            self._client, holdings, self.guard, self.stats, timing, node_run=node_run
+        )
         self._keeper = keeper
         self._heartbeat = self.context.supervise("heartbeat", keeper.run)
         self._holdings = holdings
@@ -346,8 +358,13 @@ class LeasingScheduler:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait(pending, timeout=max(0.0, left))
         released = 0
-        if self._holdings is not None:
+        # a node refused for another process's id holds nothing, and must not let go of that
+        # process's registry entry or id
+        others = self._admission is not None and isinstance(self._admission.refusal, NodeIdInUse)
+        if self._holdings is not None and not others:
             released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
+        if self._node_run is not None and not others:
+            await self.guarded(self._node_run.end)
         if self._feed is not None:
             await self._feed.close()
         self.dedup_report.summary()
