@@ -100,7 +100,13 @@ def _timestamp_ms(value: object) -> int:
 JSON_OPTIONS = (
     orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 )
-INT64_RANGE = range(-(2**63), 2**64)  # the integers orjson writes itself
+INT64_MIN, UINT64_END = -(2**63), 2**64  # orjson writes the integers from one to below the other
+
+
+def _beyond_64_bits(value: int) -> bool:
+    """An integer orjson does not write (compared, never ``in range(...)``, which walks the
+    whole range for an ``int`` subclass such as ``IntEnum``: a node hung on ``HTTPStatus``)."""
+    return not INT64_MIN <= value < UINT64_END
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +175,7 @@ def _widened(value: Any, path: str, nonfinite: list[str], *, fragments: bool = T
     if isinstance(value, float) and not math.isfinite(value):
         nonfinite.append(path)
         value = None
-    elif isinstance(value, int) and not isinstance(value, bool) and value not in INT64_RANGE:
+    elif isinstance(value, int) and not isinstance(value, bool) and _beyond_64_bits(value):
         value = orjson.Fragment(str(value).encode()) if fragments else value
     elif isinstance(value, Mapping):
         widened: dict[Any, Any] = {}
@@ -201,7 +207,7 @@ def _widened_key(key: Any, path: str, nonfinite: list[str]) -> Any:
         name = "NaN" if math.isnan(key) else "Infinity" if key > 0 else "-Infinity"
         nonfinite.append(f"{path}.{name}")
         return name
-    if isinstance(key, int) and not isinstance(key, bool) and key not in INT64_RANGE:
+    if isinstance(key, int) and not isinstance(key, bool) and _beyond_64_bits(key):
         return str(key)
     return key
 
