@@ -14,6 +14,7 @@ Requests are stored as JSON (``crawler.frontier.codec``), never pickled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -364,7 +365,8 @@ class LeasingScheduler:
         if self._holdings is not None and not others:
             released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
         if self._node_run is not None and not others:
-            await self.guarded(self._node_run.end)
+            with contextlib.suppress(GaveUp):  # Redis away at the stop: the hold expires
+                await self.guarded(self._node_run.end)
         if self._feed is not None:
             await self._feed.close()
         self.dedup_report.summary()
