@@ -6,7 +6,7 @@ at its own offsets, leaving one node's items, a broken line and the tail of the 
 62 items lost, the frontier counting their pages done); with ``-o`` a JSON feed became two
 arrays and a CSV feed had two headers. In cluster mode the project's storage for local files
 takes an exclusive lock on the file (``crawler.node_files``) when its feed starts and holds it
-until the feed is stored: a second node meeting a held lock is refused
+until the spider closes (each batch file of a batch feed too): a second node meeting a held lock is refused
 (``feeds/refused/in_use``, one ERROR line saying to put ``%(node_id)s`` in the path, finish
 reason ``feed_in_use``, exit 1), and writes nothing to it. ``%(node_id)s`` is the node's
 ``CRAWLER_NODE_ID`` in every feed URI (``FEED_URI_PARAMS``, which calls a project's own
@@ -112,8 +112,8 @@ class NodeFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, crawler=crawler)
 
     def _take(self) -> None:
-        """Lock the file for this process (until the feed is stored, or the spider closes:
-        Scrapy stores no feed that got no item), or refuse the node when another holds it."""
+        """Lock the file for this process until the spider closes, or refuse the node when
+        another holds it."""
         if not node_files.hold(self.path):
             self._refuse()
             return
@@ -145,5 +145,6 @@ class NodeFileFeedStorage(FileFeedStorage):
         return super().open(spider)
 
     def store(self, file: IO[bytes]) -> None:
+        """Close the file; its lock stays until the spider closes (a batch feed's stored
+        batches too: a node started meanwhile with the same path would write over them)."""
         file.close()
-        self._release()

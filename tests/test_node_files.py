@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -176,3 +177,29 @@ def test_a_batch_feed_leaves_no_file_for_a_batch_that_got_no_item(
         assert sorted(urls_in(tmp_path / files[0]) + urls_in(tmp_path / files[1])) == sorted(
             site.all_urls()
         )
+
+
+def test_a_node_started_later_does_not_write_over_another_s_stored_batches(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """A batch's lock was let go when it was stored: a node started 8 s later with the same
+    ``%(batch_id)d`` path wrote over the first node's first batches (10 items lost, an audit)."""
+    feed = str(tmp_path / "b-%(batch_id)d.jsonl")
+    batches = orjson.dumps({feed: {"format": "jsonlines", "batch_item_count": 3}}).decode()
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {"FEEDS": batches, "MAX_IDLE_TIME_BEFORE_CLOSE": "2", "CONCURRENT_REQUESTS": "1"}
+    with Site(20, delay=0.2) as site:
+        with running_nodes(1, workdir=tmp_path / "first", env=env, settings=settings) as first:
+            client = redis.Redis.from_url(redis_url)
+            client.lpush("pages:start_urls", site.url(0))
+            client.close()
+            while not (tmp_path / "b-2.jsonl").exists():
+                assert first[0].poll() is None, logs(tmp_path / "first")
+                time.sleep(0.1)
+            other = {**settings, "CRAWLER_NODE_ID": "later"}
+            with running_nodes(1, workdir=tmp_path / "later", env=env, settings=other) as later:
+                assert wait_for_exit(later, timeout=60) == [1], logs(tmp_path / "later")
+            assert wait_for_exit(first, timeout=120) == [0], logs(tmp_path / "first")
+        urls = [url for path in tmp_path.glob("b-*.jsonl") for url in urls_in(path)]
+        assert sorted(urls) == sorted(site.all_urls())
+    assert "is being written by another node" in logs(tmp_path / "later", tail=0)
