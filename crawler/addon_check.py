@@ -24,21 +24,26 @@ class ClusterAddonMissing(Exception):
 
 
 def _is_cluster_addon(addon: object, cluster_addon: type) -> bool:
-    """``ClusterAddon`` or a project's subclass of it."""
-    return isinstance(addon, type) and issubclass(addon, cluster_addon)
+    """``ClusterAddon`` or a project's subclass of it (one that cannot be loaded is not: Scrapy
+    says why when it loads the add-ons)."""
+    try:
+        loaded = load_object(addon) if isinstance(addon, str) else addon
+    except (ImportError, AttributeError, NameError, ValueError):
+        return False
+    return isinstance(loaded, type) and issubclass(loaded, cluster_addon)
 
 
 def require_cluster_addon(settings: BaseSettings) -> None:
     """Raise ``ClusterAddonMissing`` saying what to write when ``ADDONS`` lacks ClusterAddon."""
     cluster_addon = load_object(CLUSTER_ADDON)
     enabled = build_component_list(settings["ADDONS"])
-    if any(_is_cluster_addon(load_object(addon), cluster_addon) for addon in enabled):
+    if any(_is_cluster_addon(addon, cluster_addon) for addon in enabled):
         return
     raise ClusterAddonMissing(
         f"ADDONS has no {CLUSTER_ADDON} (it is {dict(settings.getdict('ADDONS'))!r}): without it "
         "nothing of the cluster runs (no shared frontier, no Kafka, no checks) and each node "
         "would crawl alone. Add your add-ons to the project's instead of replacing them: "
-        'ADDONS = {**ADDONS, "your.Addon": 10} after `from settings import *`, or '
-        'custom_settings = {"ADDONS": {"your.Addon": 10}} in a spider (merged with the '
-        "project's); never set ClusterAddon to None"
+        'ADDONS = {**ADDONS, "your.Addon": 10} after `from settings import *`; a spider\'s '
+        "custom_settings or -s ADDONS replace the project's too, so give both there: "
+        f'{{"{CLUSTER_ADDON}": 0, "your.Addon": 10}}; never set ClusterAddon to None'
     )

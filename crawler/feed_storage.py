@@ -6,11 +6,11 @@ at its own offsets, leaving one node's items, a broken line and the tail of the 
 62 items lost, the frontier counting their pages done); with ``-o`` a JSON feed became two
 arrays and a CSV feed had two headers. In cluster mode the project's storage for local files
 takes an exclusive lock on the file (``crawler.node_files``) when its feed starts and holds it
-until the spider closes (each batch file of a batch feed too): a second node meeting a held lock is refused
-(``feeds/refused/in_use``, one ERROR line saying to put ``%(node_id)s`` in the path, finish
-reason ``feed_in_use``, exit 1), and writes nothing to it. ``%(node_id)s`` is the node's
-``CRAWLER_NODE_ID`` in every feed URI (``FEED_URI_PARAMS``, which calls a project's own
-function first).
+until the spider closes (each batch file of a batch feed too): a second node meeting a held
+lock is refused (``feeds/refused/in_use``, one ERROR line saying to put ``%(node_id)s`` in the
+path, finish reason ``feed_in_use``, exit 1), and writes nothing to it. ``%(node_id)s`` is
+the node's ``CRAWLER_NODE_ID`` in every feed URI (``FEED_URI_PARAMS``, which calls a project's
+own function first, and each feed's own ``uri_params``, wrapped alike).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import asyncio
 import logging
 import os
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,12 +42,24 @@ NODE_STORAGE = "crawler.feed_storage.NodeFileFeedStorage"
 
 
 def use_node_uri_params(settings: BaseSettings) -> None:
-    """Put ``node_uri_params`` in ``FEED_URI_PARAMS``, keeping a project's own to call first."""
+    """Put ``node_uri_params`` in ``FEED_URI_PARAMS``, keeping a project's own to call first;
+    a feed's own ``uri_params`` option (which Scrapy calls instead) is wrapped alike."""
     own = settings.get("FEED_URI_PARAMS")
     if own and own != NODE_URI_PARAMS:
         settings.set(USER_URI_PARAMS, own, priority="cmdline")
     priority = max(settings.getpriority("FEED_URI_PARAMS") or 0, SETTINGS_PRIORITIES["addon"])
     settings.set("FEED_URI_PARAMS", NODE_URI_PARAMS, priority=priority)
+    feeds = settings.getdict("FEEDS")
+    if any(options.get("uri_params") for options in feeds.values()):
+        wrapped = {uri: _feed_with_node_id(options) for uri, options in feeds.items()}
+        settings.set("FEEDS", wrapped, priority=settings.getpriority("FEEDS") or "addon")
+
+
+def _feed_with_node_id(options: dict[str, Any]) -> dict[str, Any]:
+    own = options.get("uri_params")
+    if not own or isinstance(own, partial):  # none, or wrapped already
+        return options
+    return {**options, "uri_params": partial(feed_uri_params, own)}
 
 
 def lock_local_feeds(settings: BaseSettings) -> None:
@@ -60,11 +74,17 @@ def lock_local_feeds(settings: BaseSettings) -> None:
 
 def node_uri_params(params: dict[str, Any], spider: Spider) -> dict[str, Any]:
     """``FEED_URI_PARAMS``: the project's own function's params, with ``node_id``."""
-    settings = spider.crawler.settings
-    user = settings.get(USER_URI_PARAMS)
-    if user:
-        params = load_object(user)(params, spider) or params
-    return {**params, "node_id": resolve_node_id(settings.get("CRAWLER_NODE_ID") or "")}
+    return feed_uri_params(spider.crawler.settings.get(USER_URI_PARAMS), params, spider)
+
+
+def feed_uri_params(
+    own: str | Callable[..., Any] | None, params: dict[str, Any], spider: Spider
+) -> dict[str, Any]:
+    """``own`` uri params function's params (``None``: ``params``), with ``node_id``."""
+    if own:
+        params = load_object(own)(params, spider) or params
+    node_id = resolve_node_id(spider.crawler.settings.get("CRAWLER_NODE_ID") or "")
+    return {**params, "node_id": node_id}
 
 
 class FeedInUse(ValueError):

@@ -108,7 +108,7 @@ def test_a_spool_folder_that_is_not_there_is_said(command: str, tmp_path: Path) 
     """``spool list --dir /nonexistent`` said "is empty", ``replay`` "replayed=0", exit 0."""
     result = crawler_cli("spool", command, "pages", "--dir", str(tmp_path / "nope"))
     assert result.returncode == 1, result.stdout
-    assert f"--dir {tmp_path / 'nope'}: no such folder" in result.stderr
+    assert f"--dir {tmp_path / 'nope'}: not a folder" in result.stderr
 
 
 def test_spool_list_counts_the_dead_letter_files(tmp_path: Path) -> None:

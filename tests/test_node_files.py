@@ -95,8 +95,11 @@ def own_params(params: dict[str, object], spider: object) -> dict[str, object]:
     return {**params, "shard": "7"}
 
 
+OWN_PARAMS = f"{__name__}.own_params"
+
+
 def test_a_project_s_own_uri_params_are_kept_with_the_node_id() -> None:
-    settings = Settings({"FEED_URI_PARAMS": f"{__name__}.own_params", "CRAWLER_NODE_ID": "n-3"})
+    settings = Settings({"FEED_URI_PARAMS": OWN_PARAMS, "CRAWLER_NODE_ID": "n-3"})
     use_node_uri_params(settings)
     spider = SimpleNamespace(crawler=SimpleNamespace(settings=settings))
     params = load_object(settings["FEED_URI_PARAMS"])({"name": "pages"}, spider)
@@ -203,3 +206,20 @@ def test_a_node_started_later_does_not_write_over_another_s_stored_batches(
         urls = [url for path in tmp_path.glob("b-*.jsonl") for url in urls_in(path)]
         assert sorted(urls) == sorted(site.all_urls())
     assert "is being written by another node" in logs(tmp_path / "later", tail=0)
+
+
+def test_a_feed_s_own_uri_params_get_the_node_id_too() -> None:
+    """A feed's own ``uri_params`` replaced FEED_URI_PARAMS: ``KeyError: 'node_id'`` on the
+    signal, no feed written at all (its neighbour's neither), exit 0 (an audit)."""
+    feeds = {
+        "out/f-%(shard)s-%(node_id)s.jsonl": {"format": "jsonlines", "uri_params": OWN_PARAMS},
+        "out/g-%(node_id)s.csv": {"format": "csv"},
+    }
+    settings = Settings({"FEEDS": feeds, "CRAWLER_NODE_ID": "n-3"})
+    use_node_uri_params(settings)
+    spider = SimpleNamespace(crawler=SimpleNamespace(settings=settings))
+    options = settings.getdict("FEEDS")["out/f-%(shard)s-%(node_id)s.jsonl"]
+    params = load_object(options["uri_params"])({"name": "pages"}, spider)
+    assert params == {"name": "pages", "shard": "7", "node_id": "n-3"}
+    use_node_uri_params(settings)  # wrapped once
+    assert settings.getdict("FEEDS")["out/f-%(shard)s-%(node_id)s.jsonl"] == options
