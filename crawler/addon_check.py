@@ -23,21 +23,22 @@ class ClusterAddonMissing(Exception):
     """``ADDONS`` does not enable ``ClusterAddon``."""
 
 
-def _is_cluster_addon(addon: object, cluster_addon: type) -> bool:
-    """``ClusterAddon`` or a project's subclass of it (one that cannot be loaded is not: Scrapy
-    says why when it loads the add-ons)."""
+def _loaded(addon: object) -> object | None:
+    """The add-on ``ADDONS`` names (None: it cannot be loaded)."""
     try:
-        loaded = load_object(addon) if isinstance(addon, str) else addon
+        return load_object(addon) if isinstance(addon, str) else addon
     except (ImportError, AttributeError, NameError, ValueError):
-        return False
-    return isinstance(loaded, type) and issubclass(loaded, cluster_addon)
+        return None
 
 
 def require_cluster_addon(settings: BaseSettings) -> None:
     """Raise ``ClusterAddonMissing`` saying what to write when ``ADDONS`` lacks ClusterAddon."""
     cluster_addon = load_object(CLUSTER_ADDON)
     enabled = build_component_list(settings["ADDONS"])
-    if any(_is_cluster_addon(addon, cluster_addon) for addon in enabled):
+    loaded = [_loaded(addon) for addon in enabled]
+    if None in loaded:  # Scrapy says why when it loads the add-ons: one may be ClusterAddon's
+        return
+    if any(isinstance(addon, type) and issubclass(addon, cluster_addon) for addon in loaded):
         return
     raise ClusterAddonMissing(
         f"ADDONS has no {CLUSTER_ADDON} (it is {dict(settings.getdict('ADDONS'))!r}): without it "

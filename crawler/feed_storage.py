@@ -5,10 +5,11 @@ disk) given the same path wrote into one file at once: with ``-O`` each truncate
 at its own offsets, leaving one node's items, a broken line and the tail of the other's (30 of
 62 items lost, the frontier counting their pages done); with ``-o`` a JSON feed became two
 arrays and a CSV feed had two headers. In cluster mode the project's storage for local files
-takes an exclusive lock on the file (``crawler.node_files``) when its feed starts and holds it
-until the spider closes (each batch file of a batch feed too): a second node meeting a held
-lock is refused (``feeds/refused/in_use``, one ERROR line saying to put ``%(node_id)s`` in the
-path, finish reason ``feed_in_use``, exit 1), and writes nothing to it. ``%(node_id)s`` is
+takes an exclusive lock on the file (``crawler.node_files``) when its feed starts, the feed's
+first file until the spider closes (a batch feed's later ones until stored): a second node of
+the same path meets the first file held, and is refused (``feeds/refused/in_use``, one ERROR
+line saying to put ``%(node_id)s`` in the path, finish reason ``feed_in_use``, exit 1), and
+writes nothing to it. ``%(node_id)s`` is
 the node's ``CRAWLER_NODE_ID`` in every feed URI (``FEED_URI_PARAMS``, which calls a project's
 own function first, and each feed's own ``uri_params``, wrapped alike).
 """
@@ -104,6 +105,9 @@ class FeedInUse(ValueError):
 PLACEHOLDER = re.compile(r"%\([^)]+\)[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxXeEfFgGcrsa]")
 
 
+_first_files: dict[int, str] = {}  # a feed (its options' id) -> the first file locked for it
+
+
 def _engine(crawler: Crawler) -> ExecutionEngine | None:
     try:
         return crawler.engine
@@ -119,6 +123,8 @@ class NodeFileFeedStorage(FileFeedStorage):
         self._crawler = crawler
         self._refused = False
         self._held = False
+        self._first = False  # the first file of its feed (kept locked until the spider closes)
+        self._feed = id(feed_options)  # Scrapy makes each batch's storage with its feed's options
         # Scrapy makes one of the feed's URI template too while the crawler starts, to check
         # its scheme: a path without parameters is taken then (refused: the node does not
         # start); each feed's own storage, its path known, when the spider opens.
@@ -132,18 +138,27 @@ class NodeFileFeedStorage(FileFeedStorage):
         return cls(uri, feed_options=feed_options, crawler=crawler)
 
     def _take(self) -> None:
-        """Lock the file for this process until the spider closes, or refuse the node when
-        another holds it."""
+        """Lock the file for this process, or refuse the node when another holds it. A feed's
+        first file stays locked until the spider closes: another node of the same path
+        starts at that file (its batch 1), so it is refused while this one runs, and a batch
+        feed's later files, stored, let go of theirs (a lock each would be a descriptor each)."""
         if not node_files.hold(self.path):
             self._refuse()
             return
         self._held = True
-        self._crawler.signals.connect(self._release, signal=signals.spider_closed, weak=False)
+        self._first = _first_files.setdefault(self._feed, self.path) == self.path
+        self._crawler.signals.connect(self._closed, signal=signals.spider_closed, weak=False)
+
+    def _closed(self) -> None:
+        _first_files.pop(self._feed, None)
+        self._release()
 
     def _release(self) -> None:
         if self._held:
             self._held = False
             node_files.release(self.path)
+            if not self._first:
+                self._crawler.signals.disconnect(self._closed, signal=signals.spider_closed)
 
     def _refuse(self) -> None:
         """Before the engine exists, the start fails; once the spider is open, it closes."""
@@ -165,6 +180,7 @@ class NodeFileFeedStorage(FileFeedStorage):
         return super().open(spider)
 
     def store(self, file: IO[bytes]) -> None:
-        """Close the file; its lock stays until the spider closes (a batch feed's stored
-        batches too: a node started meanwhile with the same path would write over them)."""
+        """Close the file; the feed's first file stays locked until the spider closes."""
         file.close()
+        if not self._first:
+            self._release()

@@ -50,6 +50,7 @@ class FrontierAdmission:
         *,
         node_run: NodeRun,
         on_refused: Callable[[], None],
+        on_admitted: Callable[[], None],
     ) -> None:
         self.crawler = crawler
         self.context = NodeContext.required(crawler, "LeasingScheduler")
@@ -62,7 +63,11 @@ class FrontierAdmission:
         self.node_run = node_run
         self.refused = False
         self.refusal: FrontierRefused | None = None
+        # the checks passed: the node may lease (not before: a lease taken while its id's
+        # earlier run is taken back would be taken back with it)
+        self.admitted = False
         self._on_refused = on_refused
+        self._on_admitted = on_admitted
         self._stopping: asyncio.Future[None] | None = None  # the close a refusal started
         self._backlog_loop: asyncio.Task[None] | None = None
 
@@ -95,7 +100,9 @@ class FrontierAdmission:
                 FrontierRefused(f"checking the frontier failed: {type(exc).__name__}: {exc}")
             )
             return
+        self.admitted = True
         self.context.frontier_checked(usable=True)
+        self._on_admitted()
         if self.backlog is not None:
             backlog = self.backlog
             self._backlog_loop = self.context.supervise(

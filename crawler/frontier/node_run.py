@@ -8,8 +8,9 @@ the run of a node id holds ``{<spider>}:run:<node>`` (``lua/node_run.lua``), ref
 heartbeat and expiring three heartbeat intervals after its last: a process that finds it held
 waits for it to expire (the run before it was killed: a pod restarted in place keeps its name)
 and is refused (``NodeIdInUse``) if its holder refreshes it meanwhile (a live process). A node
-that takes its id over from a killed run returns that run's leases to the queue at once
-(``lua/lease_takeback.lua``), not after ``FRONTIER_LEASE_TIMEOUT``. A graceful stop lets go of
+that takes its id over from a killed run returns that run's leases to the queue at once (they
+expire now, and the next heartbeat's reclaim returns them), not after ``FRONTIER_LEASE_TIMEOUT``;
+it leases nothing before (``FrontierAdmission.admitted``). A graceful stop lets go of
 the key, so a node restarted after one starts at once.
 """
 
@@ -30,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 RUN_BEATS = 3  # heartbeats the run key outlives its last refresh by
 CLAIM_POLL = 0.5  # seconds between looks at another run's key
+TAKE_BATCH = 500  # inflight records read, and leases expired, per call
 
 
 class NodeIdInUse(FrontierRefused):
@@ -56,8 +58,9 @@ class NodeRun:
         self._key = part0.node_run(node_id)
         self._ttl_ms = int(RUN_BEATS * heartbeat_interval * 1000)
         self._script = redis.register_script(script_text("crawler.frontier", "node_run"))
-        self._takeback = redis.register_script(script_text("crawler.frontier", "lease_takeback"))
+        self._redis = redis
         self.claimed = False  # this run holds the id (beats refresh it from then on)
+        self.ever_claimed = False  # it did once: what it leased is its own to give back
 
     async def _call(self, mode: str) -> list[str]:
         reply = await self._script(keys=[self._key], args=[self.token, self._ttl_ms, mode])
@@ -67,20 +70,20 @@ class NodeRun:
         """Hold the node id; True when a killed run held it until now. Raises ``NodeIdInUse``
         when a live process holds it."""
         seen: str | None = None
-        deadline = time.monotonic() + self._ttl_ms / 1000 + 2
+        deadline = 0.0
         while True:
             outcome, *held = await self._call("claim")
             if outcome == "ours":
-                self.claimed = True
+                self.claimed = self.ever_claimed = True
                 return seen is not None
-            holder = held[0]
-            if seen is None:
-                seen = holder
+            holder, lives_ms = held[0], int(held[1])
+            if seen is None:  # it expires as its own heartbeat interval says
+                seen, deadline = holder, time.monotonic() + lives_ms / 1000 + 2
                 logger.info(
                     "Node id %s is held by run %s (killed?): waiting up to %.0fs for it to expire",
                     self.node_id,
                     holder.split(" ", 1)[0],
-                    self._ttl_ms / 1000,
+                    lives_ms / 1000,
                 )
             elif holder != seen or time.monotonic() > deadline:  # refreshed: it beats
                 raise NodeIdInUse(self.node_id, holder)
@@ -101,10 +104,17 @@ class NodeRun:
             self.claimed = False
 
     async def take_back(self, parts: Sequence[FrontierKeys]) -> int:
-        """Expire the leases of this node id that a killed run left, in every part."""
+        """Expire now the leases of this node id that an earlier run left, in every part, so
+        the next heartbeat's reclaim returns them (read with ``HSCAN``: Redis is not held up
+        by a large ``inflight``). Only before this run leases: it holds the id, so every lease
+        recorded under it is a killed run's."""
+        prefix = f"{self.node_id}\t".encode()
         expired = 0
         for part in parts:
-            expired += int(
-                await self._takeback(keys=[part.leases, part.inflight], args=[self.node_id])
-            )
+            records = self._redis.hscan_iter(part.inflight, count=TAKE_BATCH)
+            ids = [lease_id async for lease_id, record in records if record.startswith(prefix)]
+            for start in range(0, len(ids), TAKE_BATCH):
+                chunk = dict.fromkeys(ids[start : start + TAKE_BATCH], 0)
+                changed = await self._redis.zadd(part.leases, chunk, xx=True, ch=True)
+                expired += int(changed or 0)
         return expired

@@ -128,6 +128,7 @@ class LeasingScheduler:
             self.guard,
             node_run=node_run,
             on_refused=self.prefetch.clear,
+            on_admitted=self.new_work,
         )
         self.context.tracker, self.context.leases_held = self.tracker, self.leases_held
         timing = Timing(
@@ -283,8 +284,9 @@ class LeasingScheduler:
     # -- what the prefetch buffer asks (crawler.frontier.prefetch.PrefetchOwner) -------------
 
     def may_lease(self) -> bool:
-        if self._closing or self.refused:
-            return False
+        admitted = self._admission is not None and self._admission.admitted
+        if self._closing or self.refused or not admitted:
+            return False  # its checks not passed yet, or refused since
         # A stale keeper: this node's leases may be other nodes' by now: take no more. A
         # recovering one: new lease ids could be the lost data's that it finishes.
         keeper = self._keeper
@@ -359,9 +361,13 @@ class LeasingScheduler:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait(pending, timeout=max(0.0, left))
         released = 0
-        # a node refused for another process's id holds nothing, and must not let go of that
-        # process's registry entry or id
-        others = self._admission is not None and isinstance(self._admission.refusal, NodeIdInUse)
+        # a node refused for another process's id before it held the id leased nothing, and
+        # must not let go of that process's registry entry; one that held it gives back its own
+        others = (
+            self._admission is not None
+            and isinstance(self._admission.refusal, NodeIdInUse)
+            and not (self._node_run is not None and self._node_run.ever_claimed)
+        )
         if self._holdings is not None and not others:
             released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
         if self._node_run is not None and not others:
