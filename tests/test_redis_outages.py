@@ -174,7 +174,7 @@ def private_redis(
     )
     server.start()
     env = {"REDIS_URL": server.url, "KAFKA_BOOTSTRAP_SERVERS": ""}
-    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl")}
+    settings = {**FAST_LEASES, "CRAWLER_STANDALONE_FEED": str(tmp_path / "items-%(node_id)s.jsonl")}
     return server, env, settings
 
 

@@ -117,7 +117,7 @@ def test_nodes_killed_every_2s_lose_no_seed(
     settings = {
         **LOCAL_SITE_SETTINGS,
         **FAST_LEASES,
-        "CRAWLER_STANDALONE_FEED": str(tmp_path / "items.jsonl"),
+        "CRAWLER_STANDALONE_FEED": str(tmp_path / "items-%(node_id)s.jsonl"),
     }
     with Site(SEEDS, delay=0.2) as site:
         # One page per seed (the scope matches no link): the frontier's seen set counts seeds.
