@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from scrapy import Spider, signals
-from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
 from scrapy.extensions.feedexport import FileFeedStorage
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -34,6 +33,7 @@ from scrapy.utils.misc import load_object
 
 from crawler import node_files
 from crawler.node import resolve_node_id
+from crawler.wakeup import running_engine
 
 logger = logging.getLogger(__name__)
 FINISH_REASON = "feed_in_use"  # the refused node's finish reason (``crawler.exit_status``)
@@ -108,13 +108,6 @@ PLACEHOLDER = re.compile(r"%\([^)]+\)[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[diouxX
 _first_files: dict[int, str] = {}  # a feed (its options' id) -> the first file locked for it
 
 
-def _engine(crawler: Crawler) -> ExecutionEngine | None:
-    try:
-        return crawler.engine
-    except RuntimeError:  # not set yet: the crawler is starting
-        return None
-
-
 class NodeFileFeedStorage(FileFeedStorage):
     def __init__(
         self, uri: str, *, feed_options: dict[str, Any] | None = None, crawler: Crawler
@@ -128,7 +121,7 @@ class NodeFileFeedStorage(FileFeedStorage):
         # Scrapy makes one of the feed's URI template too while the crawler starts, to check
         # its scheme: a path without parameters is taken then (refused: the node does not
         # start); each feed's own storage, its path known, when the spider opens.
-        if _engine(crawler) is not None or PLACEHOLDER.search(uri) is None:
+        if running_engine(crawler) is not None or PLACEHOLDER.search(uri) is None:
             self._take()
 
     @classmethod
@@ -166,7 +159,7 @@ class NodeFileFeedStorage(FileFeedStorage):
         stats = self._crawler.stats
         assert stats is not None
         stats.inc_value("feeds/refused/in_use")
-        engine = _engine(self._crawler)
+        engine = running_engine(self._crawler)
         if engine is None:
             raise refusal
         logger.error("Node refused: %s", refusal)

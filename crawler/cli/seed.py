@@ -146,12 +146,9 @@ def refuse_recrawl(client: SyncRedis, parts: Sequence[FrontierKeys], spider: str
 
 def unread_warning(client: SyncRedis, spider: str, seeds: SeedSettings) -> str | None:
     """A warning when nodes of ``spider`` are live and none reads seeds from its seed key."""
-    parts = seeds.frontier
-    now = server_time_ms(client, parts[0].nodes)
-    live = sorted(
-        {text(node) for part in parts for node in client.zrangebyscore(part.nodes, now, "+inf")}
-    )
-    keys = SeedKeys(seeds.seeds_key, seeds.invalid_key, parts)
+    nodes = seeds.frontier[0].nodes  # every node beats in every part
+    live = [text(n) for n in client.zrangebyscore(nodes, server_time_ms(client, nodes), "+inf")]
+    keys = SeedKeys(seeds.seeds_key, seeds.invalid_key, seeds.frontier)
     if not live or seed_readers(client, keys, server_time_ms(client, keys.takers)):
         return None
     return (

@@ -61,7 +61,6 @@ class FrontierAdmission:
         self.guard = guard
         self.backlog = self._backlog(client, settings)
         self.node_run = node_run
-        self.refused = False
         self.refusal: FrontierRefused | None = None
         # the checks passed: the node may lease (not before: a lease taken while its id's
         # earlier run is taken back would be taken back with it)
@@ -128,11 +127,14 @@ class FrontierAdmission:
         if spilled:
             raise BacklogUnread(self.client.spider, spilled)
 
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
     def refuse(self, reason: FrontierRefused) -> None:
         """This node may not use the frontier (``reason``): take and write nothing, stop."""
         if self.refused:
             return
-        self.refused = True
         self.refusal = reason
         self.context.frontier_checked(usable=False)
         self._on_refused()

@@ -60,7 +60,6 @@ class NodeRun:
         self._script = redis.register_script(script_text("crawler.frontier", "node_run"))
         self._redis = redis
         self.claimed = False  # this run holds the id (beats refresh it from then on)
-        self.ever_claimed = False  # it did once: what it leased is its own to give back
 
     async def _call(self, mode: str) -> list[str]:
         reply = await self._script(keys=[self._key], args=[self.token, self._ttl_ms, mode])
@@ -74,7 +73,7 @@ class NodeRun:
         while True:
             outcome, *held = await self._call("claim")
             if outcome == "ours":
-                self.claimed = self.ever_claimed = True
+                self.claimed = True
                 return seen is not None
             holder, lives_ms = held[0], int(held[1])
             if seen is None:  # it expires as its own heartbeat interval says

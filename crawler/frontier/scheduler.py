@@ -362,11 +362,12 @@ class LeasingScheduler:
             await asyncio.wait(pending, timeout=max(0.0, left))
         released = 0
         # a node refused for another process's id before it held the id leased nothing, and
-        # must not let go of that process's registry entry; one that held it gives back its own
+        # must not let go of that process's registry entry; one that held it (it still does
+        # until end() below) gives back its own
         others = (
             self._admission is not None
             and isinstance(self._admission.refusal, NodeIdInUse)
-            and not (self._node_run is not None and self._node_run.ever_claimed)
+            and not (self._node_run is not None and self._node_run.claimed)
         )
         if self._holdings is not None and not others:
             released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
