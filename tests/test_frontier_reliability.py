@@ -22,9 +22,10 @@ from crawler.frontier.start_claim import start_key
 from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import (
     FAST_LEASES,
-    VICTIM_WINDOW,
+    IN_FLIGHT,
     assert_nothing_lost,
     crawl_with_interruptions,
+    sigkill,
     wait_for_hits,
 )
 
@@ -32,12 +33,11 @@ from tests.faults import (
 def test_sigkill_one_node_loses_nothing(
     redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
 ) -> None:
-    def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+    def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[set[str]]:
         wait_for_hits(slow_site, 250)
-        nodes[0].send_signal(signal.SIGKILL)
-        return [0]
+        return [sigkill(nodes[0], "node-0", redis_url, "pages")]
 
-    urls, codes, killed = crawl_with_interruptions(
+    urls, codes, held = crawl_with_interruptions(
         slow_site,
         redis_url=redis_url,
         kafka_bootstrap=kafka_bootstrap,
@@ -46,7 +46,7 @@ def test_sigkill_one_node_loses_nothing(
         interrupt=kill_one,
     )
     assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
-    assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
+    assert_nothing_lost(urls, slow_site, held)
     assert (
         "frontier/reclaimed"
         in (tmp_path / "node-1.log").read_text() + (tmp_path / "node-2.log").read_text()
@@ -57,14 +57,13 @@ def test_sigkill_one_node_loses_nothing(
 def test_two_sigkills_at_different_times_lose_nothing(
     redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
 ) -> None:
-    def kill_two(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+    def kill_two(nodes: list[subprocess.Popen[bytes]]) -> list[set[str]]:
         wait_for_hits(slow_site, 200)
-        nodes[0].send_signal(signal.SIGKILL)
+        first = sigkill(nodes[0], "node-0", redis_url, "pages")
         wait_for_hits(slow_site, 600)
-        nodes[1].send_signal(signal.SIGKILL)
-        return [0, 1]
+        return [first, sigkill(nodes[1], "node-1", redis_url, "pages")]
 
-    urls, codes, killed = crawl_with_interruptions(
+    urls, codes, held = crawl_with_interruptions(
         slow_site,
         redis_url=redis_url,
         kafka_bootstrap=kafka_bootstrap,
@@ -73,7 +72,7 @@ def test_two_sigkills_at_different_times_lose_nothing(
         interrupt=kill_two,
     )
     assert codes == [-signal.SIGKILL, -signal.SIGKILL, 0], logs(tmp_path)
-    assert_nothing_lost(urls, slow_site, VICTIM_WINDOW * len(killed))
+    assert_nothing_lost(urls, slow_site, held)
 
 
 @pytest.mark.slow
@@ -84,14 +83,14 @@ def test_redis_restart_mid_crawl_loses_nothing(
     slow_site: Site,
     tmp_path: Path,
 ) -> None:
-    def restart_redis(nodes: list[subprocess.Popen[bytes]]) -> list[int]:
+    def restart_redis(nodes: list[subprocess.Popen[bytes]]) -> int:
         wait_for_hits(slow_site, 300)
         own_redis.stop()
         time.sleep(2)
         own_redis.start()
-        return []
+        return 3 * IN_FLIGHT  # every node's pages in flight when their calls failed
 
-    urls, codes, _ = crawl_with_interruptions(
+    urls, codes, in_flight = crawl_with_interruptions(
         slow_site,
         redis_url=own_redis.url,
         kafka_bootstrap=kafka_bootstrap,
@@ -100,7 +99,7 @@ def test_redis_restart_mid_crawl_loses_nothing(
         interrupt=restart_redis,
     )
     assert codes == [0, 0, 0], logs(tmp_path / "nodes")
-    assert_nothing_lost(urls, slow_site, allowed_duplicates=3 * VICTIM_WINDOW)
+    assert_nothing_lost(urls, slow_site, in_flight)
     node_log = (tmp_path / "nodes" / "node-0.log").read_text()
     assert "Redis unavailable" in node_log
     assert "Redis is back" in node_log

@@ -39,6 +39,7 @@ def compare(
     stragglers: bool = False,
     nodes: int = 2,
     login: bool = False,
+    delay: float = 0.05,
 ) -> tuple[ClusterRun, list[str], dict[str, int]]:
     cases = " ".join(f"{k}={v}" for k, v in (arguments or {}).items())
     result = compare_with_standalone(
@@ -54,6 +55,7 @@ def compare(
         stragglers=stragglers,
         nodes=nodes,
         login=login,
+        delay=delay,
     )
     if same_hits:  # every page as often as standalone Scrapy fetched it
         assert result.hits == result.reference_hits
@@ -76,7 +78,11 @@ def test_a_login_made_on_one_node_holds_on_every_node(
         arguments=arguments,
         label=f"logged in ({how})",
         login=True,
-        settings={"CONCURRENT_REQUESTS": "1"},  # slow nodes: each leases some of the pages
+        # slow nodes on a slow site (a quarter second a page): the crawl outlasts a node's
+        # start, so each leases some of the pages (at 0.05 s, the first node started crawled
+        # all 17 before the other leased: CI)
+        settings={"CONCURRENT_REQUESTS": "1"},
+        delay=0.25,
     )
     assert not [item for item in run.items if "Please log in" in item]
     assert sorted(run.items) == sorted(reference)

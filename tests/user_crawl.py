@@ -219,12 +219,13 @@ def compare_with_standalone(
     stragglers: bool = False,
     nodes: int = 2,
     login: bool = False,
+    delay: float = 0.05,
 ) -> Comparison:
     """Standalone Scrapy and a cluster of ``nodes``, at once, on one site; checks what every cell
     must hold (a reference item, nothing left in Redis, a ledger that adds up) and adds a row
     to the conformance table."""
     with (
-        UserSite(pages, delay=0.05, fail_once=fail_once, login=login) as site,
+        UserSite(pages, delay=delay, fail_once=fail_once, login=login) as site,
         Reference(spider, site, workdir / "standalone", settings, arguments) as standalone,
     ):
         run = cluster(
