@@ -10,7 +10,6 @@ Requests carry a shared session (``session_platform = "zhihu"``) and are signed 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -46,7 +45,7 @@ from crawler.spiders.zhihu_chains import (
 )
 from crawler.zhihu.completeness import TALLY, Completeness, Tally
 from crawler.zhihu.errors import ApiError, Problem
-from crawler.zhihu.login import PasswordLogin, password_variable
+from crawler.zhihu.login import PasswordLogin, account_password
 from crawler.zhihu.middleware import response_error
 from crawler.zhihu.parsers import Context, question_item
 from crawler.zhihu.payloads import ParseError, page_entities
@@ -116,8 +115,8 @@ class ZhihuSpider(ZhihuChains):
         if self.session_platform is None:
             return
         for account in self.config.accounts:
-            variable = password_variable(self.config.password_env, account)
-            if not os.environ.get(variable):
+            variable, password = account_password(self.config.password_env, account)
+            if not password:
                 logger.warning(
                     "No password for zhihu account %r in $%s: its session cannot be renewed "
                     "when it expires (its requests then fail as sessions/unavailable); set the "

@@ -31,8 +31,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def password_variable(template: str, account: str) -> str:
-    return template.format(account=re.sub(r"[^A-Z0-9]", "_", account.upper()))
+def account_password(template: str, account: str) -> tuple[str, str]:
+    """The environment variable that holds ``account``'s password, and its value ("": unset)."""
+    variable = template.format(account=re.sub(r"[^A-Z0-9]", "_", account.upper()))
+    return variable, os.environ.get(variable, "")
 
 
 class PasswordLogin:
@@ -44,8 +46,7 @@ class PasswordLogin:
         self._opener = urllib.request.build_opener(_NoRedirect)
 
     async def login(self, account: str) -> Sequence[Cookie]:
-        variable = password_variable(self.password_env, account)
-        password = os.environ.get(variable)
+        variable, password = account_password(self.password_env, account)
         if not password:
             raise LoginFailed(f"no password for zhihu account {account!r} in ${variable}")
         return await asyncio.to_thread(self._login, account, password)
