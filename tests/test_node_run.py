@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -153,3 +155,33 @@ def test_a_node_restarted_in_place_after_a_kill_returns_its_leases_at_once(
     assert "Returned " in log and "leases of an earlier run of node node-0 (killed)" in log
     assert "is held by run" in log  # it waited for the killed run's hold to expire
     assert "frontier/lease_lost" not in log  # no lease of its own was taken back
+
+
+def test_a_node_waiting_for_its_id_leases_nothing_until_it_holds_it(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """A node whose id a killed run still held leased (and fetched) while it waited for that
+    hold to expire: leases the take-back that follows the wait then expired as the killed
+    run's (a review: reproduced at the unit level; here, with work queued before it starts)."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {
+        "FRONTIER_HEARTBEAT_INTERVAL": "1",
+        "MAX_IDLE_TIME_BEFORE_CLOSE": "1",
+        "CRAWLER_STANDALONE_FEED": "",
+    }
+    hold = frontier_parts("pages", 1)[0].node_run("node-0")
+    with Site(10) as site:
+        host = site.base_url.removeprefix("http://")
+        queued = [page(host, urlsplit(url).path) for url in sorted(site.all_urls())]
+        run(lambda r: frontier(r, "seeder", 1, "pages").complete_turn(queued, []), redis_url)
+        client = redis.Redis.from_url(redis_url)
+        client.set(hold, "killedrun00 0", px=2500)  # a killed run's, 2.5 s left
+        with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+            while client.pttl(hold) > 0 and "killedrun00" in text(client.get(hold) or b""):
+                assert not site.hits, "fetched while another run held its id"
+                assert held_by(client, "node-0") == 0, "leased while another run held its id"
+                time.sleep(0.02)
+            assert wait_for_exit(nodes, timeout=60) == [0], logs(tmp_path)
+        client.close()
+    assert {site.base_url + path for path in site.hits} == site.all_urls()
+    assert "is held by run killedrun00" in logs(tmp_path, tail=0)
