@@ -14,7 +14,6 @@ Requests are stored as JSON (``crawler.frontier.codec``), never pickled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -30,14 +29,10 @@ from twisted.internet.defer import Deferred
 
 from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
-from crawler.frontier.admission import FrontierAdmission
 from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
-from crawler.frontier.holdings import NodeHoldings
-from crawler.frontier.lease_keeper import LeaseKeeper, Timing
 from crawler.frontier.live_pages import LivePages
-from crawler.frontier.node_feed import NodeSeenFeed
-from crawler.frontier.node_run import NodeIdInUse, NodeRun
+from crawler.frontier.node_frontier import NodeFrontier
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.prefetch import Prefetch
 from crawler.frontier.refusal import FrontierRefused
@@ -80,18 +75,12 @@ class LeasingScheduler:
             self.settings.idle_poll,
         )
         self.live_pages = LivePages(self.stats)
-        self._seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
+        self.seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
         self.writer = TurnWriter(self, self.stats, self.dedup_report, self.settings.write_interval)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
-        self._client: PartitionedFrontier | None = None
-        self._admission: FrontierAdmission | None = None
         self._store: RequestStore | None = None
-        self._heartbeat: asyncio.Future[None] | None = None
-        self._keeper: LeaseKeeper | None = None
-        self._node_run: NodeRun | None = None  # this process's hold on the node id
-        self._holdings: NodeHoldings | None = None
-        self._feed: NodeSeenFeed | None = None
+        self._frontier: NodeFrontier | None = None
         crawler.signals.connect(self._on_flush_signal, signal=frontier_flush)
 
     @classmethod
@@ -99,72 +88,25 @@ class LeasingScheduler:
         return cls(crawler)
 
     @property
-    def client(self) -> PartitionedFrontier:
-        if self._client is None:
+    def frontier(self) -> NodeFrontier:
+        if self._frontier is None:
             raise RuntimeError("LeasingScheduler used before open()")
-        return self._client
+        return self._frontier
+
+    @property
+    def client(self) -> PartitionedFrontier:
+        return self.frontier.client
 
     # -- Scrapy's scheduler interface ---------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        settings = self.settings
-        self._store = RequestStore(self.crawler, spider, compress=settings.compress)
-        self._client = PartitionedFrontier.connect(
-            self.context.redis,
-            spider.name,
-            self.node_id,
-            settings.partitions,
-            dedup=settings.dedup,
-            link_check=settings.link_check,
-            fingerprinter=self.store.fingerprinter_path,
-        )
-        node_run = self._node_run = NodeRun(
-            self.context.redis, self._client.keys, self.node_id, settings.heartbeat_interval
-        )
-        self._admission = FrontierAdmission(
-            self.crawler,
-            self._client,
-            self.settings,
-            self.guard,
-            node_run=node_run,
-            on_refused=self.prefetch.clear,
-            on_admitted=self.new_work,
-        )
+        self._store = RequestStore(self.crawler, spider, compress=self.settings.compress)
         self.context.tracker, self.context.leases_held = self.tracker, self.leases_held
-        timing = Timing(
-            self.settings.lease_timeout,
-            self.settings.heartbeat_interval,
-            self.settings.reclaim_batch,
-        )
-        holdings = NodeHoldings(
-            self.crawler,
-            self._client,
-            tracker=self.tracker,
-            prefetch=self.prefetch,
-            seen=self._seen,
-            writer=self.writer,
-            dedup_report=self.dedup_report,
-            refuse=self.refuse,
-        )
-        keeper = LeaseKeeper(
-            self._client, holdings, self.guard, self.stats, timing, node_run=node_run
-        )
-        self._keeper = keeper
-        self._heartbeat = self.context.supervise("heartbeat", keeper.run)
-        self._holdings = holdings
-        if settings.seen_feed.enabled:
-            self._feed = NodeSeenFeed.open(
-                self.context,
-                settings,
-                spider.name,
-                self.stats,
-                epoch=lambda: self.epoch,
-                learn=self._seen.add,
-            )
-        self.spawn(self._admission.check())
+        frontier = self._frontier = NodeFrontier.open(self, spider.name)
+        self.spawn(frontier.admission.check())
         logger.info(
             "Frontier %s (%d parts) on %s as node %s (lease %ss, heartbeat %ss, dupefilter %s)",
-            self._client.keys.tag,
+            frontier.client.keys.tag,
             self.settings.partitions,
             self.context.config.display,
             self.node_id,
@@ -199,7 +141,7 @@ class LeasingScheduler:
         parent_id = request.meta.pop(PARENT_META, None)
         seed = bool(request.meta.pop(SEED_META, False)) and request.dont_filter
         fingerprint = self.store.fingerprint(request, seed)
-        if fingerprint in self._seen and not seed and not self.tracker.tracks(lease_id):
+        if fingerprint in self.seen and not seed and not self.tracker.tracks(lease_id):
             # A certain duplicate: this node already handed it to the shared dupefilter.
             if self.tracker.tracks(parent_id):
                 self.tracker.add_child(parent_id, None)
@@ -218,7 +160,7 @@ class LeasingScheduler:
             if self.tracker.tracks(owner):
                 self.tracker.fail(owner, "frontier/unserializable", str(exc))
         if new is not None and fingerprint:
-            self._seen.add(fingerprint)
+            self.seen.add(fingerprint)
         if self.tracker.tracks(parent_id):
             self.tracker.add_child(parent_id, new)  # releases the parent's hold either way
         elif self.tracker.tracks(lease_id):
@@ -284,13 +226,7 @@ class LeasingScheduler:
     # -- what the prefetch buffer asks (crawler.frontier.prefetch.PrefetchOwner) -------------
 
     def may_lease(self) -> bool:
-        admitted = self._admission is not None and self._admission.admitted
-        if self._closing or self.refused or not admitted:
-            return False  # its checks not passed yet, or refused since
-        # A stale keeper: this node's leases may be other nodes' by now: take no more. A
-        # recovering one: new lease ids could be the lost data's that it finishes.
-        keeper = self._keeper
-        return keeper is None or not (keeper.recovering or keeper.stale())
+        return not self._closing and self._frontier is not None and self._frontier.may_lease()
 
     def carry_lease(self, ask: LeaseAsk, done: Callable[[list[Lease] | None], None]) -> bool:
         carried = self.writer.carry_lease(ask, done)
@@ -309,11 +245,10 @@ class LeasingScheduler:
 
     @property
     def refused(self) -> bool:
-        return self._admission is not None and self._admission.refused
+        return self._frontier is not None and self._frontier.admission.refused
 
     def refuse(self, reason: FrontierRefused) -> None:
-        assert self._admission is not None
-        self._admission.refuse(reason)
+        self.frontier.admission.refuse(reason)
 
     def _on_complete(self, state: LeaseState) -> None:
         self.writer.add_settled(state)
@@ -337,11 +272,11 @@ class LeasingScheduler:
 
     @property
     def epoch(self) -> str:
-        return self._keeper.epoch if self._keeper is not None else ""
+        return self._frontier.keeper.epoch if self._frontier is not None else ""
 
     def recorded(self, epoch: str, new: list[str], known: list[str]) -> None:
-        if self._feed is not None:
-            self._feed.publish(epoch, new, known)
+        if self._frontier is not None and self._frontier.feed is not None:
+            self._frontier.feed.publish(epoch, new, known)
 
     def top_up(self) -> tuple[LeaseAsk, Callable[[list[Lease] | None], None]] | None:
         asked = self.prefetch.top_up()
@@ -351,31 +286,17 @@ class LeasingScheduler:
 
     async def _close(self, reason: str) -> None:
         self._closing = True
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-        if self._admission is not None:
-            await self._admission.close()
+        frontier = self._frontier
+        if frontier is not None:
+            await frontier.stop_checks()
         await self.writer.flushed()  # what is gathered goes now
         pending = [task for task in self._tasks if not task.done()]
         if pending:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait(pending, timeout=max(0.0, left))
         released = 0
-        # a node refused for another process's id before it held the id leased nothing, and
-        # must not let go of that process's registry entry; one that held it (it still does
-        # until end() below) gives back its own
-        others = (
-            self._admission is not None
-            and isinstance(self._admission.refusal, NodeIdInUse)
-            and not (self._node_run is not None and self._node_run.claimed)
-        )
-        if self._holdings is not None and not others:
-            released = await self._holdings.give_back(self.guarded, self.settings.lease_timeout)
-        if self._node_run is not None and not others:
-            with contextlib.suppress(GaveUp):  # Redis away at the stop: the hold expires
-                await self.guarded(self._node_run.end)
-        if self._feed is not None:
-            await self._feed.close()
+        if frontier is not None:
+            released = await frontier.give_back(self.guarded, self.settings.lease_timeout)
         self.dedup_report.summary()
         logger.info(
             "Returned %d unfinished leases to the queue (%s); %d more, not fetched at the stop, "
