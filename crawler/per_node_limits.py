@@ -36,10 +36,11 @@ ITEMS_LATE = (
 
 def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:
     """A ``DOWNLOAD_DELAY`` the project or spider gives holds per node; with N nodes a site
-    would get N times the pace asked for. Unless ``POLITENESS_RATE`` is given too, it
-    becomes the cluster-wide rate of every site (1 / DOWNLOAD_DELAY requests a second).
-    The spider's ``download_delay`` attribute counts as Scrapy counts it, at the spider's
-    priority (Scrapy applies it after the add-ons)."""
+    would get N times the pace asked for. It becomes the cluster-wide rate of every site
+    (1 / DOWNLOAD_DELAY requests a second) unless ``POLITENESS_RATE`` is given too at the same
+    priority or a higher one (a spider's delay outranks the project's rate; ``-s`` outranks
+    both, as Scrapy ranks settings). The spider's ``download_delay`` attribute counts as
+    Scrapy counts it, at the spider's priority (Scrapy applies it after the add-ons)."""
     delay = get_float(settings, "DOWNLOAD_DELAY")
     priority = settings.getpriority("DOWNLOAD_DELAY") or 0
     attribute = getattr(spider, "download_delay", None)
@@ -53,7 +54,8 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
             ) from None
     if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
         return
-    if not scrapy_redis_compat.given(settings, "POLITENESS_RATE"):
+    rate_priority = settings.getpriority("POLITENESS_RATE") or 0
+    if not scrapy_redis_compat.given(settings, "POLITENESS_RATE") or priority > rate_priority:
         settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
 
 

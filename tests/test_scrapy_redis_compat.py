@@ -446,7 +446,8 @@ def test_a_spiders_download_delay_attribute_becomes_the_cluster_wide_rate() -> N
         return settings.getfloat("POLITENESS_RATE")
 
     assert rate({}) == 0.5  # not 0.5 a second per node
-    assert rate({"POLITENESS_RATE": 3}) == 3
+    # the spider's delay over the project's rate, as Scrapy ranks a spider's settings
+    assert rate({"POLITENESS_RATE": 3}) == 0.5
     assert rate({"DOWNLOAD_DELAY": 1}) == 0.5  # the spider's wins over the project's, as in Scrapy
     spider_given = Settings(resolve_settings({}))
     spider_given.set("REDIS_URL", "redis://h:1/0", priority="project")
@@ -459,6 +460,24 @@ def test_a_spiders_download_delay_attribute_becomes_the_cluster_wide_rate() -> N
     both.setdict({"DOWNLOAD_DELAY": 2, "POLITENESS_RATE": 4.0}, priority="spider")
     addon.update_settings(both)
     assert both.getfloat("POLITENESS_RATE") == 4.0
+
+
+def test_a_spider_s_delay_outranks_the_project_s_rate_and_yields_to_the_command_line() -> None:
+    """A spider's custom_settings DOWNLOAD_DELAY=0.5 under CRAWLER_SETTING_POLITENESS_RATE=50
+    (the README's form): the project's rate won, and each of 2 nodes kept its own 0.5 s, so
+    the site got requests in pairs 0.02 s apart, with no word (an audit)."""
+    addon = ClusterAddon(get_crawler(scrapy.Spider))
+
+    def rate(rate_priority: str) -> float:
+        settings = Settings(resolve_settings({}))
+        settings.set("REDIS_URL", "redis://h:1/0", priority="project")
+        settings.set("POLITENESS_RATE", 50, priority=rate_priority)
+        settings.set("DOWNLOAD_DELAY", 0.5, priority="spider")
+        addon.update_settings(settings)
+        return settings.getfloat("POLITENESS_RATE")
+
+    assert rate("project") == 2.0  # the environment's and settings.py's priority
+    assert rate("cmdline") == 50  # -s POLITENESS_RATE=50 outranks custom_settings, as in Scrapy
 
 
 def test_closespider_counts_are_said_to_count_per_node(caplog: pytest.LogCaptureFixture) -> None:
