@@ -74,9 +74,11 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
         assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
     topic = topic_template.format(spider="faulty")
 
-    good = read_topic(kafka_bootstrap, topic, expected=2, timeout=30)
-    assert sorted(orjson.loads(m.value)["url"].split("#")[1] for m in good) == ["good-1", "good-2"]
+    good = read_topic(kafka_bootstrap, topic, expected=3, timeout=30)
+    fragments = sorted(orjson.loads(m.value)["url"].split("#")[1] for m in good)
+    assert fragments == ["good-1", "good-2", "good-3"]
     assert "好 2 😀".encode() in next(m.value for m in good if b"good-2" in m.value)
+    assert "lone surrogate \ufffd".encode() in next(m.value for m in good if b"good-3" in m.value)
 
     dead = read_topic(kafka_bootstrap, f"{topic}.dlq", expected=2, timeout=30)
     reasons = {m.headers["dlq_reason"]: m for m in dead}
@@ -85,7 +87,7 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
         reasons[b"schema"].headers["dlq_error"] == b"$.status: must be smaller than or equal to 599"
     )
     assert reasons[b"schema"].headers["dlq_original_topic"] == topic.encode()
-    assert b"lone surrogate" in reasons[b"unencodable"].value
+    assert b"Unwritable object" in reasons[b"unencodable"].value
 
     (record,) = [
         decode_record(line)
@@ -98,12 +100,13 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
     for stat in (
         "'kafka/rejected/schema': 1",
         "'kafka/rejected/unencodable': 1",
-        "'kafka/delivered': 2",
+        "'kafka/delivered': 3",
+        "'kafka/coerced/lone_surrogate': 1",
         "'kafka/dead_lettered': 2",
         "'kafka/dead_lettered_file': 1",
         # Dead-lettered before sending: dropped; refused by Kafka (too large): scraped.
         "'item_dropped_count': 2",
-        "'item_scraped_count': 3",
+        "'item_scraped_count': 4",
     ):
         assert stat in log
 

@@ -70,7 +70,6 @@ def test_key_is_stable_across_equivalent_urls_and_types_differ() -> None:
 @pytest.mark.parametrize(
     "fields",
     [
-        {"url": "http://h/", "bad": "\ud800"},
         {"url": "http://h/", "obj": object()},
         {(1, 2): "x"},
         {"url": "http://h/", "n": 10**5000},  # more digits than str() writes (Scrapy neither)
@@ -96,14 +95,23 @@ def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
     assert rejected.message.key == item_key("x", "http://h/")
 
 
-def test_an_item_whose_url_is_no_utf8_is_dead_lettered_unencodable_with_a_key() -> None:
-    """A lone surrogate (not UTF-8) makes the item unencodable, its url too: it is still
-    dead-lettered, keyed by that url's code points."""
-    encoder = ItemEncoder(SchemaRegistry([]), lambda _stat, _n: None, "n1", "")
-    rejected = encoder.encode(object(), {"url": "http://h/\udc80"}, MessageFields("s", "t", "x"))
-    assert isinstance(rejected, Rejected)
-    assert rejected.reason == "unencodable"
-    assert rejected.message.key is not None
+def test_lone_surrogates_are_sent_as_the_replacement_character() -> None:
+    """A lone surrogate (a truncated emoji from a JSON API: ``json.loads`` makes one) is not
+    UTF-8, and many JSON readers refuse it as an escape (orjson, serde_json): the item was
+    dead-lettered unencodable (an audit). Now U+FFFD stands for it, the rest of the text is
+    kept, and its url keys it as it was."""
+    fields = {"url": "http://h/\udc80", "s": "\ud83d-cut 好", "m": {"k\udcff": ["\udfff"]}}
+    counted: list[str] = []
+    encoder = ItemEncoder(SchemaRegistry([]), lambda stat, _n: counted.append(stat), "n1", "")
+    message = encoder.encode(object(), fields, MessageFields("s", "t", "x"))
+    assert isinstance(message, OutgoingMessage)
+    assert orjson.loads(message.value) == {
+        "url": "http://h/\ufffd",
+        "s": "\ufffd-cut 好",
+        "m": {"k\ufffd": ["\ufffd"]},
+    }
+    assert message.key == item_key("x", "http://h/\udc80")
+    assert counted == ["kafka/coerced/lone_surrogate"]
 
 
 @dataclass

@@ -51,6 +51,7 @@ class ItemEncoder:
         self._node_id = node_id
         self._crawl_id = crawl_id
         self._nonfinite_logged: set[str] = set()  # item types whose NaN/Infinity were logged
+        self._surrogates_logged: set[str] = set()  # item types whose lone surrogates were
 
     def encode(
         self, item: object, fields: dict[str, Any], to: MessageFields
@@ -68,6 +69,8 @@ class ItemEncoder:
             return Rejected("schema", error, message)
         if encoded.nonfinite:
             self._nonfinite(to.item_type, encoded.nonfinite)
+        if encoded.lone_surrogates:
+            self._lone_surrogates(to.item_type)
         return message
 
     def _message(
@@ -97,6 +100,20 @@ class ItemEncoder:
             "(further items are only counted in kafka/coerced/nonfinite_float)",
             item_type,
             ", ".join(paths),
+        )
+
+    def _lone_surrogates(self, item_type: str) -> None:
+        """Text that is no UTF-8: counted, logged once a type."""
+        self._count("kafka/coerced/lone_surrogate", 1)
+        if item_type in self._surrogates_logged:
+            return
+        self._surrogates_logged.add(item_type)
+        logger.warning(
+            "Item of type %s has text with a lone surrogate (half of a UTF-16 pair, such as an "
+            "emoji an API cut in two), which UTF-8 cannot hold and many JSON readers refuse as "
+            "an escape: sent as U+FFFD, the replacement character (further items are only "
+            "counted in kafka/coerced/lone_surrogate)",
+            item_type,
         )
 
 

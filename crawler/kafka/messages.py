@@ -54,6 +54,10 @@ class OutgoingMessage:
         return None
 
 
+# In a str every surrogate is a lone one, which UTF-8 cannot hold and many JSON readers refuse
+# as an escape (orjson, serde_json: "no low surrogate"): sent as U+FFFD, as errors="replace" does
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 URL_PARTS = re.compile(r"^([^:/?#]+)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")
 
 
@@ -74,7 +78,7 @@ def item_type_of(item: Any) -> str:
 
 
 def item_key(item_type: str, url: str) -> bytes:
-    # surrogatepass: a url with a lone surrogate (its item dead-lettered unencodable) has a key
+    # surrogatepass: a url with a lone surrogate (U+FFFD in its JSON) keys as it was
     digest = hashlib.sha1(f"{item_type}\n{canonical_url(url)}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest().encode("ascii")
 
@@ -114,6 +118,7 @@ class ItemJson:
     value: bytes
     nonfinite: tuple[str, ...]  # JSON paths of NaN/Infinity floats: values null, keys "NaN"...
     big_ints: bool = False  # orjson refused the fields as they were: integers beyond 64 bits?
+    lone_surrogates: bool = False  # text that was no UTF-8: its lone surrogates made U+FFFD
 
 
 @cache
@@ -145,7 +150,9 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
         try:
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError) as refused:
-            value = _deep_json(_widened(fields, "$", [], fragments=False), refused)
+            text = _python_json(_widened(fields, "$", [], fragments=False), refused)
+            replaced = LONE_SURROGATE.sub(REPLACEMENT, text)
+            return ItemJson(replaced.encode("utf-8"), tuple(nonfinite), True, replaced != text)
         return ItemJson(value, tuple(nonfinite), big_ints=True)
     if b"null" not in value:  # orjson writes non-finite floats as null, without a word
         return ItemJson(value, ())
@@ -156,15 +163,15 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     return ItemJson(value, tuple(nonfinite))
 
 
-def _deep_json(fields: Any, refused: Exception) -> bytes:
-    """Python's own JSON of an item nested deeper than orjson goes (254 levels), as Scrapy's
-    feed writes it (``fields`` widened, without fragments); raises ``UnencodableItem`` with
-    orjson's reason when it cannot either."""
+def _python_json(fields: Any, refused: Exception) -> str:
+    """Python's own JSON of what orjson refuses but Scrapy's feed writes (``fields`` widened,
+    without fragments): an item nested deeper than orjson goes (254 levels), text with a lone
+    surrogate; raises ``UnencodableItem`` with orjson's reason when it cannot either."""
     try:
         return json.dumps(
             fields, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode("utf-8")
-    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError: a lone surrogate
+        )
+    except (TypeError, ValueError, RecursionError):
         raise UnencodableItem(str(refused)) from refused
 
 
