@@ -172,7 +172,10 @@ def dumps(request_dict: dict[str, Any], *, lean: bool = True, compress: bool = T
         bad = "a field" if field is None else where(field, request_dict[field])
         raise UnserializableRequestError(
             f"request {request_dict.get('url')!r} cannot be stored in Redis: {bad} "
-            f"is not JSON serializable ({exc})"
+            f"is not JSON serializable ({exc}). A request travels to other nodes as JSON: give "
+            "meta and cb_kwargs data (text, numbers, lists, dicts, bytes, items, dataclasses) "
+            "and make objects in the callback from it (an ItemLoader: pass "
+            "loader.load_item(), and ItemLoader(item=...) in the next callback)"
         ) from exc
     return stored(data, compress)
 
