@@ -458,3 +458,9 @@ def test_a_node_whose_spider_has_other_start_urls_than_the_start_writer_is_warne
         other = one_node(tmp_path / "other", arguments={"more": "3"})
     assert "other start_urls" not in first.logs() + again.logs()
     assert "whose spider had other start_urls (1 URLs) than this node's (2)" in other.logs()
+    # a run of a finished crawl said at INFO only that start() had run, and crawled nothing
+    # (an audit: a user re-running `scrapy crawl` as with plain Scrapy got nothing, exit 0)
+    nothing_left = "WARNING: Crawl 'default' has nothing left (nothing queued or leased)"
+    assert nothing_left not in first.logs()
+    assert nothing_left in again.logs()
+    assert "crawler purge u_start_urls" in again.logs()

@@ -61,6 +61,10 @@ from crawler.wakeup import wake_engine
 logger = logging.getLogger(__name__)
 
 CLAIM_POLL = 1.0  # seconds between looks at another node's claim
+ANOTHER_CRAWL_ID = (
+    "another CRAWLER_CRAWL_ID runs start() again but keeps what the dedup has seen (only new "
+    "URLs are crawled)"
+)
 
 
 class ClusterStartMiddleware:
@@ -106,6 +110,30 @@ class ClusterStartMiddleware:
             self._start_claim = StartClaim(self._redis, key, self.node_id, self.lease_ms)
         return self._start_claim
 
+    async def _say_start_written(self, spider: Spider) -> None:
+        """start() is not run again: leasing, or, when the crawl has nothing left (a run of a
+        finished crawl, as plain Scrapy users run a spider again), a warning that this run
+        crawls nothing, with what to do."""
+        parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
+        if await self.guard.run(lambda: pending_requests(self._redis, parts)):
+            logger.info(
+                "Start requests of crawl %r are in the frontier (written by another node or an "
+                "earlier run; start() is not run again): leasing. To crawl the site again run "
+                "`crawler purge %s`; %s",
+                self.crawl_id,
+                spider.name,
+                ANOTHER_CRAWL_ID,
+            )
+            return
+        logger.warning(
+            "Crawl %r has nothing left (nothing queued or leased): its start requests were "
+            "written by another node or an earlier run, and start() is not run again, so this "
+            "run crawls nothing. To crawl the site again run `crawler purge %s` first; %s",
+            self.crawl_id,
+            spider.name,
+            ANOTHER_CRAWL_ID,
+        )
+
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         spider = self.crawler.spider
         assert spider is not None
@@ -121,13 +149,7 @@ class ClusterStartMiddleware:
             await written_by.compare(claim, self.guard, self.crawl_id)
             failed_after = await self.guard.run(claim.failed_after)
             if failed_after is None:
-                logger.info(
-                    "Start requests of crawl %r are in the frontier (written by another node or "
-                    "an earlier run; start() is not run again): leasing. To crawl the site again "
-                    "run `crawler purge`; another CRAWLER_CRAWL_ID runs start() again but keeps "
-                    "what the dedup has seen (only new URLs are crawled)",
-                    self.crawl_id,
-                )
+                await self._say_start_written(spider)
             else:
                 logger.warning(
                     "start() of crawl %r raised after %d start requests in an earlier run (its "
