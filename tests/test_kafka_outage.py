@@ -21,7 +21,7 @@ import redis
 from crawler.cli.status import FrontierStatus, frontier_status
 from crawler.cli.status_text import render
 from crawler.demo.site import Site
-from crawler.devservices import KafkaBroker
+from crawler.devservices import KafkaBroker, free_port
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.kafka.spool import decode_record
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit, wait_for_log
@@ -343,3 +343,30 @@ def test_full_spool_disk_pauses_the_crawl_tears_no_line_and_closes_cleanly(
     assert tracebacks(second) == [], logs(second)
     assert_all_pages_delivered(kafka, topic_template.format(spider="pages"), site)
     assert spool_lines(tiny_spool / "pages") == []
+
+
+def test_items_go_to_the_spool_when_kafka_is_away_from_the_start(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Kafka unreachable when the node started: every item waited for its topic's check until
+    KAFKA_MAX_OUTAGE, then in librdkafka for message.timeout.ms (5 minutes each by default),
+    while the node held its leases and fetched nothing, and `crawler status` said "spooling its
+    items, still crawling" (an audit: a 100-page crawl took 10.5 minutes). Once Kafka has not
+    answered for message.timeout.ms they go on, to the spool, and the crawl goes on."""
+    spool = tmp_path / "spool"
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}"}
+    settings = {
+        **FAST_LEASES,
+        "KAFKA_MAX_OUTAGE": "600",
+        "KAFKA_PRODUCER_CONFIG": '{"message.timeout.ms": 2000}',
+        "KAFKA_SPOOL_DIR": str(spool),
+    }
+    with (
+        Site(120) as site,
+        running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes,
+    ):
+        seed(redis_url, site.url(0))
+        assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
+    assert {site.base_url + path for path in site.hits} == site.all_urls()
+    assert assert_every_line_whole(spool / "pages") == site.pages
+    assert "crawl paused" not in logs(tmp_path, tail=0)

@@ -15,6 +15,8 @@ from crawler.kafka.config import TopicSpec
 from crawler.kafka.health import BrokerHealth
 from crawler.kafka.topics import TopicChecker
 
+GIVE_UP_AFTER = 0.5  # s: message.timeout.ms of these checkers
+
 
 class AwayBroker:
     """``ensure_topics`` fails as a broker that does not answer, until ``answers`` is set."""
@@ -33,11 +35,12 @@ class AwayBroker:
         return names
 
 
-def checker(broker: AwayBroker, counts: Counter[str]) -> TopicChecker:
+def checker(broker: AwayBroker, counts: Counter[str], give_up_after: float = 60) -> TopicChecker:
     spec = TopicSpec(dlq_template="{topic}.dlq", partitions=1, replication=1, config={})
     health = BrokerHealth("unused:1", lambda stat, n: counts.update({stat: n}))
     producer: Any = broker
-    return TopicChecker(lambda: producer, spec, health, lambda stat, n: counts.update({stat: n}))
+    count = lambda stat, n: counts.update({stat: n})  # noqa: E731
+    return TopicChecker(lambda: producer, spec, health, count, give_up_after=give_up_after)
 
 
 async def finishes(awaitable: Any, within: float = 0.5) -> bool:
@@ -54,14 +57,33 @@ def test_a_message_waits_while_kafka_is_away_and_goes_on_once_the_crawl_is_pause
         topics = checker(broker, counts)
         waiting = asyncio.ensure_future(topics.ready("items"))
         assert not await finishes(waiting)  # Kafka away: the message waits
-        topics.pause()
+        topics.follow(paused=True)
         assert await finishes(waiting)  # paused: it goes on (to the spool)
-        topics.unpause()
+        topics.follow(paused=False)
         later = asyncio.ensure_future(topics.ready("items"))
         assert not await finishes(later)  # resumed, the check not done: waits again
         broker.answers = True
         assert await finishes(later, within=3)  # the check went on and passed
         assert counts["kafka/topic_check_failed"] >= 1
+        topics.release()
+
+    asyncio.run(scenario())
+
+
+def test_messages_go_on_once_kafka_has_been_away_as_long_as_librdkafka_holds_one() -> None:
+    """Kafka away from the start: messages waited for their topic's check until the crawl
+    paused (KAFKA_MAX_OUTAGE), and the node crawled nothing meanwhile (an audit)."""
+
+    async def scenario() -> None:
+        broker, counts = AwayBroker(), Counter[str]()
+        topics = checker(broker, counts, give_up_after=GIVE_UP_AFTER)
+        waiting = asyncio.ensure_future(topics.ready("items"))
+        assert not await finishes(waiting, within=0.2)
+        topics.follow(paused=False)  # away for less than GIVE_UP_AFTER so far: it waits
+        assert not await finishes(waiting, within=0.1)
+        await asyncio.sleep(GIVE_UP_AFTER)
+        topics.follow(paused=False)  # away for longer: it goes on, to the spool
+        assert await finishes(waiting)
         topics.release()
 
     asyncio.run(scenario())
@@ -78,7 +100,7 @@ def test_an_unknown_topic_starts_its_check_until_the_node_closes() -> None:
         assert topics.start("replayed") is check  # checked once
         topics.release()
         assert topics.start("other") is None  # closing: no new check
-        topics.unpause()
+        topics.follow(paused=False)
         assert await finishes(topics.ready("other"))  # released: never waits
 
     asyncio.run(scenario())

@@ -28,7 +28,7 @@ from crawler.cli.spiders import require_spider, settings_as_nodes_read_them, spi
 from crawler.cli.status import add_crawl_options
 from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields, push_args
 from crawler.kafka.config import TopicSpec
-from crawler.kafka.producer import NO_AUTO_CREATION, producer_config
+from crawler.kafka.producer import NO_AUTO_CREATION, message_timeout, producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
 from crawler.kafka.topics import TopicChecker
@@ -143,9 +143,10 @@ async def replay_spool(
             await checker.ready(topic)
 
     overrides = {**(NO_AUTO_CREATION if spec is not None else {}), **kafka_security()}
+    config = producer_config(kafka_bootstrap(args), overrides)
     sender = ItemSender(
         SenderConfig(
-            producer_config=producer_config(kafka_bootstrap(args), overrides),
+            producer_config=config,
             dlq_topic_template=str(settings["KAFKA_DLQ_TOPIC_TEMPLATE"]),
             spool_dir=directory,
             dead_letter_file=dead_letter_file(directory, node_id),
@@ -155,7 +156,8 @@ async def replay_spool(
         topic_check=check if spec is not None else None,
     )
     if spec is not None:
-        checker = TopicChecker(lambda: sender.producer, spec, sender.health, count)
+        give_up_after = message_timeout(config)
+        checker = TopicChecker(lambda: sender.producer, spec, sender.health, count, give_up_after)
     sender.replay()
     deadline = time.monotonic() + args.timeout
     while (sender.producer.pending() or sender.waiting()) and time.monotonic() < deadline:

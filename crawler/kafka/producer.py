@@ -39,12 +39,22 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "compression.type": "lz4",
     "linger.ms": 50,
     "queue.buffering.max.kbytes": 262144,
-    "message.timeout.ms": 300000,
+    # a message Kafka has not acknowledged in 30 s goes to the spool (replayed once it
+    # answers), so a node whose broker is away crawls on into the spool until KAFKA_MAX_OUTAGE
+    "message.timeout.ms": 30000,
 }
 
 # With KAFKA_CREATE_TOPICS the node creates its topics as configured (``TopicChecker``): a
 # message that meets a missing topic is not to make the broker create it with its defaults.
 NO_AUTO_CREATION: dict[str, Any] = {"allow.auto.create.topics": False}
+
+
+def message_timeout(config: Mapping[str, Any]) -> float:
+    """Seconds librdkafka holds a message before it gives up on it (and the sender spools it):
+    ``message.timeout.ms`` or its alias ``delivery.timeout.ms``, as given, else the default."""
+    given = config.get("message.timeout.ms", config.get("delivery.timeout.ms"))
+    milliseconds = DEFAULT_PRODUCER_CONFIG["message.timeout.ms"] if given is None else given
+    return float(milliseconds) / 1000
 
 
 def producer_config(bootstrap_servers: str, overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -86,17 +86,19 @@ class TopicChecker:
         spec: TopicSpec,
         health: BrokerHealth,
         count: Count,
+        give_up_after: float,
     ) -> None:
         self._producer = producer
         self._spec = spec
         self._health = health
         self._count = count
+        self._give_up_after = give_up_after  # s: librdkafka's message.timeout.ms
         self._checks: dict[str, asyncio.Future[None]] = {}
         self._released = False  # closing: no more checks
         self._let_go = asyncio.Event()  # set: messages do not wait for their topic's check
 
     async def ready(self, topic: str) -> None:
-        """Return once ``topic`` is usable, or messages are let go (``pause()``,
+        """Return once ``topic`` is usable, or messages are let go (``follow()``,
         ``release()``); waits (without blocking) while Kafka is away."""
         check = self.start(topic)
         if check is not None and not check.done() and not self._let_go.is_set():
@@ -118,13 +120,16 @@ class TopicChecker:
             check.add_done_callback(_retrieved)
         return self._checks[topic]
 
-    def pause(self) -> None:
-        """The crawl is paused for Kafka: waiting messages go on, to the spool as any message
-        Kafka does not take (a paused node whose crawl is over closes); the checks go on."""
-        self._let_go.set()
-
-    def unpause(self) -> None:
-        if not self._released:
+    def follow(self, paused: bool) -> None:
+        """At every poll. Waiting messages go on, to the spool as any message Kafka does not
+        take, while the crawl is paused for Kafka (a paused node whose crawl is over closes)
+        or Kafka has not answered for ``give_up_after`` (as long as librdkafka holds a message
+        before it is spooled: a node whose broker is away from its start crawls on into the
+        spool); once Kafka answers, messages of a topic not checked yet wait again. The
+        checks go on."""
+        if paused or self._health.outage_seconds() > self._give_up_after:
+            self._let_go.set()
+        elif not self._released:
             self._let_go.clear()
 
     def release(self) -> None:

@@ -41,6 +41,7 @@ from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
 from crawler.kafka.messages import OutgoingMessage, item_fields, item_type_of
+from crawler.kafka.producer import message_timeout
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import dead_letter_file
@@ -115,7 +116,11 @@ class KafkaPipeline:
         )
         if self.settings.topics is not None:
             self._topics = TopicChecker(
-                lambda: self.sender.producer, self.settings.topics, self.sender.health, self._count
+                lambda: self.sender.producer,
+                self.settings.topics,
+                self.sender.health,
+                self._count,
+                give_up_after=message_timeout(self.settings.producer_config),
             )
         self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
@@ -234,8 +239,6 @@ class KafkaPipeline:
         if pause is not None and self._paused is None:
             self._paused = self._metrics.paused = pause
             engine.pause()
-            if self._topics is not None:
-                self._topics.pause()
             self.stats.inc_value(f"kafka/crawl_paused/{pause}")
             if pause == "max_outage":
                 logger.error(
@@ -252,9 +255,9 @@ class KafkaPipeline:
         elif pause is None and self._paused is not None:
             self._paused = self._metrics.paused = None
             engine.unpause()
-            if self._topics is not None:
-                self._topics.unpause()
             logger.warning("Kafka answers again: crawl resumed")
+        if self._topics is not None:
+            self._topics.follow(paused=self._paused is not None)
         if self._paused is not None:
             self._paused_idle.look(int(self.stats.get_value("kafka/spooled", 0)))
 
