@@ -531,3 +531,45 @@ def test_a_purge_deletes_the_backlog_of_a_crawl_that_spilled_without_being_told_
     assert done.returncode == 0, done.stderr
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
+
+
+@pytest.mark.parametrize("command", ["crawler", "scrapy"])
+def test_a_purge_deletes_the_backlog_topic_a_spider_names_itself(
+    command: str, redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A spider's custom_settings FRONTIER_BACKLOG_TOPIC: both purges looked for the project's
+    topic, found none and said nothing, and the next crawl read the 161 requests left in the
+    spider's topic again (an audit: 161 pages fetched twice)."""
+    topic = "own-own_backlog-backlog"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer.produce(topic, b'{"url": "http://left.invalid/"}')
+    assert producer.flush(30) == 0
+    redis_client.set(FrontierKeys.for_spider("own_backlog").backlog, 1)
+    modules = "crawler.spiders,tests.spiders"
+    if command == "crawler":
+        done = crawler_process(
+            "purge",
+            "own_backlog",
+            "--yes",
+            "--redis",
+            redis_url,
+            env={
+                "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+                "CRAWLER_SETTING_SPIDER_MODULES": modules,
+            },
+        )
+    else:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+        purge = ["scrapy", "purge", "own_backlog", "--yes", "-s", f"SPIDER_MODULES={modules}"]
+        done = subprocess.run(
+            [sys.executable, "-m", *purge],
+            cwd=REPO_ROOT,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
+    assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}

@@ -82,16 +82,29 @@ def settings_as_nodes_read_them(
     return values
 
 
+def _spider_class_or_none(name: str, settings: Mapping[str, Any]) -> type[Any] | None:
+    try:
+        return spider_class(name, settings)
+    except KeyError:
+        return None
+
+
+def spider_settings(name: str, settings: Mapping[str, Any]) -> BaseSettings:
+    """The project's settings as the nodes of spider ``name`` read them (its
+    ``custom_settings`` applied, when the project has the spider)."""
+    from scrapy.settings import Settings  # noqa: PLC0415 - imports Scrapy
+
+    spider = _spider_class_or_none(name, settings)
+    return settings_as_nodes_read_them(Settings(dict(settings)), spider)
+
+
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
     # these import Scrapy: only the commands that need a spider's facts load it
     from scrapy.settings import Settings  # noqa: PLC0415
 
     from crawler.frontier.seed_settings import seed_key_names  # noqa: PLC0415
 
-    try:
-        spider_class = _loader(_modules(settings)).load(name)
-    except KeyError:
-        spider_class = None
+    spider_class = _spider_class_or_none(name, settings)
     platform = getattr(spider_class, "session_platform", None)
     values = settings_as_nodes_read_them(Settings(dict(settings)), spider_class)
     seeds_key, invalid_key = seed_key_names(values, spider_class or name)

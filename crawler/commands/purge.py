@@ -11,8 +11,10 @@ import argparse
 import sys
 from typing import Any, ClassVar
 
+from scrapy import Spider
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings
 
 from crawler.cli.prompt import answer
 from crawler.cli.spiders import settings_as_nodes_read_them
@@ -40,17 +42,17 @@ class Command(ScrapyCommand):
         parser.add_argument("--keep-seeds", action="store_true", help="keep the seed key")
         parser.add_argument("--force", action="store_true", help="purge even with live nodes")
 
-    def _seed_keys(self, name: str) -> tuple[str, str]:
-        """Where the spider's nodes read seeds: its ``redis_key`` or ``SEEDS_KEY`` (with its
-        ``custom_settings``), and ``SEEDS_INVALID_KEY``."""
+    def _node_settings(self, name: str) -> tuple[BaseSettings, type[Spider] | None]:
+        """The settings as the spider's nodes read them (its ``custom_settings`` applied: its
+        own ``FRONTIER_BACKLOG_TOPIC``, seed key...), and its class (None: not in this
+        project, while its state may still be in Redis)."""
         assert self.settings is not None
         assert self.crawler_process is not None
         try:
             spider_class = self.crawler_process.spider_loader.load(name)
-        except KeyError:  # no such spider here: its state may still be in Redis
+        except KeyError:
             spider_class = None
-        settings = settings_as_nodes_read_them(self.settings, spider_class)
-        return seed_key_names(settings, spider_class or name)
+        return settings_as_nodes_read_them(self.settings, spider_class), spider_class
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -59,17 +61,20 @@ class Command(ScrapyCommand):
         url = self.settings.get("REDIS_URL")
         if not url:
             raise UsageError("REDIS_URL is empty: there is no shared state to purge")
+        node_settings, spider_class = self._node_settings(args[0])
         try:
-            settings = PurgeSettings.from_settings(self.settings)
+            settings = PurgeSettings.from_settings(node_settings)
         except ValueError as exc:  # a setting refused, named in the message
             raise UsageError(str(exc)) from exc
+        # where its nodes read seeds: its redis_key or SEEDS_KEY, and SEEDS_INVALID_KEY
+        seed_keys = seed_key_names(node_settings, spider_class or args[0])
         config = RedisConfig.from_url(url)
         if problem := topology_problem(config):
             self._fail(problem)
             return
         client = sync_client(config)
         try:
-            self._purge(client, args[0], settings, opts)
+            self._purge(client, args[0], settings, seed_keys, opts)
         except REDIS_FAILURES as exc:
             self._fail(f"Redis at {config.display} failed: {type(exc).__name__}: {exc}")
         finally:
@@ -81,13 +86,18 @@ class Command(ScrapyCommand):
         self.exitcode = 1
 
     def _purge(
-        self, client: SyncRedis, spider: str, settings: PurgeSettings, opts: argparse.Namespace
+        self,
+        client: SyncRedis,
+        spider: str,
+        settings: PurgeSettings,
+        seed_keys: tuple[str, str],
+        opts: argparse.Namespace,
     ) -> None:
         plan = PurgePlan.survey(
             client,
             spider,
             settings,
-            seed_keys=self._seed_keys(spider),
+            seed_keys=seed_keys,
             keep_seeds=opts.keep_seeds,
             force=opts.force,
         )
