@@ -208,3 +208,17 @@ def test_status_of_a_crawl_no_live_node_runs_names_the_crawls_they_run(
     text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "default")))
     assert "no live node runs crawl 'default'; the live nodes run c1" in text
     assert "crawler status pages --crawl c1" in text
+
+
+def test_status_of_a_crawl_nothing_ever_ran_is_not_finished(redis_client: redis.Redis) -> None:
+    """`crawler status pages --crawl nosuch` (a typo), or a crawl whose nodes were refused at
+    start, said `finished`, 0 done, exit 0: a script waiting for `finished` took it (an
+    audit)."""
+    status = frontier_status(redis_client, "pages", "nosuch")
+    assert status["state"] == "not_started"
+    assert "NOT STARTED: no request of this crawl was ever enqueued" in render(
+        status_with_nothing_else(status)
+    )
+    redis_client.hset(LedgerKeys.for_crawl("pages", "ran").total, "enqueued", 1)
+    redis_client.hset(LedgerKeys.for_crawl("pages", "ran").total, "done", 1)
+    assert frontier_status(redis_client, "pages", "ran")["state"] == "finished"

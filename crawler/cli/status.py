@@ -35,7 +35,9 @@ from crawler.sessions.census import SessionCensus, count_sessions
 from crawler.sessions.keys import SessionKeys
 
 RATE_MINUTES = 5  # rates are averaged over this many of the last minutes
-State = Literal["running", "paused", "stalled", "finished", "finished_spooled", "old_layout"]
+State = Literal[
+    "running", "paused", "stalled", "finished", "finished_spooled", "old_layout", "not_started"
+]
 
 
 class DeadLetterStatus(TypedDict):
@@ -149,6 +151,15 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     eta = None
     if old_layout_keys(client, admin.parts):
         state = "old_layout"
+    elif (
+        remaining == 0
+        and seeds == 0
+        and writing is None
+        and not live
+        and not (finished or totals.get("enqueued", 0))
+    ):
+        # nothing ever enqueued nor a start claimed: a crawl id no node ran, nodes refused
+        state = "not_started"
     elif remaining == 0 and seeds == 0 and start_writer is None:
         state, eta = "finished_spooled" if spooled else "finished", 0.0
     elif not live:

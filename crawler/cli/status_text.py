@@ -64,6 +64,11 @@ def eta_text(status: FrontierStatus) -> str:
     if status["state"] == "paused":
         first = min(status["paused"].values(), key=lambda pause: pause["since"])
         return f"{pause_text(first)}: no ETA"
+    if status["state"] == "not_started":
+        return (
+            "NOT STARTED: no request of this crawl was ever enqueued and no node runs it (another "
+            "crawl id? nodes refused at start?)"
+        )
     if status["state"] == "finished_spooled":
         return f"FINISHED, BUT {status['spooled']} ITEMS ONLY IN A SPOOL: see spool"
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
