@@ -453,6 +453,23 @@ def test_nodes_crawl_a_site_through_the_backlog_every_page_once(
     assert end_offsets(kafka.bootstrap_servers, "spill-backlog-pages", timeout=5) == {}
 
 
+def scrapy_purge(
+    spider: str, *args: str, redis_url: str, kafka: KafkaBroker, answer: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy purge <spider> <args>`` in the project, ``answer`` on its stdin."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "purge", spider, *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        input=answer,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_scrapy_purge_deletes_the_backlog_of_a_crawl_whose_redis_keys_are_gone(
     redis_url: str, kafka: KafkaBroker
 ) -> None:
@@ -463,23 +480,11 @@ def test_scrapy_purge_deletes_the_backlog_of_a_crawl_whose_redis_keys_are_gone(
     producer.produce(topic, b'{"url": "http://left.invalid/"}')
     assert producer.flush(30) == 0
     assert sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values()) == 1
-    given = {"FRONTIER_QUEUE_MAX": "1000", "FRONTIER_BACKLOG_TOPIC": topic}
-    command = [sys.executable, "-m", "scrapy", "purge", "pages"]
-    for name, value in given.items():
-        command += ["-s", f"{name}={value}"]
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    given = ["-s", "FRONTIER_QUEUE_MAX=1000", "-s", f"FRONTIER_BACKLOG_TOPIC={topic}"]
 
     def purge(*extra: str, answer: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*command, *extra],
-            cwd=REPO_ROOT,
-            env={**os.environ, **env},
-            input=answer,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        arguments = [*given, *extra]
+        return scrapy_purge("pages", *arguments, redis_url=redis_url, kafka=kafka, answer=answer)
 
     refused = purge(answer="no\n")
     assert refused.returncode == 1, refused.stderr
@@ -517,17 +522,8 @@ def test_a_purge_deletes_the_backlog_of_a_crawl_that_spilled_without_being_told_
     producer.produce(topic, b'{"url": "http://left.invalid/"}')
     assert producer.flush(30) == 0
     redis_client.set(FrontierKeys.for_spider("pages").backlog, 1)
-    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
-    command = ["scrapy", "purge", "pages", "--yes", "-s", f"FRONTIER_BACKLOG_TOPIC={topic}"]
-    done = subprocess.run(
-        [sys.executable, "-m", *command],
-        cwd=REPO_ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    given = ["--yes", "-s", f"FRONTIER_BACKLOG_TOPIC={topic}"]
+    done = scrapy_purge("pages", *given, redis_url=redis_url, kafka=kafka)
     assert done.returncode == 0, done.stderr
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
@@ -559,17 +555,8 @@ def test_a_purge_deletes_the_backlog_topic_a_spider_names_itself(
             },
         )
     else:
-        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
-        purge = ["scrapy", "purge", "own_backlog", "--yes", "-s", f"SPIDER_MODULES={modules}"]
-        done = subprocess.run(
-            [sys.executable, "-m", *purge],
-            cwd=REPO_ROOT,
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        given = ["--yes", "-s", f"SPIDER_MODULES={modules}"]
+        done = scrapy_purge("own_backlog", *given, redis_url=redis_url, kafka=kafka)
     assert done.returncode == 0, done.stderr
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}

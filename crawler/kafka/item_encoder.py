@@ -50,8 +50,7 @@ class ItemEncoder:
         self._count = count
         self._node_id = node_id
         self._crawl_id = crawl_id
-        self._nonfinite_logged: set[str] = set()  # item types whose NaN/Infinity were logged
-        self._surrogates_logged: set[str] = set()  # item types whose lone surrogates were
+        self._said: set[tuple[str, str]] = set()  # (stat, item type) whose warning was logged
 
     def encode(
         self, item: object, fields: dict[str, Any], to: MessageFields
@@ -87,33 +86,35 @@ class ItemEncoder:
             crawl_id=self._crawl_id,
         )
 
+    def _said_once(self, stat: str, item_type: str, warning: str, *args: object) -> None:
+        """Count ``stat``; log ``warning`` (about ``item_type``, then ``args``) the first time
+        for each item type."""
+        self._count(stat, 1)
+        if (stat, item_type) not in self._said:
+            self._said.add((stat, item_type))
+            logger.warning(warning, item_type, *args)
+
     def _nonfinite(self, item_type: str, paths: tuple[str, ...]) -> None:
-        """NaN/Infinity (JSON has no such numbers): counted, logged once a type."""
-        self._count("kafka/coerced/nonfinite_float", 1)
-        if item_type in self._nonfinite_logged:
-            return
-        self._nonfinite_logged.add(item_type)
-        logger.warning(
+        """NaN/Infinity (JSON has no such numbers)."""
+        self._said_once(
+            "kafka/coerced/nonfinite_float",
+            item_type,
             "Item of type %s has NaN or Infinity at %s, which JSON has no numbers for: sent as "
             'null (as "NaN", "Infinity" or "-Infinity" where a dict key, as Scrapy\'s feeds '
             "write them). Send None or a string if that is not what consumers should see "
             "(further items are only counted in kafka/coerced/nonfinite_float)",
-            item_type,
             ", ".join(paths),
         )
 
     def _lone_surrogates(self, item_type: str) -> None:
-        """Text that is no UTF-8: counted, logged once a type."""
-        self._count("kafka/coerced/lone_surrogate", 1)
-        if item_type in self._surrogates_logged:
-            return
-        self._surrogates_logged.add(item_type)
-        logger.warning(
+        """Text that is no UTF-8."""
+        self._said_once(
+            "kafka/coerced/lone_surrogate",
+            item_type,
             "Item of type %s has text with a lone surrogate (half of a UTF-16 pair, such as an "
             "emoji an API cut in two), which UTF-8 cannot hold and many JSON readers refuse as "
             "an escape: sent as U+FFFD, the replacement character (further items are only "
             "counted in kafka/coerced/lone_surrogate)",
-            item_type,
         )
 
 
