@@ -76,11 +76,10 @@ class NodeHoldings:
         except GaveUp:
             if left:
                 logger.error(
-                    "Could not return %d leases at close (%d of them finished, their write "
-                    "not taken: their pages are fetched again); other nodes reclaim them "
-                    "after %ss",
+                    "Could not return %d leases at close (%d of them fetched, their write not "
+                    "taken: those pages are fetched again); other nodes reclaim them after %ss",
                     left,
-                    self.writer.unwritten,
+                    self.writer.unwritten_fetched,
                     lease_timeout,
                 )
             else:  # nothing held: only the node's entry stays, shown as dead after it expires

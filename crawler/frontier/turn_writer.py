@@ -100,6 +100,7 @@ class TurnWriter:
         self._flushes: set[asyncio.Future[Any]] = set()  # writes of this turn's batches
         # settled leases whose write gave up (a stop with Redis away): other nodes reclaim them
         self.unwritten = 0
+        self.unwritten_fetched = 0  # of them, pages fetched (not given back unfetched)
         # written back as not fetched by a stop (frontier/requeued/<component>/stopped)
         self.stopped = 0
 
@@ -185,6 +186,7 @@ class TurnWriter:
             leases = await self._write(batch, states, carried[0] if carried else None)
         except GaveUp:
             self.unwritten += len(states)
+            self.unwritten_fetched += sum(state.outcome != "requeue" for state in states)
             raise
         except FrontierRefused as exc:
             self._owner.refuse(exc)
