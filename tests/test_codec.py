@@ -16,6 +16,7 @@ import pytest
 from scrapy import FormRequest, Request, Spider
 from scrapy.http import HtmlResponse, JsonRequest, XmlRpcRequest
 from scrapy.http.request import CookiesT
+from scrapy.linkextractors import LinkExtractor
 from scrapy.loader import ItemLoader
 from scrapy.utils.request import request_from_dict
 from scrapy.utils.test import get_crawler
@@ -379,6 +380,24 @@ def test_meta_values_json_gives_back_as_another_type_are_counted_and_warned_once
     }
     assert len(caplog.records) == 2  # once per type
     assert "holds a tuple in its meta or cb_kwargs" in caplog.text
+
+
+def test_a_crawl_spider_s_link_text_is_no_reshaped_value(caplog: pytest.LogCaptureFixture) -> None:
+    """CrawlSpider puts a link's text in meta['link_text'] as lxml gives it (a str subclass):
+    every CrawlSpider logged a warning that its meta held an _ElementUnicodeResult, which it
+    gets back as the same str (an audit: noise no user can act on)."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    response = HtmlResponse("http://e.com/", body=b'<a href="/next">Next page</a>')
+    (link,) = LinkExtractor().extract_links(response)
+    assert type(link.text).__module__ == "lxml.etree"  # as lxml gives it
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.request_store"):
+        back = store.decode(
+            Lease("l1", store.encode(Request(link.url, meta={"link_text": link.text}), "").body)
+        )
+    assert back.meta["link_text"] == "Next page"
+    assert crawler.stats is not None and crawler.stats.get_stats() == {}
+    assert not caplog.records
 
 
 def test_nan_and_infinity_come_back_as_they_were() -> None:

@@ -187,6 +187,7 @@ def reshaped_types(value: Any, found: set[str]) -> None:
     looked at too."""
     kept = (  # a subclass (an IntEnum, a str Enum) comes back as its plain value
         type(value) in RESTORED
+        or _is_lxml_text(value)
         or isinstance(value, (Item, PageMethod))
         or _is_dataclass_item(value)
         or _is_code(value)
@@ -195,6 +196,12 @@ def reshaped_types(value: Any, found: set[str]) -> None:
         found.add(type(value).__name__)
     for held in _held(value):
         reshaped_types(held, found)
+
+
+def _is_lxml_text(value: Any) -> bool:
+    """Text as lxml gives it (``_ElementUnicodeResult``, as a CrawlSpider's ``link_text``): a
+    str that only adds a way back to its element, which no one keeps across requests."""
+    return isinstance(value, str) and type(value).__module__ == "lxml.etree"
 
 
 def _held(value: Any) -> Iterable[Any]:
