@@ -34,10 +34,12 @@ from crawler.demo.site import Site
 from crawler.devservices import RedisServer
 from crawler.extensions.cluster_logstats import (
     CLUSTER_SCRIPT,
+    ClusterCounts,
     ClusterLogStatsSettings,
     leases_held,
     read_cluster,
     summary,
+    unread_backlog,
 )
 from crawler.extensions.metrics import MetricsSettings, PrometheusMetrics, parse_port_range
 from crawler.extensions.startup_log import describe_node
@@ -566,12 +568,26 @@ def test_summary_line() -> None:
         "frontier/leased": 140,
         "frontier/done": 132,
     }
-    line = summary("n1", stats, (100, 100), 30.0, (1200, 3))
+    line = summary("n1", stats, (100, 100), 30.0, ClusterCounts(1200, 3, 0))
     assert line == (
         "Node n1: 130 pages (at 60/min), 120 items (at 40/min), Kafka 118 delivered, 2 failed, "
         "8 leases held; shared queue 1200, 3 live nodes"
     )
     assert "Redis did not answer" in summary("n1", {}, (0, 0), 60.0, None)
+    spilled = summary("n1", {}, (0, 0), 60.0, ClusterCounts(0, 1, 176))
+    assert spilled.endswith("shared queue 0 (+176 in the Kafka backlog), 1 live nodes")
+
+
+def test_a_node_that_does_not_read_the_backlog_says_so_when_requests_wait_there() -> None:
+    """A node without FRONTIER_QUEUE_MAX beside nodes with it: once they stopped it idled for
+    ever, logging 'shared queue 0, 1 live nodes' while 176 requests waited in Kafka (an
+    audit)."""
+    said = unread_backlog("pages", ClusterCounts(0, 1, 176), queue_max=0)
+    assert said is not None
+    assert "176 requests of 'pages' wait in the Kafka backlog" in said
+    assert "FRONTIER_QUEUE_MAX" in said
+    assert unread_backlog("pages", ClusterCounts(0, 1, 176), queue_max=1000) is None
+    assert unread_backlog("pages", ClusterCounts(5, 1, 0), queue_max=0) is None
 
 
 def test_read_cluster_counts_queue_and_live_nodes(
@@ -579,16 +595,17 @@ def test_read_cluster_counts_queue_and_live_nodes(
 ) -> None:
     now_ms = int(time.time() * 1000)
     redis_client.set("{pages}:queue:count", 3)
+    redis_client.set("{pages}:backlog", 7)
     redis_client.zadd("{pages}:nodes", {"alive": now_ms + 60_000, "dead": now_ms - 60_000})
 
-    async def read() -> tuple[int, int] | None:
+    async def read() -> ClusterCounts | None:
         client = AsyncRedis.from_url(redis_url)
         try:
             return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 1, 5.0)
         finally:
             await client.aclose()
 
-    assert asyncio.run(read()) == (3, 1)
+    assert asyncio.run(read()) == ClusterCounts(3, 1, 7)
 
 
 def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
@@ -621,7 +638,7 @@ def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
 
 
 def test_read_cluster_without_redis_is_none(busy_port: int) -> None:
-    async def read() -> tuple[int, int] | None:
+    async def read() -> ClusterCounts | None:
         client = AsyncRedis.from_url(f"redis://127.0.0.1:{busy_port}/0", socket_timeout=0.5)
         try:
             return await read_cluster(client.register_script(CLUSTER_SCRIPT), "pages", 1, 5.0)

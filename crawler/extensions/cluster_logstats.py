@@ -34,12 +34,14 @@ from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
 
-# KEYS: 1 queue count, 2 nodes. Returns {queue depth, nodes alive after now (server time, ms)}.
+# KEYS: 1 queue count, 2 nodes, 3 backlog count. Returns {queue depth, nodes alive after now
+# (server time, ms), requests in the Kafka backlog}.
 CLUSTER_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local queued = tonumber(redis.call('GET', KEYS[1]) or '0')
-return {queued, redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
+local spilled = tonumber(redis.call('GET', KEYS[3]) or '0')
+return {queued, redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf'), spilled}
 """
 # Stats that end a lease this node took (docs/stats.md).
 LEASE_ENDS = ("frontier/done", "frontier/released", "frontier/stragglers")
@@ -50,6 +52,7 @@ LEASE_END_PREFIXES = ("frontier/failed/", "frontier/requeued/", "frontier/lease_
 class ClusterLogStatsSettings:
     interval: float
     partitions: int
+    queue_max: int  # FRONTIER_QUEUE_MAX: 0, this node does not read the Kafka backlog
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ClusterLogStatsSettings:
@@ -60,7 +63,18 @@ class ClusterLogStatsSettings:
         interval = get_float(settings, "CLUSTER_LOGSTATS_INTERVAL")
         if interval <= 0:
             raise ValueError(f"CLUSTER_LOGSTATS_INTERVAL={interval} must be > 0")
-        return cls(interval=interval, partitions=get_int(settings, "FRONTIER_PARTITIONS") or 1)
+        return cls(
+            interval=interval,
+            partitions=get_int(settings, "FRONTIER_PARTITIONS") or 1,
+            queue_max=get_int(settings, "FRONTIER_QUEUE_MAX"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterCounts:
+    queued: int  # in Redis, every part
+    live_nodes: int
+    backlog: int  # spilled to the Kafka backlog, every part
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:
@@ -82,17 +96,17 @@ def summary(
     stats: Mapping[str, Any],
     previous: tuple[int, int],
     interval: float,
-    cluster: tuple[int, int] | None,
+    cluster: ClusterCounts | None,
 ) -> str:
     """The log line; ``previous`` = (pages, items) at the last line, ``cluster`` from Redis."""
     pages = int(stats.get("response_received_count", 0))
     items = int(stats.get("item_scraped_count", 0))
     per_minute = 60.0 / interval
-    shared = (
-        f"shared queue {cluster[0]}, {cluster[1]} live nodes"
-        if cluster is not None
-        else "shared queue and nodes unknown (Redis did not answer)"
-    )
+    if cluster is None:
+        shared = "shared queue and nodes unknown (Redis did not answer)"
+    else:
+        spilled = f" (+{cluster.backlog} in the Kafka backlog)" if cluster.backlog else ""
+        shared = f"shared queue {cluster.queued}{spilled}, {cluster.live_nodes} live nodes"
     return (
         f"Node {node_id}: {pages} pages (at {(pages - previous[0]) * per_minute:.0f}/min), "
         f"{items} items (at {(items - previous[1]) * per_minute:.0f}/min), "
@@ -101,19 +115,36 @@ def summary(
     )
 
 
+def unread_backlog(spider: str, cluster: ClusterCounts, queue_max: int) -> str | None:
+    """What a node that does not read the Kafka backlog (no ``FRONTIER_QUEUE_MAX``) says when
+    requests wait there: nodes that read it spilled them, and once they stop nothing does."""
+    if queue_max or not cluster.backlog:
+        return None
+    return (
+        f"{cluster.backlog} requests of {spider!r} wait in the Kafka backlog, which this node "
+        "does not read (FRONTIER_QUEUE_MAX is not set here, but was on the nodes that spilled "
+        "them): give every node the same FRONTIER_QUEUE_MAX, or the crawl does not finish once "
+        "those nodes stop"
+    )
+
+
 async def read_cluster(
     script: AsyncScript, spider: str, partitions: int, timeout: float
-) -> tuple[int, int] | None:
-    """(queue depth over every part, live nodes) of ``spider``; None when Redis does not
-    answer. Every node beats in every part: part 0 counts the live nodes."""
+) -> ClusterCounts | None:
+    """The queue depth and backlog over every part, and the live nodes, of ``spider``; None
+    when Redis does not answer. Every node beats in every part: part 0 counts the nodes."""
     parts = frontier_parts(spider, partitions)
-    calls = (script(keys=[keys.queue_count, keys.nodes]) for keys in parts)
+    calls = (script(keys=[keys.queue_count, keys.nodes, keys.backlog]) for keys in parts)
     try:  # one short command per part and interval: skipped, not queued, behind a dead Redis
         replies = await asyncio.wait_for(asyncio.gather(*calls), timeout)
     except (*REDIS_FAILURES, OSError, TimeoutError) as exc:
         logger.debug("Cluster stats: Redis did not answer: %s", exc)
         return None
-    return sum(int(depth) for depth, _ in replies), int(replies[0][1])
+    return ClusterCounts(
+        queued=sum(int(reply[0]) for reply in replies),
+        live_nodes=int(replies[0][1]),
+        backlog=sum(int(reply[2]) for reply in replies),
+    )
 
 
 class ClusterLogStats:
@@ -147,6 +178,7 @@ class ClusterLogStats:
 
     async def _loop(self, spider: str, script: AsyncScript, node_id: str) -> None:
         previous = (0, 0)
+        backlog_said = False
         while True:
             await asyncio.sleep(self.settings.interval)
             cluster = await read_cluster(
@@ -155,6 +187,10 @@ class ClusterLogStats:
             stats = dict(self.stats.get_stats())
             line = summary(node_id, stats, previous, self.settings.interval, cluster)
             logger.info("%s", line)
+            unread = unread_backlog(spider, cluster, self.settings.queue_max) if cluster else None
+            if unread is not None and not backlog_said:
+                backlog_said = True
+                logger.warning("%s", unread)
             previous = (
                 int(stats.get("response_received_count", 0)),
                 int(stats.get("item_scraped_count", 0)),
