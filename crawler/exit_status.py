@@ -1,8 +1,8 @@
 """Exit status 1 for a node that stopped because it may not crawl (a refusal), not done.
 
 A node refused by the frontier (``FrontierRefused``: another partition count, an old layout,
-a Kafka backlog it would not read), stopped by a topic Kafka refuses for good or by a local
-feed file another node writes (``crawler.feed_storage``) closes its
+a Kafka backlog it would not read, or read in another topic), stopped by a topic Kafka refuses
+for good or by a local feed file another node writes (``crawler.feed_storage``) closes its
 spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0 then,
 as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took the
 node for done. The project's versions of both commands exit 1 for those finish reasons.
@@ -36,7 +36,7 @@ from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.node_run import NodeIdInUse
 from crawler.frontier.partitions import PartitionsChanged
-from crawler.frontier.refusal import BacklogUnread, FrontierRefused
+from crawler.frontier.refusal import BacklogTopicChanged, BacklogUnread, FrontierRefused
 from crawler.kafka.topics import TopicRefused
 
 REFUSED_FINISH_REASONS = frozenset(
@@ -50,6 +50,7 @@ REFUSED_FINISH_REASONS = frozenset(
                 FingerprinterChanged,
                 OldLayout,
                 BacklogUnread,
+                BacklogTopicChanged,
                 NodeIdInUse,
                 TopicRefused,
             )

@@ -560,3 +560,27 @@ def test_a_purge_deletes_the_backlog_topic_a_spider_names_itself(
     assert done.returncode == 0, done.stderr
     assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
+
+
+def test_a_node_given_another_backlog_topic_than_the_requests_wait_in_is_refused(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    """FRONTIER_BACKLOG_TOPIC changed between two runs of a crawl with requests spilled: the
+    nodes read the new topic, crawled what Redis held and idled for ever, 186 requests left
+    in the old one with no word (an audit)."""
+    keys = FrontierKeys.for_spider("pages")
+    redis_client.set(keys.backlog, 186)
+    redis_client.set(keys.backlog_topic, "old-pages-backlog")
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    settings = {
+        "FRONTIER_QUEUE_MAX": "10",
+        "FRONTIER_BACKLOG_TOPIC": "new-{spider}-backlog",
+        "CRAWLER_STANDALONE_FEED": "",
+    }
+    with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
+    log = logs(tmp_path, tail=0)
+    assert "'finish_reason': 'frontier_backlog_topic'" in log
+    assert "186 requests of 'pages' wait in the Kafka backlog topic old-pages-backlog" in log
+    assert "FRONTIER_BACKLOG_TOPIC gives new-pages-backlog" in log
+    assert redis_client.get(keys.backlog_topic) == b"old-pages-backlog"

@@ -31,9 +31,10 @@ from crawler.frontier.backlog import Backlog
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import spilled_requests
-from crawler.frontier.refusal import BacklogUnread, FrontierRefused
+from crawler.frontier.refusal import BacklogTopicChanged, BacklogUnread, FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.topics import topic_from_template
+from crawler.lua import text
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 
@@ -88,6 +89,8 @@ class FrontierAdmission:
             await self.guard.run(self.client.claim)
             if self.backlog is None:
                 await self.guard.run(self._check_no_backlog)
+            else:
+                await self.guard.run(self._claim_backlog_topic)
         except FrontierRefused as exc:
             self.refuse(exc)
             return
@@ -126,6 +129,23 @@ class FrontierAdmission:
         spilled = await spilled_requests(parts[0].redis, [part.keys for part in parts])
         if spilled:
             raise BacklogUnread(self.client.spider, spilled)
+
+    async def _claim_backlog_topic(self) -> None:
+        """Record the topic this node spills to; refuse it when requests of the crawl wait in
+        another one (a changed FRONTIER_BACKLOG_TOPIC: they would never be read back)."""
+        assert self.backlog is not None
+        parts = self.client.parts
+        key, topic = parts[0].keys.backlog_topic, self.backlog.settings.topic
+        redis = parts[0].redis
+        if await redis.set(key, topic, nx=True):
+            return
+        recorded = text(await redis.get(key) or b"")
+        if recorded == topic:
+            return
+        spilled = await spilled_requests(redis, [part.keys for part in parts])
+        if spilled:
+            raise BacklogTopicChanged(self.client.spider, spilled, recorded, topic)
+        await redis.set(key, topic)  # nothing waits in the old one
 
     @property
     def refused(self) -> bool:

@@ -46,6 +46,7 @@ class FrontierKeys:
     dedup_mode: str  # the dedup the crawl started with (read in part 0: dedup_claim)
     fingerprinter: str  # the REQUEST_FINGERPRINTER_CLASS it started with (part 0: dedup_claim)
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
+    backlog_topic: str  # the Kafka topic the crawl spills to (read in part 0)
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -77,6 +78,7 @@ class FrontierKeys:
             dedup_mode=f"{tag}:dedup_mode",
             fingerprinter=f"{tag}:fingerprinter",
             backlog=f"{tag}:backlog",
+            backlog_topic=f"{tag}:backlog:topic",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -136,6 +138,7 @@ class FrontierKeys:
             self.dedup_mode,
             self.fingerprinter,
             self.backlog,
+            self.backlog_topic,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,

@@ -42,3 +42,18 @@ class BacklogUnread(FrontierRefused):
             "back: the crawl would never finish. Start the nodes with -s FRONTIER_QUEUE_MAX=<n> "
             f"(any bound), or end the crawl with `crawler purge {spider}`"
         )
+
+
+class BacklogTopicChanged(FrontierRefused):
+    """Requests of the crawl wait in another Kafka backlog topic than this node reads."""
+
+    stat = "backlog_topic"
+    finish_reason = "frontier_backlog_topic"
+
+    def __init__(self, spider: str, spilled: int, recorded: str, given: str) -> None:
+        super().__init__(
+            f"{spilled} requests of {spider!r} wait in the Kafka backlog topic {recorded}, and "
+            f"this node's FRONTIER_BACKLOG_TOPIC gives {given}, which it would read instead: "
+            "they would never be crawled. Give the nodes the FRONTIER_BACKLOG_TOPIC the crawl "
+            f"started with, or end the crawl with `crawler purge {spider}`"
+        )
