@@ -28,6 +28,7 @@ from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.purge import PurgeSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka import dead_letters, producer, reader
+from crawler.kafka.producer import message_timeout, producer_config
 from crawler.pipelines.kafka_settings import KafkaPipelineSettings
 from crawler.redis_connection import async_client
 from settings.resolve import resolve_settings
@@ -209,3 +210,13 @@ def test_bootstrap_servers_in_the_producer_config_is_refused_naming_the_setting(
         ValueError, match=r"KAFKA_PRODUCER_CONFIG.*bootstrap.servers.*KAFKA_BOOTSTRAP_SERVERS"
     ):
         KafkaPipelineSettings.from_crawler(MagicMock(settings=settings))
+
+
+def test_the_time_librdkafka_holds_a_message_is_read_as_it_applies_it() -> None:
+    """Messages waiting for a topic's check go to the spool once Kafka has been away that long:
+    message.timeout.ms or its alias delivery.timeout.ms, whichever comes later, as librdkafka
+    applies them."""
+    assert message_timeout(producer_config("h:1", {})) == 30.0
+    assert message_timeout(producer_config("h:1", {"delivery.timeout.ms": 5000})) == 5.0
+    assert message_timeout(producer_config("h:1", {"message.timeout.ms": "2000"})) == 2.0
+    assert message_timeout({}) == 30.0

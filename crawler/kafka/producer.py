@@ -51,9 +51,12 @@ NO_AUTO_CREATION: dict[str, Any] = {"allow.auto.create.topics": False}
 
 def message_timeout(config: Mapping[str, Any]) -> float:
     """Seconds librdkafka holds a message before it gives up on it (and the sender spools it):
-    ``message.timeout.ms`` or its alias ``delivery.timeout.ms``, as given, else the default."""
-    given = config.get("message.timeout.ms", config.get("delivery.timeout.ms"))
-    milliseconds = DEFAULT_PRODUCER_CONFIG["message.timeout.ms"] if given is None else given
+    ``message.timeout.ms`` or its alias ``delivery.timeout.ms``, the later one given (as
+    librdkafka applies them in order), else the default."""
+    milliseconds = DEFAULT_PRODUCER_CONFIG["message.timeout.ms"]
+    for key, value in config.items():
+        if key in ("message.timeout.ms", "delivery.timeout.ms"):
+            milliseconds = value
     return float(milliseconds) / 1000
 
 
