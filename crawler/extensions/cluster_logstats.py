@@ -40,7 +40,7 @@ CLUSTER_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local queued = tonumber(redis.call('GET', KEYS[1]) or '0')
-local spilled = tonumber(redis.call('GET', KEYS[3]) or '0')
+local spilled = math.max(0, tonumber(redis.call('GET', KEYS[3]) or '0'))  -- below 0: 0
 return {queued, redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf'), spilled}
 """
 # Stats that end a lease this node took (docs/stats.md).

@@ -14,13 +14,12 @@ per part), with the same at-least-once rule as everything else:
   cut short (``crawler.frontier.backlog_spill``); a stopping node lets a step under way
   finish (``stop``);
 - **refill** (nodes in the consumer group ``<topic>``, each reading the partitions Kafka
-  assigns it): while a part holds fewer than half its bound, its partition is read and
-  the requests are queued again (``spill_back.lua``: at the tail of their levels, no
-  dedup, since they were recorded when first queued; the backlog count goes down), and only
-  then are the offsets committed. A crash in between reads them again: a request may be
-  crawled twice, never lost. A message that is not a spilled request
-  (``crawler.frontier.backlog_topic``) becomes a failure record in the same call, so it
-  stops nothing, now or after a restart.
+  assigns it): while a part holds fewer than half its bound, its partition is read back
+  into Redis and only then are the offsets committed; a reader that dies in between leaves
+  messages the next one skips (``crawler.frontier.backlog_refill``).
+
+The count may go below 0 for a moment (a spill read back before the spilling node counted
+it); every reader takes it as 0.
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.
@@ -35,16 +34,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException
 
-from crawler.frontier import codec
+from crawler.frontier.backlog_refill import Refill
 from crawler.frontier.backlog_spill import Spill
-from crawler.frontier.backlog_topic import UnreadableMessage, read_back
 from crawler.frontier.client import FrontierClient
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.topics import topic_from_template
-from crawler.lua import frontier_script
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
@@ -105,6 +102,7 @@ class Step:
     read_errors: int = 0  # errors the consumer reported instead of messages
     undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
     refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
+    refill_skipped: int = 0  # read again after a reader died before committing them: skipped
 
 
 class Backlog:
@@ -117,7 +115,6 @@ class Backlog:
         self.node_id = parts[0].node_id
         self.settings = settings
         self.lease_ms = lease_ms
-        self._back = self.redis.register_script(frontier_script("queue", "spill_back"))
         self.producer = ItemProducer(
             producer_config(settings.bootstrap, {**settings.security, "linger.ms": 5})
         )
@@ -132,6 +129,7 @@ class Backlog:
                 **settings.security,
             }
         )
+        self._refill = Refill(self.redis, self.parts, settings, self.node_id)
         self._subscribed = False
         self._stopping = asyncio.Event()  # the node stops: no new step
 
@@ -173,82 +171,16 @@ class Backlog:
                 done, failed, broken = await self._spill.part(keys)
                 spilled, refused = spilled + done, refused + failed
                 undecodable += broken
-        refilled, read_errors, unreadable = await self._refill(depths)
-        return Step(spilled, refilled, refused, read_errors, undecodable, unreadable)
-
-    # -- refilling ----------------------------------------------------------------------------
-
-    async def _refill(self, depths: list[int]) -> tuple[int, int, int]:
-        """Read back into the assigned parts under half their bound: (requests, read errors,
-        messages that were not spilled requests: failed, with a record each)."""
-        assigned = await asyncio.to_thread(self.consumer.assignment)
-        low = max(1, self.settings.queue_max // 2)  # a bound of 1: refill once it is empty
-        wanted = [tp for tp in assigned if depths[tp.partition] < low]
-        full = [tp for tp in assigned if depths[tp.partition] >= low]
-        if full:
-            await asyncio.to_thread(self.consumer.pause, full)
-        if wanted:
-            await asyncio.to_thread(self.consumer.resume, wanted)
-        room = sum(self.settings.queue_max - depths[tp.partition] for tp in wanted)
-        # At most the room under the bound (nothing read back is spilled again); one while
-        # there is none, so the group's assignments still go on (they happen in consume).
-        count = min(self.settings.batch, max(1, room))
-        messages = await asyncio.to_thread(self.consumer.consume, count, 0.2 if room else 0)
-        by_part: dict[int, list[Message]] = {}
-        errors: list[KafkaError] = []  # events, not records: the records around them are read
-        for message in messages:
-            error, part = message.error(), message.partition()
-            if error is not None:
-                errors.append(error)
-            elif part is not None and part < len(self.parts):
-                by_part.setdefault(part, []).append(message)
-        if errors:
-            logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
-        open_parts = {tp.partition for tp in wanted}
-        for part, found in list(by_part.items()):
-            # beyond the part's room (or read while it had none): read again later, not now
-            room_left = self.settings.queue_max - depths[part] if part in open_parts else 0
-            if len(found) > room_left:
-                back = TopicPartition(self.settings.topic, part, found[room_left].offset() or 0)
-                await asyncio.to_thread(self.consumer.seek, back)
-                by_part[part] = found[:room_left]
-                if not room_left:
-                    del by_part[part]
-        refilled = unreadable = 0
-        for part, found in by_part.items():
-            keys = self.parts[part]
-            requests: list[Any] = []
-            failures: list[Any] = []
-            for message in found:
-                try:
-                    score, request = read_back(message.value() or b"")
-                except UnreadableMessage as exc:
-                    record = codec.failure_json(
-                        "refill/undecodable", self.node_id, exc.kept, str(exc)
-                    )
-                    failures += [f"backlog-{part}-{message.offset()}", record]
-                    continue
-                requests += [score, codec.stored(request, self.settings.compress)]
-            bad = len(failures) // 2  # failures holds (id, record) pairs
-            refilled += int(
-                await self._back(
-                    keys=[keys.queue_levels, keys.queue_count, keys.backlog, keys.failed],
-                    args=[bad, *failures, *requests],
-                )
-            )
-            offset = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
-            await asyncio.to_thread(self.consumer.commit, offsets=[offset], asynchronous=False)
-            if bad:
-                unreadable += bad
-                logger.error(
-                    "%d messages read back from %s (partition %d) are not spilled requests: "
-                    "failed, with their records in %s",
-                    bad,
-                    self.settings.topic,
-                    part,
-                    keys.failed,
-                )
-        return refilled, len(errors), unreadable
+        read = await self._refill.assigned(self.consumer, depths)
+        return Step(
+            spilled,
+            read.requests,
+            refused,
+            read.read_errors,
+            undecodable,
+            read.unreadable,
+            read.skipped,
+        )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
         """Open, then step every ``FRONTIER_SPILL_INTERVAL`` until ``stop`` (Redis outages
@@ -282,6 +214,7 @@ class Backlog:
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),
                     ("frontier/refill_undecodable", step.refill_undecodable),
+                    ("frontier/refill_skipped", step.refill_skipped),
                 ):
                     if count:
                         stats.inc_value(name, count)

@@ -47,6 +47,7 @@ class FrontierKeys:
     fingerprinter: str  # the REQUEST_FINGERPRINTER_CLASS it started with (part 0: dedup_claim)
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
     backlog_topic: str  # the Kafka topic the crawl spills to (read in part 0)
+    backlog_read: str  # hash: backlog topic -> the part's next offset to read back
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -79,6 +80,7 @@ class FrontierKeys:
             fingerprinter=f"{tag}:fingerprinter",
             backlog=f"{tag}:backlog",
             backlog_topic=f"{tag}:backlog:topic",
+            backlog_read=f"{tag}:backlog:read",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -139,6 +141,7 @@ class FrontierKeys:
             self.fingerprinter,
             self.backlog,
             self.backlog_topic,
+            self.backlog_read,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,

@@ -1,0 +1,155 @@
+"""Reading one node's assigned partitions of the backlog topic back into Redis (no Scrapy
+imports; the whole cycle: ``crawler.frontier.backlog``).
+
+While a part holds fewer than half its bound, its partition is read, at most the room under
+the bound, and ``spill_back.lua`` queues the requests again (at the tail of their levels, no
+dedup: they were recorded when first queued), takes them off the part's backlog count and
+moves the part's next offset past them (``{<part>}:backlog:read``), all at once; only then is
+the offset committed. A node that dies in between leaves the offset uncommitted: the next
+reader reads those messages again, and the script skips them (below the next offset), so they
+are neither queued nor counted twice. A message that is not a spilled request
+(``crawler.frontier.backlog_topic``) becomes a failure record in the same call, so it stops
+nothing, now or after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from crawler.frontier import codec
+from crawler.frontier.backlog_topic import UnreadableMessage, read_back
+from crawler.frontier.keys import FrontierKeys
+from crawler.lua import frontier_script
+from crawler.redis_connection import AsyncRedis
+
+if TYPE_CHECKING:
+    from crawler.frontier.backlog import BacklogSettings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Refilled:
+    requests: int = 0  # queued in Redis again
+    read_errors: int = 0  # errors the consumer reported instead of messages
+    unreadable: int = 0  # messages that were not spilled requests: failed, with a record each
+    skipped: int = 0  # read again after a reader died before committing them: queued already
+
+    def __add__(self, other: Refilled) -> Refilled:
+        return Refilled(
+            self.requests + other.requests,
+            self.read_errors + other.read_errors,
+            self.unreadable + other.unreadable,
+            self.skipped + other.skipped,
+        )
+
+
+class Refill:
+    def __init__(
+        self,
+        redis: AsyncRedis,
+        parts: Sequence[FrontierKeys],
+        settings: BacklogSettings,
+        node_id: str,
+    ) -> None:
+        self.parts = tuple(parts)
+        self.settings = settings
+        self.node_id = node_id
+        self._back = redis.register_script(frontier_script("queue", "spill_back"))
+
+    async def assigned(self, consumer: Consumer, depths: list[int]) -> Refilled:
+        """Read back, with the node's ``consumer``, into its assigned parts under half their
+        bound (``depths``: each part's queued requests)."""
+        queue_max = self.settings.queue_max
+        assigned = await asyncio.to_thread(consumer.assignment)
+        low = max(1, queue_max // 2)  # a bound of 1: refill once it is empty
+        wanted = [tp for tp in assigned if depths[tp.partition] < low]
+        full = [tp for tp in assigned if depths[tp.partition] >= low]
+        if full:
+            await asyncio.to_thread(consumer.pause, full)
+        if wanted:
+            await asyncio.to_thread(consumer.resume, wanted)
+        room = sum(queue_max - depths[tp.partition] for tp in wanted)
+        # At most the room under the bound (nothing read back is spilled again); one while
+        # there is none, so the group's assignments still go on (they happen in consume).
+        count = min(self.settings.batch, max(1, room))
+        messages = await asyncio.to_thread(consumer.consume, count, 0.2 if room else 0)
+        by_part: dict[int, list[Message]] = {}
+        errors: list[KafkaError] = []  # events, not records: the records around them are read
+        for message in messages:
+            error, part = message.error(), message.partition()
+            if error is not None:
+                errors.append(error)
+            elif part is not None and part < len(self.parts):
+                by_part.setdefault(part, []).append(message)
+        if errors:
+            logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
+        open_parts = {tp.partition for tp in wanted}
+        read = Refilled(read_errors=len(errors))
+        for part, fetched in by_part.items():
+            # beyond the part's room (or read while it had none): read again later, not now
+            room_left = queue_max - depths[part] if part in open_parts else 0
+            if len(fetched) > room_left:
+                back = TopicPartition(self.settings.topic, part, fetched[room_left].offset() or 0)
+                await asyncio.to_thread(consumer.seek, back)
+            found = fetched[:room_left]
+            if found:
+                read += await self._queue_again(consumer, part, found)
+                done = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
+                await asyncio.to_thread(consumer.commit, offsets=[done], asynchronous=False)
+        return read
+
+    async def _queue_again(self, consumer: Consumer, part: int, found: list[Message]) -> Refilled:
+        """Queue the requests of ``found`` (one partition's messages, in offset order) again,
+        record the messages that are not spilled requests as failed, in one call."""
+        keys = self.parts[part]
+        entries: list[str | bytes] = []
+        for message in found:
+            offset = str(message.offset())
+            try:
+                score, request = read_back(message.value() or b"")
+            except UnreadableMessage as exc:
+                record = codec.failure_json("refill/undecodable", self.node_id, exc.kept, str(exc))
+                entries += [offset, "", record]
+                continue
+            entries += [offset, score, codec.stored(request, self.settings.compress)]
+        topic = self.settings.topic
+        _, high = await asyncio.to_thread(
+            consumer.get_watermark_offsets, TopicPartition(topic, part), cached=True
+        )
+        queue = [keys.queue_levels, keys.queue_count]
+        queued, failed, skipped, restarted = await self._back(
+            keys=[*queue, keys.backlog, keys.failed, keys.backlog_read],
+            args=[topic, max(-1, high), f"backlog-{part}-", *entries],
+        )
+        if restarted:
+            logger.warning(
+                "Backlog topic %s (partition %d) ends before the offsets read back from it: it "
+                "was made again, and is read from its start",
+                topic,
+                part,
+            )
+        if failed:
+            logger.error(
+                "%d messages read back from %s (partition %d) are not spilled requests: failed, "
+                "with their records in %s",
+                failed,
+                topic,
+                part,
+                keys.failed,
+            )
+        if skipped:
+            logger.info(
+                "%d messages read back from %s (partition %d) were queued already by a reader "
+                "that stopped before committing them: skipped",
+                skipped,
+                topic,
+                part,
+            )
+        return Refilled(int(queued), 0, int(failed), int(skipped))
