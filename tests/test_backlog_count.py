@@ -185,3 +185,49 @@ def test_a_backlog_topic_made_again_is_read_from_its_start(
     assert queued(redis_client, keys) == 3
     assert int(redis_client.get(keys.backlog) or 0) == 0
     assert int(redis_client.hget(keys.backlog_read, topic) or 0) == 3
+
+
+def test_a_node_dying_between_kafka_and_counting_its_spill_leaves_later_counts_right(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka acknowledged a spill and the node died before ``spill_done.lua``: its requests
+    are in Kafka (and, once its leases expire, in Redis again), uncounted. Read back, they
+    must not take the count below what later spills put there (a count taken down by what
+    was never added hid those later requests from the idle check)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-uncounted-{uuid.uuid4().hex[:8]}"
+
+    async def dies(**_kwargs: Any) -> Any:
+        raise ConnectionError("the node died")
+
+    async def scenario() -> tuple[int, int]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        dying = Backlog([node], settings(kafka, topic), 60_000)
+        reading = Backlog(
+            [FrontierClient(client, keys, "n2")], settings(kafka, topic, queue_max=10 * MAX), 60_000
+        )
+        try:
+            await reading.open()
+            await dying.producer.ensure_topics([topic], 1, 1)
+            await node.complete(None, "done", [request(n) for n in range(MAX + 10)])
+            monkeypatch.setattr(dying._spill, "_done", dies)
+            with pytest.raises(ConnectionError):
+                await dying.step()
+            assert int(redis_client.get(keys.backlog) or 0) == 0  # never counted
+            read, deadline = 0, time.monotonic() + 60  # the group's first assignment
+            while read < 10:
+                assert time.monotonic() < deadline, read
+                read += (await reading.step()).refilled
+            monkeypatch.undo()
+            await node.complete(None, "done", [request(n) for n in range(100, 120)])
+            later = await dying.step()  # 40 + 10 read back + 20 new: 30 beyond the bound
+            return later.spilled, int(redis_client.get(keys.backlog) or 0)
+        finally:
+            await reading.close()
+            await dying.close()
+            await client.aclose()
+
+    spilled, counted = asyncio.run(scenario())
+    assert spilled == 30
+    assert counted == 30

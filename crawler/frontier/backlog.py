@@ -10,16 +10,17 @@ per part), with the same at-least-once rule as everything else:
   any lease (a node that dies meanwhile only returns them to the queue when it expires);
   the node produces them to the part's partition and waits for the broker; those Kafka
   acknowledged leave Redis (``spill_done.lua``, which also counts them in
-  ``{<part>}:backlog``), the others are released back to the queue, also when the spill is
-  cut short (``crawler.frontier.backlog_spill``); a stopping node lets a step under way
-  finish (``stop``);
+  ``{<part>}:backlog`` from the offsets Kafka gave them), the others are released back to
+  the queue, also when the spill is cut short (``crawler.frontier.backlog_spill``); a
+  stopping node lets a step under way finish (``stop``);
 - **refill** (nodes in the consumer group ``<topic>``, each reading the partitions Kafka
   assigns it): while a part holds fewer than half its bound, its partition is read back
   into Redis and only then are the offsets committed; a reader that dies in between leaves
   messages the next one skips (``crawler.frontier.backlog_refill``).
 
-The count may go below 0 for a moment (a spill read back before the spilling node counted
-it); every reader takes it as 0.
+A part's backlog count is its next offset written less its next offset to read back (both
+moved only forward, in the same calls: ``lua/backlog_count.lua``), so it mends itself whatever
+order the nodes' calls land in, and wherever a node dies between Kafka and Redis.
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.

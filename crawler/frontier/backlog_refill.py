@@ -3,11 +3,11 @@ imports; the whole cycle: ``crawler.frontier.backlog``).
 
 While a part holds fewer than half its bound, its partition is read, at most the room under
 the bound, and ``spill_back.lua`` queues the requests again (at the tail of their levels, no
-dedup: they were recorded when first queued), takes them off the part's backlog count and
-moves the part's next offset past them (``{<part>}:backlog:read``), all at once; only then is
-the offset committed. A node that dies in between leaves the offset uncommitted: the next
-reader reads those messages again, and the script skips them (below the next offset), so they
-are neither queued nor counted twice. A message that is not a spilled request
+dedup: they were recorded when first queued) and moves the part's next offset to read back
+past them (``{<part>}:backlog:read``), which takes them off its backlog count, all at once;
+only then is the offset committed. A node that dies in between leaves the offset uncommitted:
+the next reader reads those messages again, and the script skips them (below the next offset),
+so they are neither queued nor counted twice. A message that is not a spilled request
 (``crawler.frontier.backlog_topic``) becomes a failure record in the same call, so it stops
 nothing, now or after a restart.
 """
@@ -61,7 +61,7 @@ class Refill:
         self.parts = tuple(parts)
         self.settings = settings
         self.node_id = node_id
-        self._back = redis.register_script(frontier_script("queue", "spill_back"))
+        self._back = redis.register_script(frontier_script("queue", "backlog_count", "spill_back"))
 
     async def assigned(self, consumer: Consumer, depths: list[int]) -> Refilled:
         """Read back, with the node's ``consumer``, into its assigned parts under half their
@@ -125,12 +125,12 @@ class Refill:
         )
         queue = [keys.queue_levels, keys.queue_count]
         queued, failed, skipped, restarted = await self._back(
-            keys=[*queue, keys.backlog, keys.failed, keys.backlog_read],
+            keys=[*queue, keys.backlog, keys.failed, keys.backlog_read, keys.backlog_written],
             args=[topic, max(-1, high), f"backlog-{part}-", *entries],
         )
         if restarted:
             logger.warning(
-                "Backlog topic %s (partition %d) ends before the offsets read back from it: it "
+                "Backlog topic %s (partition %d) ends before the offset read back from it: it "
                 "was made again, and is read from its start",
                 topic,
                 part,

@@ -46,7 +46,7 @@ class Spill:
         self.lease_ms = lease_ms
         redis = clients[0].redis
         self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
-        self._done = redis.register_script(frontier_script("spill_done"))
+        self._done = redis.register_script(frontier_script("backlog_count", "spill_done"))
 
     async def part(self, keys: FrontierKeys) -> tuple[int, int, int]:
         """Spill the part's requests beyond the bound: (spilled, given back, damaged)."""
@@ -59,7 +59,7 @@ class Spill:
         entries = [
             (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
         ]
-        acked: list[str] = []
+        acked: dict[str, int] = {}  # lease id -> the offset Kafka gave its message
         failed: list[str] = []
         settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
         try:
@@ -73,15 +73,18 @@ class Spill:
         self,
         keys: FrontierKeys,
         entries: list[tuple[str, str, bytes]],
-        acked: list[str],
+        acked: dict[str, int],
         failed: list[str],
         settled: set[str],
     ) -> tuple[int, int, int]:
         """Produce the requests taken to spill, then settle each lease (in ``settled``)."""
 
         def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
-            def delivered(error: KafkaError | None, _message: Message) -> None:
-                (failed if error is not None else acked).append(lease_id)
+            def delivered(error: KafkaError | None, message: Message) -> None:
+                if error is not None:
+                    failed.append(lease_id)
+                else:
+                    acked[lease_id] = message.offset() or 0
 
             return delivered
 
@@ -125,15 +128,21 @@ class Spill:
             )
         return len(acked), len(back), len(broken)
 
-    async def _give_back(self, keys: FrontierKeys, leases: list[str], acked: list[str]) -> None:
-        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``) leave Redis, the
-        others go back to the queue; either script leaves a lease finished already alone."""
+    async def _give_back(
+        self, keys: FrontierKeys, leases: list[str], acked: dict[str, int]
+    ) -> None:
+        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``, with their
+        offsets) leave Redis and are counted in the backlog, the others go back to the queue;
+        either script leaves a lease finished already alone."""
         acknowledged = set(acked)
         spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
         back = [lease_id for lease_id in leases if lease_id not in acknowledged]
         if spilled:
+            written = max(acked.values()) + 1
+            offsets = [keys.backlog_read, keys.backlog_written]
             await self._done(
-                keys=[keys.leases, keys.inflight, keys.backlog], args=[self.node_id, *spilled]
+                keys=[keys.leases, keys.inflight, keys.backlog, *offsets],
+                args=[self.node_id, self.settings.topic, written, *spilled],
             )
         if back:
             requeue = [Finish(lease_id, "requeue") for lease_id in back]

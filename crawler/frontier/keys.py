@@ -48,6 +48,7 @@ class FrontierKeys:
     backlog: str  # requests of this part spilled to Kafka (FRONTIER_QUEUE_MAX), a counter
     backlog_topic: str  # the Kafka topic the crawl spills to (read in part 0)
     backlog_read: str  # hash: backlog topic -> the part's next offset to read back
+    backlog_written: str  # hash: backlog topic -> the part's next offset written (acknowledged)
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -81,6 +82,7 @@ class FrontierKeys:
             backlog=f"{tag}:backlog",
             backlog_topic=f"{tag}:backlog:topic",
             backlog_read=f"{tag}:backlog:read",
+            backlog_written=f"{tag}:backlog:written",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -142,6 +144,7 @@ class FrontierKeys:
             self.backlog,
             self.backlog_topic,
             self.backlog_read,
+            self.backlog_written,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,
