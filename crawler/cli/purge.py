@@ -10,7 +10,7 @@ import orjson
 
 from crawler.cli.config import add_redis_option, project_settings, redis_client
 from crawler.cli.prompt import answer
-from crawler.cli.spiders import require_spider, spider_facts, spider_settings
+from crawler.cli.spiders import require_spider, spider_facts
 from crawler.frontier.purge import PurgePlan, PurgeSettings
 
 
@@ -28,11 +28,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     settings = project_settings()
     require_spider(args.spider, settings)
+    facts = spider_facts(args.spider, settings)
     # the spider's custom_settings too (its own FRONTIER_BACKLOG_TOPIC)
-    purge_settings = PurgeSettings.from_settings(spider_settings(args.spider, settings))
+    purge_settings = PurgeSettings.from_settings(facts.settings)
     client = redis_client(args)
     try:
-        facts = spider_facts(args.spider, settings)
         plan = PurgePlan.survey(
             client,
             args.spider,

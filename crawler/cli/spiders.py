@@ -27,6 +27,7 @@ class SpiderFacts:
     seeds_key: str  # its redis_key, else SEEDS_KEY
     invalid_key: str  # SEEDS_INVALID_KEY
     seeds_type: object  # SEEDS_TYPE as set (crawler.frontier.seed_settings.seed_source reads it)
+    settings: BaseSettings  # the project's, as the spider's nodes read them
 
 
 @functools.cache
@@ -89,16 +90,9 @@ def _spider_class_or_none(name: str, settings: Mapping[str, Any]) -> type[Any] |
         return None
 
 
-def spider_settings(name: str, settings: Mapping[str, Any]) -> BaseSettings:
-    """The project's settings as the nodes of spider ``name`` read them (its
-    ``custom_settings`` applied, when the project has the spider)."""
-    from scrapy.settings import Settings  # noqa: PLC0415 - imports Scrapy
-
-    spider = _spider_class_or_none(name, settings)
-    return settings_as_nodes_read_them(Settings(dict(settings)), spider)
-
-
 def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
+    """What the commands need of spider ``name``, from the project's ``settings`` as its
+    nodes read them (its ``custom_settings`` applied, when the project has the spider)."""
     # these import Scrapy: only the commands that need a spider's facts load it
     from scrapy.settings import Settings  # noqa: PLC0415
 
@@ -115,4 +109,5 @@ def spider_facts(name: str, settings: Mapping[str, Any]) -> SpiderFacts:
         seeds_key=seeds_key,
         invalid_key=invalid_key,
         seeds_type=values.get("SEEDS_TYPE"),
+        settings=values,
     )

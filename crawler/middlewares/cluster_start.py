@@ -92,6 +92,7 @@ class ClusterStartMiddleware:
         self._checked_after = -1  # frontier/added when the last look began
         self._checking: asyncio.Task[None] | None = None
         self._start_claim: StartClaim | None = None
+        self._frontier: tuple[FrontierKeys, ...] = ()  # every part's keys, once the spider is known
         self._start_items = StartItems()
         self._idle_requests = IdleRequests(crawler)  # says when every node fetches them
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -104,6 +105,12 @@ class ClusterStartMiddleware:
     def from_crawler(cls, crawler: Crawler) -> ClusterStartMiddleware:
         return cls(crawler)
 
+    def _parts(self, spider: Spider) -> tuple[FrontierKeys, ...]:
+        if not self._frontier:
+            partitions = get_int(self.crawler.settings, "FRONTIER_PARTITIONS")
+            self._frontier = tuple(frontier_parts(spider.name, partitions))
+        return self._frontier
+
     def _claim(self, spider: Spider) -> StartClaim:
         if self._start_claim is None:
             key = start_key(FrontierKeys.for_spider(spider.name), self.crawl_id)
@@ -114,7 +121,7 @@ class ClusterStartMiddleware:
         """start() is not run again: leasing, or, when the crawl has nothing left (a run of a
         finished crawl, as plain Scrapy users run a spider again), a warning that this run
         crawls nothing, with what to do."""
-        parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
+        parts = self._parts(spider)
         if await self.guard.run(lambda: pending_requests(self._redis, parts)):
             logger.info(
                 "Start requests of crawl %r are in the frontier (written by another node or an "
@@ -280,7 +287,7 @@ class ClusterStartMiddleware:
         # what this node sent before the look (a spider_idle handler's engine.crawl(), in
         # the same signal) is in Redis first, or the look would miss it
         await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
-        parts = frontier_parts(spider.name, get_int(self.crawler.settings, "FRONTIER_PARTITIONS"))
+        parts = self._parts(spider)
         try:
             pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
             if not self._written:
