@@ -125,6 +125,23 @@ def test_queue_shows_the_head_in_lease_order_and_counts_per_site(
     assert "counted 2 of 4 queued requests" in out
 
 
+def test_queue_says_how_many_requests_wait_in_the_kafka_backlog(
+    redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Requests spilled to the Kafka backlog (FRONTIER_QUEUE_MAX) are not in Redis's queue:
+    the command says how many there are, not as if the queue were all of the crawl's work."""
+    run(enqueue(redis_url, request("http://a.test/queued")))
+    redis_client.set(KEYS.backlog, 7)
+    shown = cli_json(capsys, redis_url, "queue", "pages")
+    assert (shown["queued"], shown["spilled"]) == (1, 7)
+    code, out = cli(capsys, redis_url, "queue", "pages")
+    assert code == 0
+    assert out.splitlines()[0] == (
+        "pages: 1 queued (+7 in the Kafka backlog, read back as the queue drains: not shown); "
+        "the first 1 in lease order"
+    )
+
+
 def test_queue_of_an_unknown_spider_is_refused_on_stderr(redis_url: str) -> None:
     result = crawler_cli(redis_url, "queue", "pagez")
     assert result.returncode != 0

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         shown = {
             "spider": args.spider,
             "queued": counts.queued,
+            "spilled": counts.spilled,
             "scanned": counts.scanned,
             "sites": counts.sites,
             "head": [asdict(request) for request in head],
@@ -67,7 +68,12 @@ def print_queue(
 ) -> None:
     where = f" to {site}" if site else ""
     shown = f"the first {len(head)}{where} in lease order" if head else f"none{where} found"
-    print(f"{spider}: {counts.queued} queued; {shown}")
+    spilled = (
+        f" (+{counts.spilled} in the Kafka backlog, read back as the queue drains: not shown)"
+        if counts.spilled
+        else ""
+    )
+    print(f"{spider}: {counts.queued} queued{spilled}; {shown}")
     if head:
         print("  priority  URL  depth  site")
     for request in head:

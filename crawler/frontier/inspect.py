@@ -50,6 +50,7 @@ class SiteCounts:
     sites: dict[str, int]  # queued requests per site, most first
     scanned: int  # queue entries counted (fewer than queued when capped)
     queued: int  # the queue's length when the count started
+    spilled: int = 0  # requests waiting in the Kafka backlog (FRONTIER_QUEUE_MAX), not in Redis
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +161,14 @@ class PartInspector:
 
     def site_counts(self, limit: int = 0) -> SiteCounts:
         """Queued requests per site, counted over ``limit`` queue entries at most (0: all)."""
-        queued = int(self.redis.get(self.keys.queue_count) or 0)
+        queued, spilled = self.redis.mget(self.keys.queue_count, self.keys.backlog)
         counts = Counter(request.site for request in self.walk(limit))
-        return SiteCounts(dict(counts.most_common()), sum(counts.values()), queued)
+        return SiteCounts(
+            dict(counts.most_common()),
+            sum(counts.values()),
+            int(queued or 0),
+            max(0, int(spilled or 0)),
+        )
 
     def failed(self, reason_prefix: str = "") -> Iterator[FailedRecord]:
         """The failure records whose reason starts with ``reason_prefix`` (HSCAN order)."""
@@ -285,13 +291,14 @@ class FrontierInspector:
     def site_counts(self, limit: int = 0) -> SiteCounts:
         """Queued requests per site over every part (``limit`` entries at most per part)."""
         counts: Counter[str] = Counter()
-        scanned = queued = 0
+        scanned = queued = spilled = 0
         for part in self.parts:
             found = part.site_counts(limit)
             counts.update(found.sites)
             scanned += found.scanned
             queued += found.queued
-        return SiteCounts(dict(counts.most_common()), scanned, queued)
+            spilled += found.spilled
+        return SiteCounts(dict(counts.most_common()), scanned, queued, spilled)
 
     def failed(self, reason_prefix: str = "") -> Iterator[FailedRecord]:
         for index, part in enumerate(self.parts):
