@@ -18,6 +18,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import RedisServer
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.partitions import spider_parts
 from crawler.frontier.start_claim import start_key
 from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import (
@@ -51,6 +52,46 @@ def test_sigkill_one_node_loses_nothing(
         "frontier/reclaimed"
         in (tmp_path / "node-1.log").read_text() + (tmp_path / "node-2.log").read_text()
     )
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_node_spilling_and_reading_back_the_backlog_loses_nothing(
+    redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
+) -> None:
+    """With FRONTIER_QUEUE_MAX small, requests go through the Kafka backlog all crawl long; a
+    node killed among its spills and read-backs (its partitions go to another node once
+    Kafka's group sees it gone) makes no page lost, and the crawl ends (the backlog's count
+    comes back to 0: neither too low, ending it early, nor stuck above, keeping it waiting)."""
+    backlog = topic_template.replace("-items", "-backlog")
+
+    def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[set[str]]:
+        wait_for_hits(slow_site, 300)
+        return [sigkill(nodes[0], "node-0", redis_url, "pages")]
+
+    urls, codes, held = crawl_with_interruptions(
+        slow_site,
+        redis_url=redis_url,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_template=topic_template,
+        workdir=tmp_path,
+        interrupt=kill_one,
+        settings={
+            "FRONTIER_PARTITIONS": "2",
+            "FRONTIER_QUEUE_MAX": "20",
+            "FRONTIER_SPILL_INTERVAL": "0.2",
+            "FRONTIER_BACKLOG_TOPIC": backlog,
+        },
+    )
+    assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
+    assert_nothing_lost(urls, slow_site, held)
+    said = logs(tmp_path, tail=0)
+    assert "'frontier/spilled'" in said and "'frontier/refilled'" in said
+    client = redis.Redis.from_url(redis_url)
+    try:
+        left = [int(client.get(keys.backlog) or 0) for keys in spider_parts(client, "pages")]
+    finally:
+        client.close()
+    assert left == [0, 0]
 
 
 @pytest.mark.slow
