@@ -15,6 +15,7 @@ import redis
 import redis.asyncio
 from scrapy.utils.test import get_crawler
 
+from crawler.cli.spool import add_replayed_to_ledger
 from crawler.cli.status import frontier_status
 from crawler.cli.status_text import ledger_text, render
 from crawler.devservices.ports import free_port
@@ -83,6 +84,32 @@ def test_a_push_that_timed_out_but_ran_is_added_once(
     view = FrontierAdmin(redis_client, "pages").ledger("c1")
     assert (view["runs"], view["short_runs"]) == (1, [])
     assert ledger_text(view).startswith("adds up")
+
+
+def test_a_spool_replay_is_not_counted_as_a_node_run(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """``crawler spool replay`` adds its messages to the ledger in a final push of its own: the
+    ledger says so, and does not count it among the crawl's node runs."""
+    extension = _extension(redis_url, "node-a:1")
+
+    async def run() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        extension._script = client.register_script(script_text("crawler.frontier", "ledger_push"))
+        try:
+            extension.stats.set_value("frontier/done", 3)
+            await extension.push(final=True)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+    add_replayed_to_ledger(redis_client, "pages", "c1", "node-a", 4)
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert (view["runs"], view["replays"], view["short_runs"]) == (1, 1, [])
+    assert view["totals"]["items/replayed"] == 4
+    assert ledger_text(view) == (
+        "adds up (1 node run and 1 spool replay, none stopped without its final push)"
+    )
 
 
 def put_runs(client: redis.Redis, runs: dict[str, tuple[int, int, str]]) -> int:

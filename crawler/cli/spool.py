@@ -26,7 +26,7 @@ from crawler.cli.config import (
 )
 from crawler.cli.spiders import require_spider, settings_as_nodes_read_them, spider_class
 from crawler.cli.status import add_crawl_options
-from crawler.extensions.ledger_layout import LedgerKeys, ledger_fields, push_args
+from crawler.extensions.ledger_layout import REPLAY_RUN, LedgerKeys, ledger_fields, push_args
 from crawler.kafka.config import TopicSpec
 from crawler.kafka.producer import NO_AUTO_CREATION, message_timeout, producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
@@ -114,7 +114,7 @@ def add_replayed_to_ledger(
     """Count the replayed messages in the crawl's ledger (``items/replayed``, which a node's
     own replays add to in its pushes): one final push of a run of its own."""
     keys = LedgerKeys.for_crawl(spider, crawl_id)
-    run = f"{node_id}:replay-{uuid.uuid4().hex[:8]}"
+    run = f"{node_id}{REPLAY_RUN}{uuid.uuid4().hex[:8]}"
     args = push_args(run, 1, keys, state="final", every_ms=0, deltas={"items/replayed": replayed})
     client.register_script(script_text("crawler.frontier", "ledger_push"))(
         keys=[keys.total, keys.runs], args=args

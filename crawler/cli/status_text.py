@@ -111,11 +111,14 @@ def incident_text(incident: Mapping[str, Any]) -> str:
 
 
 def ledger_text(ledger: LedgerView) -> str:
-    short = ledger["short_runs"]
+    short, runs, replays = ledger["short_runs"], ledger["runs"], ledger["replays"]
+    pushed = f"{runs} node run{'' if runs == 1 else 's'}"
+    if replays:
+        pushed += f" and {replays} spool replay{'' if replays == 1 else 's'}"
     if not short:
-        return f"adds up ({ledger['runs']} node runs, none stopped without its final push)"
+        return f"adds up ({pushed}, none stopped without its final push)"
     return (
-        f"SHORT: {len(short)} of {ledger['runs']} node runs stopped without their final push"
+        f"SHORT: {len(short)} of {runs} node runs stopped without their final push"
         f" (their last interval is missing): {', '.join(short)}"
     )
 

@@ -68,6 +68,14 @@ class LedgerKeys:
         return f"{self.minute_prefix}{epoch_minute}"
 
 
+REPLAY_RUN = ":replay-"  # in the run id of a ``crawler spool replay``'s push: not a node run
+
+
+def is_replay(run: str) -> bool:
+    """Whether ledger run ``run`` is a spool replay's (one final push), not a node's."""
+    return REPLAY_RUN in run
+
+
 def push_args(
     run: str, push: int, keys: LedgerKeys, *, state: str, every_ms: int, deltas: Mapping[str, int]
 ) -> list[str | int]:

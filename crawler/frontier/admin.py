@@ -20,7 +20,12 @@ from typing import Any, Literal, TypedDict
 
 import orjson
 
-from crawler.extensions.ledger_layout import STARTED_FIELD, LedgerKeys, pattern_for_spider
+from crawler.extensions.ledger_layout import (
+    STARTED_FIELD,
+    LedgerKeys,
+    is_replay,
+    pattern_for_spider,
+)
 from crawler.frontier.dedup_summary import dedup_summary
 from crawler.frontier.inspect import node_beat
 from crawler.frontier.keys import glob_escape
@@ -92,6 +97,7 @@ class LedgerView(TypedDict):
     window_seconds: float  # time the recent sums cover (from the crawl's start at most)
     active_seconds: float  # of the window, the minutes in which nodes fetched pages
     runs: int  # node runs that pushed to this ledger
+    replays: int  # `crawler spool replay`s that added to it (one final push each)
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
     # when no live node pushes to this crawl's ledger: the crawls live nodes push to
     live_crawls: list[str]
@@ -333,7 +339,8 @@ class FrontierAdmin:
             if counts.get("pages", 0) > 0:  # a minute nodes were fetching in, as much as elapsed
                 active += max(0.0, min(now, (minute + 1) * 60) - max(minute * 60, started))
         window_start = max(window.start * 60, started)
-        runs = _runs({text(f): text(v) for f, v in runs_raw.items()})
+        every_run = _runs({text(f): text(v) for f, v in runs_raw.items()})
+        runs = {run: last for run, last in every_run.items() if not is_replay(run)}
         newest: dict[str, str] = {}  # node id -> its latest run
         for run, _ in sorted(runs.items(), key=lambda entry: float(entry[1].get("at", 0))):
             newest[run.rpartition(":")[0]] = run
@@ -354,6 +361,7 @@ class FrontierAdmin:
             window_seconds=round(max(0.0, now - window_start), 3),
             active_seconds=round(active, 3),
             runs=len(runs),
+            replays=len(every_run) - len(runs),
             short_runs=short,
             live_crawls=(
                 self._live_crawls(alive, crawl_id, now * 1000)
