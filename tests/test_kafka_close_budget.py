@@ -73,3 +73,24 @@ def test_a_spider_whose_topic_kafka_cannot_name_is_refused_at_start() -> None:
     crawler = get_crawler(Odd, values | {"KAFKA_TOPIC_TEMPLATE": "shop-{item_type}"})
     crawler.spider = Odd()
     KafkaPipeline(crawler)  # a template without the name is fine
+
+
+class Books(Spider):
+    name = "books"
+
+
+@pytest.mark.parametrize(
+    ("setting", "template"),
+    [("KAFKA_TOPIC_TEMPLATE", "my items {spider}"), ("KAFKA_DLQ_TOPIC_TEMPLATE", "{topic} dlq")],
+)
+def test_a_topic_template_no_spider_name_mends_says_to_change_it(
+    setting: str, template: str
+) -> None:
+    """A template that gives no spider a topic name Kafka takes: renaming the spider is not
+    the advice."""
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", setting: template}
+    crawler = get_crawler(Books, values)
+    crawler.spider = Books()
+    with pytest.raises(ValueError, match=f"whatever the spider's name: change {setting}$"):
+        KafkaPipeline(crawler)

@@ -304,6 +304,11 @@ def test_a_reactor_other_than_asyncio_stops_a_cluster_node_at_start() -> None:
         ({"FRONTIER_BACKLOG_TOPIC": "shared-backlog"}, "its own backlog topic"),
         # "not ready ... retrying" every second, nothing spilled, the bound ignored
         ({"FRONTIER_BACKLOG_TOPIC": "bad topic {spider}"}, "which Kafka cannot name"),
+        # a template no spider name mends: renaming the spider is not the advice
+        (
+            {"FRONTIER_BACKLOG_TOPIC": "bad topic {spider}"},
+            "whatever the spider's name: change FRONTIER_BACKLOG_TOPIC",
+        ),
         ({"FRONTIER_SEEN_FEED": "True", "FRONTIER_SEEN_TOPIC": "{x}"}, "FRONTIER_SEEN_TOPIC"),
     ],
 )
@@ -324,5 +329,8 @@ def test_a_spider_whose_backlog_topic_kafka_cannot_name_stops_the_start() -> Non
     settings = from_command_line(
         {"FRONTIER_QUEUE_MAX": "5", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}
     )
-    with pytest.raises(ValueError, match="FRONTIER_BACKLOG_TOPIC gives spider 'shop:books'"):
+    with pytest.raises(
+        ValueError, match="FRONTIER_BACKLOG_TOPIC gives spider 'shop:books'"
+    ) as said:
         ClusterAddon(get_crawler(Shop)).update_settings(settings)
+    assert str(said.value).endswith(": rename the spider, or change FRONTIER_BACKLOG_TOPIC")

@@ -45,12 +45,17 @@ def topic_from_template(setting: str, template: str, spider: str) -> str:
             f"{setting}={template!r} is not a topic name with at most {{spider}} in it "
             f"({type(exc).__name__}: {exc})"
         ) from None
-    if not TOPIC_NAME.fullmatch(topic):
+    if TOPIC_NAME.fullmatch(topic):
+        return topic
+    if not TOPIC_NAME.fullmatch(template.format(spider="s")):  # no spider's name mends it
         raise ValueError(
-            f"{setting} gives spider {spider!r} the topic {topic!r}, which Kafka cannot name "
-            f"({TOPIC_NAME_RULE}): change {setting}, or rename the spider"
+            f"{setting}={template!r} gives the topic {topic!r}, which Kafka cannot name "
+            f"({TOPIC_NAME_RULE}) whatever the spider's name: change {setting}"
         )
-    return topic
+    raise ValueError(
+        f"{setting} gives spider {spider!r} the topic {topic!r}, which Kafka cannot name "
+        f"({TOPIC_NAME_RULE}): rename the spider, or change {setting}"
+    )
 
 
 # Answers of a broker that will not change while it runs: the error code -> what to change

@@ -56,12 +56,23 @@ class KafkaPipelineSettings(KafkaSettings):
 def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
     """Refuse at start a spider whose topics Kafka cannot name (Scrapy takes any spider name:
     ``shop:books``), rather than at its first item, after pages were crawled."""
-    topic = settings.topic_template.format(spider=spider, item_type="item")
-    dlq = settings.dlq_topic_template.format(topic=topic)
-    for name, made in (("KAFKA_TOPIC_TEMPLATE", topic), ("KAFKA_DLQ_TOPIC_TEMPLATE", dlq)):
-        if not TOPIC_NAME.fullmatch(made):
+
+    def topics(name: str) -> tuple[str, str]:
+        topic = settings.topic_template.format(spider=name, item_type="item")
+        return topic, settings.dlq_topic_template.format(topic=topic)
+
+    made, plain = topics(spider), topics("s")  # plain: with a name Kafka takes
+    for index, setting in enumerate(("KAFKA_TOPIC_TEMPLATE", "KAFKA_DLQ_TOPIC_TEMPLATE")):
+        topic = made[index]
+        if TOPIC_NAME.fullmatch(topic):
+            continue
+        if not TOPIC_NAME.fullmatch(plain[index]):
             raise ValueError(
-                f"{name} gives spider {spider!r} the topic {made!r} (for an item_type 'item'), "
-                f"which Kafka cannot name ({TOPIC_NAME_RULE}): rename the spider, or "
-                "set KAFKA_TOPIC_TEMPLATE without {spider}"
+                f"{setting} gives the topic {topic!r} (for an item_type 'item'), which Kafka "
+                f"cannot name ({TOPIC_NAME_RULE}) whatever the spider's name: change {setting}"
             )
+        raise ValueError(
+            f"{setting} gives spider {spider!r} the topic {topic!r} (for an item_type 'item'), "
+            f"which Kafka cannot name ({TOPIC_NAME_RULE}): rename the spider, or "
+            "set KAFKA_TOPIC_TEMPLATE without {spider}"
+        )
