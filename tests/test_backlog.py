@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -69,6 +70,16 @@ def request(n: int) -> NewRequest:
     return NewRequest(fingerprint_of(url), float(n), body, site=f"site{n % 7}.test")
 
 
+async def crawl_queued(nodes: Sequence[FrontierClient]) -> list[str]:
+    """Lease what each node can (25 at most) and finish every lease as done: their URLs."""
+    urls: list[str] = []
+    for node in nodes:
+        for lease in await node.lease(25, 60_000):
+            urls.append(codec.loads(lease.body)["url"])
+            await node.complete_many([Finish(lease.id, "done")], [])
+    return urls
+
+
 @pytest.mark.parametrize(("bound", "count"), [(MAX, 300), (1, 12)])
 def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, bound: int, count: int
@@ -99,10 +110,7 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
             crawled: list[str] = []
             deadline = time.monotonic() + 60  # the group's first assignment takes seconds
             while time.monotonic() < deadline:  # lease everything, stepping as a node does
-                for node in nodes:
-                    for lease in await node.lease(25, 60_000):
-                        crawled.append(codec.loads(lease.body)["url"])
-                        await node.complete_many([Finish(lease.id, "done")], [])
+                crawled += await crawl_queued(nodes)
                 await backlog.step()
                 if len(crawled) >= count and not await pending_requests(client, parts):
                     break

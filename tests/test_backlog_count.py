@@ -18,14 +18,13 @@ import redis
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from crawler.devservices import KafkaBroker
-from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog
-from crawler.frontier.client import Finish, FrontierClient
+from crawler.frontier.client import FrontierClient
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.pending import pending_requests
 from crawler.redis_connection import async_client
 from tests.frontier_state import queued
-from tests.test_backlog import MAX, SPIDER, request, settings
+from tests.test_backlog import MAX, SPIDER, crawl_queued, request, settings
 
 
 @pytest.fixture
@@ -86,9 +85,7 @@ def test_requests_read_back_by_a_node_that_died_before_committing_are_queued_onc
             await backlog.open()
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                for lease in await node.lease(25, 60_000):
-                    crawled.append(codec.loads(lease.body)["url"])
-                    await node.complete_many([Finish(lease.id, "done")], [])
+                crawled += await crawl_queued([node])
                 waiting = await pending_requests(client, [keys])
                 assert waiting >= len(set(urls) - set(crawled)), (waiting, crawled)
                 if not waiting:

@@ -31,23 +31,47 @@ from tests.faults import (
 )
 
 
-def test_sigkill_one_node_loses_nothing(
-    redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
+def crawl_killing_node_0(
+    site: Site,
+    after_hits: int,
+    *,
+    redis_url: str,
+    kafka_bootstrap: str,
+    topic_template: str,
+    workdir: Path,
+    settings: dict[str, str] | None = None,
 ) -> None:
+    """Three nodes crawl ``site``; node-0 is SIGKILLed once the site has seen ``after_hits``
+    hits; the others finish the crawl, every page in Kafka, duplicates only of its leases."""
+
     def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[set[str]]:
-        wait_for_hits(slow_site, 250)
+        wait_for_hits(site, after_hits)
         return [sigkill(nodes[0], "node-0", redis_url, "pages")]
 
     urls, codes, held = crawl_with_interruptions(
+        site,
+        redis_url=redis_url,
+        kafka_bootstrap=kafka_bootstrap,
+        topic_template=topic_template,
+        workdir=workdir,
+        interrupt=kill_one,
+        settings=settings,
+    )
+    assert codes == [-signal.SIGKILL, 0, 0], logs(workdir)
+    assert_nothing_lost(urls, site, held)
+
+
+def test_sigkill_one_node_loses_nothing(
+    redis_url: str, kafka_bootstrap: str, topic_template: str, slow_site: Site, tmp_path: Path
+) -> None:
+    crawl_killing_node_0(
         slow_site,
+        250,
         redis_url=redis_url,
         kafka_bootstrap=kafka_bootstrap,
         topic_template=topic_template,
         workdir=tmp_path,
-        interrupt=kill_one,
     )
-    assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
-    assert_nothing_lost(urls, slow_site, held)
     assert (
         "frontier/reclaimed"
         in (tmp_path / "node-1.log").read_text() + (tmp_path / "node-2.log").read_text()
@@ -62,28 +86,20 @@ def test_sigkill_of_a_node_spilling_and_reading_back_the_backlog_loses_nothing(
     node killed among its spills and read-backs (its partitions go to another node once
     Kafka's group sees it gone) makes no page lost, and the crawl ends (the backlog's count
     comes back to 0: neither too low, ending it early, nor stuck above, keeping it waiting)."""
-    backlog = topic_template.replace("-items", "-backlog")
-
-    def kill_one(nodes: list[subprocess.Popen[bytes]]) -> list[set[str]]:
-        wait_for_hits(slow_site, 300)
-        return [sigkill(nodes[0], "node-0", redis_url, "pages")]
-
-    urls, codes, held = crawl_with_interruptions(
+    crawl_killing_node_0(
         slow_site,
+        300,
         redis_url=redis_url,
         kafka_bootstrap=kafka_bootstrap,
         topic_template=topic_template,
         workdir=tmp_path,
-        interrupt=kill_one,
         settings={
             "FRONTIER_PARTITIONS": "2",
             "FRONTIER_QUEUE_MAX": "20",
             "FRONTIER_SPILL_INTERVAL": "0.2",
-            "FRONTIER_BACKLOG_TOPIC": backlog,
+            "FRONTIER_BACKLOG_TOPIC": topic_template.replace("-items", "-backlog"),
         },
     )
-    assert codes == [-signal.SIGKILL, 0, 0], logs(tmp_path)
-    assert_nothing_lost(urls, slow_site, held)
     said = logs(tmp_path, tail=0)
     assert "'frontier/spilled'" in said and "'frontier/refilled'" in said
     client = redis.Redis.from_url(redis_url)
