@@ -637,6 +637,21 @@ def test_cluster_reader_counts_queue_leases_nodes_and_sessions(
         without_sessions.close()
 
 
+def test_cluster_reader_counts_requests_waiting_in_the_kafka_backlog_as_queued(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """With FRONTIER_QUEUE_MAX the rest of the queue waits in Kafka: crawler_queue_depth counts
+    it (as crawler status does), so CrawlerNoLiveNode fires for a crawl whose work is all
+    there; crawler_backlog_depth says how much of it is."""
+    redis_client.set("{pages}:queue:count", 1)
+    redis_client.set("{pages}:backlog", 5)
+    reader = ClusterReader(sync_client(redis_url), "pages", None)
+    try:
+        assert reader.read() == ClusterState(6, 0, 0, 0, {}, backlog=5)
+    finally:
+        reader.close()
+
+
 def test_read_cluster_without_redis_is_none(busy_port: int) -> None:
     async def read() -> ClusterCounts | None:
         client = AsyncRedis.from_url(f"redis://127.0.0.1:{busy_port}/0", socket_timeout=0.5)

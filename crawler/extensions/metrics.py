@@ -137,7 +137,16 @@ class NodeGauges(Collector):
         if state is None:
             return
         for name, documentation, value in (
-            ("crawler_queue_depth", "Requests waiting in the shared queue", state.queue),
+            (
+                "crawler_queue_depth",
+                "Requests waiting: in the shared queue, or spilled to the Kafka backlog",
+                state.queue,
+            ),
+            (
+                "crawler_backlog_depth",
+                "Of those, requests waiting in the Kafka backlog (FRONTIER_QUEUE_MAX)",
+                state.backlog,
+            ),
             ("crawler_frontier_leases", "Requests leased by any node", state.leases),
             (
                 "crawler_frontier_leases_expired",
