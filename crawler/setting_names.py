@@ -20,7 +20,12 @@ from crawler.scrapy_redis_compat import ALIASES, MAPPED, REFUSED
 RESEMBLANCE = 0.9  # difflib's ratio from which a name is taken for a misspelling
 PROJECT_MODULES = ("settings.base", "settings.dev", "settings.prod")
 # set by the project's own commands and add-on, never by a user
-INTERNAL = ("CRAWLER_DOWNLOAD_HANDLERS", "CRAWLER_SPIDER_ARGUMENTS", "CRAWLER_STANDALONE_COMMAND")
+INTERNAL = (
+    "CRAWLER_DOWNLOAD_HANDLERS",
+    "CRAWLER_SPIDER_ARGUMENTS",
+    "CRAWLER_STANDALONE_COMMAND",
+    "CRAWLER_USER_FEED_URI_PARAMS",
+)
 # scrapy-playwright's, which the add-on passes on (and sets some of)
 PLAYWRIGHT = (
     "PLAYWRIGHT_ABORT_REQUEST",
