@@ -466,6 +466,27 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     assert eta_text(stalled) == "STALLED: work left, no live node"
 
 
+def test_no_eta_while_live_nodes_fetch_no_page(redis_url: str, redis_client: redis.Redis) -> None:
+    """The rates count the minutes nodes fetched in, so they froze when live nodes stopped
+    fetching (every site in cooldown, a node stuck): the ETA stayed as it was. After two whole
+    minutes without a page there is none, and the status says why."""
+    keys = LedgerKeys.for_crawl("pages", "c1")
+    now = server_ms(redis_client)
+    minute = now // 60_000
+    redis_client.hset(keys.total, mapping={"done": 100, "started_ms": now - 300_000})
+    redis_client.hset(keys.minute(minute - 4), mapping={"pages": 120, "done": 120})
+    put_queued(redis_client, KEYS, 0, [b"{}", b"{}"])
+    redis_client.zadd(KEYS.nodes, {"node-a": now + 59_000})
+    quiet = frontier_status(redis_client, "pages", "c1")
+    assert quiet["state"] == "running"
+    assert quiet["eta_seconds"] is None
+    assert 180 <= quiet["ledger"]["quiet_seconds"] < 240
+    assert eta_text(quiet) == (
+        "ETA ?: no page fetched for 3 min by the 1 live node (see crawler leases, and the sites' "
+        "politeness below)"
+    )
+
+
 def leaf_commands(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:

@@ -22,7 +22,7 @@ from crawler.cli.config import (
 )
 from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settings
 from crawler.cli.spiders import require_spider, spider_facts
-from crawler.cli.status_text import render
+from crawler.cli.status_text import QUIET_SECONDS, render
 from crawler.extensions.ledger_layout import SPOOLED_BY_PREFIX
 from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
@@ -166,7 +166,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         state = "stalled"
     elif len(paused) == len(live):
         state = "paused"
-    elif remaining > 0 and finished_per_minute > 0:
+    elif remaining > 0 and finished_per_minute > 0 and ledger["quiet_seconds"] < QUIET_SECONDS:
         eta = round(remaining * 60 / finished_per_minute, 1)
     return FrontierStatus(
         snapshot=snapshot,

@@ -36,6 +36,9 @@ def progress_bar(fraction: float | None, width: int = 30) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {percent}"
 
 
+QUIET_SECONDS = 120  # live nodes fetching no page this long: the rates say nothing of now
+
+
 def format_eta(seconds: float | None, lower_bound: bool = False) -> str:
     if seconds is None:
         return "ETA ?"
@@ -71,6 +74,19 @@ def eta_text(status: FrontierStatus) -> str:
         )
     if status["state"] == "finished_spooled":
         return f"FINISHED, BUT {status['spooled']} ITEMS ONLY IN A SPOOL: see spool"
+    return running_eta(status)
+
+
+def running_eta(status: FrontierStatus) -> str:
+    """The ETA of a crawl under way, a lower bound while it still finds new pages; none while
+    its live nodes fetch nothing (the rates then say nothing of now)."""
+    quiet = status["ledger"]["quiet_seconds"]
+    live = sum(node["state"] == "live" for node in status["snapshot"]["nodes"])
+    if status["state"] == "running" and status["eta_seconds"] is None and quiet >= QUIET_SECONDS:
+        return (
+            f"ETA ?: no page fetched for {quiet // 60:.0f} min by the {live} live "
+            f"node{'' if live == 1 else 's'} (see crawler leases, and the sites' politeness below)"
+        )
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
     if status["eta_lower_bound"]:
         text += f" (still finding {status['enqueued_per_minute']} new/min)"

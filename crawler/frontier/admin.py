@@ -96,6 +96,9 @@ class LedgerView(TypedDict):
     recent: dict[str, int]  # sums of the per-minute buckets of the window
     window_seconds: float  # time the recent sums cover (from the crawl's start at most)
     active_seconds: float  # of the window, the minutes in which nodes fetched pages
+    # since the end of the window's last minute in which nodes fetched pages (0 during one;
+    # the whole window when none had any)
+    quiet_seconds: float
     runs: int  # node runs that pushed to this ledger
     replays: int  # `crawler spool replay`s that added to it (one final push each)
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
@@ -333,11 +336,13 @@ class FrontierAdmin:
         started = totals.pop(STARTED_FIELD, 0) / 1000
         recent: Counter[str] = Counter()
         active = 0.0
+        fetched_until = started  # the end of the last minute nodes fetched in (or the start)
         for minute, bucket in zip(window, buckets, strict=True):
             counts = {text(f): int(v) for f, v in bucket.items()}
             recent.update(counts)
             if counts.get("pages", 0) > 0:  # a minute nodes were fetching in, as much as elapsed
                 active += max(0.0, min(now, (minute + 1) * 60) - max(minute * 60, started))
+                fetched_until = min(now, (minute + 1) * 60)
         window_start = max(window.start * 60, started)
         every_run = _runs({text(f): text(v) for f, v in runs_raw.items()})
         runs = {run: last for run, last in every_run.items() if not is_replay(run)}
@@ -360,6 +365,7 @@ class FrontierAdmin:
             recent=dict(recent),
             window_seconds=round(max(0.0, now - window_start), 3),
             active_seconds=round(active, 3),
+            quiet_seconds=round(now - max(fetched_until, window_start), 3),
             runs=len(runs),
             replays=len(every_run) - len(runs),
             short_runs=short,
