@@ -120,9 +120,11 @@ class Refill:
                 continue
             entries += [offset, score, codec.stored(request, self.settings.compress)]
         topic = self.settings.topic
-        _, high = await asyncio.to_thread(
+        # as the last fetch gave it (no request to the broker); unknown: -1
+        watermarks = await asyncio.to_thread(
             consumer.get_watermark_offsets, TopicPartition(topic, part), cached=True
         )
+        high = watermarks[1] if watermarks else -1
         queue = [keys.queue_levels, keys.queue_count]
         queued, failed, skipped, restarted = await self._back(
             keys=[*queue, keys.backlog, keys.failed, keys.backlog_read, keys.backlog_written],
