@@ -6,6 +6,7 @@ and one too high keeps its nodes waiting forever."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -15,10 +16,10 @@ from typing import Any
 import orjson
 import pytest
 import redis
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from crawler.devservices import KafkaBroker
-from crawler.frontier.backlog import Backlog
+from crawler.frontier.backlog import Backlog, Step
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.pending import pending_requests
@@ -228,3 +229,94 @@ def test_a_node_dying_between_kafka_and_counting_its_spill_leaves_later_counts_r
     spilled, counted = asyncio.run(scenario())
     assert spilled == 30
     assert counted == 30
+
+
+def test_requests_read_back_while_redis_failed_are_read_again(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis refused the call that queues what was read back (an outage: the node's guard runs
+    the step again): the consumer had moved past those messages, and the next step read the
+    ones after them and moved the part's next offset past the gap. An audit: 60 of 453 pages
+    never crawled, the count at 0, no error."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-outage-{uuid.uuid4().hex[:8]}"
+    urls = [f"http://outage.test/{n}" for n in range(12)]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for n, url in enumerate(urls):
+        producer.produce(topic, orjson.dumps({"score": n, "request": {"url": url}}), partition=0)
+    assert producer.flush(30) == 0
+    redis_client.set(keys.backlog, len(urls))
+
+    async def scenario() -> list[str]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic, queue_max=4), 60_000)
+        queue_again = backlog._refill._back
+        failures = [redis.exceptions.ConnectionError("Redis went away")]
+
+        async def fails_once(**kwargs: Any) -> Any:
+            if failures:
+                raise failures.pop()
+            return await queue_again(**kwargs)
+
+        monkeypatch.setattr(backlog._refill, "_back", fails_once)
+        crawled: list[str] = []
+        try:
+            await backlog.open()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                crawled += await crawl_queued([node])
+                if not await pending_requests(client, [keys]):
+                    break
+                with contextlib.suppress(redis.exceptions.ConnectionError):
+                    await backlog.step()  # the node's guard runs it again
+                await asyncio.sleep(0.05)
+            assert not failures  # the outage came
+            return crawled
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    crawled = asyncio.run(scenario())
+    assert sorted(Counter(crawled).items()) == sorted((url, 1) for url in urls)
+
+
+def test_messages_gone_before_they_were_read_back_are_said_lost(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The next message Kafka gives is past the part's next offset to read back (the topic's
+    retention deleted the ones between): an ERROR and a count, not a silent jump."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-gap-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for n in range(8):
+        value = {"score": 0, "request": {"url": f"http://gap.test/{n}"}}
+        producer.produce(topic, orjson.dumps(value), partition=0)
+    assert producer.flush(30) == 0
+    group = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": topic})
+    group.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)  # 2-4 never read
+    group.close()
+    redis_client.hset(keys.backlog_read, topic, 2)
+    redis_client.hset(keys.backlog_written, topic, 8)
+
+    async def scenario() -> Step:
+        client = async_client(redis_url, max_connections=8)
+        backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
+        refilled = lost = 0
+        deadline = time.monotonic() + 60
+        try:
+            await backlog.open()
+            while refilled < 3:
+                assert time.monotonic() < deadline
+                step = await backlog.step()
+                refilled, lost = refilled + step.refilled, lost + step.refill_lost
+            return Step(0, refilled, 0, refill_lost=lost)
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="crawler.frontier.backlog_refill"):
+        step = asyncio.run(scenario())
+    assert (step.refilled, step.refill_lost) == (3, 3)
+    assert f"3 messages of {topic} (partition 0) were never read back" in caplog.text
+    assert int(redis_client.get(keys.backlog) or 0) == 0

@@ -104,6 +104,7 @@ class Step:
     undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
     refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
     refill_skipped: int = 0  # read again after a reader died before committing them: skipped
+    refill_lost: int = 0  # gone from the topic before they were read back (its retention)
 
 
 class Backlog:
@@ -181,6 +182,7 @@ class Backlog:
             undecodable,
             read.unreadable,
             read.skipped,
+            read.lost,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -216,6 +218,7 @@ class Backlog:
                     ("frontier/spill_undecodable", step.undecodable),
                     ("frontier/refill_undecodable", step.refill_undecodable),
                     ("frontier/refill_skipped", step.refill_skipped),
+                    ("frontier/refill_lost", step.refill_lost),
                 ):
                     if count:
                         stats.inc_value(name, count)

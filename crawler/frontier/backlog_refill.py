@@ -40,6 +40,7 @@ class Refilled:
     read_errors: int = 0  # errors the consumer reported instead of messages
     unreadable: int = 0  # messages that were not spilled requests: failed, with a record each
     skipped: int = 0  # read again after a reader died before committing them: queued already
+    lost: int = 0  # never read back: gone from the topic before they were (its retention)
 
     def __add__(self, other: Refilled) -> Refilled:
         return Refilled(
@@ -47,6 +48,7 @@ class Refilled:
             self.read_errors + other.read_errors,
             self.unreadable + other.unreadable,
             self.skipped + other.skipped,
+            self.lost + other.lost,
         )
 
 
@@ -92,18 +94,29 @@ class Refill:
             logger.warning("Backlog read: %d Kafka errors, the first: %s", len(errors), errors[0])
         open_parts = {tp.partition for tp in wanted}
         read = Refilled(read_errors=len(errors))
-        for part, fetched in by_part.items():
-            # beyond the part's room (or read while it had none): read again later, not now
-            room_left = queue_max - depths[part] if part in open_parts else 0
-            if len(fetched) > room_left:
-                back = TopicPartition(self.settings.topic, part, fetched[room_left].offset() or 0)
-                await asyncio.to_thread(consumer.seek, back)
-            found = fetched[:room_left]
-            if found:
-                read += await self._queue_again(consumer, part, found)
-                done = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
-                await asyncio.to_thread(consumer.commit, offsets=[done], asynchronous=False)
+        left = dict(by_part)  # fetched, not queued yet: read again if this step is cut short
+        try:
+            for part, fetched in by_part.items():
+                # beyond the part's room (or read while it had none): read again later, not now
+                room_left = queue_max - depths[part] if part in open_parts else 0
+                found = fetched[:room_left]
+                if found:
+                    read += await self._queue_again(consumer, part, found)
+                del left[part]  # queued: the next reader skips them (the part's next offset)
+                if len(fetched) > room_left:
+                    await self._seek(consumer, part, fetched[room_left])
+                if found:
+                    done = TopicPartition(self.settings.topic, part, (found[-1].offset() or 0) + 1)
+                    await asyncio.to_thread(consumer.commit, offsets=[done], asynchronous=False)
+        finally:  # a Redis outage, a Kafka error, a stop: the consumer has moved past these
+            for part, fetched in left.items():
+                await asyncio.shield(self._seek(consumer, part, fetched[0]))
         return read
+
+    async def _seek(self, consumer: Consumer, part: int, first: Message) -> None:
+        """Read partition ``part`` again from message ``first`` on, at the next consume."""
+        back = TopicPartition(self.settings.topic, part, first.offset() or 0)
+        await asyncio.to_thread(consumer.seek, back)
 
     async def _queue_again(self, consumer: Consumer, part: int, found: list[Message]) -> Refilled:
         """Queue the requests of ``found`` (one partition's messages, in offset order) again,
@@ -126,7 +139,7 @@ class Refill:
         )
         high = watermarks[1] if watermarks else -1
         queue = [keys.queue_levels, keys.queue_count]
-        queued, failed, skipped, restarted = await self._back(
+        queued, failed, skipped, restarted, gap = await self._back(
             keys=[*queue, keys.backlog, keys.failed, keys.backlog_read, keys.backlog_written],
             args=[topic, max(-1, high), f"backlog-{part}-", *entries],
         )
@@ -134,6 +147,15 @@ class Refill:
             logger.warning(
                 "Backlog topic %s (partition %d) ends before the offset read back from it: it "
                 "was made again, and is read from its start",
+                topic,
+                part,
+            )
+        if gap:
+            logger.error(
+                "%d messages of %s (partition %d) were never read back: their requests are lost "
+                "(deleted by the topic's retention? it must keep a crawl's backlog until it is "
+                "read)",
+                gap,
                 topic,
                 part,
             )
@@ -154,4 +176,4 @@ class Refill:
                 topic,
                 part,
             )
-        return Refilled(int(queued), 0, int(failed), int(skipped))
+        return Refilled(int(queued), 0, int(failed), int(skipped), int(gap))

@@ -13,8 +13,10 @@
 -- ARGV: 1 topic, 2 the partition's high watermark (-1: unknown), 3 the failure ids' prefix,
 --       then triples offset, score (an integer's text; '' for a message that is not a spilled
 --       request), request as stored (or that message's failure JSON)
--- Returns {queued, failed, skipped, 1 if the offsets started over else 0}.
+-- Returns {queued, failed, skipped, 1 if the offsets started over else 0, the messages between
+-- the next offset and the first one read that were never read back: lost}.
 local topic, high, restarted = ARGV[1], tonumber(ARGV[2]), 0
+local recorded = redis.call('HEXISTS', KEYS[5], topic) == 1
 local next_offset = backlog_offset(KEYS[5], topic)
 if high >= 0 and high < next_offset then
   next_offset, restarted = 0, 1
@@ -23,8 +25,12 @@ elseif high > backlog_offset(KEYS[6], topic) then
   redis.call('HSET', KEYS[6], topic, high)
 end
 local scores, bodies, failures, skipped, last = {}, {}, {}, 0, next_offset - 1
+local first = nil  -- the first offset not read back before
 for n = 4, #ARGV, 3 do
   local offset = tonumber(ARGV[n])
+  if offset >= next_offset and (first == nil or offset < first) then
+    first = offset
+  end
   if offset < next_offset then
     skipped = skipped + 1
   elseif ARGV[n + 1] == '' then
@@ -42,4 +48,8 @@ end
 local count = queue_push(KEYS[1], KEYS[2], scores, bodies, false)
 redis.call('HSET', KEYS[5], topic, last + 1)
 backlog_recount(KEYS[3], KEYS[5], KEYS[6], topic)
-return {count, #failures / 2, skipped, restarted}
+local gap = 0  -- messages after the next offset never read back (deleted by the retention?)
+if recorded and restarted == 0 and first ~= nil and first > next_offset then
+  gap = first - next_offset
+end
+return {count, #failures / 2, skipped, restarted, gap}
