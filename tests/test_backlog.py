@@ -570,6 +570,33 @@ def test_a_purge_deletes_the_backlog_topic_a_spider_names_itself(
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
 
 
+def test_a_purge_deletes_the_backlog_topic_the_crawl_recorded(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """The nodes ran with `-s FRONTIER_BACKLOG_TOPIC=...`, which a purge is not given: it
+    deleted the recorded topic's key and left the topic, and the next crawl read its 222
+    requests back (an audit: 675 items for a 453-page site). The recorded one goes."""
+    topic = f"recorded-{uuid.uuid4().hex[:8]}-backlog"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer.produce(topic, b'{"url": "http://left.invalid/"}')
+    assert producer.flush(30) == 0
+    keys = FrontierKeys.for_spider("pages")
+    redis_client.set(keys.backlog, 1)
+    redis_client.set(keys.backlog_topic, topic)
+    done = crawler_process(
+        "purge",
+        "pages",
+        "--yes",
+        "--json",
+        "--redis",
+        redis_url,
+        env={"KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers},
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"deleted the Kafka backlog topic {topic}" in orjson.loads(done.stdout)["backlog"]
+    assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
+
+
 def test_a_node_given_another_backlog_topic_than_the_requests_wait_in_is_refused(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
 ) -> None:

@@ -20,19 +20,23 @@ def plan(
     live: Sequence[str] = (),
     forced: bool = False,
     present: Sequence[str] = (),
-    topic: str | None = None,
+    topics: tuple[str, ...] = (),
 ) -> PurgePlan:
-    return PurgePlan("pages", PARTS, list(live), forced, list(present), topic, SETTINGS)
+    return PurgePlan("pages", PARTS, list(live), forced, list(present), topics, SETTINGS)
 
 
 def test_the_question_names_every_key_and_the_backlog_topic() -> None:
-    both = plan(present=["{pages}:queue:count", "pages:start_urls"], topic="pages-backlog")
+    both = plan(present=["{pages}:queue:count", "pages:start_urls"], topics=("pages-backlog",))
     assert both.question == (
         "Delete {pages}:queue:count, pages:start_urls and the Kafka backlog topic pages-backlog"
         " (if it exists)? Type the spider name to confirm: "
     )
-    assert plan(topic="pages-backlog").question == (
+    assert plan(topics=("pages-backlog",)).question == (
         "Delete the Kafka backlog topic pages-backlog (if it exists)? "
+        "Type the spider name to confirm: "
+    )
+    assert plan(topics=("ran-backlog", "pages-backlog")).question == (
+        "Delete the Kafka backlog topics ran-backlog and pages-backlog (if they exist)? "
         "Type the spider name to confirm: "
     )
     assert plan().question is None

@@ -141,7 +141,7 @@ class PurgePlan:
     live: list[str]  # the spider's live nodes
     forced: bool  # --force: purge even with live nodes
     present: list[str]  # its keys in Redis
-    topic: str | None  # its backlog topic (None: the crawl spills nowhere)
+    topics: tuple[str, ...]  # its backlog topics: the one the crawl recorded, the settings' one
     settings: PurgeSettings
 
     @classmethod
@@ -160,16 +160,20 @@ class PurgePlan:
         parts = spider_parts(client, spider)
         live = live_nodes(client, parts)
         if live and not force:
-            return cls(spider, parts, live, force, [], None, settings)
+            return cls(spider, parts, live, force, [], (), settings)
         seeds = SeedKeys(*seed_keys, parts)
         present = present_keys(client, spider, keep_seeds=keep_seeds, seeds=seeds)
         # the nodes spilled (their backlog counters are here) though the purge was not told
         # FRONTIER_QUEUE_MAX: the topic goes too
         spilled = any(keys.backlog in present for keys in parts)
-        topic = backlog_topic(
+        named = backlog_topic(
             settings.queue_max > 0 or spilled, settings.bootstrap, settings.backlog_template, spider
         )
-        return cls(spider, parts, live, force, present, topic, settings)
+        # the topic the nodes spilled to (their -s FRONTIER_BACKLOG_TOPIC, which the purge is
+        # not given), recorded by the first of them
+        recorded = text(client.get(parts[0].backlog_topic) or b"") if settings.bootstrap else ""
+        topics = tuple(dict.fromkeys(topic for topic in (recorded, named) if topic))
+        return cls(spider, parts, live, force, present, topics, settings)
 
     @property
     def refusal(self) -> str | None:
@@ -186,8 +190,12 @@ class PurgePlan:
     def question(self) -> str | None:
         """What the operator is asked before the deletion; None: nothing to delete."""
         doomed = [", ".join(self.present)] if self.present else []
-        if self.topic:
-            doomed.append(f"the Kafka backlog topic {self.topic} (if it exists)")
+        if self.topics:
+            named = " and ".join(self.topics)
+            if len(self.topics) == 1:
+                doomed.append(f"the Kafka backlog topic {named} (if it exists)")
+            else:
+                doomed.append(f"the Kafka backlog topics {named} (if they exist)")
         if not doomed:
             return None
         return f"Delete {' and '.join(doomed)}? Type the spider name to confirm: "
@@ -212,9 +220,8 @@ class PurgePlan:
                 write_epoch(client, parts, epoch)
                 wait = reset_wait(self.settings.heartbeat_interval)
                 acknowledged = wait_for_nodes(client, parts, epoch, self.live, wait)
-        backlog = (
-            purge_backlog(self.settings.bootstrap, self.topic, security=self.settings.security)
-            if self.topic
-            else ""
+        backlog = "".join(
+            purge_backlog(self.settings.bootstrap, topic, security=self.settings.security)
+            for topic in self.topics
         )
         return PurgeResult(self.spider, self.present, deleted, acknowledged, backlog)
