@@ -24,6 +24,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
+from crawler.frontier import backlog as backlog_module
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings, Step
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
@@ -382,11 +383,15 @@ def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(
 
 
 def test_kafka_errors_while_reading_back_are_logged_and_counted(
-    redis_url: str, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
+    redis_url: str,
+    kafka: KafkaBroker,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A consumer error is an event, not a record: it is logged and counted, never skipped
-    in silence (here: the backlog topic is gone, as after a purge)."""
+    in silence (here: the backlog topic is gone, as after a purge, and not made again yet)."""
     (keys,) = frontier_parts(SPIDER, 1)
+    monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", float("inf"))
 
     async def scenario() -> int:
         client = async_client(redis_url, max_connections=8)

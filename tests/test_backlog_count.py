@@ -17,8 +17,10 @@ import orjson
 import pytest
 import redis
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from crawler.devservices import KafkaBroker
+from crawler.frontier import backlog as backlog_module
 from crawler.frontier.backlog import Backlog, Step
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.keys import frontier_parts
@@ -319,4 +321,55 @@ def test_messages_gone_before_they_were_read_back_are_said_lost(
         step = asyncio.run(scenario())
     assert (step.refilled, step.refill_lost) == (3, 3)
     assert f"3 messages of {topic} (partition 0) were never read back" in caplog.text
+    assert int(redis_client.get(keys.backlog) or 0) == 0
+
+
+def test_a_backlog_topic_deleted_mid_crawl_is_made_again_and_its_loss_said(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka: KafkaBroker,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backlog topic deleted by hand while requests waited in it: the count stayed at
+    them, the nodes waited for ever, and the spills that followed went to a topic the broker
+    made with one partition (an audit). Now the topic is made again (never by the broker),
+    the loss said and counted, and the crawl goes on through the new topic."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-deleted-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", 0.0)
+
+    async def scenario() -> tuple[int, list[str]]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic), 60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(MAX + 10)])
+            assert (await backlog.step()).spilled == 10
+            assert int(redis_client.get(keys.backlog) or 0) == 10
+            admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+            admin.delete_topics([topic])[topic].result(30)
+            lost, deadline = 0, time.monotonic() + 60
+            while not lost:  # the broker may still list it for a moment
+                assert time.monotonic() < deadline
+                lost = (await backlog.step()).topic_lost
+            await node.complete(None, "done", [request(n) for n in range(100, 105)])
+            crawled: list[str] = []
+            while await pending_requests(client, [keys]):
+                assert time.monotonic() < deadline
+                crawled += await crawl_queued([node])
+                await backlog.step()
+            return lost, crawled
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="crawler.frontier.backlog"):
+        lost, crawled = asyncio.run(scenario())
+    assert lost == 10
+    assert f"Backlog topic {topic} was not there (deleted by hand?) while 10 requests" in (
+        caplog.text
+    )
+    assert len(crawled) == MAX + 5 and len(set(crawled)) == MAX + 5
     assert int(redis_client.get(keys.backlog) or 0) == 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,14 +42,16 @@ from crawler.frontier.backlog_refill import Refill
 from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
 from crawler.kafka.health import LIBRDKAFKA_LOG
-from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.producer import NO_AUTO_CREATION, ItemProducer, producer_config
 from crawler.kafka.topics import topic_from_template
+from crawler.lua import frontier_script
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
 
 MAX_SPILL_BATCH = 100_000  # librdkafka's queue.buffering.max.messages (its default)
+TOPIC_CHECK_SECONDS = 10.0  # how often a node makes sure the topic is there (made again if not)
 
 
 class Stats(Protocol):
@@ -105,6 +108,7 @@ class Step:
     refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
     refill_skipped: int = 0  # read again after a reader died before committing them: skipped
     refill_lost: int = 0  # gone from the topic before they were read back (its retention)
+    topic_lost: int = 0  # waited in a topic that was not there any more (deleted by hand)
 
 
 class Backlog:
@@ -117,8 +121,10 @@ class Backlog:
         self.node_id = parts[0].node_id
         self.settings = settings
         self.lease_ms = lease_ms
-        self.producer = ItemProducer(
-            producer_config(settings.bootstrap, {**settings.security, "linger.ms": 5})
+        self.producer = ItemProducer(  # the topic is made here, never by the broker
+            producer_config(
+                settings.bootstrap, {**settings.security, **NO_AUTO_CREATION, "linger.ms": 5}
+            )
         )
         self._spill = Spill(self.clients, self.producer, settings, lease_ms)
         self.consumer = Consumer(
@@ -132,6 +138,9 @@ class Backlog:
             }
         )
         self._refill = Refill(self.redis, self.parts, settings, self.node_id)
+        self._forget = self.redis.register_script(frontier_script("backlog_forget"))
+        self._made_again = False  # the topic was not there: the parts' offsets are forgotten
+        self._topic_checked = 0.0  # time.monotonic() of the last look
         self._subscribed = False
         self._stopping = asyncio.Event()  # the node stops: no new step
 
@@ -147,7 +156,7 @@ class Backlog:
         """Create the backlog topic (one partition per part; one with fewer, left by a crawl
         of fewer parts that never spilled, is grown) and join its consumer group."""
         topic, count = self.settings.topic, len(self.parts)
-        await self.producer.ensure_topics([topic], count, self.settings.replication)
+        await self._make_topic()
         had = await self.producer.grow_partitions(topic, count)
         if had < count:
             logger.warning(
@@ -161,8 +170,39 @@ class Backlog:
         self.consumer.subscribe([self.settings.topic])
         self._subscribed = True
 
+    async def _make_topic(self) -> None:
+        """Make the topic when it is not there (nothing else does: the producer may not):
+        the parts' offsets in it are then forgotten at the next step."""
+        topic = self.settings.topic
+        created = await self.producer.ensure_topics(
+            [topic], len(self.parts), self.settings.replication
+        )
+        self._topic_checked = time.monotonic()
+        self._made_again = self._made_again or topic in created
+
+    async def _forget_offsets(self) -> int:
+        """After the topic was made again: the requests its parts counted in the topic that
+        was, lost with it (0 when it was never made before)."""
+        topic, lost = self.settings.topic, 0
+        for keys in self.parts:
+            offsets = [keys.backlog, keys.backlog_read, keys.backlog_written]
+            lost += int(await self._forget(keys=offsets, args=[topic]))
+        self._made_again = False
+        if lost:
+            logger.error(
+                "Backlog topic %s was not there (deleted by hand?) while %d requests waited in "
+                "it: they are lost. It is made again; the crawl goes on without them",
+                topic,
+                lost,
+            )
+        return lost
+
     async def step(self) -> Step:
-        """Spill every part over its bound, refill the assigned parts under half of it."""
+        """Spill every part over its bound, refill the assigned parts under half of it
+        (and, every ``TOPIC_CHECK_SECONDS``, make the topic again if it is not there)."""
+        if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
+            await self._make_topic()
+        lost = await self._forget_offsets() if self._made_again else 0
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
@@ -183,6 +223,7 @@ class Backlog:
             read.unreadable,
             read.skipped,
             read.lost,
+            lost,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -219,6 +260,7 @@ class Backlog:
                     ("frontier/refill_undecodable", step.refill_undecodable),
                     ("frontier/refill_skipped", step.refill_skipped),
                     ("frontier/refill_lost", step.refill_lost),
+                    ("frontier/backlog_lost", step.topic_lost),
                 ):
                     if count:
                         stats.inc_value(name, count)
