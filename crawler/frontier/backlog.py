@@ -170,12 +170,12 @@ class Backlog:
         self.consumer.subscribe([self.settings.topic])
         self._subscribed = True
 
-    async def _make_topic(self) -> None:
+    async def _make_topic(self, timeout: float = 30.0) -> None:
         """Make the topic when it is not there (nothing else does: the producer may not):
         the parts' offsets in it are then forgotten at the next step."""
         topic = self.settings.topic
         created = await self.producer.ensure_topics(
-            [topic], len(self.parts), self.settings.replication
+            [topic], len(self.parts), self.settings.replication, timeout=timeout
         )
         self._topic_checked = time.monotonic()
         self._made_again = self._made_again or topic in created
@@ -201,7 +201,7 @@ class Backlog:
         """Spill every part over its bound, refill the assigned parts under half of it
         (and, every ``TOPIC_CHECK_SECONDS``, make the topic again if it is not there)."""
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
-            await self._make_topic()
+            await self._make_topic(timeout=5.0)  # a Kafka away skips the step, not for long
         lost = await self._forget_offsets() if self._made_again else 0
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys in self.parts:
