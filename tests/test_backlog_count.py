@@ -49,6 +49,14 @@ class DiesBeforeCommitting:
         raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
 
+def spilled(kafka: KafkaBroker, topic: str, urls: list[str]) -> None:
+    """Put ``urls`` in partition 0 of ``topic`` as spilled requests (score: their index)."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for n, url in enumerate(urls):
+        producer.produce(topic, orjson.dumps({"score": n, "request": {"url": url}}), partition=0)
+    assert producer.flush(30) == 0
+
+
 def test_requests_read_back_by_a_node_that_died_before_committing_are_queued_once(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:
@@ -58,10 +66,7 @@ def test_requests_read_back_by_a_node_that_died_before_committing_are_queued_onc
     (keys,) = frontier_parts(SPIDER, 1)
     topic = f"backlog-reread-{uuid.uuid4().hex[:8]}"
     urls = [f"http://reread.test/{n}" for n in range(10)]
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    for n, url in enumerate(urls):
-        producer.produce(topic, orjson.dumps({"score": n, "request": {"url": url}}), partition=0)
-    assert producer.flush(30) == 0
+    spilled(kafka, topic, urls)
     redis_client.set(keys.backlog, len(urls))  # as the spill that put them there counted
     bound = settings(kafka, topic, queue_max=4)  # read back 4 at a time
 
@@ -160,11 +165,7 @@ def test_a_backlog_topic_made_again_is_read_from_its_start(
     topic = f"backlog-again-{uuid.uuid4().hex[:8]}"
     redis_client.hset(keys.backlog_read, topic, 500)  # read that far in the topic deleted
     redis_client.set(keys.backlog, 3)
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    for n in range(3):
-        value = {"score": 0, "request": {"url": f"http://again.test/{n}"}}
-        producer.produce(topic, orjson.dumps(value), partition=0)
-    assert producer.flush(30) == 0
+    spilled(kafka, topic, [f"http://again.test/{n}" for n in range(3)])
 
     async def scenario() -> int:
         client = async_client(redis_url, max_connections=8)
@@ -243,10 +244,7 @@ def test_requests_read_back_while_redis_failed_are_read_again(
     (keys,) = frontier_parts(SPIDER, 1)
     topic = f"backlog-outage-{uuid.uuid4().hex[:8]}"
     urls = [f"http://outage.test/{n}" for n in range(12)]
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    for n, url in enumerate(urls):
-        producer.produce(topic, orjson.dumps({"score": n, "request": {"url": url}}), partition=0)
-    assert producer.flush(30) == 0
+    spilled(kafka, topic, urls)
     redis_client.set(keys.backlog, len(urls))
 
     async def scenario() -> list[str]:
@@ -290,11 +288,7 @@ def test_messages_gone_before_they_were_read_back_are_said_lost(
     retention deleted the ones between): an ERROR and a count, not a silent jump."""
     (keys,) = frontier_parts(SPIDER, 1)
     topic = f"backlog-gap-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    for n in range(8):
-        value = {"score": 0, "request": {"url": f"http://gap.test/{n}"}}
-        producer.produce(topic, orjson.dumps(value), partition=0)
-    assert producer.flush(30) == 0
+    spilled(kafka, topic, [f"http://gap.test/{n}" for n in range(8)])
     group = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": topic})
     group.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)  # 2-4 never read
     group.close()
