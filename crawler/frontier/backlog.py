@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_refill import Refill
 from crawler.frontier.backlog_spill import Spill
@@ -51,7 +51,7 @@ from crawler.redis_outage import OutageGuard
 logger = logging.getLogger(__name__)
 
 MAX_SPILL_BATCH = 100_000  # librdkafka's queue.buffering.max.messages (its default)
-TOPIC_CHECK_SECONDS = 10.0  # how often a node makes sure the topic is there (made again if not)
+TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (made again if it is not there)
 
 
 class Stats(Protocol):
@@ -138,9 +138,8 @@ class Backlog:
             }
         )
         self._refill = Refill(self.redis, self.parts, settings, self.node_id)
-        self._forget = self.redis.register_script(frontier_script("backlog_forget"))
-        self._made_again = False  # the topic was not there: the parts' offsets are forgotten
-        self._topic_checked = 0.0  # time.monotonic() of the last look
+        self._mend = self.redis.register_script(frontier_script("backlog_count", "backlog_mend"))
+        self._topic_checked = 0.0  # time.monotonic() of the last look (the first step looks)
         self._subscribed = False
         self._stopping = asyncio.Event()  # the node stops: no new step
 
@@ -155,9 +154,17 @@ class Backlog:
     async def open(self) -> None:
         """Create the backlog topic (one partition per part; one with fewer, left by a crawl
         of fewer parts that never spilled, is grown) and join its consumer group."""
-        topic, count = self.settings.topic, len(self.parts)
         await self._make_topic()
-        had = await self.producer.grow_partitions(topic, count)
+        self.consumer.subscribe([self.settings.topic])
+        self._subscribed = True
+
+    async def _make_topic(self, timeout: float = 30.0) -> None:
+        """Make the topic when it is not there (nothing else does: the producer may not), with
+        a partition per part (one made again by another client may have fewer)."""
+        topic, count = self.settings.topic, len(self.parts)
+        replication = self.settings.replication
+        await self.producer.ensure_topics([topic], count, replication, timeout=timeout)
+        had = await self.producer.grow_partitions(topic, count, timeout=timeout)
         if had < count:
             logger.warning(
                 "Backlog topic %s had %d partitions for %d parts: grown to %d",
@@ -166,32 +173,33 @@ class Backlog:
                 count,
                 count,
             )
-            await self.producer.ensure_topics([topic], count, self.settings.replication)
-        self.consumer.subscribe([self.settings.topic])
-        self._subscribed = True
+            await self.producer.ensure_topics([topic], count, replication, timeout=timeout)
 
-    async def _make_topic(self, timeout: float = 30.0) -> None:
-        """Make the topic when it is not there (nothing else does: the producer may not):
-        the parts' offsets in it are then forgotten at the next step."""
+    async def _mend_offsets(self) -> int:
+        """Parts whose partition ends before what was written to it (Kafka acknowledged it:
+        the topic was made again) start over in the topic as it is; the requests that waited
+        in the one that was are lost, and said."""
         topic = self.settings.topic
-        created = await self.producer.ensure_topics(
-            [topic], len(self.parts), self.settings.replication, timeout=timeout
-        )
-        self._topic_checked = time.monotonic()
-        self._made_again = self._made_again or topic in created
-
-    async def _forget_offsets(self) -> int:
-        """After the topic was made again: the requests its parts counted in the topic that
-        was, lost with it (0 when it was never made before)."""
-        topic, lost = self.settings.topic, 0
-        for keys in self.parts:
-            offsets = [keys.backlog, keys.backlog_read, keys.backlog_written]
-            lost += int(await self._forget(keys=offsets, args=[topic]))
-        self._made_again = False
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for keys in self.parts:
+                pipe.hget(keys.backlog_written, topic)
+            written = [int(n or 0) for n in await pipe.execute()]  # before the watermarks
+        lost = 0
+        for part, (keys, wrote) in enumerate(zip(self.parts, written, strict=True)):
+            if not wrote:
+                continue
+            watermarks = await asyncio.to_thread(
+                self.consumer.get_watermark_offsets, TopicPartition(topic, part), 5.0
+            )
+            if watermarks is not None and watermarks[1] < wrote:
+                high = watermarks[1]
+                offsets = [keys.backlog, keys.backlog_read, keys.backlog_written]
+                lost += int(await self._mend(keys=offsets, args=[topic, wrote, high]))
         if lost:
             logger.error(
-                "Backlog topic %s was not there (deleted by hand?) while %d requests waited in "
-                "it: they are lost. It is made again; the crawl goes on without them",
+                "Backlog topic %s was made again (deleted by hand?) while %d requests waited in "
+                "it: they are lost, and the pages only they led to are not crawled either; the "
+                "crawl goes on without them",
                 topic,
                 lost,
             )
@@ -200,9 +208,16 @@ class Backlog:
     async def step(self) -> Step:
         """Spill every part over its bound, refill the assigned parts under half of it
         (and, every ``TOPIC_CHECK_SECONDS``, make the topic again if it is not there)."""
+        lost = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
-            await self._make_topic(timeout=5.0)  # a Kafka away skips the step, not for long
-        lost = await self._forget_offsets() if self._made_again else 0
+            self._topic_checked = time.monotonic()
+            try:
+                await self._make_topic(timeout=5.0)
+                lost = await self._mend_offsets()
+            except KafkaException as exc:  # the step goes on: its spills wait for Kafka
+                logger.warning(
+                    "Backlog topic %s not looked at: Kafka error %s", self.settings.topic, exc
+                )
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
