@@ -602,6 +602,24 @@ def test_a_purge_deletes_the_backlog_topic_the_crawl_recorded(
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
 
 
+def test_a_purge_without_kafka_keeps_a_crawl_that_spilled_and_says_why(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Without KAFKA_BOOTSTRAP_SERVERS (the nodes had it with -s) a purge deleted the record
+    of the topic and left the topic: its 192 requests came back into the next crawl (an
+    audit). It refuses now, and keeps the keys."""
+    keys = FrontierKeys.for_spider("pages")
+    redis_client.set(keys.backlog, 192)
+    redis_client.set(keys.backlog_topic, "ran-pages-backlog")
+    done = crawler_process(
+        "purge", "pages", "--yes", "--redis", redis_url, env={"KAFKA_BOOTSTRAP_SERVERS": ""}
+    )
+    assert done.returncode == 1
+    assert "spilled requests to the Kafka backlog topic ran-pages-backlog" in done.stderr
+    assert "KAFKA_BOOTSTRAP_SERVERS is empty here" in done.stderr
+    assert redis_client.get(keys.backlog_topic) == b"ran-pages-backlog"
+
+
 def test_a_node_given_another_backlog_topic_than_the_requests_wait_in_is_refused(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
 ) -> None:

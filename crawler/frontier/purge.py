@@ -143,6 +143,8 @@ class PurgePlan:
     present: list[str]  # its keys in Redis
     topics: tuple[str, ...]  # its backlog topics: the one the crawl recorded, the settings' one
     settings: PurgeSettings
+    # the crawl spilled to this topic, and the purge has no KAFKA_BOOTSTRAP_SERVERS to delete it
+    undeletable: str = ""
 
     @classmethod
     def survey(
@@ -171,13 +173,24 @@ class PurgePlan:
         )
         # the topic the nodes spilled to (their -s FRONTIER_BACKLOG_TOPIC, which the purge is
         # not given), recorded by the first of them
-        recorded = text(client.get(parts[0].backlog_topic) or b"") if settings.bootstrap else ""
+        recorded = text(client.get(parts[0].backlog_topic) or b"")
+        if not settings.bootstrap and (recorded or spilled):
+            topic = recorded or settings.backlog_template.replace("{spider}", spider)
+            return cls(spider, parts, live, force, present, (), settings, undeletable=topic)
         topics = tuple(dict.fromkeys(topic for topic in (recorded, named) if topic))
         return cls(spider, parts, live, force, present, topics, settings)
 
     @property
     def refusal(self) -> str | None:
-        """Why purging now is refused (live nodes, without ``--force``), or None."""
+        """Why purging now is refused (live nodes, without ``--force``; a backlog topic it
+        cannot delete), or None."""
+        if self.undeletable:
+            return (
+                f"the crawl of {self.spider!r} spilled requests to the Kafka backlog topic "
+                f"{self.undeletable}, which this purge cannot delete: KAFKA_BOOTSTRAP_SERVERS is "
+                "empty here. Give it (the nodes' value): left, those requests come back into the "
+                "next crawl"
+            )
         if not self.live or self.forced:
             return None
         return (
