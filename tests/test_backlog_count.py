@@ -188,6 +188,51 @@ def test_a_backlog_topic_made_again_is_read_from_its_start(
     assert int(redis_client.hget(keys.backlog_read, topic) or 0) == 3
 
 
+def test_a_topic_made_again_found_by_a_read_back_says_its_loss(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka: KafkaBroker,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A read-back that finds the topic made again before the node's look at it (every 10 s)
+    started the offsets over and said only a WARNING: the 10 requests that waited in the topic
+    deleted were dropped from the count without a word. The loss is said and counted as the
+    look says it."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = f"backlog-found-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", float("inf"))  # no look
+    redis_client.hset(keys.backlog_read, topic, 500)
+    redis_client.hset(keys.backlog_written, topic, 510)  # 10 waited in the topic deleted
+    redis_client.set(keys.backlog, 10)
+    spilled(kafka, topic, [f"http://found.test/{n}" for n in range(3)])
+
+    async def scenario() -> tuple[int, int]:
+        client = async_client(redis_url, max_connections=8)
+        backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
+        refilled = lost = 0
+        deadline = time.monotonic() + 60
+        try:
+            await backlog.open()
+            backlog._topic_checked = time.monotonic()
+            while refilled < 3:
+                assert time.monotonic() < deadline, refilled
+                step = await backlog.step()
+                refilled, lost = refilled + step.refilled, lost + step.topic_lost
+            return refilled, lost
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="crawler.frontier"):
+        assert asyncio.run(scenario()) == (3, 10)
+    assert f"Backlog topic {topic} was made again (deleted by hand?) while 10 requests" in (
+        caplog.text
+    )
+    assert queued(redis_client, keys) == 3
+    assert int(redis_client.get(keys.backlog) or 0) == 0
+
+
 def test_a_node_dying_between_kafka_and_counting_its_spill_leaves_later_counts_right(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from crawler.frontier.backlog_refill import Refill
+from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
 from crawler.kafka.health import LIBRDKAFKA_LOG
@@ -51,7 +51,7 @@ from crawler.redis_outage import OutageGuard
 logger = logging.getLogger(__name__)
 
 MAX_SPILL_BATCH = 100_000  # librdkafka's queue.buffering.max.messages (its default)
-TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (made again if it is not there)
+TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (missing, or made again)
 
 
 class Stats(Protocol):
@@ -108,7 +108,7 @@ class Step:
     refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
     refill_skipped: int = 0  # read again after a reader died before committing them: skipped
     refill_lost: int = 0  # gone from the topic before they were read back (its retention)
-    topic_lost: int = 0  # waited in a topic that was not there any more (deleted by hand)
+    topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
 
 
 class Backlog:
@@ -196,18 +196,12 @@ class Backlog:
                 offsets = [keys.backlog, keys.backlog_read, keys.backlog_written]
                 lost += int(await self._mend(keys=offsets, args=[topic, wrote, high]))
         if lost:
-            logger.error(
-                "Backlog topic %s was made again (deleted by hand?) while %d requests waited in "
-                "it: they are lost, and the pages only they led to are not crawled either; the "
-                "crawl goes on without them",
-                topic,
-                lost,
-            )
+            say_topic_lost(topic, lost)
         return lost
 
     async def step(self) -> Step:
-        """Spill every part over its bound, refill the assigned parts under half of it
-        (and, every ``TOPIC_CHECK_SECONDS``, make the topic again if it is not there)."""
+        """Spill every part over its bound, refill the assigned parts under half of it (and,
+        every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_make_topic``, ``_mend_offsets``)."""
         lost = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
             self._topic_checked = time.monotonic()
@@ -238,7 +232,7 @@ class Backlog:
             read.unreadable,
             read.skipped,
             read.lost,
-            lost,
+            lost + read.topic_lost,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:

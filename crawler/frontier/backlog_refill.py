@@ -41,6 +41,7 @@ class Refilled:
     unreadable: int = 0  # messages that were not spilled requests: failed, with a record each
     skipped: int = 0  # read again after a reader died before committing them: queued already
     lost: int = 0  # never read back: gone from the topic before they were (its retention)
+    topic_lost: int = 0  # waited in a topic made again (deleted by hand) before it was found
 
     def __add__(self, other: Refilled) -> Refilled:
         return Refilled(
@@ -49,7 +50,19 @@ class Refilled:
             self.unreadable + other.unreadable,
             self.skipped + other.skipped,
             self.lost + other.lost,
+            self.topic_lost + other.topic_lost,
         )
+
+
+def say_topic_lost(topic: str, lost: int) -> None:
+    """The one word for requests lost with a backlog topic made again, whoever found it."""
+    logger.error(
+        "Backlog topic %s was made again (deleted by hand?) while %d requests waited in it: "
+        "they are lost, and the pages only they led to are not crawled either; the crawl goes "
+        "on without them",
+        topic,
+        lost,
+    )
 
 
 class Refill:
@@ -139,11 +152,13 @@ class Refill:
         )
         high = watermarks[1] if watermarks else -1
         queue = [keys.queue_levels, keys.queue_count]
-        queued, failed, skipped, restarted, gap = await self._back(
+        queued, failed, skipped, restarted, gap, topic_lost = await self._back(
             keys=[*queue, keys.backlog, keys.failed, keys.backlog_read, keys.backlog_written],
             args=[topic, max(-1, high), f"backlog-{part}-", *entries],
         )
-        if restarted:
+        if topic_lost:
+            say_topic_lost(topic, int(topic_lost))
+        elif restarted:
             logger.warning(
                 "Backlog topic %s (partition %d) ends before the offset read back from it: it "
                 "was made again, and is read from its start",
@@ -176,4 +191,4 @@ class Refill:
                 topic,
                 part,
             )
-        return Refilled(int(queued), 0, int(failed), int(skipped), int(gap))
+        return Refilled(int(queued), 0, int(failed), int(skipped), int(gap), int(topic_lost))

@@ -11,8 +11,4 @@ local topic, written = ARGV[1], tonumber(ARGV[2])
 if backlog_offset(KEYS[3], topic) ~= written then
   return 0
 end
-local lost = math.max(0, written - backlog_offset(KEYS[2], topic))
-redis.call('HSET', KEYS[2], topic, 0)
-redis.call('HSET', KEYS[3], topic, ARGV[3])
-backlog_recount(KEYS[1], KEYS[2], KEYS[3], topic)
-return lost
+return backlog_start_over(KEYS[1], KEYS[2], KEYS[3], topic, ARGV[3])

@@ -6,7 +6,8 @@
 -- neither queued nor counted twice. The partition's high watermark moves the next offset
 -- written forward (a node that died between Kafka's acknowledgement and spill_done.lua left it
 -- behind); one below the next offset to read means the topic was made again (deleted by
--- hand): its offsets start over, and so do both.
+-- hand) before a node's look found it (lua/backlog_mend.lua): its offsets start over, the
+-- requests that waited in the topic that was said lost, as the look says them.
 -- lua/queue.lua and lua/backlog_count.lua come before this body.
 -- KEYS: 1 queue levels, 2 queue count, 3 backlog (count), 4 failed (hash id -> failure JSON),
 --       5 backlog read, 6 backlog written (hashes topic -> offset)
@@ -14,13 +15,14 @@
 --       then triples offset, score (an integer's text; '' for a message that is not a spilled
 --       request), request as stored (or that message's failure JSON)
 -- Returns {queued, failed, skipped, 1 if the offsets started over else 0, the messages between
--- the next offset and the first one read that were never read back: lost}.
-local topic, high, restarted = ARGV[1], tonumber(ARGV[2]), 0
+-- the next offset and the first one read that were never read back: lost, the requests that
+-- waited in a topic made again: lost}.
+local topic, high, restarted, topic_lost = ARGV[1], tonumber(ARGV[2]), 0, 0
 local recorded = redis.call('HEXISTS', KEYS[5], topic) == 1
 local next_offset = backlog_offset(KEYS[5], topic)
 if high >= 0 and high < next_offset then
+  topic_lost = backlog_start_over(KEYS[3], KEYS[5], KEYS[6], topic, high)
   next_offset, restarted = 0, 1
-  redis.call('HSET', KEYS[6], topic, high)
 elseif high > backlog_offset(KEYS[6], topic) then
   redis.call('HSET', KEYS[6], topic, high)
 end
@@ -52,4 +54,4 @@ local gap = 0  -- messages after the next offset never read back (deleted by the
 if recorded and restarted == 0 and first ~= nil and first > next_offset then
   gap = first - next_offset
 end
-return {count, #failures / 2, skipped, restarted, gap}
+return {count, #failures / 2, skipped, restarted, gap, topic_lost}
