@@ -11,6 +11,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from dataclasses import astuple
 from typing import Any
 
 import orjson
@@ -55,6 +56,17 @@ def spilled(kafka: KafkaBroker, topic: str, urls: list[str]) -> None:
     for n, url in enumerate(urls):
         producer.produce(topic, orjson.dumps({"score": n, "request": {"url": url}}), partition=0)
     assert producer.flush(30) == 0
+
+
+async def read_back(backlog: Backlog, requests: int) -> Step:
+    """Step ``backlog`` until it has read ``requests`` back (the group's first assignment takes
+    seconds): the steps' counts summed."""
+    total, deadline = Step(0, 0, 0), time.monotonic() + 60
+    while total.refilled < requests:
+        assert time.monotonic() < deadline, total
+        step = await backlog.step()
+        total = Step(*(a + b for a, b in zip(astuple(total), astuple(step), strict=True)))
+    return total
 
 
 def test_requests_read_back_by_a_node_that_died_before_committing_are_queued_once(
@@ -129,10 +141,7 @@ def test_requests_read_back_before_their_spill_was_counted_leave_the_count_right
         counted = spilling._spill._done
 
         async def counted_after_the_read_back(**kwargs: Any) -> Any:
-            read, deadline = 0, time.monotonic() + 60  # the group's first assignment
-            while read < spilled:
-                assert time.monotonic() < deadline, read
-                read += (await reading.step()).refilled
+            await read_back(reading, spilled)
             return await counted(**kwargs)
 
         monkeypatch.setattr(spilling._spill, "_done", counted_after_the_read_back)
@@ -156,81 +165,51 @@ def test_requests_read_back_before_their_spill_was_counted_leave_the_count_right
     assert int(redis_client.get(keys.backlog) or 0) == 0
 
 
-def test_a_backlog_topic_made_again_is_read_from_its_start(
-    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The part's next offset belongs to the topic it was read from: a topic deleted by hand
-    and made again starts at 0, and its messages are read, not skipped as read already."""
-    (keys,) = frontier_parts(SPIDER, 1)
-    topic = f"backlog-again-{uuid.uuid4().hex[:8]}"
-    redis_client.hset(keys.backlog_read, topic, 500)  # read that far in the topic deleted
-    redis_client.set(keys.backlog, 3)
-    spilled(kafka, topic, [f"http://again.test/{n}" for n in range(3)])
-
-    async def scenario() -> int:
-        client = async_client(redis_url, max_connections=8)
-        backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
-        refilled, deadline = 0, time.monotonic() + 60
-        try:
-            await backlog.open()
-            while refilled < 3 and time.monotonic() < deadline:
-                refilled += (await backlog.step()).refilled
-            return refilled
-        finally:
-            await backlog.close()
-            await client.aclose()
-
-    with caplog.at_level(logging.WARNING, logger="crawler.frontier.backlog_refill"):
-        assert asyncio.run(scenario()) == 3
-    assert "was made again, and is read from its start" in caplog.text
-    assert queued(redis_client, keys) == 3
-    assert int(redis_client.get(keys.backlog) or 0) == 0
-    assert int(redis_client.hget(keys.backlog_read, topic) or 0) == 3
-
-
-def test_a_topic_made_again_found_by_a_read_back_says_its_loss(
+@pytest.mark.parametrize("waited", [0, 10])
+def test_a_backlog_topic_made_again_is_read_from_its_start_and_its_loss_said(
     redis_url: str,
     redis_client: redis.Redis,
     kafka: KafkaBroker,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    waited: int,
 ) -> None:
-    """A read-back that finds the topic made again before the node's look at it (every 10 s)
-    started the offsets over and said only a WARNING: the 10 requests that waited in the topic
-    deleted were dropped from the count without a word. The loss is said and counted as the
-    look says it."""
+    """The part's next offset belongs to the topic it was read from: a topic deleted by hand
+    and made again starts at 0, and its messages are read, not skipped as read already. A
+    read-back that found it before the node's look at it (every 10 s) started the offsets over
+    with only a WARNING: the requests that waited in the topic deleted were dropped from the
+    count without a word. Their loss is said and counted as the look says it."""
     (keys,) = frontier_parts(SPIDER, 1)
-    topic = f"backlog-found-{uuid.uuid4().hex[:8]}"
+    topic = f"backlog-again-{uuid.uuid4().hex[:8]}"
     monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", float("inf"))  # no look
-    redis_client.hset(keys.backlog_read, topic, 500)
-    redis_client.hset(keys.backlog_written, topic, 510)  # 10 waited in the topic deleted
-    redis_client.set(keys.backlog, 10)
-    spilled(kafka, topic, [f"http://found.test/{n}" for n in range(3)])
+    redis_client.hset(keys.backlog_read, topic, 500)  # read that far in the topic deleted
+    redis_client.hset(keys.backlog_written, topic, 500 + waited)
+    redis_client.set(keys.backlog, waited)
+    spilled(kafka, topic, [f"http://again.test/{n}" for n in range(3)])
 
-    async def scenario() -> tuple[int, int]:
+    async def scenario() -> Step:
         client = async_client(redis_url, max_connections=8)
         backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
-        refilled = lost = 0
-        deadline = time.monotonic() + 60
         try:
             await backlog.open()
             backlog._topic_checked = time.monotonic()
-            while refilled < 3:
-                assert time.monotonic() < deadline, refilled
-                step = await backlog.step()
-                refilled, lost = refilled + step.refilled, lost + step.topic_lost
-            return refilled, lost
+            return await read_back(backlog, 3)
         finally:
             await backlog.close()
             await client.aclose()
 
-    with caplog.at_level(logging.ERROR, logger="crawler.frontier"):
-        assert asyncio.run(scenario()) == (3, 10)
-    assert f"Backlog topic {topic} was made again (deleted by hand?) while 10 requests" in (
-        caplog.text
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier"):
+        step = asyncio.run(scenario())
+    assert (step.refilled, step.topic_lost) == (3, waited)
+    said = f"Backlog topic {topic} was made again (deleted by hand?) while {waited} requests"
+    assert (
+        said in caplog.text
+        if waited
+        else "was made again, and is read from its start" in (caplog.text)
     )
     assert queued(redis_client, keys) == 3
     assert int(redis_client.get(keys.backlog) or 0) == 0
+    assert int(redis_client.hget(keys.backlog_read, topic) or 0) == 3
 
 
 def test_a_node_dying_between_kafka_and_counting_its_spill_leaves_later_counts_right(
@@ -261,10 +240,7 @@ def test_a_node_dying_between_kafka_and_counting_its_spill_leaves_later_counts_r
             with pytest.raises(ConnectionError):
                 await dying.step()
             assert int(redis_client.get(keys.backlog) or 0) == 0  # never counted
-            read, deadline = 0, time.monotonic() + 60  # the group's first assignment
-            while read < 10:
-                assert time.monotonic() < deadline, read
-                read += (await reading.step()).refilled
+            await read_back(reading, 10)
             monkeypatch.undo()
             await node.complete(None, "done", [request(n) for n in range(100, 120)])
             later = await dying.step()  # 40 + 10 read back + 20 new: 30 beyond the bound
@@ -343,15 +319,9 @@ def test_messages_gone_before_they_were_read_back_are_said_lost(
     async def scenario() -> Step:
         client = async_client(redis_url, max_connections=8)
         backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
-        refilled = lost = 0
-        deadline = time.monotonic() + 60
         try:
             await backlog.open()
-            while refilled < 3:
-                assert time.monotonic() < deadline
-                step = await backlog.step()
-                refilled, lost = refilled + step.refilled, lost + step.refill_lost
-            return Step(0, refilled, 0, refill_lost=lost)
+            return await read_back(backlog, 3)
         finally:
             await backlog.close()
             await client.aclose()
