@@ -10,11 +10,13 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 from uuid import UUID
 
+import attrs
 import orjson
 import pytest
+from itemadapter import ItemAdapter
 from scrapy.utils.serialize import ScrapyJSONEncoder
 
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
@@ -25,6 +27,7 @@ from crawler.kafka.messages import (
     encode_item,
     item_json,
     item_key,
+    item_type_of,
     schema_version_error,
 )
 from crawler.kafka.schemas import SchemaRegistry
@@ -279,3 +282,56 @@ def test_a_naive_utc_crawl_time_is_not_read_as_local_time() -> None:
     naive_now = datetime.now(UTC).replace(tzinfo=None)
     timestamp = _encode({"url": "https://example.com/", "crawled_at": naive_now}).timestamp_ms
     assert abs(timestamp - clock.time() * 1000) < 5000
+
+
+@dataclass
+class Product:
+    url: str
+    item_type: str  # data: "book", "Blu-ray disc"
+    schema_version: str  # data: "2.1"
+
+
+@attrs.define
+class Listing:
+    url: str
+    item_type: str = "dvd"
+    schema_version: str = "3.0"
+
+
+@dataclass
+class Versioned:
+    url: str
+    item_type: ClassVar[str] = "versioned_page"
+    schema_version: ClassVar[int] = 4
+
+
+@pytest.mark.parametrize(
+    "item", [Product("http://h/", "Blu-ray disc", "2.1"), Listing("http://h/")]
+)
+def test_a_data_field_named_like_the_item_metadata_is_data(item: Any) -> None:
+    """A dataclass or attrs item whose fields are named ``item_type`` or ``schema_version``
+    had its data read as the message's metadata: "2.1" dead-lettered (schema_version) with
+    advice to change a class attribute it does not have, "Blu-ray disc" made a topic name
+    Kafka refused, stopping the node (an audit: 40 of 81 items lost). Only the class says
+    them; its data fields stay data, sent in the value."""
+    encoder = ItemEncoder(SchemaRegistry([]), lambda _stat, _n: None, "n1", "")
+    item_type = item_type_of(item)
+    fields = dict(ItemAdapter(item).items())
+    message = encoder.encode(item, fields, MessageFields("s", "t", item_type))
+    assert isinstance(message, OutgoingMessage)
+    assert item_type == type(item).__name__.lower()
+    assert dict(message.headers)["schema_version"] == b"1"
+    assert orjson.loads(message.value) == {
+        "url": "http://h/",
+        "item_type": item.item_type,
+        "schema_version": item.schema_version,
+    }
+
+
+def test_a_class_attribute_names_the_item_metadata() -> None:
+    item = Versioned("http://h/")
+    encoder = ItemEncoder(SchemaRegistry([]), lambda _stat, _n: None, "n1", "")
+    message = encoder.encode(item, {"url": item.url}, MessageFields("s", "t", item_type_of(item)))
+    assert isinstance(message, OutgoingMessage)
+    assert item_type_of(item) == "versioned_page"
+    assert dict(message.headers)["schema_version"] == b"4"

@@ -19,6 +19,7 @@ from crawler.kafka.health import Count
 from crawler.kafka.messages import (
     OutgoingMessage,
     UnencodableItem,
+    declared,
     item_json,
     item_message,
     schema_version_error,
@@ -59,7 +60,7 @@ class ItemEncoder:
             encoded = item_json(fields)
         except UnencodableItem as exc:
             return Rejected("unencodable", str(exc), self._message(_repr(fields), fields, to, 1))
-        version = getattr(item, "schema_version", 1)
+        version = declared(item, "schema_version", 1)
         message = self._message(encoded.value, fields, to, str(version))
         if error := schema_version_error(f"item class {type(item).__qualname__}", version):
             return Rejected("schema_version", error, message)

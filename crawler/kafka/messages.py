@@ -72,9 +72,18 @@ def canonical_url(url: str) -> str:
     return canonical
 
 
+def declared(item: Any, name: str, default: object) -> object:
+    """``name`` (``item_type``, ``schema_version``) as the item's class says it (an attribute
+    or property), else ``default``; never the item's data: a dataclass's or attrs class's
+    field of that name (whose default is a class attribute too) is sent in the value."""
+    if is_item(item) and name in ItemAdapter(item).field_names():
+        return default
+    return getattr(item, name, default)
+
+
 def item_type_of(item: Any) -> str:
     """The item's type: its class's ``item_type``, else its lowercased class name."""
-    return str(getattr(item, "item_type", type(item).__name__.lower()))
+    return str(declared(item, "item_type", type(item).__name__.lower()))
 
 
 def item_key(item_type: str, url: str) -> bytes:
