@@ -602,6 +602,35 @@ def test_a_purge_deletes_the_backlog_topic_the_crawl_recorded(
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
 
 
+def test_a_purge_deletes_every_backlog_topic_the_crawl_spilled_to(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """Nodes given different FRONTIER_BACKLOG_TOPICs spilled to two topics: the purge deleted
+    the recorded one and left the other, whose requests came back into the next crawl run
+    with it. Every topic a part's offsets name goes."""
+    topics = [f"spilled-{uuid.uuid4().hex[:8]}-{n}" for n in (1, 2)]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for topic in topics:
+        producer.produce(topic, b'{"url": "http://left.invalid/"}')
+    assert producer.flush(30) == 0
+    keys = FrontierKeys.for_spider("pages")
+    redis_client.set(keys.backlog, 2)
+    redis_client.set(keys.backlog_topic, topics[1])
+    redis_client.hset(keys.backlog_written, mapping={topic: 1 for topic in topics})
+    done = crawler_process(
+        "purge",
+        "pages",
+        "--yes",
+        "--redis",
+        redis_url,
+        env={"KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers},
+    )
+    assert done.returncode == 0, done.stderr
+    for topic in topics:
+        assert f"deleted the Kafka backlog topic {topic}" in done.stdout, done.stdout
+        assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
+
+
 def test_a_purge_without_kafka_keeps_a_crawl_that_spilled_and_says_why(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
@@ -629,6 +658,7 @@ def test_a_node_given_another_backlog_topic_than_the_requests_wait_in_is_refused
     keys = FrontierKeys.for_spider("pages")
     redis_client.set(keys.backlog, 186)
     redis_client.set(keys.backlog_topic, "old-pages-backlog")
+    redis_client.hset(keys.backlog_written, "old-pages-backlog", 186)
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
     settings = {
         "FRONTIER_QUEUE_MAX": "10",
@@ -642,3 +672,30 @@ def test_a_node_given_another_backlog_topic_than_the_requests_wait_in_is_refused
     assert "186 requests of 'pages' wait in the Kafka backlog topic old-pages-backlog" in log
     assert "FRONTIER_BACKLOG_TOPIC gives new-pages-backlog" in log
     assert redis_client.get(keys.backlog_topic) == b"old-pages-backlog"
+
+
+def test_a_node_whose_backlog_topic_lost_the_crawls_record_stops(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    """A node started with another FRONTIER_BACKLOG_TOPIC while nothing waited recorded its
+    own: a node running with the old one spilled on to it without a word (read back by no node
+    of the new topic once it stopped). It stops at its next look (every 10 s), saying why."""
+    keys = FrontierKeys.for_spider("pages")
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    topic = f"old-{uuid.uuid4().hex[:8]}-pages-backlog"
+    settings = {
+        "FRONTIER_QUEUE_MAX": "10",
+        "FRONTIER_BACKLOG_TOPIC": topic.replace("pages", "{spider}"),
+        "CRAWLER_STANDALONE_FEED": "",
+    }
+    with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+        deadline = time.monotonic() + 60
+        while redis_client.get(keys.backlog_topic) != topic.encode():
+            assert time.monotonic() < deadline and nodes[0].poll() is None, logs(tmp_path)
+            time.sleep(0.2)
+        redis_client.set(keys.backlog_topic, "new-pages-backlog")
+        assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
+    log = logs(tmp_path, tail=0)
+    assert "'finish_reason': 'frontier_backlog_topic'" in log
+    assert "the crawl now spills to the Kafka backlog topic new-pages-backlog" in log
+    assert f"this node spills to {topic}: it stops" in log

@@ -26,6 +26,7 @@ from crawler.frontier.backlog import Backlog, Step
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.pending import pending_requests
+from crawler.frontier.refusal import BacklogTopicTaken
 from crawler.redis_connection import async_client
 from tests.frontier_state import queued
 from tests.test_backlog import MAX, SPIDER, crawl_queued, request, settings
@@ -423,3 +424,47 @@ def test_nodes_starting_together_say_no_loss(
         assert asyncio.run(scenario()) == (10, 0)
     assert "lost" not in caplog.text
     assert int(redis_client.get(keys.backlog) or 0) == 10
+
+
+def test_requests_spilled_to_two_topics_are_all_counted_and_the_one_without_the_record_stops(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """Two nodes given different FRONTIER_BACKLOG_TOPICs, the second started while nothing
+    waited (it takes the record): the first spilled on to its own topic without a word, and
+    each count took the other's requests off (20 spilled, 10 counted: the crawl could end with
+    10 never read back). Now the count is over every topic, and a node finds the record is not
+    its topic at its next look and stops before it spills again."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    first, second = (f"backlog-two-{uuid.uuid4().hex[:8]}-{n}" for n in (1, 2))
+    redis_client.set(keys.backlog_topic, first)
+
+    async def scenario() -> tuple[int, str]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        one = Backlog([node], settings(kafka, first), 60_000)
+        two = Backlog([FrontierClient(client, keys, "n2")], settings(kafka, second), 60_000)
+        try:
+            await one.open()
+            await two.open()
+            await node.complete(None, "done", [request(n) for n in range(MAX + 10)])
+            assert (await one.step()).spilled == 10
+            redis_client.set(keys.backlog_topic, second)  # the second node is admitted
+            await node.complete(None, "done", [request(n) for n in range(100, 110)])
+            assert (await two.step()).spilled == 10
+            counted = int(redis_client.get(keys.backlog) or 0)
+            await node.complete(None, "done", [request(n) for n in range(200, 210)])
+            one._topic_checked = 0.0  # its next look
+            with pytest.raises(BacklogTopicTaken) as taken:
+                await one.step()
+            return counted, str(taken.value)
+        finally:
+            await one.close()
+            await two.close()
+            await client.aclose()
+
+    counted, said = asyncio.run(scenario())
+    assert counted == 20
+    assert f"now spills to the Kafka backlog topic {second}" in said
+    assert f"this node spills to {first}" in said
+    assert f"10 requests wait in {first}" in said
+    assert queued(redis_client, keys) == MAX + 10  # not spilled by the node stopped

@@ -13,7 +13,9 @@ them), before it reads a seed or writes a start request (both wait for
 requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 ``frontier_backlog_unread``): it would not read them back. An admitted node then, with
 ``FRONTIER_QUEUE_MAX``, starts the backlog loop
-(``crawler.frontier.backlog``).
+(``crawler.frontier.backlog``); one given another ``FRONTIER_BACKLOG_TOPIC`` than the crawl
+recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
+else records its own, and a node spilling to the old one stops at its next look at the topic.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.pending import spilled_requests
+from crawler.frontier.pending import spilled_requests, waiting_by_topic
 from crawler.frontier.refusal import BacklogTopicChanged, BacklogUnread, FrontierRefused
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.topics import topic_from_template
@@ -108,8 +110,16 @@ class FrontierAdmission:
         if self.backlog is not None:
             backlog = self.backlog
             self._backlog_loop = self.context.supervise(
-                "backlog", lambda: backlog.run(self.guard, self.stats)
+                "backlog", lambda: self._run_backlog(backlog)
             )
+
+    async def _run_backlog(self, backlog: Backlog) -> None:
+        """Spill and refill until the node stops, or is refused: a node started since with
+        another ``FRONTIER_BACKLOG_TOPIC`` recorded its own (``Backlog.step``'s look)."""
+        try:
+            await backlog.run(self.guard, self.stats)
+        except FrontierRefused as exc:
+            self.refuse(exc)
 
     async def _take_back(self) -> None:
         """Leases of this node id a killed run left go back to the queue now (this run holds
@@ -142,10 +152,12 @@ class FrontierAdmission:
         recorded = text(await redis.get(key) or b"")
         if recorded == topic:
             return
-        spilled = await spilled_requests(redis, [part.keys for part in parts])
-        if spilled:
-            raise BacklogTopicChanged(self.client.spider, spilled, recorded, topic)
-        await redis.set(key, topic)  # nothing waits in the old one
+        waiting = await waiting_by_topic(redis, [part.keys for part in parts])
+        elsewhere = {other: count for other, count in waiting.items() if other != topic and count}
+        if elsewhere:
+            spilled, where = sum(elsewhere.values()), " and ".join(elsewhere)
+            raise BacklogTopicChanged(self.client.spider, spilled, where, topic)
+        await redis.set(key, topic)  # nothing waits in another: nodes spilling to it stop
 
     @property
     def refused(self) -> bool:

@@ -41,10 +41,12 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
+from crawler.frontier.pending import waiting_by_topic
+from crawler.frontier.refusal import BacklogTopicTaken
 from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.producer import NO_AUTO_CREATION, ItemProducer, producer_config
 from crawler.kafka.topics import topic_from_template
-from crawler.lua import frontier_script
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
@@ -199,12 +201,23 @@ class Backlog:
             say_topic_lost(topic, lost)
         return lost
 
+    async def _check_record(self) -> None:
+        """Raise ``BacklogTopicTaken`` when the crawl's recorded topic (the first node's, or
+        one a node started with while nothing waited) is no longer this node's."""
+        recorded = text(await self.redis.get(self.parts[0].backlog_topic) or b"")
+        topic = self.settings.topic
+        if recorded and recorded != topic:
+            waiting = (await waiting_by_topic(self.redis, self.parts)).get(topic, 0)
+            raise BacklogTopicTaken(recorded, topic, waiting)
+
     async def step(self) -> Step:
         """Spill every part over its bound, refill the assigned parts under half of it (and,
-        every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_make_topic``, ``_mend_offsets``)."""
+        every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_check_record``, ``_make_topic``,
+        ``_mend_offsets``)."""
         lost = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
             self._topic_checked = time.monotonic()
+            await self._check_record()
             try:
                 await self._make_topic(timeout=5.0)
                 lost = await self._mend_offsets()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawler.frontier.keys import FrontierKeys
+from crawler.lua import text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
 
@@ -46,3 +47,19 @@ async def spilled_requests(client: AsyncRedis, parts: Sequence[FrontierKeys]) ->
         for keys in parts:
             pipe.get(keys.backlog)
         return sum(max(0, int(n or 0)) for n in await pipe.execute())
+
+
+async def waiting_by_topic(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> dict[str, int]:
+    """Requests waiting in each Kafka backlog topic the crawl spilled to (its offsets written
+    less read back, every part: ``lua/backlog_count.lua`` sums the same)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for keys in parts:
+            pipe.hgetall(keys.backlog_written)
+            pipe.hgetall(keys.backlog_read)
+        offsets = await pipe.execute()
+    waiting: dict[str, int] = {}
+    for written, read in zip(offsets[0::2], offsets[1::2], strict=True):
+        for topic, offset in written.items():
+            left = max(0, int(offset) - int(read.get(topic, 0)))
+            waiting[text(topic)] = waiting.get(text(topic), 0) + left
+    return waiting

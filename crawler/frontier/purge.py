@@ -141,7 +141,8 @@ class PurgePlan:
     live: list[str]  # the spider's live nodes
     forced: bool  # --force: purge even with live nodes
     present: list[str]  # its keys in Redis
-    topics: tuple[str, ...]  # its backlog topics: the one the crawl recorded, the settings' one
+    # its backlog topics: the one the crawl recorded, those it spilled to, the settings' one
+    topics: tuple[str, ...]
     settings: PurgeSettings
     # the crawl spilled to this topic, and the purge has no KAFKA_BOOTSTRAP_SERVERS to delete it
     undeletable: str = ""
@@ -174,10 +175,13 @@ class PurgePlan:
         # the topic the nodes spilled to (their -s FRONTIER_BACKLOG_TOPIC, which the purge is
         # not given), recorded by the first of them
         recorded = text(client.get(parts[0].backlog_topic) or b"")
+        # and every topic a part's offsets name (nodes given different topics spilled to each)
+        spilled_to = [text(topic) for keys in parts for topic in client.hkeys(keys.backlog_written)]
         if not settings.bootstrap and (recorded or spilled):
-            topic = recorded or settings.backlog_template.replace("{spider}", spider)
+            found = dict.fromkeys(topic for topic in (recorded, *spilled_to) if topic)
+            topic = " and ".join(found) or settings.backlog_template.replace("{spider}", spider)
             return cls(spider, parts, live, force, present, (), settings, undeletable=topic)
-        topics = tuple(dict.fromkeys(topic for topic in (recorded, named) if topic))
+        topics = tuple(dict.fromkeys(topic for topic in (recorded, *spilled_to, named) if topic))
         return cls(spider, parts, live, force, present, topics, settings)
 
     @property

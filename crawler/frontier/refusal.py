@@ -57,3 +57,23 @@ class BacklogTopicChanged(FrontierRefused):
             "they would never be crawled. Give the nodes the FRONTIER_BACKLOG_TOPIC the crawl "
             f"started with, or end the crawl with `crawler purge {spider}`"
         )
+
+
+class BacklogTopicTaken(FrontierRefused):
+    """A node given another ``FRONTIER_BACKLOG_TOPIC`` started while nothing waited in the
+    crawl's, and recorded its own: this node stops before it spills to its topic again."""
+
+    stat = "backlog_topic"
+    finish_reason = "frontier_backlog_topic"
+
+    def __init__(self, recorded: str, given: str, waiting: int) -> None:
+        left = (
+            f"; {waiting} requests wait in {given}, read back only by a node spilling to it"
+            if waiting
+            else ""
+        )
+        super().__init__(
+            f"the crawl now spills to the Kafka backlog topic {recorded} (a node started with "
+            f"that FRONTIER_BACKLOG_TOPIC while no request waited), and this node spills to "
+            f"{given}: it stops. Give every node the same FRONTIER_BACKLOG_TOPIC{left}"
+        )

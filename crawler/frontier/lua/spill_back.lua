@@ -49,7 +49,7 @@ for from = 1, #failures, 1000 do
 end
 local count = queue_push(KEYS[1], KEYS[2], scores, bodies, false)
 redis.call('HSET', KEYS[5], topic, last + 1)
-backlog_recount(KEYS[3], KEYS[5], KEYS[6], topic)
+backlog_recount(KEYS[3], KEYS[5], KEYS[6])
 local gap = 0  -- messages after the next offset never read back (deleted by the retention?)
 if recorded and restarted == 0 and first ~= nil and first > next_offset then
   gap = first - next_offset

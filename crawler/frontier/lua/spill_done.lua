@@ -27,5 +27,5 @@ end
 if tonumber(ARGV[3]) > backlog_offset(KEYS[5], ARGV[2]) then
   redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 end
-backlog_recount(KEYS[3], KEYS[4], KEYS[5], ARGV[2])
+backlog_recount(KEYS[3], KEYS[4], KEYS[5])
 return #dropped
