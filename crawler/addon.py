@@ -33,6 +33,7 @@ from crawler.component_orders import (
 )
 from crawler.download_handler import PLAIN_HANDLERS, missing_browser
 from crawler.frontier.settings import FrontierSettings
+from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
@@ -143,6 +144,7 @@ class ClusterAddon:
         if get_bool(settings, "BROWSER_ENABLED"):
             self._browser(settings)
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
+            check_bootstrap_servers(str(settings.get("KAFKA_BOOTSTRAP_SERVERS")))
             check_pipeline_orders(settings)
         if not (
             settings.get("KAFKA_BOOTSTRAP_SERVERS")
