@@ -10,7 +10,8 @@ new slot if a penalty started meanwhile; a node that starts stopping ends the wa
 request is not fetched, its lease goes back to the queue). Responses with a status in
 ``POLITENESS_PENALTY_STATUSES`` (429, 503) start a shared cooldown for the
 site on every node, at least as long as their ``Retry-After``, and halve its
-rate, which then recovers gradually. The site is ``host[:port]``.
+rate, which then recovers gradually. The site is ``host[:port]`` (a default port left out),
+or the ``download_slot`` a spider gave a request (``site_for``).
 
 Without ``REDIS_URL`` (standalone) the same limiter runs in memory. In cluster
 mode a Redis outage (:mod:`crawler.redis_outage`) pauses requests until Redis
@@ -56,17 +57,28 @@ def site_of(url: str) -> str:
     return site_of_netloc(urlsplit(url).netloc)
 
 
+# Set on a request that reached the downloader without a ``download_slot``: the one Scrapy's
+# downloader then gives it (its host name, kept by retries and redirects) is not the spider's.
+AUTO_SLOT_META = "politeness_auto_slot"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def site_for(request: Request) -> str:
-    """The site the limiter paces ``request`` under: its ``host[:port]``, or the
-    ``meta['download_slot']`` its spider gave it to pace hosts as one (Scrapy's own slot, the
-    host name, is none, nor is the first URL's host a redirect carries over)."""
-    site = site_of(request.url)
+    """The site the limiter paces ``request`` under: its ``host[:port]`` (a default port
+    written out is left out, as Scrapy's slot leaves it), or the ``meta['download_slot']`` its
+    spider gave it to pace hosts as one, whatever its name (Scrapy's own slot, the host name,
+    is none, nor is the first URL's host a redirect carries over)."""
+    url = urlparse_cached(request)
+    site = site_of_netloc(url.netloc)
+    if url.port is not None and url.port == DEFAULT_PORTS.get(url.scheme):
+        site = site.rpartition(":")[0]
     slot = request.meta.get("download_slot")
     if not isinstance(slot, str) or not slot:
         return site
-    first = (request.meta.get("redirect_urls") or [request.url])[0]
-    if slot in (urlparse_cached(request).hostname, urlsplit(str(first)).hostname):
-        return site
+    if request.meta.get(AUTO_SLOT_META):
+        first = (request.meta.get("redirect_urls") or [request.url])[0]
+        if slot in (url.hostname, urlsplit(str(first)).hostname):
+            return site
     return slot.lower()
 
 
@@ -153,8 +165,15 @@ class ClusterRateLimitMiddleware:
             not_waiting_past_stop(self.crawler, "politeness/stopped", left, f"its turn at {site}")
             await asyncio.sleep(min(left, STOP_LOOK))
 
+    def process_request(self, request: Request) -> None:
+        """Mark a request without a ``download_slot`` before Scrapy's downloader gives it its
+        own (``site_for``)."""
+        if not request.meta.get("download_slot"):
+            request.meta[AUTO_SLOT_META] = True
+
     async def process_response(self, request: Request, response: Response) -> Response:
-        if response.status in self.settings.penalty_statuses:
+        # a 429 or 503 from the HTTP cache is no answer of the site's now
+        if response.status in self.settings.penalty_statuses and "cached" not in response.flags:
             await self.penalize(site_for(request), str(response.status), response)
         return response
 
