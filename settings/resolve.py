@@ -29,7 +29,7 @@ ENV_OVERRIDES = {
 SETTING_PREFIX = "CRAWLER_SETTING_"  # CRAWLER_SETTING_<NAME>=<value> sets NAME
 
 
-def _uppercase_names(module: ModuleType) -> dict[str, Any]:
+def uppercase_names(module: ModuleType) -> dict[str, Any]:
     return {name: getattr(module, name) for name in dir(module) if name.isupper()}
 
 
@@ -55,8 +55,8 @@ def resolve_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         raise ValueError(
             f"{PROFILE_ENV}={profile!r} is not a profile; choose one of {sorted(PROFILES)}"
         )
-    values = _uppercase_names(importlib.import_module("settings.base"))
-    values.update(_uppercase_names(importlib.import_module(PROFILES[profile])))
+    values = uppercase_names(importlib.import_module("settings.base"))
+    values.update(uppercase_names(importlib.import_module(PROFILES[profile])))
     values["CRAWLER_PROFILE"] = profile
     for variable, setting in ENV_OVERRIDES.items():
         if variable in environ:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from crawler.cli.seed_check import Outcome, SeedChecker
 from crawler.spiders.base import RedisSpider
 from crawler.spiders.pages import PagesSpider
 from settings import base
+from tests.cli_process import crawler_process, ok
 from tests.cluster import running_nodes
 
 SETTINGS = {name: value for name, value in vars(base).items() if name.isupper()}
@@ -115,3 +117,36 @@ def test_seeds_pushed_where_no_live_node_reads_are_warned_about(
         assert "node-0" in warning and "CRAWLER_SETTING_SEEDS_KEY" in warning
     else:
         assert warning is None
+
+
+def test_the_commands_read_the_settings_module_the_nodes_read(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """A project of its own (``SCRAPY_SETTINGS_MODULE``, beginning ``from settings import *``
+    as the migration guide says) sets Redis and the seed key's type: the nodes read them, the
+    ``crawler`` commands read only this project's settings. ``crawler seed`` pushed into
+    another Redis database, as a list the nodes refused, and ``crawler status`` said NOT
+    STARTED while a node ran (an audit)."""
+    database = redis_url.rsplit("/", 1)[0] + "/5"
+    package = tmp_path / "ownproject"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        "from settings import *  # noqa: F403\n"
+        f"REDIS_URL = {database!r}\n"
+        "REDIS_START_URLS_AS_SET = True\n"
+    )
+    env = {
+        "SCRAPY_SETTINGS_MODULE": "ownproject.settings",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    own = redis.Redis.from_url(database)
+    try:
+        own.delete("pages:start_urls")
+        ok(crawler_process("seed", "pages", "http://own.test/", env=env))
+        assert own.type("pages:start_urls") == b"set"
+        assert own.smembers("pages:start_urls") == {b"http://own.test/"}
+        assert not redis_client.exists("pages:start_urls")
+    finally:
+        own.delete("pages:start_urls")
+        own.close()

@@ -1,8 +1,10 @@
-"""Where the CLI finds Redis, Kafka and the spool: flags, else the project settings."""
+"""Where the CLI finds Redis, Kafka and the spool: flags, else the project settings (the
+module ``SCRAPY_SETTINGS_MODULE`` names, as the nodes read it)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,20 @@ from crawler.redis_outage import REDIS_FAILURES
 from crawler.redis_url import RedisConfig
 from crawler.scrapy_redis_compat import redis_url_setting
 from crawler.settings_values import get_float
-from settings.resolve import resolve_settings
+from settings.resolve import resolve_settings, uppercase_names
 
 
 def project_settings() -> dict[str, Any]:
-    return resolve_settings(os.environ)
+    """The settings the nodes read: the module ``SCRAPY_SETTINGS_MODULE`` names (a project
+    of the user's, which begins with ``from settings import *``), else this project's, with
+    the environment's overrides."""
+    module = os.environ.get("SCRAPY_SETTINGS_MODULE", "").strip()
+    if not module or module == "settings":
+        return resolve_settings(os.environ)
+    try:
+        return uppercase_names(importlib.import_module(module))
+    except ImportError as exc:
+        raise SystemExit(f"SCRAPY_SETTINGS_MODULE={module!r} cannot be imported: {exc}") from exc
 
 
 def add_kafka_option(parser: argparse.ArgumentParser) -> None:
