@@ -36,7 +36,12 @@ from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.node_run import NodeIdInUse
 from crawler.frontier.partitions import PartitionsChanged
-from crawler.frontier.refusal import BacklogTopicChanged, BacklogUnread, FrontierRefused
+from crawler.frontier.refusal import (
+    BacklogTopicChanged,
+    BacklogUnread,
+    FrontierRefused,
+    ScrapyRedisQueueLeft,
+)
 from crawler.kafka.topics import TopicRefused
 
 REFUSED_FINISH_REASONS = frozenset(
@@ -51,6 +56,7 @@ REFUSED_FINISH_REASONS = frozenset(
                 OldLayout,
                 BacklogUnread,
                 BacklogTopicChanged,
+                ScrapyRedisQueueLeft,
                 NodeIdInUse,
                 TopicRefused,
             )

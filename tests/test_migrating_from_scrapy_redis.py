@@ -146,3 +146,28 @@ def test_a_seed_key_of_the_wrong_type_is_reported_and_the_node_goes_on(
     assert set(site.page_hits()) == {"/p/0.html", "/p/1.html", "/p/2.html"}
     assert "'seeds/wrong_type'" in log.read_text()
     client.close()
+
+
+@pytest.mark.parametrize("queue_type", ["zset", "list"])
+def test_a_scrapy_redis_crawl_left_under_way_stops_the_start(
+    tmp_path: Path, redis_url: str, queue_type: str
+) -> None:
+    """scrapy-redis stopped mid-crawl (``SCHEDULER_PERSIST``) leaves its queue and dupefilter
+    in Redis: the migrated node said nothing of them, crawled nothing and idled out; the 29
+    requests were never crawled (an audit). The start stops, naming the key and what to do."""
+    client = redis.Redis.from_url(redis_url)
+    if queue_type == "zset":
+        client.zadd("u_redis:requests", {b"\x80pickled-1": 0, b"\x80pickled-2": 0})
+    else:
+        client.rpush("u_redis:requests", b"\x80pickled-1", b"\x80pickled-2")
+    client.sadd("u_redis:dupefilter", "0" * 40)
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {**USER_SETTINGS, "CRAWLER_STANDALONE_FEED": ""}
+    with running_nodes(1, workdir=tmp_path, env=env, settings=settings, spider="u_redis") as nodes:
+        assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
+    log = logs(tmp_path, tail=0)
+    assert "2 requests of a scrapy-redis crawl of 'u_redis' wait in u_redis:requests" in log
+    assert "redis-cli del u_redis:requests u_redis:dupefilter" in log
+    assert "'finish_reason': 'frontier_scrapy_redis_queue'" in log
+    assert client.exists("u_redis:requests")  # kept
+    client.close()

@@ -33,7 +33,12 @@ from crawler.frontier.backlog import Backlog
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import spilled_requests, waiting_by_topic
-from crawler.frontier.refusal import BacklogTopicChanged, BacklogUnread, FrontierRefused
+from crawler.frontier.refusal import (
+    BacklogTopicChanged,
+    BacklogUnread,
+    FrontierRefused,
+    ScrapyRedisQueueLeft,
+)
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.topics import topic_from_template
 from crawler.lua import text
@@ -87,6 +92,7 @@ class FrontierAdmission:
         backlog loop."""
         try:
             await self.guard.run(self.node_run.claim)
+            await self.guard.run(self._check_scrapy_redis_keys)
             await self.guard.run(self._take_back)
             await self.guard.run(self.client.claim)
             if self.backlog is None:
@@ -120,6 +126,30 @@ class FrontierAdmission:
             await backlog.run(self.guard, self.stats)
         except FrontierRefused as exc:
             self.refuse(exc)
+
+    async def _check_scrapy_redis_keys(self) -> None:
+        """A scrapy-redis crawl of the spider left under way (its default queue key holds
+        requests) refuses the node; its dupefilter alone is said not read."""
+        spider, redis = self.client.spider, self.client.parts[0].redis
+        queue, dupefilter = f"{spider}:requests", f"{spider}:dupefilter"
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.type(queue)
+            pipe.type(dupefilter)
+            kinds = [text(kind) for kind in await pipe.execute()]
+        if kinds[0] in ("zset", "list"):  # PriorityQueue; FifoQueue and LifoQueue
+            size = redis.zcard if kinds[0] == "zset" else redis.llen
+            raise ScrapyRedisQueueLeft(spider, queue, int(await size(queue)), dupefilter)
+        if kinds[1] == "set":
+            seen = int(await redis.scard(dupefilter))
+            self.stats.inc_value("frontier/scrapy_redis_dupefilter")
+            logger.warning(
+                "scrapy-redis's dupefilter %s (%d fingerprints) is not read here: pages a "
+                "scrapy-redis crawl recorded as seen are crawled again (delete it: redis-cli del "
+                "%s)",
+                dupefilter,
+                seen,
+                dupefilter,
+            )
 
     async def _take_back(self) -> None:
         """Leases of this node id a killed run left go back to the queue now (this run holds

@@ -77,3 +77,18 @@ class BacklogTopicTaken(FrontierRefused):
             f"that FRONTIER_BACKLOG_TOPIC while no request waited), and this node spills to "
             f"{given}: it stops. Give every node the same FRONTIER_BACKLOG_TOPIC{left}"
         )
+
+
+class ScrapyRedisQueueLeft(FrontierRefused):
+    """A scrapy-redis crawl of the spider stopped under way: its queue is still in Redis."""
+
+    stat = "scrapy_redis_queue"
+    finish_reason = "frontier_scrapy_redis_queue"
+
+    def __init__(self, spider: str, queue: str, count: int, dupefilter: str) -> None:
+        super().__init__(
+            f"{count} requests of a scrapy-redis crawl of {spider!r} wait in {queue} "
+            "(scrapy-redis's queue, its requests pickled, which this project never reads): "
+            "they would never be crawled. Finish that crawl with scrapy-redis, or delete its "
+            f"keys (`redis-cli del {queue} {dupefilter}`) to crawl from the seeds here"
+        )
