@@ -744,3 +744,25 @@ def test_the_url_argument_is_the_spider_s_attribute_too_and_a_bad_one_is_dropped
     assert "Invalid seed dropped (error/KeyError)" in caplog.text
     assert made.crawler.stats is not None
     assert made.crawler.stats.get_value("seeds/invalid/error/KeyError") == 1
+
+
+class StartUrlsSpider(RedisSpider):
+    name = "start_urls"
+    start_urls = ["http://shop.test/start", "not a url"]  # noqa: RUF012 - as Scrapy types it
+
+
+def test_a_redis_spider_s_start_urls_are_crawled(caplog: pytest.LogCaptureFixture) -> None:
+    """scrapy-redis (Scrapy's own ``start()``) crawls a RedisSpider's ``start_urls`` besides
+    its Redis seeds; ours never made them, without a word (an audit: 2 items of 4). They are
+    made at start on every node (the shared dedup keeps one, as for ``-a url=``); one that is
+    no URL is dropped as an invalid seed."""
+    made = spider(StartUrlsSpider, settings={"REDIS_URL": ""})
+
+    async def started() -> list[Any]:
+        return [output async for output in made.start()]
+
+    with caplog.at_level(logging.ERROR, logger="crawler.spiders.base"):
+        (request,) = asyncio.run(started())
+    assert request.url == "http://shop.test/start"
+    assert not request.dont_filter
+    assert "Invalid seed dropped" in caplog.text

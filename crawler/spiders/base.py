@@ -159,6 +159,14 @@ class RedisSpider(scrapy.Spider):
                 continue
             for request in requests:
                 yield request
+        # as Scrapy's own start() makes them (on every node: the shared dedup keeps one)
+        for url in getattr(self, "start_urls", None) or ():
+            try:
+                request = Request(url)
+            except (TypeError, ValueError) as exc:
+                self._log_invalid(InvalidSeed("url", f"start_urls: {exc}"), "dropped")
+                continue
+            yield request
         if not self.seed_settings.redis_url:
             return
         async for request in self._redis_seeds():
