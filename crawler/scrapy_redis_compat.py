@@ -272,7 +272,21 @@ def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
 
 
 def _stats_key(settings: BaseSettings) -> None:
-    if settings.get("STATS_CLASS") != REDIS_STATS and given(settings, "STATS_KEY"):
+    stats_class = settings.get("STATS_CLASS")
+    named = stats_class if isinstance(stats_class, str) else getattr(stats_class, "__module__", "")
+    redis_stats = named == REDIS_STATS or (
+        isinstance(stats_class, type) and f"{named}.{stats_class.__qualname__}" == REDIS_STATS
+    )
+    if redis_stats and settings.get("REDIS_URL"):
+        raise refuse(
+            "STATS_CLASS",
+            stats_class,
+            "it keeps one stats hash for all the nodes, as text: the crawl ledger, `crawler "
+            "status` and each node's own figures read nothing from it (0 pages, NOT STARTED). "
+            "Remove it: the crawl ledger {<spider>}:ledger:<crawl id> sums every node's stats "
+            "(`crawler status --json`)",
+        )
+    if not redis_stats and given(settings, "STATS_KEY"):
         raise refuse(
             "STATS_KEY",
             settings.get("STATS_KEY"),

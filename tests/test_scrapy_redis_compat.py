@@ -359,6 +359,10 @@ def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPat
             "db cannot be put in a redis\\+sentinel:// REDIS_URL",
         ),
         ({"STATS_KEY": "%(spider)s:stats"}, "only applies to STATS_CLASS"),
+        (  # the ledger read its text values as nothing: 0 pages, NOT STARTED (an audit)
+            {"REDIS_URL": "redis://h:1/0", "STATS_CLASS": "scrapy_redis.stats.RedisStatsCollector"},
+            "one stats hash for all the nodes, as text",
+        ),
         (  # it won silently: the nodes used db 5, `crawler seed` pushed to db 0
             {"REDIS_URL": "redis://h:1/0", "REDIS_PARAMS": {"db": 5}},
             "REDIS_PARAMS' db 5 and the database 0 in REDIS_URL are both given",
@@ -403,8 +407,6 @@ def test_settings_that_ask_for_what_the_frontier_does_are_accepted() -> None:
             "SCHEDULER_FLUSH_ON_START": False,
             "SCHEDULER_IDLE_BEFORE_CLOSE": 3,
             "FRONTIER_IDLE_POLL": 3,
-            "STATS_CLASS": "scrapy_redis.stats.RedisStatsCollector",
-            "STATS_KEY": "%(spider)s:stats",
             "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
             "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
             "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
