@@ -92,7 +92,9 @@ def _priority(settings: BaseSettings, name: str) -> int:
 
 
 def refuse(name: str, value: Any, instead: str) -> ValueError:
-    return ValueError(f"{name}={value!r} is scrapy-redis's and cannot work here: {instead}")
+    """``name`` (a scrapy-redis setting, or one scrapy-redis users set) given ``value``, which
+    cannot work here: ``instead``, what to do."""
+    return ValueError(f"{name}={value!r}, as scrapy-redis takes it, cannot work here: {instead}")
 
 
 def apply(settings: BaseSettings) -> None:

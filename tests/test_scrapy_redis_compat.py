@@ -768,3 +768,14 @@ def test_a_redis_spider_s_start_urls_are_crawled(caplog: pytest.LogCaptureFixtur
     assert request.url == "http://shop.test/start"
     assert not request.dont_filter
     assert "Invalid seed dropped" in caplog.text
+
+
+def test_scrapy_redis_s_server_attribute_says_what_to_do() -> None:
+    """``self.server`` (scrapy-redis's Redis client of the spider) raised a bare
+    AttributeError on every page (an audit); it says what to use, and a spider may set its
+    own."""
+    made = spider(MySpider, settings={"REDIS_URL": ""})
+    with pytest.raises(AttributeError, match="scrapy-redis's Redis client of the spider, is not"):
+        made.server  # noqa: B018 - the attribute read is the test
+    made.server = "own client"
+    assert made.server == "own client"
