@@ -16,7 +16,7 @@ from scrapy import Spider
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from crawler import scrapy_redis_compat
-from crawler.politeness.settings import is_site_key
+from crawler.politeness.settings import rate_key
 from crawler.settings_values import get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -122,19 +122,18 @@ def per_node_limits(settings: BaseSettings) -> None:
 def _slot_delays(settings: BaseSettings, slots: dict[str, object]) -> list[str]:
     """A ``DOWNLOAD_SLOTS`` delay holds per node, as ``DOWNLOAD_DELAY`` does: each slot
     with one and no rate of its own in ``POLITENESS_SITE_RATES`` gets 1/delay there (the
-    limiter paces a slot the spider names, and a host's slot is the host). The slots
-    given a rate."""
+    limiter paces a slot the spider names under its name, and a host's slot is the host).
+    The slots given a rate."""
     rates = dict(get_dict(settings, "POLITENESS_SITE_RATES"))
     given = {str(key).lower() for key in rates}
     paced = []
     for key, slot in slots.items():
         delay = slot.get("delay") if isinstance(slot, dict) else None
-        site = str(key).lower()
-        if not isinstance(delay, (int, float)) or delay <= 0 or site in given:
+        site = rate_key(key)
+        if not isinstance(delay, (int, float)) or delay <= 0 or site is None or site in given:
             continue
-        if is_site_key(site):
-            rates[site] = 1 / delay
-            paced.append(site)
+        rates[site] = 1 / delay
+        paced.append(site)
     if paced:
         priority = settings.getpriority("DOWNLOAD_SLOTS") or 0
         settings.set("POLITENESS_SITE_RATES", rates, priority=priority)

@@ -245,7 +245,6 @@ def test_a_site_rate_applies_to_its_site_as_the_limiter_names_it() -> None:
         ("shop.test:080", "'shop.test:80'"),
         ("shop.test:", "'shop.test'"),
         ("bücher.de", "'xn--bcher-kva.de'"),
-        ("shop test", "host or host:port"),
         ("shop.test:99999", "host or host:port"),
         ("", "host or host:port"),
     ],
@@ -258,6 +257,15 @@ def test_a_site_rate_key_that_names_no_site_is_refused(key: str, instead: str) -
         politeness({"POLITENESS_SITE_RATES": {key: 1}})
     with pytest.raises(ValueError, match=expected):  # -s, as JSON
         politeness({}, command_line=[f'POLITENESS_SITE_RATES={{"{key}": 1}}'])
+
+
+@pytest.mark.parametrize("slot", ["shop:checkout", "API slot", "shop test"])
+def test_a_site_rate_may_name_a_download_slot(slot: str) -> None:
+    """The docs say POLITENESS_SITE_RATES may name a ``download_slot`` a spider gives its
+    requests, and the limiter paces such a slot under its name; a name not shaped like a host
+    was refused at start (an audit), leaving only the default rate for it."""
+    settings = politeness({"POLITENESS_SITE_RATES": {slot: 1}})
+    assert settings.rate_for(slot.lower()).per_second == 1
 
 
 def test_two_site_rate_keys_for_one_site_are_refused() -> None:

@@ -576,7 +576,11 @@ def test_scrapy_s_cookie_jars_named_by_a_project_are_the_shared_ones_in_cluster_
 def test_a_download_slot_delay_becomes_its_cluster_wide_rate() -> None:
     """A DOWNLOAD_SLOTS delay held per node (warned): two nodes sent the slot's site one
     request a second for a delay of 2 (an audit). As DOWNLOAD_DELAY, it is the slot's rate."""
-    slots = {"shop.test": {"delay": 2, "concurrency": 1}, "kept.test": {"delay": 4}}
+    slots = {
+        "shop.test": {"delay": 2, "concurrency": 1},
+        "kept.test": {"delay": 4},
+        "Shop:Checkout": {"delay": 1},  # a slot a spider names in meta: it stayed per node
+    }
     cluster = project(
         {
             "REDIS_URL": "redis://h:1/0",
@@ -584,7 +588,11 @@ def test_a_download_slot_delay_becomes_its_cluster_wide_rate() -> None:
             "POLITENESS_SITE_RATES": {"kept.test": 3},
         }
     )
-    assert cluster.getdict("POLITENESS_SITE_RATES") == {"kept.test": 3, "shop.test": 0.5}
+    assert cluster.getdict("POLITENESS_SITE_RATES") == {
+        "kept.test": 3,
+        "shop.test": 0.5,
+        "shop:checkout": 1,
+    }
     assert project({"DOWNLOAD_SLOTS": slots}).getdict("POLITENESS_SITE_RATES") == {}
 
 

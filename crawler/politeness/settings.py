@@ -50,17 +50,29 @@ def is_site_key(key: object) -> bool:
     return bool(SITE.fullmatch(site)) and _limiter_site(site) == site
 
 
+def rate_key(key: object) -> str | None:
+    """The site ``key`` names as the limiter names a request's, in lower case: a ``host[:port]``,
+    or a ``download_slot`` a spider gives its requests (a name without dots, slashes, ``@`` or
+    spaces around it, which no host or URL mistyped has); None when it could name none."""
+    text = str(key)
+    if is_site_key(text):
+        return text.lower()
+    if text and text == text.strip() and not any(mark in text for mark in "./@"):
+        return text.lower()
+    return None
+
+
 def _site(name: str, key: Any, value: Any) -> str:
     """The site a ``POLITENESS_SITE_RATES`` key names, in the form the limiter gives a request's
     site; a key no request's site could match is refused (its site would get the default rate)."""
-    if is_site_key(key):
-        return str(key).lower()
+    if (site := rate_key(key)) is not None:
+        return site
     suggested = _limiter_site(str(key).strip())
     instead = repr(suggested) if suggested and SITE.fullmatch(suggested) else "host or host:port"
     raise ValueError(
         f"{name}={value!r}: {key!r} is not a site as the rate limiter names one (host or "
-        f"host:port, without a scheme, user, path, slash or spaces, host in IDNA form); "
-        f"write {instead}"
+        f"host:port, without a scheme, user, path, slash or spaces, host in IDNA form; or a "
+        f"download_slot name without dots, slashes or @); write {instead}"
     )
 
 
