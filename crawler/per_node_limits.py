@@ -52,11 +52,26 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
                 f"the spider's download_delay={attribute!r} (an attribute, or -a "
                 "download_delay=...) must be a number of seconds"
             ) from None
-    if delay <= 0 or priority <= 0 or not get_bool(settings, "POLITENESS_ENABLED"):
+    if delay <= 0 or priority <= 0:
+        return
+    if not get_bool(settings, "POLITENESS_ENABLED"):
+        logger.warning(
+            "DOWNLOAD_DELAY=%g holds per node: POLITENESS_ENABLED=False turns the cluster-wide "
+            "limiter off, so with N nodes a site gets up to N times the pace asked for",
+            delay,
+        )
         return
     rate_priority = settings.getpriority("POLITENESS_RATE") or 0
     if not scrapy_redis_compat.given(settings, "POLITENESS_RATE") or priority > rate_priority:
         settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
+        if sites := sorted(map(str, get_dict(settings, "POLITENESS_SITE_RATES"))):
+            logger.warning(
+                "POLITENESS_SITE_RATES keeps its own rate for %s over DOWNLOAD_DELAY=%g, which "
+                "paces every other site (as a DOWNLOAD_SLOTS delay keeps its slot's in Scrapy); "
+                "drop those entries to pace them by the delay",
+                ", ".join(sites),
+                delay,
+            )
 
 
 def closespider_counts(settings: BaseSettings) -> None:
@@ -97,11 +112,20 @@ def per_node_limits(settings: BaseSettings) -> None:
             "503 for every node",
             instead,
         )
+    if scrapy_redis_compat.given(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"):
+        logger.warning(
+            "CONCURRENT_REQUESTS_PER_DOMAIN=%d counts per node in cluster mode (N nodes: up "
+            "to N times as many requests at once to one site); %s",
+            get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"),
+            instead,
+        )
     per_ip = get_int(settings, "CONCURRENT_REQUESTS_PER_IP")
     if per_ip > 0:
         logger.warning(
             "CONCURRENT_REQUESTS_PER_IP=%d counts per node in cluster mode (N nodes: up to "
-            "N times as many requests at once to one IP); %s",
+            "N times as many requests at once to one IP), and DOWNLOAD_DELAY is paced per "
+            "host[:port], not per IP as Scrapy paces it with this setting (an IP serving "
+            "several hosts gets each one's rate); %s",
             per_ip,
             instead,
         )

@@ -513,6 +513,7 @@ def test_per_node_download_limits_are_said_to_hold_per_node(
 ) -> None:
     limits = {
         "AUTOTHROTTLE_ENABLED": True,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,  # said nothing, as the other two (an audit)
         "CONCURRENT_REQUESTS_PER_IP": 1,
         "DOWNLOAD_SLOTS": {"shop.test": {"delay": 2, "concurrency": 1}},
     }
@@ -525,10 +526,34 @@ def test_per_node_download_limits_are_said_to_hold_per_node(
     said = [record.getMessage() for record in caplog.records]
     assert [message.split(" ", 1)[0] for message in said] == [
         "AUTOTHROTTLE_ENABLED=True",
+        "CONCURRENT_REQUESTS_PER_DOMAIN=1",
         "CONCURRENT_REQUESTS_PER_IP=1",
         "DOWNLOAD_SLOTS",
     ]
     assert all("POLITENESS_" in message for message in said)  # what holds cluster-wide instead
+    # Scrapy paces DOWNLOAD_DELAY per IP with it; the cluster per host[:port] (an audit)
+    assert "DOWNLOAD_DELAY is paced per host[:port]" in said[2]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (  # the limiter off: the delay is each node's (an audit: no word)
+            {"DOWNLOAD_DELAY": 1, "POLITENESS_ENABLED": False},
+            "DOWNLOAD_DELAY=1 holds per node: POLITENESS_ENABLED=False",
+        ),
+        (  # a site's own rate stays the site's, as a DOWNLOAD_SLOTS delay would in Scrapy
+            {"DOWNLOAD_DELAY": 1, "POLITENESS_SITE_RATES": {"shop.test": 10}},
+            "POLITENESS_SITE_RATES keeps its own rate for shop.test over DOWNLOAD_DELAY=1",
+        ),
+    ],
+)
+def test_a_download_delay_that_does_not_hold_for_every_site_says_so(
+    values: dict[str, Any], expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler"):
+        project({"REDIS_URL": "redis://h:1/0", **values})
+    assert expected in caplog.text
 
 
 SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
