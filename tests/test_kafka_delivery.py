@@ -109,6 +109,8 @@ def test_bad_items_are_dead_lettered_and_the_crawl_goes_on(
         "'item_scraped_count': 4",
     ):
         assert stat in log
+    # librdkafka refuses it before any broker does: the log names both limits (an audit)
+    assert "raise librdkafka's message.max.bytes (KAFKA_PRODUCER_CONFIG" in log
 
 
 @pytest.mark.slow

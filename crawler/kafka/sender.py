@@ -58,6 +58,11 @@ POLL_EVERY = 32  # serve delivery reports every N sends (and on every periodic p
 PROBE_INTERVAL = 2.0  # seconds between metadata probes while Kafka is away or stalled
 PROBE_TIMEOUT = 5.0  # seconds one probe waits for the broker
 STALL_AFTER = 10.0  # messages pending with no delivery report this long: probe the broker
+# said with a message too large (librdkafka's own limit refuses it before any broker does)
+TOO_LARGE = (
+    " (a message of %d bytes: to send it, raise librdkafka's message.max.bytes (KAFKA_PRODUCER_"
+    "CONFIG, 1000000 by default) and the topic's max.message.bytes (KAFKA_TOPIC_CONFIG))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +244,13 @@ class ItemSender:
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
-        logger.error("Kafka refused a message for %s (%s): %s", message.topic, reason, error.str())
+        logger.error(
+            "Kafka refused a message for %s (%s): %s%s",
+            message.topic,
+            reason,
+            error.str(),
+            TOO_LARGE % len(message.value) if error.code() == KafkaError.MSG_SIZE_TOO_LARGE else "",
+        )
         self.dead_letter(message, reason, error.str(), on_settled)
 
     def dead_letter(
