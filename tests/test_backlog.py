@@ -575,39 +575,14 @@ def test_a_purge_deletes_the_backlog_topic_a_spider_names_itself(
     assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
 
 
-def test_a_purge_deletes_the_backlog_topic_the_crawl_recorded(
+def test_a_purge_deletes_every_backlog_topic_the_crawl_spilled_to(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:
     """The nodes ran with `-s FRONTIER_BACKLOG_TOPIC=...`, which a purge is not given: it
     deleted the recorded topic's key and left the topic, and the next crawl read its 222
-    requests back (an audit: 675 items for a 453-page site). The recorded one goes."""
-    topic = f"recorded-{uuid.uuid4().hex[:8]}-backlog"
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    producer.produce(topic, b'{"url": "http://left.invalid/"}')
-    assert producer.flush(30) == 0
-    keys = FrontierKeys.for_spider("pages")
-    redis_client.set(keys.backlog, 1)
-    redis_client.set(keys.backlog_topic, topic)
-    done = crawler_process(
-        "purge",
-        "pages",
-        "--yes",
-        "--json",
-        "--redis",
-        redis_url,
-        env={"KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers},
-    )
-    assert done.returncode == 0, done.stderr
-    assert f"deleted the Kafka backlog topic {topic}" in orjson.loads(done.stdout)["backlog"]
-    assert end_offsets(kafka.bootstrap_servers, topic, timeout=5) == {}
-
-
-def test_a_purge_deletes_every_backlog_topic_the_crawl_spilled_to(
-    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
-) -> None:
-    """Nodes given different FRONTIER_BACKLOG_TOPICs spilled to two topics: the purge deleted
-    the recorded one and left the other, whose requests came back into the next crawl run
-    with it. Every topic a part's offsets name goes."""
+    requests back (an audit: 675 items for a 453-page site). Nodes given different topics
+    spilled to two: the purge deleted the recorded one and left the other. The recorded topic
+    goes, and every topic a part's offsets name."""
     topics = [f"spilled-{uuid.uuid4().hex[:8]}-{n}" for n in (1, 2)]
     producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
     for topic in topics:
@@ -615,8 +590,8 @@ def test_a_purge_deletes_every_backlog_topic_the_crawl_spilled_to(
     assert producer.flush(30) == 0
     keys = FrontierKeys.for_spider("pages")
     redis_client.set(keys.backlog, 2)
-    redis_client.set(keys.backlog_topic, topics[1])
-    redis_client.hset(keys.backlog_written, mapping={topic: 1 for topic in topics})
+    redis_client.set(keys.backlog_topic, topics[1])  # recorded, read back to its end
+    redis_client.hset(keys.backlog_written, topics[0], 1)  # spilled to by a node stopped
     done = crawler_process(
         "purge",
         "pages",
