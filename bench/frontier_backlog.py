@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,8 @@ from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_url import RedisConfig
 
 KEYS = FrontierKeys.for_spider("spill")
-TOPIC = "bench-backlog"
+# one per run: a broker given with KAFKA_BOOTSTRAP_SERVERS keeps an earlier run's messages
+TOPIC = f"bench-backlog-{uuid.uuid4().hex[:8]}"
 LEASE = 1000
 SITES = 50
 
