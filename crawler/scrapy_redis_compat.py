@@ -9,7 +9,10 @@ table of every name is in docs/migrating-from-scrapy-redis.md.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
+import textwrap
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -325,7 +328,8 @@ SCRAPY_REDIS_METHODS = {
 
 
 def _check_overrides(spidercls: type) -> None:
-    """Refuse a spider that overrides a scrapy-redis method this class never calls."""
+    """Refuse a spider that overrides a scrapy-redis method this class never calls, or reads
+    scrapy-redis's ``self.server``, which it does not have."""
     for name, instead in SCRAPY_REDIS_METHODS.items():
         if hasattr(spidercls, name):
             raise ValueError(
@@ -333,6 +337,35 @@ def _check_overrides(spidercls: type) -> None:
                 f"crawler.spiders.base.RedisSpider never calls: use {instead} instead "
                 "(docs/migrating-from-scrapy-redis.md)"
             )
+    if "server" not in dir(spidercls) and _reads_self_server(spidercls):
+        raise ValueError(
+            f"spider {spidercls.__name__} reads self.server, scrapy-redis's Redis client of the "
+            "spider, which crawler.spiders.base.RedisSpider does not have (every page would "
+            "fail): make your own, e.g. `spider.server = redis.Redis.from_url(crawler.settings"
+            "['REDIS_URL'])` in from_crawler (docs/migrating-from-scrapy-redis.md)"
+        )
+
+
+def _reads_self_server(spidercls: type) -> bool:
+    """Whether the spider's own classes (not this project's) read ``self.server`` and never
+    set it (their source, where Python has it)."""
+    uses: list[ast.Attribute] = []
+    for cls in spidercls.__mro__:
+        if cls.__module__.startswith(("crawler.", "scrapy")) or cls is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        except (OSError, TypeError, SyntaxError):  # no source: nothing to say
+            continue
+        uses += [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and node.attr == "server"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in {"self", "spider"}
+        ]
+    return bool(uses) and not any(isinstance(node.ctx, ast.Store) for node in uses)
 
 
 def check_spider_class(spidercls: type) -> None:

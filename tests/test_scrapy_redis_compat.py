@@ -803,12 +803,27 @@ def test_a_redis_spider_s_start_urls_are_crawled(caplog: pytest.LogCaptureFixtur
     assert "Invalid seed dropped" in caplog.text
 
 
-def test_scrapy_redis_s_server_attribute_says_what_to_do() -> None:
-    """``self.server`` (scrapy-redis's Redis client of the spider) raised a bare
-    AttributeError on every page (an audit); it says what to use, and a spider may set its
-    own."""
-    made = spider(MySpider, settings={"REDIS_URL": ""})
-    with pytest.raises(AttributeError, match="scrapy-redis's Redis client of the spider, is not"):
-        made.server  # noqa: B018 - the attribute read is the test
-    made.server = "own client"
-    assert made.server == "own client"
+class ReadsServer(RedisSpider):
+    name = "reads_server"
+
+    def parse(self, response: Any, **kwargs: Any) -> Any:
+        self.server.sadd("seen", response.url)  # type: ignore[attr-defined]
+
+
+class MakesItsServer(ReadsServer):
+    name = "makes_its_server"
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.server = object()  # type: ignore[attr-defined]
+        return spider
+
+
+def test_a_spider_reading_scrapy_redis_s_server_is_refused_at_start() -> None:
+    """``self.server`` (scrapy-redis's Redis client of the spider) failed every page with a
+    bare AttributeError (an audit); a spider that reads it and does not set it stops the start,
+    saying what to do. One that makes its own is accepted."""
+    with pytest.raises(ValueError, match=r"reads self\.server, scrapy-redis's Redis client"):
+        scrapy_redis_compat.check_spider_class(ReadsServer)
+    scrapy_redis_compat.check_spider_class(MakesItsServer)

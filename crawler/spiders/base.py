@@ -97,24 +97,6 @@ class RedisSpider(scrapy.Spider):
             )
         return spider
 
-    @property
-    def server(self) -> Any:
-        """scrapy-redis's ``self.server``, the spider's Redis client: not provided (a spider
-        of yours may set its own)."""
-        own = self.__dict__.get("_own_server")
-        if own is None:
-            raise AttributeError(
-                f"{type(self).__name__}.server, scrapy-redis's Redis client of the spider, is "
-                "not provided here (the node's Redis connections are its own): make your own, "
-                "e.g. `self.server = redis.Redis.from_url(crawler.settings['REDIS_URL'])` in "
-                "from_crawler"
-            )
-        return own
-
-    @server.setter
-    def server(self, client: Any) -> None:
-        self.__dict__["_own_server"] = client
-
     def check_idle_handlers(self) -> None:
         """Warn about ``spider_idle`` handlers of the user's (connected by then): Scrapy sends
         the signal only once ``start()`` ends, and this ``start()`` reads seeds until the node
