@@ -63,6 +63,12 @@ def redis_url(redis_base_url: str) -> str:
     return _empty_database(redis_base_url)
 
 
+@pytest.fixture
+def other_redis_url(redis_base_url: str) -> str:
+    """A second database of the test's own (another than ``redis_url``'s), empty at its start."""
+    return _empty_database(redis_base_url)
+
+
 @pytest.fixture(scope="module")
 def module_redis_url(redis_base_url: str) -> str:
     """Like ``redis_url``, for state a whole module shares (one crawl, many tests)."""

@@ -120,14 +120,14 @@ def test_seeds_pushed_where_no_live_node_reads_are_warned_about(
 
 
 def test_the_commands_read_the_settings_module_the_nodes_read(
-    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+    redis_url: str, redis_client: redis.Redis, other_redis_url: str, tmp_path: Path
 ) -> None:
     """A project of its own (``SCRAPY_SETTINGS_MODULE``, beginning ``from settings import *``
     as the migration guide says) sets Redis and the seed key's type: the nodes read them, the
     ``crawler`` commands read only this project's settings. ``crawler seed`` pushed into
     another Redis database, as a list the nodes refused, and ``crawler status`` said NOT
     STARTED while a node ran (an audit)."""
-    database = redis_url.rsplit("/", 1)[0] + "/5"
+    database = other_redis_url  # the module's, over the environment's (redis_client's)
     package = tmp_path / "ownproject"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -137,16 +137,15 @@ def test_the_commands_read_the_settings_module_the_nodes_read(
         "REDIS_START_URLS_AS_SET = True\n"
     )
     env = {
+        "REDIS_URL": redis_url,
         "SCRAPY_SETTINGS_MODULE": "ownproject.settings",
         "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+    ok(crawler_process("seed", "pages", "http://own.test/", env=env))
     own = redis.Redis.from_url(database)
     try:
-        own.delete("pages:start_urls")
-        ok(crawler_process("seed", "pages", "http://own.test/", env=env))
         assert own.type("pages:start_urls") == b"set"
         assert own.smembers("pages:start_urls") == {b"http://own.test/"}
-        assert not redis_client.exists("pages:start_urls")
     finally:
-        own.delete("pages:start_urls")
         own.close()
+    assert not redis_client.exists("pages:start_urls")
