@@ -7,6 +7,7 @@ Also, live: ids as seeds through ``make_request_from_data``, set seeds
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -100,8 +101,15 @@ def test_a_seed_pushed_again_is_crawled_again(
             settings=settings,
         )
         hits = site.page_hits()
-    # the seed's page again (seeds are dont_filter), not the pages it links to (seen)
+    # the seed's page again (seeds are dont_filter), not the pages it links to (seen), said
+    # at start (an audit: the second run said nothing of the pages it would skip)
     assert [orjson.loads(item)["url"] for item in again.items] == [site.url(0)]
+    said = r"The frontier of 'u_redis' has nothing queued and remembers (\d+) URLs seen"
+    assert re.search(said, first.logs()) is None
+    found = re.search(said, again.logs())
+    assert found is not None
+    assert int(found[1]) >= PAGES  # every page, and the redirecting links to them
+    assert f"'frontier/seen_at_start': {found[1]}," in again.logs()
     assert hits["/p/0.html"] == 2
     assert {path: n for path, n in hits.items() if path != "/p/0.html"} == {
         f"/p/{i}.html": 1 for i in range(1, PAGES)

@@ -16,6 +16,9 @@ requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 (``crawler.frontier.backlog``); one given another ``FRONTIER_BACKLOG_TOPIC`` than the crawl
 recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
 else records its own, and a node spilling to the old one stops at its next look at the topic.
+An admitted node whose frontier has nothing queued or leased but remembers URLs seen (an
+earlier crawl's, as a rule) says so in a WARNING (``frontier/seen_at_start``): the pages they
+name are not crawled again when linked.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
+from crawler.frontier.dedup_summary import seen_entries
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.pending import spilled_requests, waiting_by_topic
+from crawler.frontier.pending import pending_requests, spilled_requests, waiting_by_topic
 from crawler.frontier.refusal import (
     BacklogTopicChanged,
     BacklogUnread,
@@ -99,6 +103,7 @@ class FrontierAdmission:
                 await self.guard.run(self._check_no_backlog)
             else:
                 await self.guard.run(self._claim_backlog_topic)
+            await self.guard.run(self._say_seen_before)
         except FrontierRefused as exc:
             self.refuse(exc)
             return
@@ -150,6 +155,29 @@ class FrontierAdmission:
                 seen,
                 dupefilter,
             )
+
+    async def _say_seen_before(self) -> None:
+        """A frontier with nothing queued or leased that remembers URLs seen: the pages a seed
+        pushed again leads to are skipped (scrapy-redis without ``SCHEDULER_PERSIST`` forgot
+        them at close): say it, with what crawls them again."""
+        spider, redis = self.client.spider, self.client.parts[0].redis
+        keys = [part.keys for part in self.client.parts]
+        if await pending_requests(redis, keys):
+            return
+        seen = await seen_entries(redis, keys)
+        if not seen:
+            return
+        self.stats.set_value("frontier/seen_at_start", seen)
+        logger.warning(
+            "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this crawl "
+            "or an earlier one): a seed pushed is fetched, but the pages it links to that were "
+            "seen are not crawled again. To crawl them again: crawler seed %s --recrawl <url>, "
+            "or crawler purge %s",
+            spider,
+            seen,
+            spider,
+            spider,
+        )
 
     async def _take_back(self) -> None:
         """Leases of this node id a killed run left go back to the queue now (this run holds

@@ -1,4 +1,5 @@
-"""What a spider's dedup keys hold, for operator tools (``crawler status``; no Scrapy).
+"""What a spider's dedup keys hold, for operator tools (``crawler status``) and a node's start
+(``seen_entries``; no Scrapy).
 
 A node's ``FRONTIER_DUPEFILTER`` is not stored in Redis: the summary covers each
 mode whose keys exist (one, unless a crawl changed mode).
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from crawler.frontier.dedup_bloom import BloomState
 from crawler.frontier.keys import FrontierKeys
-from crawler.redis_connection import SyncRedis
+from crawler.redis_connection import AsyncRedis, SyncRedis
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,30 @@ def dedup_summary(client: SyncRedis, parts: Sequence[FrontierKeys]) -> list[Dedu
     return list(merged.values())
 
 
+async def seen_entries(client: AsyncRedis, parts: Sequence[FrontierKeys]) -> int:
+    """URLs recorded as seen by every dedup mode, in every part (one round trip)."""
+    async with client.pipeline(transaction=False) as pipe:
+        for keys in parts:
+            _read_entries(pipe, keys)
+        found = await pipe.execute()
+    return sum(
+        int(exact) + int(timed) + int(compact or 0) + BloomState.from_meta(*bloom).entries
+        for exact, timed, compact, bloom in zip(
+            found[0::4], found[1::4], found[2::4], found[3::4], strict=True
+        )
+    )
+
+
+def _read_entries(pipe: Any, keys: FrontierKeys) -> None:
+    """Queue on a pipeline (sync or async) the reads of what each dedup mode recorded: ``SCARD``
+    of the exact set, ``ZCARD`` of the timed one, the compact filter's and the Bloom filter's
+    counts."""
+    pipe.scard(keys.dupefilter)
+    pipe.zcard(keys.dupefilter_ttl)
+    pipe.hget(keys.dupefilter_compact, "entries")
+    pipe.hmget(keys.bloom_meta, BloomState.META_FIELDS)
+
+
 def _merged(a: DedupSummary, b: DedupSummary) -> DedupSummary:
     fill = None if b.fill is None else max(b.fill, a.fill or 0.0)
     return DedupSummary(
@@ -44,10 +70,7 @@ def _merged(a: DedupSummary, b: DedupSummary) -> DedupSummary:
 def _part_summary(client: SyncRedis, keys: FrontierKeys) -> list[DedupSummary]:
     """One summary per dedup mode with keys in one part (a few commands, none scans)."""
     with client.pipeline(transaction=False) as pipe:
-        pipe.scard(keys.dupefilter)
-        pipe.zcard(keys.dupefilter_ttl)
-        pipe.hget(keys.dupefilter_compact, "entries")
-        pipe.hmget(keys.bloom_meta, BloomState.META_FIELDS)
+        _read_entries(pipe, keys)
         for key in keys.dedup_keys():
             pipe.memory_usage(key)
         exact, timed, compact, (layout, slices, count), *usage = pipe.execute()
