@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from crawler.middlewares.refused import NotFetchedAtStop, RefusedRequest, failure_reason
 from crawler.middlewares.session_http import set_cookies
 from crawler.middlewares.sessions import SharedSessionMiddleware
-from crawler.sessions import Cookie, Session
+from crawler.sessions import Cookie, Health, Session
 from crawler.sessions.cookies import parse_set_cookie
 from crawler.sessions.models import merge_cookie_lists
 
@@ -389,3 +389,143 @@ def test_a_stopping_node_ends_a_request_s_wait_for_a_session() -> None:
     assert "the node stops while the request waits" in str(exc)
     assert "for a session" in str(exc)
     assert took < 2
+
+
+def test_a_request_out_of_tries_is_refused_not_handed_to_the_spider(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """After SESSIONS_MAX_TRIES the response that said the session was expired (a login page)
+    went to the spider's callback as the page: items built from the login form (an audit: 6
+    of 30), said only by the stat sessions/gave_up."""
+    shared, _ = session_middleware(SESSIONS_MAX_TRIES=0)
+    request = Request("http://shop.test/member")
+    caplog.set_level(logging.WARNING, "crawler.middlewares.sessions")
+
+    async def answered_expired() -> RefusedRequest:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "s"),)), 600)
+        await shared.process_request(request)
+        with pytest.raises(RefusedRequest) as refused:
+            await shared.process_response(request, Response(request.url, status=401))
+        return refused.value
+
+    refused = asyncio.run(answered_expired())
+    assert (refused.reason, failure_reason(refused)) == ("sessions/gave_up", "sessions/gave_up")
+    assert shared.stats.get_value("sessions/gave_up") == 1
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert "Gave up http://shop.test/member after SESSIONS_MAX_TRIES=0" in message
+    assert "cookie_platform account a answered as expired (HTTP 401)" in message
+
+
+class JudgingSpider(PlatformSpider):
+    """Judges the site's answers itself, and reads what it judged bad in its callbacks."""
+
+    def session_state(self, response: Response) -> Health | None:
+        return Health.RISKY if response.status == 403 else None
+
+
+def test_a_spider_judging_answers_itself_gets_the_last_one_marked() -> None:
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 0, "SESSIONS_WAIT": 1.0}
+    crawler = get_crawler(JudgingSpider, settings_dict=settings)
+    crawler.spider = JudgingSpider.from_crawler(crawler)
+    shared = SharedSessionMiddleware.from_crawler(crawler)
+    request = Request("http://shop.test/member")
+
+    async def answered_risky() -> Any:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "s"),)), 600)
+        await shared.process_request(request)
+        return await shared.process_response(request, Response(request.url, status=403))
+
+    response = asyncio.run(answered_risky())
+    assert isinstance(response, Response)
+    assert request.meta["session_gave_up"] == "risky"
+    assert shared.stats.get_value("sessions/gave_up") == 1
+
+
+def test_an_answer_to_cookies_a_newer_log_in_replaced_costs_the_request_no_try() -> None:
+    """A request waits for its site's turn after it took its cookies: the session another
+    node logged in again meanwhile made its answer 'expired' though the account was fine, and
+    each such answer used up one of the request's SESSIONS_MAX_TRIES (an audit: 45-94 such
+    answers a run, pages given up). They are counted apart, against the same number."""
+    shared, _ = session_middleware(SESSIONS_MAX_TRIES=1)
+    request = Request("http://shop.test/member")
+
+    async def log_in(generation_after: int) -> None:
+        stored = await shared.store.put(
+            Session("cookie_platform", "a", (Cookie("sid", f"s{generation_after}"),)), 600
+        )
+        assert stored.generation == generation_after
+
+    async def answers() -> tuple[Any, Any, RefusedRequest]:
+        await log_in(1)
+        await shared.process_request(request)
+        await log_in(2)  # another node's log-in while the request waited
+        first = await shared.process_response(request, Response(request.url, status=401))
+        assert isinstance(first, Request)
+        await shared.process_request(first)  # generation 2: its answer is the account's
+        second = await shared.process_response(first, Response(first.url, status=401))
+        assert isinstance(second, Request)
+        await log_in(3)
+        await shared.process_request(second)
+        await log_in(4)
+        with pytest.raises(RefusedRequest) as stale_again:  # a second stale answer: over
+            await shared.process_response(second, Response(second.url, status=401))
+        return first.meta, second.meta, stale_again.value
+
+    first, second, refused = asyncio.run(answers())
+    assert (first.get("session_tries"), first.get("session_stale_tries")) == (None, 1)
+    assert (second.get("session_tries"), second.get("session_stale_tries")) == (1, 1)
+    assert "newer log-in" in str(refused)
+
+
+class ProviderOf:
+    """A spider's log-in provider: cookies per account, or what its log-in does wrong."""
+
+    def __init__(self, outcomes: dict[str, Any]) -> None:
+        self.outcomes = outcomes
+
+    async def login(self, account: str) -> list[Cookie]:
+        outcome = self.outcomes[account]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return list(outcome)
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        (RuntimeError("HTTP Error 429: Too Many Requests"), "RuntimeError: HTTP Error 429"),
+        ((), "gave no cookies"),
+    ],
+)
+def test_a_log_in_that_fails_its_own_way_is_said_and_the_next_account_logs_in(
+    broken: Any, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A provider raising anything but SessionError (its own HTTP error) ended the log-in
+    round without a word: the other accounts were never logged in, and the pages dropped
+    said only 'no usable session'. One returning no cookies (a wrong password) was stored
+    as a healthy session, sent without a cookie (an audit)."""
+
+    class TwoAccounts(PlatformSpider):
+        session_accounts = ("limited", "alice")
+
+        def session_login(self) -> ProviderOf:
+            return ProviderOf({"limited": broken, "alice": [Cookie("sid", "alice")]})
+
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_WAIT": 5.0}
+    crawler = get_crawler(TwoAccounts, settings_dict=settings)
+    crawler.spider = TwoAccounts.from_crawler(crawler)
+    shared = SharedSessionMiddleware.from_crawler(crawler)
+    request = Request("http://shop.test/member")
+    caplog.set_level(logging.ERROR, "crawler.middlewares.sessions")
+
+    async def served() -> list[Session]:
+        await asyncio.wait_for(shared.process_request(request), 10)
+        return await shared.store.list("cookie_platform")
+
+    stored = asyncio.run(served())
+    assert request.meta["session_account"] == "alice"
+    assert [session.account for session in stored] == ["alice"]
+    assert shared.stats.get_value("sessions/relogin_failed") == 1
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert "Log-in of cookie_platform account limited failed" in message
+    assert said in message

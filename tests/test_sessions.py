@@ -697,8 +697,8 @@ def test_an_unreadable_session_is_retired_and_the_other_accounts_serve(
             redis_client.hset(keys.session("alice"), "cookies", b"not-json{")
             with pytest.raises(UnreadableSession, match="zhihu/alice retired"):
                 await store.acquire("zhihu")
-            middleware.store = store
-            drawn = [await middleware._usable_session(spider, "zhihu") for _ in range(2)]
+            middleware.supply.store = store
+            drawn = [await middleware.supply.usable(spider, "zhihu") for _ in range(2)]
             assert [s.account if s else None for s in drawn] == ["bob", "bob"]
             health = redis_client.hmget(keys.session("alice"), "health", "reason")
             assert health == [b"retired", b"unreadable"]

@@ -7,9 +7,14 @@ account served it (meta ``session_account``). Cookies the site sets flow back
 into the shared session. A response that shows the session is expired, risky
 or banned (``spider.session_state(response)``, else 401 / a redirect to a login
 page = expired, 429 = risky) marks the account for every node and the request
-is retried with another account (``SESSIONS_MAX_TRIES``). When no account is
-usable, accounts listed in ``spider.session_accounts`` are logged in again with
-``spider.session_login()``: exactly one node logs in per account, the others
+is retried with another account (``SESSIONS_MAX_TRIES``; an answer to cookies a newer log-in
+had replaced while the request waited for its site's turn is counted apart, against the same
+number: meta ``session_stale_tries``). A request out of tries fails (``sessions/gave_up``, a
+WARNING): its response is no page of the spider's; a spider judging answers with a
+``session_state`` of its own gets that last one in its callback instead, marked with meta
+``session_gave_up``. When no account is usable, accounts listed in
+``spider.session_accounts`` are logged in again with ``spider.session_login()``
+(``crawler.middlewares.session_supply``): exactly one node logs in per account, the others
 wait for its cookies without blocking the reactor.
 
 Requests rendered in Chromium (``BrowserRenderingMiddleware``) get the
@@ -27,13 +32,11 @@ at most once a minute with the number dropped since the last line).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -44,12 +47,7 @@ from scrapy.statscollectors import StatsCollector
 
 from crawler.browser_page_init import add_step
 from crawler.middlewares.politeness import retry_after_seconds
-from crawler.middlewares.refused import (
-    STOP_LOOK,
-    RefusedRequest,
-    not_fetched_at_stop,
-    not_waiting_past_stop,
-)
+from crawler.middlewares.refused import RefusedRequest
 from crawler.middlewares.session_http import (
     browser_cookies,
     default_state,
@@ -58,8 +56,8 @@ from crawler.middlewares.session_http import (
     verdict,
     with_session_cookies,
 )
+from crawler.middlewares.session_supply import UNAVAILABLE, SessionSupply
 from crawler.node_context import NodeContext
-from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
     Health,
     LoginLease,
@@ -67,31 +65,28 @@ from crawler.sessions import (
     MemorySessionStore,
     RedisLoginLease,
     RedisSessionStore,
-    Session,
-    SessionDecodeError,
-    SessionError,
     SessionSettings,
     SessionStore,
-    ensure_fresh_session,
 )
-from crawler.sessions.models import UnreadableSession
-from crawler.sessions.store import session_to_replace
 from crawler.settings_values import get_bool, get_float, get_int
 from crawler.url_credentials import mask_secrets
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 ACCOUNT_META = "session_account"
 GENERATION_META = "session_generation"
 TRIES_META = "session_tries"
+# answers to cookies a newer log-in had replaced while the request waited for its site's turn:
+# tried again, counted apart (the account was not at fault)
+STALE_TRIES_META = "session_stale_tries"
 DONT_USE_META = "dont_use_session"
 PIN_META = "session_pin"  # the account whose session a request must carry (no other)
 BROWSER_COOKIES_META = "session_browser_cookies"
 PAGE_INIT_CALLBACK = "crawler.middlewares.sessions.add_session_cookies"  # a page-init step
-UNAVAILABLE = "sessions/unavailable"  # the stat and failure reason of a request with no session
 UNAVAILABLE_LOG_EVERY = 60  # seconds between two WARNINGs about them
+GAVE_UP = "sessions/gave_up"  # the stat and failure reason of a request out of tries
+GAVE_UP_META = "session_gave_up"  # on a response a spider's own session_state judged bad
+STALE_COUNT = " for answers to cookies a newer log-in had replaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,34 +122,35 @@ class SharedSessionMiddleware:
         self.stats: StatsCollector = crawler.stats
         store_settings = SessionSettings.from_mapping(crawler.settings)
         context = NodeContext.of(crawler)
-        self.store: SessionStore
-        self.lease: LoginLease
-        self._guard: OutageGuard | None = None
+        store: SessionStore
+        lease: LoginLease
         if context is not None:
-            self.store = RedisSessionStore(context.redis, store_settings)
-            self.lease = RedisLoginLease(context.redis, store_settings)
-            self._guard = context.guard("sessions")
+            store = RedisSessionStore(context.redis, store_settings)
+            lease = RedisLoginLease(context.redis, store_settings)
         else:
-            self.store = MemorySessionStore(store_settings)
-            self.lease = MemoryLoginLease(store_settings)
+            store = MemorySessionStore(store_settings)
+            lease = MemoryLoginLease(store_settings)
+        self.supply = SessionSupply(
+            crawler,
+            store,
+            lease,
+            store_settings,
+            guard=None if context is None else context.guard("sessions"),
+            wait=self.settings.wait,
+        )
         self.store_settings = store_settings
         self._dropped = 0  # requests dropped with no session since the last WARNING about them
         self._dropped_logged_at = -math.inf
-        self._logins: dict[str, asyncio.Future[None]] = {}  # platform -> its log-in round
-        self._cannot_log_in: set[str] = set()  # platforms said to have no log-in (once each)
         crawler.signals.connect(self._report_dropped, signal=signals.spider_closed)
-        crawler.signals.connect(self._cancel_logins, signal=signals.spider_closed)
+        crawler.signals.connect(self.supply.cancel_logins, signal=signals.spider_closed)
+
+    @property
+    def store(self) -> SessionStore:
+        return self.supply.store
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SharedSessionMiddleware:
         return cls(crawler)
-
-    async def _shared(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run a session-store operation, through Redis outages in cluster mode."""
-        if self._guard is None:
-            return await op()
-        with not_fetched_at_stop("sessions/stopped", "the shared sessions"):
-            return await self._guard.run(op)
 
     def _platform(self, request: Request) -> tuple[Spider, str] | None:
         spider = self.crawler.spider
@@ -170,9 +166,9 @@ class SharedSessionMiddleware:
         spider, platform = found
         pinned = request.meta.get(PIN_META)
         session = (
-            await self._pinned_session(platform, str(pinned))
+            await self.supply.pinned(platform, str(pinned))
             if pinned
-            else await self._usable_session(spider, platform)
+            else await self.supply.usable(spider, platform)
         )
         if session is None:
             self._refuse(request, platform, pinned)
@@ -226,90 +222,6 @@ class SharedSessionMiddleware:
                 UNAVAILABLE,
             )
 
-    async def _pinned_session(self, platform: str, account: str) -> Session | None:
-        try:
-            return await self._shared(lambda: self.store.get(platform, account))
-        except SessionDecodeError as exc:
-            self._unreadable(exc)
-            return None
-
-    def _unreadable(self, exc: SessionDecodeError) -> None:
-        self.stats.inc_value("sessions/unreadable")
-        logger.error("Stored session cannot be read: %s", exc)
-
-    async def _usable_session(self, spider: Spider, platform: str) -> Session | None:
-        deadline = time.monotonic() + self.settings.wait
-        pause = 0.05
-        while True:
-            try:
-                session: Session | None = await self._shared(lambda: self.store.acquire(platform))
-            except UnreadableSession as exc:  # retired: the next account is drawn at once
-                self._unreadable(exc)
-                continue
-            if session is not None:
-                return session
-            login = self._logins.get(platform)
-            if login is None or login.done():  # one log-in round at a time, shared
-                login = self._logins[platform] = asyncio.ensure_future(
-                    self._log_in_again(spider, platform)
-                )
-                login.add_done_callback(_retrieved)
-            # for the log-in no longer than the request may wait, nor past a stop
-            while not login.done() and (left := deadline - time.monotonic()) > 0:
-                not_waiting_past_stop(self.crawler, "sessions/stopped", left, "a session")
-                await asyncio.wait({login}, timeout=min(left, STOP_LOOK))
-            if time.monotonic() >= deadline:
-                return None
-            left = deadline - time.monotonic()
-            not_waiting_past_stop(self.crawler, "sessions/stopped", left, "a session")
-            await asyncio.sleep(pause)
-            pause = min(1.0, pause * 2)
-
-    def _cancel_logins(self) -> None:
-        """At close: a log-in under way ends (its lease in Redis expires)."""
-        for login in self._logins.values():
-            login.cancel()
-
-    async def _log_in_again(self, spider: Spider, platform: str) -> None:
-        """Log in the spider's accounts that need it (one node per account does it)."""
-        login = getattr(spider, "session_login", None)
-        provider = login() if callable(login) else None
-        if provider is None:
-            if platform not in self._cannot_log_in:
-                self._cannot_log_in.add(platform)
-                logger.warning(
-                    "No %s session is usable and the spider cannot log in (its session_login "
-                    "gives none: no accounts configured): requests wait SESSIONS_WAIT=%s s for "
-                    "one to come back from rest, then are dropped (%s). Import a session: "
-                    "`crawler sessions import %s <account> ...`",
-                    platform,
-                    self.settings.wait,
-                    UNAVAILABLE,
-                    platform,
-                )
-            return
-        for account in getattr(spider, "session_accounts", ()):
-            await self._log_in_account(platform, str(account), provider)
-
-    async def _log_in_account(self, platform: str, account: str, provider: Any) -> None:
-        session = await self._shared(lambda: session_to_replace(self.store, platform, account))
-        if session is not None and session.health is not Health.EXPIRED:
-            return
-        try:
-            await self._shared(
-                lambda: ensure_fresh_session(
-                    self.store,
-                    self.lease,
-                    platform,
-                    account,
-                    provider,
-                    settings=self.store_settings,
-                )
-            )
-        except SessionError as exc:
-            self.stats.inc_value("sessions/relogin_failed")
-            logger.error("Log-in of %s account %s failed: %s", platform, account, exc)
-
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         account = request.meta.get(ACCOUNT_META)
         found = self._platform(request)
@@ -320,7 +232,9 @@ class SharedSessionMiddleware:
         state = check(response) if callable(check) else default_state(response)
         if state is None:
             if cookies := set_cookies(response):
-                await self._shared(lambda: self.store.merge_cookies(platform, account, cookies))
+                await self.supply.shared(
+                    lambda: self.store.merge_cookies(platform, account, cookies)
+                )
             return response
         generation = request.meta.get(GENERATION_META)
         reason = f"HTTP {response.status}"
@@ -328,37 +242,61 @@ class SharedSessionMiddleware:
         # and no strike is counted (strikes retire an account: this one only came too often)
         told = response.headers.get(b"Retry-After")
         rest = retry_after_seconds(told) if told else None  # None: SESSIONS_COOLDOWN
-        after = await self._shared(
+        after = await self.supply.shared(
             lambda: self.store.mark(
                 platform, account, state, reason, rest, strike=told is None, generation=generation
             )
         )
         self.stats.inc_value(f"sessions/marked/{state.value}")
-        tries = int(request.meta.get(TRIES_META, 0)) + 1
+        answered = (
+            f"{platform} account {account} answered as {state.value} (HTTP {response.status}): "
+            f"{verdict(after, self.store_settings.max_strikes)}"
+        )
+        stale = replaced_before_answer(state, after)
+        counter, counted = (STALE_TRIES_META, STALE_COUNT) if stale else (TRIES_META, "")
+        tries = int(request.meta.get(counter, 0)) + 1
         if tries > self.settings.max_tries:
-            self.stats.inc_value("sessions/gave_up")
-            return response
+            why = f"after SESSIONS_MAX_TRIES={self.settings.max_tries} retries{counted}: {answered}"
+            return self._give_up(request, response, state, why, judged=callable(check))
         logger.warning(
-            "%s account %s answered as %s (HTTP %s on %s): %s; the request is tried again "
-            "(retry %d of SESSIONS_MAX_TRIES=%d) with the next usable account",
-            platform,
-            account,
-            state.value,
-            response.status,
-            request.url,
-            verdict(after, self.store_settings.max_strikes),
+            "%s on %s; the request is tried again (retry %d of SESSIONS_MAX_TRIES=%d%s) with "
+            "the next usable account",
+            answered,
+            mask_secrets(request.url),
             tries,
             self.settings.max_tries,
+            counted,
         )
         self.stats.inc_value("sessions/retried")
         retry = request.replace(dont_filter=True)
-        retry.meta[TRIES_META] = tries
+        retry.meta[counter] = tries
         retry.meta.pop(ACCOUNT_META, None)
         retry.headers.pop(b"Cookie", None)
         return retry
 
+    def _give_up(
+        self, request: Request, response: Response, state: Health, why: str, *, judged: bool
+    ) -> Response:
+        """``request`` used up its tries (``why``). Its response (a login page, a refusal) is
+        no page of the spider's: the request fails (``sessions/gave_up``), unless the spider
+        judged it with a ``session_state`` of its own, whose callback then gets it, marked with
+        ``meta['session_gave_up']`` (the health it was judged)."""
+        self.stats.inc_value(GAVE_UP)
+        gave_up = f"Gave up {mask_secrets(request.url)} {why}"
+        if judged:
+            request.meta[GAVE_UP_META] = state.value
+            logger.warning(
+                "%s; the response goes to its callback (the spider's session_state judged it)",
+                gave_up,
+            )
+            return response
+        message = f"{gave_up}; the response is not handed to the spider (failure {GAVE_UP})"
+        logger.warning("%s", message)
+        raise RefusedRequest(GAVE_UP, message)
 
-def _retrieved(login: asyncio.Future[None]) -> None:
-    """A log-in round's failure is logged where it happens; a stop's cancellation is not one."""
-    if not login.cancelled():
-        login.exception()
+
+def replaced_before_answer(asked: Health, after: Health | None) -> bool:
+    """Whether a mark was dropped because a newer log-in had replaced the cookies the request
+    carried: the account's health after it is neither the one asked nor a retirement (``mark``
+    returns the health of the newer session then)."""
+    return after is not None and after is not asked and after is not Health.RETIRED

@@ -29,6 +29,10 @@ class SessionError(Exception):
     """Base class of the session layer's errors (messages never carry cookie values)."""
 
 
+class LoginFailed(SessionError):
+    """A login did not produce the session cookie (the message never carries secrets)."""
+
+
 class SessionDecodeError(SessionError):
     """A stored session could not be read back."""
 

@@ -24,17 +24,13 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from crawler.sessions.cookies import cookie_from_json, load_cookie_file
-from crawler.sessions.models import Cookie, SessionError
+from crawler.sessions.models import Cookie, LoginFailed
 
 logger = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT = 5.0  # seconds for closing a login page or context
 
 CHROMIUM = "/usr/bin/chromium"
-
-
-class LoginFailed(SessionError):
-    """A login did not produce the session cookie (the message never carries secrets)."""
 
 
 class LoginProvider(Protocol):

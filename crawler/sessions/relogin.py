@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from crawler.lua import script_text
 from crawler.redis_connection import AsyncRedis
 from crawler.sessions.keys import SessionKeys
-from crawler.sessions.models import Health, Session, SessionError
+from crawler.sessions.models import Health, LoginFailed, Session, SessionError
 from crawler.sessions.settings import SessionSettings
 from crawler.sessions.store import SessionStore, session_to_replace
 
@@ -156,6 +156,11 @@ async def _login_under_lease(
     """
     async with _renewing(lease, platform, account, token, settings.login_lease / 3):
         cookies = tuple(await login.login(account))
+    if not cookies:
+        raise LoginFailed(
+            f"the log-in of {platform}/{account} gave no cookies (a refused log-in? its "
+            "provider should raise LoginFailed saying why)"
+        )
     previous = await session_to_replace(store, platform, account) or Session(platform, account)
     fresh = dataclasses.replace(
         previous,

@@ -19,9 +19,8 @@ import urllib.request
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from crawler.sessions import Cookie
+from crawler.sessions import Cookie, LoginFailed
 from crawler.sessions.cookies import parse_set_cookie
-from crawler.sessions.providers import LoginFailed
 
 TIMEOUT = 30.0
 
