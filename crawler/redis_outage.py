@@ -20,6 +20,7 @@ from typing import Final, TypeVar
 from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
+    ClusterError,
     MasterDownError,
     OutOfMemoryError,
     ReadOnlyError,
@@ -68,6 +69,9 @@ _OUTAGE_CLASSES: Final[tuple[tuple[type[BaseException], str], ...]] = (
     (ReadOnlyError, "readonly"),
     (ClusterDownError, "clusterdown"),
     (TryAgainError, "tryagain"),
+    # redis-py's cluster client out of its own retries of ASK and TRYAGAIN ("TTL exhausted."):
+    # a slot that keeps moving, as while it migrates key by key
+    (ClusterError, "tryagain"),
     (TimeoutError, "timeout"),
     (ConnectionError, "connection"),
 )

@@ -20,6 +20,7 @@ import pytest
 import redis
 import redis.asyncio
 from redis.exceptions import (
+    ClusterError,
     RedisClusterException,
     RedisClusterUnreachableError,
     ResponseError,
@@ -102,6 +103,14 @@ def test_a_command_error_is_not_an_outage(redis_url: str) -> None:
         asyncio.run(run())
     assert outage_reason(ResponseError("ERR unknown command 'FOO'")) is None
     assert outage_reason(ConnectionRefusedError()) == "connection"
+
+
+def test_a_slot_that_keeps_moving_past_redis_py_s_retries_is_an_outage() -> None:
+    """A slot moved by hand mid-crawl (MIGRATE key by key): redis-py's cluster client retries
+    ASK and TRYAGAIN about 16 times, then raises ClusterError('TTL exhausted.'), which no
+    guard took for an outage: each node dropped a frontier write (its leases held for ever,
+    pages never crawled) and both hung (an audit, 3 runs of 3)."""
+    assert outage_reason(ClusterError("TTL exhausted.")) == "tryagain"
 
 
 @pytest.mark.slow
