@@ -38,7 +38,7 @@ from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
 from crawler.setting_names import misspelt, require_project_settings
-from crawler.settings_values import component_path, get_bool, get_dict, get_int
+from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
@@ -62,6 +62,17 @@ QUEUE_ORDERS = {
 # Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
 SCRAPY_BOOLEANS = tuple(
     name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
+)
+
+# Scrapy's number settings (TELNETCONSOLE_ENABLED's default is 1): "abc" failed the start with a
+# traceback of whichever component read it, naming no setting
+SCRAPY_NUMBERS = tuple(
+    name
+    for name, value in vars(default_settings).items()
+    if name.isupper()
+    and isinstance(value, int | float)
+    and not isinstance(value, bool)
+    and not name.endswith("_ENABLED")
 )
 
 SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
@@ -114,6 +125,8 @@ class ClusterAddon:
         require_project_settings(settings)
         for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
             get_bool(settings, name)
+        for name in SCRAPY_NUMBERS:  # so do Scrapy's getint and getfloat's
+            get_float(settings, name)
         for given, meant in misspelt(settings):
             logger.warning(
                 "Setting %s resembles %s, and nothing reads %s: misspelt? (%s keeps its "

@@ -13,6 +13,7 @@ one raises ``ValueError`` naming the setting and the value.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -33,11 +34,33 @@ class ListSettings(Protocol):
     def getbool(self, name: str, default: bool = False) -> bool: ...
 
 
-def get_int(settings: ListSettings, name: str, default: int = 0) -> int:
+def whole_number(value: Any) -> int:
+    """``value`` if it is an int, or a float or text holding a whole number (``3``, ``"2.0"``);
+    TypeError or ValueError for anything else: a bool, a fraction (Scrapy's ``getint`` rounds
+    2.7 down to 2 and reads True as 1, without a word)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{value!r} is a bool, not a number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return int(value.strip())
+        value = float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValueError(f"{value!r} is not a whole number")
+
+
+def int_value(name: str, value: Any) -> int:
+    """``whole_number(value)``, its error naming the setting ``name`` and the value as given."""
     try:
-        return settings.getint(name, default)
+        return whole_number(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={settings.get(name)!r} is not an integer") from None
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
+def get_int(settings: ListSettings, name: str, default: int = 0) -> int:
+    return int_value(name, settings.get(name, default))
 
 
 def get_float(settings: ListSettings, name: str, default: float = 0.0) -> float:
@@ -83,6 +106,8 @@ def get_list(settings: ListSettings, name: str) -> list[Any]:
         return _json(name, value, list, "array")
     if (isinstance(value, str) and value.strip().startswith("{")) or isinstance(value, Mapping):
         raise ValueError(f"{name}={value!r} must be a list: a JSON array or comma-separated values")
+    if value is not None and not isinstance(value, str | list | tuple):
+        raise ValueError(f"{name}={value!r} must be a list: a JSON array or comma-separated values")
     return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
 
 
@@ -114,9 +139,7 @@ def get_typed_list(
 
 
 def status_code(value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError("a bool is not a status code")
-    code = int(value)
+    code = whole_number(value)
     if not 100 <= code <= 599:
         raise ValueError(f"{code} is not an HTTP status")
     return code

@@ -94,6 +94,10 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
     ("given", "redis_url", "said"),
     [
         ("DECOMPRESSION_MAXSIZE=abc", "", "DECOMPRESSION_MAXSIZE='abc' is not an integer"),
+        ("POLITENESS_BURST=2.5", "", "POLITENESS_BURST='2.5' is not an integer"),
+        # Scrapy's own numbers: a traceback of the component that read it, naming nothing
+        ("DEPTH_LIMIT=abc", "", "DEPTH_LIMIT='abc' is not a number"),
+        ("CONCURRENT_REQUESTS=1,5", "", "CONCURRENT_REQUESTS='1,5' is not a number"),
         # refused as the crawler is built, not as the engine opens the spider (where it came
         # chained under Scrapy's 'Engine slot not assigned')
         (

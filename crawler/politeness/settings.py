@@ -23,6 +23,7 @@ from crawler.settings_values import (
     get_int,
     get_typed_list,
     status_code,
+    whole_number,
 )
 
 RATE_FIELDS = ("rate", "burst")
@@ -97,7 +98,7 @@ def _rate(name: str, value: Any, default_burst: int) -> Rate:
             )
     try:
         if isinstance(value, Mapping):
-            rate = Rate(float(value["rate"]), int(value.get("burst", default_burst)))
+            rate = Rate(float(value["rate"]), whole_number(value.get("burst", default_burst)))
         else:
             rate = Rate(float(value), default_burst)
     except (KeyError, TypeError, ValueError) as exc:
