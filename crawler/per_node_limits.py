@@ -11,6 +11,7 @@ node: a warning says so, with what holds for the cluster instead.
 from __future__ import annotations
 
 import logging
+import math
 
 from scrapy import Spider
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -52,7 +53,9 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
                 f"the spider's download_delay={attribute!r} (an attribute, or -a "
                 "download_delay=...) must be a number of seconds"
             ) from None
-    if delay <= 0 or priority <= 0:
+    if delay < 0 or not math.isfinite(delay):  # Scrapy waits 0 s for it, without a word
+        raise ValueError(f"DOWNLOAD_DELAY={delay!r} must be a number of seconds >= 0")
+    if delay == 0 or priority <= 0:
         return
     if not get_bool(settings, "POLITENESS_ENABLED"):
         logger.warning(

@@ -4,7 +4,8 @@ Scrapy, this project, scrapy-redis (which the project maps) or scrapy-playwright
 
 Scrapy passes any name on, so a misspelt one left the default in place without a word; a
 user's own code may read names of its own, so only a close resemblance is named (a WARNING at
-start, by ``ClusterAddon``), never refused.
+start, by ``ClusterAddon``), never refused: a known name in lower case, difflib's ratio from
+``RESEMBLANCE``, or one letter off a known name of 8 or more.
 """
 
 from __future__ import annotations
@@ -62,9 +63,34 @@ def misspelt(settings: BaseSettings) -> list[tuple[str, str]]:
     for name in sorted(settings.attributes):
         if name in known or (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["default"]:
             continue
-        if close := difflib.get_close_matches(name, known, n=1, cutoff=RESEMBLANCE):
+        if name.upper() in known:  # Scrapy reads upper-case names only
+            found.append((name, name.upper()))
+        elif close := difflib.get_close_matches(name, known, n=1, cutoff=RESEMBLANCE) or [
+            other for other in sorted(known) if one_edit_apart(name, other)
+        ]:
             found.append((name, close[0]))
     return found
+
+
+def one_edit_apart(given: str, known: str) -> bool:
+    """Whether ``given`` is ``known`` with one letter changed, added, dropped or two swapped,
+    for names of 8 letters or more (``REDIS_URI``: difflib's ratio stays under
+    ``RESEMBLANCE`` for short names)."""
+    if len(known) < 8 or abs(len(given) - len(known)) > 1 or given == known:
+        return False
+    if len(given) == len(known):
+        diffs = [i for i, (a, b) in enumerate(zip(given, known, strict=True)) if a != b]
+        if len(diffs) == 1:
+            return True
+        first, second = diffs[:2] if len(diffs) == 2 else (0, 0)
+        return (
+            len(diffs) == 2
+            and second == first + 1
+            and given[first] == known[second]
+            and (given[second] == known[first])
+        )
+    shorter, longer = sorted((given, known), key=len)
+    return any(longer[:i] + longer[i + 1 :] == shorter for i in range(len(longer)))
 
 
 # names only this project's settings define: one missing means they are not loaded

@@ -98,6 +98,12 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
         # Scrapy's own numbers: a traceback of the component that read it, naming nothing
         ("DEPTH_LIMIT=abc", "", "DEPTH_LIMIT='abc' is not a number"),
         ("CONCURRENT_REQUESTS=1,5", "", "CONCURRENT_REQUESTS='1,5' is not a number"),
+        # Scrapy waits 0 s for it: a delay asked for, and none kept, without a word (an audit)
+        (
+            "DOWNLOAD_DELAY=-1",
+            "redis://127.0.0.1:1/0",
+            "DOWNLOAD_DELAY=-1.0 must be a number of seconds >= 0",
+        ),
         # refused as the crawler is built, not as the engine opens the spider (where it came
         # chained under Scrapy's 'Engine slot not assigned')
         (
@@ -165,6 +171,8 @@ def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
         "REDIS_START_URLS_AS_ZST",
         "SCHEDULER_IDLE_BEFORE_CLOS",
         "PLAYWRIGHT_LAUNCH_OPTION",
+        "REDIS_URI",  # one letter off a short name: below difflib's 0.9 (an audit)
+        "politeness_rate",  # -s politeness_rate=1 ran at the default rate (an audit)
     ):
         settings.set(given, "x", priority="cmdline")
     for own in ("CRAWLER_SPIDER_ARGUMENTS", "CRAWLER_STANDALONE_COMMAND"):
@@ -178,6 +186,8 @@ def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
         ("REDIS_START_URLS_AS_ZST", "REDIS_START_URLS_AS_ZSET"),
         ("SCHEDULER_IDLE_BEFORE_CLOS", "SCHEDULER_IDLE_BEFORE_CLOSE"),
         ("PLAYWRIGHT_LAUNCH_OPTION", "PLAYWRIGHT_LAUNCH_OPTIONS"),
+        ("REDIS_URI", "REDIS_URL"),
+        ("politeness_rate", "POLITENESS_RATE"),
     ):
         assert f"{given} resembles {meant}" in joined, joined
     assert "CRAWLER_" not in joined
