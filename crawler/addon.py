@@ -37,6 +37,7 @@ from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
+from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
 
@@ -146,6 +147,7 @@ class ClusterAddon:
         ClusterAddon._cookie_jars(settings, cluster=bool(settings.get("REDIS_URL")))
         if self.spidercls is not None:
             scrapy_redis_compat.check_spider_class(self.spidercls)
+            check_session_spider(self.spidercls, settings)
         feed_storage.use_node_uri_params(settings)
         if settings.get("REDIS_URL"):
             RedisConfig.from_url(settings.get("REDIS_URL"))  # raises ValueError naming REDIS_URL

@@ -33,7 +33,7 @@ GUARDED = {
 }
 
 
-def _enabled(settings: BaseSettings, name: str) -> dict[str, int]:
+def enabled_components(settings: BaseSettings, name: str) -> dict[str, int]:
     """The enabled components of a component setting (with its base), by import path, in the
     order Scrapy runs them: by order, and as given among equal orders (a stable sort)."""
     enabled = [
@@ -45,7 +45,7 @@ def _enabled(settings: BaseSettings, name: str) -> dict[str, int]:
 
 
 def _around(orders: dict[str, int], path: str) -> tuple[list[str], list[str]]:
-    """The components Scrapy lists before ``path`` and after it (``_enabled``'s order)."""
+    """The components Scrapy lists before ``path`` and after it (``enabled_components``'s order)."""
     listed = list(orders)
     at = listed.index(path)
     return listed[:at], listed[at + 1 :]
@@ -54,7 +54,7 @@ def _around(orders: dict[str, int], path: str) -> tuple[list[str], list[str]]:
 def check_spider_middleware_orders(settings: BaseSettings) -> None:
     """Raise ValueError for an enabled spider middleware below the frontier's own that has
     the methods they must come after."""
-    orders = _enabled(settings, "SPIDER_MIDDLEWARES")
+    orders = enabled_components(settings, "SPIDER_MIDDLEWARES")
     for guard, methods in GUARDED.items():
         if guard not in orders:
             continue
@@ -78,7 +78,7 @@ def check_downloader_middleware_orders(settings: BaseSettings) -> None:
     """Raise ValueError for an enabled downloader middleware below ``LeaseFailureMiddleware``
     that has ``process_response``: Scrapy runs it after that middleware's, which has given the
     request its own errback back, so a failure it raises would pass the lease by."""
-    orders = _enabled(settings, "DOWNLOADER_MIDDLEWARES")
+    orders = enabled_components(settings, "DOWNLOADER_MIDDLEWARES")
     lease = orders.get(LEASE_FAILURES)
     if lease is None:
         return
@@ -96,7 +96,7 @@ def check_downloader_middleware_orders(settings: BaseSettings) -> None:
 def check_pipeline_orders(settings: BaseSettings) -> None:
     """Raise ValueError for an enabled item pipeline after ``KafkaPipeline`` (at a higher
     order, or at its order and listed after it)."""
-    orders = _enabled(settings, "ITEM_PIPELINES")
+    orders = enabled_components(settings, "ITEM_PIPELINES")
     kafka = orders.get(KAFKA_PIPELINE)
     if kafka is None:
         return

@@ -2,7 +2,8 @@
 
 A node refused by the frontier (``FrontierRefused``: another partition count, an old layout,
 a Kafka backlog it would not read, or read in another topic), stopped by a topic Kafka refuses
-for good or by a local feed file another node writes (``crawler.feed_storage``) closes its
+for good, by a local feed file another node writes (``crawler.feed_storage``) or by a
+``CRAWLER_SESSION_KEY`` that cannot read the stored sessions closes its
 spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0 then,
 as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took the
 node for done. The project's versions of both commands exit 1 for those finish reasons.
@@ -43,6 +44,7 @@ from crawler.frontier.refusal import (
     ScrapyRedisQueueLeft,
 )
 from crawler.kafka.topics import TopicRefused
+from crawler.middlewares import session_supply
 
 REFUSED_FINISH_REASONS = frozenset(
     (
@@ -62,6 +64,7 @@ REFUSED_FINISH_REASONS = frozenset(
             )
         ),
         feed_storage.FINISH_REASON,  # a local feed file another node writes
+        session_supply.KEY_FINISH_REASON,  # CRAWLER_SESSION_KEY cannot read the sessions
     )
 )
 

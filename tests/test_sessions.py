@@ -711,3 +711,55 @@ def test_an_unreadable_session_is_retired_and_the_other_accounts_serve(
         ("alice", "unreadable"),
     ]
     assert "not valid cookie JSON" in rows[1]["error"]
+
+
+def test_a_key_that_cannot_read_the_stored_sessions_stops_the_node(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A CRAWLER_SESSION_KEY other than the one the sessions were stored with failed every
+    request with a traceback and the crawl ended 'finished' with no item (an audit): the
+    node stops, saying so once (exit 1: sessions_key)."""
+    from scrapy.utils.test import get_crawler
+
+    from crawler.exit_status import REFUSED_FINISH_REASONS
+    from crawler.middlewares.refused import RefusedRequest
+    from crawler.middlewares.sessions import SharedSessionMiddleware
+
+    class Spider(scrapy.Spider):
+        name = "keyed"
+        session_platform = "zhihu"
+
+    settings = {"SESSIONS_ENABLED": True, "SESSIONS_MAX_TRIES": 2, "SESSIONS_WAIT": 1.0}
+    crawler = get_crawler(Spider, settings_dict=settings)
+    crawler.spider = Spider.from_crawler(crawler)
+    closed: list[str] = []
+
+    async def close_spider_async(*, reason: str) -> None:
+        closed.append(reason)
+
+    crawler.engine = types.SimpleNamespace(close_spider_async=close_spider_async)  # type: ignore[assignment]
+    middleware = SharedSessionMiddleware.from_crawler(crawler)
+    caplog.set_level(logging.ERROR, "crawler.middlewares.session_supply")
+
+    async def body() -> list[str]:
+        sealed = CookieCipher(Fernet.generate_key())
+        async with open_store("redis", redis_url, SessionSettings(), sealed) as store:
+            await put_accounts(store, "alice")
+        other = CookieCipher(Fernet.generate_key())
+        async with open_store("redis", redis_url, SessionSettings(), other) as store:
+            middleware.supply.store = store
+            reasons = []
+            for n in range(2):
+                with pytest.raises(RefusedRequest) as refused:
+                    await middleware.process_request(scrapy.Request(f"http://shop.test/{n}"))
+                reasons.append(refused.value.reason)
+            await asyncio.sleep(0)
+            return reasons
+
+    assert asyncio.run(body()) == ["sessions/key", "sessions/key"]
+    assert closed == ["sessions_key"]
+    assert "sessions_key" in REFUSED_FINISH_REASONS
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "CRAWLER_SESSION_KEY does not decrypt the cookies of zhihu/alice" in said
+    assert "the node stops" in said
+    assert crawler.stats.get_value("sessions/key") == 2

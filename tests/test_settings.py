@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import scrapy
 from scrapy.settings import Settings
 
 from crawler.addon import ClusterAddon
 from crawler.demo.nodes import REPO_ROOT
+from crawler.session_spider import SESSION_MIDDLEWARE, check_session_spider
 from crawler.setting_names import known_names
 from settings.resolve import resolve_settings
 
@@ -192,6 +195,44 @@ def test_a_misspelt_scrapy_redis_or_scrapy_playwright_name_is_named_too(
         assert f"{given} resembles {meant}" in joined, joined
     assert "CRAWLER_" not in joined
     assert known_names() >= {"CRAWLER_DOWNLOAD_HANDLERS", "REDIS_ITEMS_KEY", "SCHEDULER_PERSIST"}
+
+
+class MembersSpider(scrapy.Spider):
+    name = "members"
+    session_platform = "shop"
+
+
+@pytest.mark.parametrize(
+    ("given", "platform", "said"),
+    [
+        ({"SESSIONS_ENABLED": "False"}, "shop", "but SESSIONS_ENABLED is False"),
+        (
+            {"DOWNLOADER_MIDDLEWARES": {SESSION_MIDDLEWARE: None}},
+            "shop",
+            f"but DOWNLOADER_MIDDLEWARES turns {SESSION_MIDDLEWARE} off",
+        ),
+        ({}, "na site", "spider members's session_platform: platform='na site' must be 1-64"),
+    ],
+)
+def test_a_spider_whose_sessions_cannot_be_served_is_refused_at_start(
+    given: dict[str, object], platform: str, said: str
+) -> None:
+    """Sessions turned off fetched every page of a session spider without its log-in, without
+    a word; a platform name the keys cannot hold failed every request with a traceback (an
+    audit)."""
+    settings = Settings(resolve_settings({}))
+    settings.setdict(given, priority="cmdline")
+    ClusterAddon().update_settings(settings)
+    spider = type("Members", (MembersSpider,), {"session_platform": platform})
+    with pytest.raises(ValueError, match=re.escape(said)):
+        check_session_spider(spider, settings)
+    check_session_spider(scrapy.Spider, settings)  # no sessions asked for: nothing to serve
+
+
+def test_a_session_spider_with_its_middleware_on_starts() -> None:
+    settings = Settings(resolve_settings({}))
+    ClusterAddon().update_settings(settings)
+    check_session_spider(MembersSpider, settings)
 
 
 def crawl_with_their_settings(

@@ -7,7 +7,9 @@ through ``spider.session_login()``): one round at a time per platform on a node,
 account across the cluster (``ensure_fresh_session``'s lease). An account whose log-in fails
 (a ``SessionError``, or anything else its provider raises, logged with its traceback, or a
 log-in that gives no cookies) is said (ERROR, ``sessions/relogin_failed``) and the round goes
-on with the next. Every store call goes through the node's Redis outage guard.
+on with the next. A ``CRAWLER_SESSION_KEY`` that cannot read the stored sessions fails the
+request (``sessions/key``) and stops the node (``sessions_key``, said once). Every store call
+goes through the node's Redis outage guard.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
-from crawler.middlewares.refused import STOP_LOOK, not_fetched_at_stop, not_waiting_past_stop
+from crawler.middlewares.refused import (
+    STOP_LOOK,
+    RefusedRequest,
+    not_fetched_at_stop,
+    not_waiting_past_stop,
+)
 from crawler.redis_outage import OutageGuard
 from crawler.sessions import (
     Health,
@@ -30,6 +37,7 @@ from crawler.sessions import (
     Session,
     SessionDecodeError,
     SessionError,
+    SessionKeyError,
     SessionSettings,
     SessionStore,
     ensure_fresh_session,
@@ -42,6 +50,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 UNAVAILABLE = "sessions/unavailable"  # the stat and failure reason of a request with no session
+KEY_REFUSED = "sessions/key"  # the stat and failure reason of a request the key cannot serve
+KEY_FINISH_REASON = "sessions_key"  # the node stops: CRAWLER_SESSION_KEY cannot read them
 
 
 class SessionSupply:
@@ -65,6 +75,7 @@ class SessionSupply:
         self.wait = wait
         self._logins: dict[str, asyncio.Future[None]] = {}  # platform -> its log-in round
         self._cannot_log_in: set[str] = set()  # platforms said to have no log-in (once each)
+        self._stopping: asyncio.Future[None] | None = None  # the close a wrong key started
 
     async def shared(self, op: Callable[[], Awaitable[T]]) -> T:
         """Run a session-store operation, through Redis outages in cluster mode."""
@@ -76,9 +87,28 @@ class SessionSupply:
     async def pinned(self, platform: str, account: str) -> Session | None:
         try:
             return await self.shared(lambda: self.store.get(platform, account))
+        except SessionKeyError as exc:
+            self._key_refused(exc)
         except SessionDecodeError as exc:
             self._unreadable(exc)
             return None
+
+    def _key_refused(self, exc: SessionKeyError) -> NoReturn:
+        """``CRAWLER_SESSION_KEY`` cannot read the stored sessions: no request of the node gets
+        one. The request fails (``sessions/key``) and the node stops (``sessions_key``)."""
+        self.stats.inc_value(KEY_REFUSED)
+        engine = self.crawler.engine
+        if self._stopping is None and engine is not None:
+            logger.error(
+                "%s: the node stops (finish reason %s); give every node the key the sessions "
+                "were stored with, or import them again (`crawler sessions import`)",
+                exc,
+                KEY_FINISH_REASON,
+            )
+            self._stopping = asyncio.ensure_future(
+                engine.close_spider_async(reason=KEY_FINISH_REASON)
+            )
+        raise RefusedRequest(KEY_REFUSED, str(exc))
 
     def _unreadable(self, exc: SessionDecodeError) -> None:
         self.stats.inc_value("sessions/unreadable")
@@ -93,6 +123,8 @@ class SessionSupply:
             except UnreadableSession as exc:  # retired: the next account is drawn at once
                 self._unreadable(exc)
                 continue
+            except SessionKeyError as exc:
+                self._key_refused(exc)
             if session is not None:
                 return session
             login = self._logins.get(platform)
