@@ -24,6 +24,7 @@ from redis.asyncio import Redis
 import crawler.sessions.store as store_module
 from crawler.cli import sessions as sessions_cli
 from crawler.sessions import (
+    KEY_ENV,
     Cookie,
     CookieCipher,
     CookieFormatError,
@@ -763,3 +764,32 @@ def test_a_key_that_cannot_read_the_stored_sessions_stops_the_node(
     assert "CRAWLER_SESSION_KEY does not decrypt the cookies of zhihu/alice" in said
     assert "the node stops" in said
     assert crawler.stats.get_value("sessions/key") == 2
+
+
+@pytest.mark.parametrize("key_then", ["another", "none"])
+def test_sessions_list_without_their_key_shows_every_other_field(
+    key_then: str,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/sessions.md: with CRAWLER_SESSION_KEY only the cookies are sealed, every other
+    field stays readable for operators. Without the key (or with another) `crawler sessions
+    list` printed no row at all and exited 1 (an audit)."""
+    monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
+    header = f"z_c0={SECRET}"
+    imported = ("sessions", "import", "zhihu", "alice", "--cookie-header", header)
+    assert cli(*imported, "--redis", redis_url) == 0
+    if key_then == "none":
+        monkeypatch.delenv(KEY_ENV)
+    else:
+        monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
+    capsys.readouterr()
+    assert cli("sessions", "list", "zhihu", "--json", "--redis", redis_url) == 0
+    (row,) = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (row["account"], row["health"], row["cookies"]) == ("alice", "healthy", None)
+    assert KEY_ENV in row["error"]
+    assert cli("sessions", "list", "zhihu", "--redis", redis_url) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("alice") and "healthy" in line and "cookies=? (" in line
+    assert SECRET not in line

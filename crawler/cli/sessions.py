@@ -133,6 +133,9 @@ def _row(summary: dict[str, Any]) -> str:
     cells = [f"{summary['account']:<20}", f"{summary['health']:<8}"]
     for name in ("strikes", "requests_this_minute", "last_used", "expires_at", "cooldown_until"):
         cells.append(f"{name}={summary[name] if summary[name] is not None else '-'}")
+    if summary.get("error"):  # sealed: the key that opens its cookies is not given
+        cells.append(f"cookies=? ({summary['error']})")
+        return "  ".join(cells)
     cells.append("cookies=" + ",".join(str(c) for c in summary["cookies"]))
     if summary["expired_cookies"]:  # still stored, no longer sent
         cells.append("expired=" + ",".join(str(c) for c in summary["expired_cookies"]))
@@ -145,6 +148,8 @@ async def _list(args: argparse.Namespace, store: RedisSessionStore) -> int:
     sessions = await store.list(args.platform, unreadable)
     for session in sessions:
         summary = session.summary(now)
+        if (sealed := unreadable.pop(session.account, None)) is not None:
+            summary |= {"cookies": None, "expired_cookies": [], "error": sealed}
         print(orjson.dumps(summary).decode() if args.json else _row(summary))
     for account, error in unreadable.items():  # a field written by hand, damaged
         if args.json:

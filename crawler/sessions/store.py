@@ -10,6 +10,7 @@ The cookie payload is sealed by :class:`CookieCipher` (Fernet when
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import logging
 import time
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
-from crawler.sessions.crypto import CookieCipher
+from crawler.sessions.crypto import CookieCipher, SessionKeyError
 from crawler.sessions.keys import SessionKeys
 from crawler.sessions.models import (
     Cookie,
@@ -227,7 +228,9 @@ class RedisSessionStore:
         self, platform: str, unreadable: dict[str, str] | None = None
     ) -> builtins.list[Session]:
         """The platform's sessions; with ``unreadable``, the ones that cannot be read are left
-        out and put there (account -> why) instead of raising ``SessionDecodeError``."""
+        out and put there (account -> why) instead of raising ``SessionDecodeError``, and those
+        whose cookies the key cannot open are listed without their cookies, the key's error in
+        ``unreadable`` too (an operator without the key sees every other field)."""
         keys = self.keys(platform)
         members = await self.redis.zrange(keys.accounts, 0, -1)
         accounts = [text(member) for member in members if isinstance(member, bytes | str)]
@@ -241,6 +244,12 @@ class RedisSessionStore:
                 continue
             try:
                 sessions.append(self._decode(platform, account, raw))
+            except SessionKeyError as exc:
+                if unreadable is None:
+                    raise
+                unreadable[account] = str(exc)
+                with contextlib.suppress(SessionDecodeError):
+                    sessions.append(self._decode(platform, account, raw, cookies=False))
             except SessionDecodeError as exc:
                 if unreadable is None:
                     raise
@@ -254,12 +263,19 @@ class RedisSessionStore:
         )
         return bool(deleted)
 
-    def _decode(self, platform: str, account: str, raw: Mapping[Any, Any]) -> Session:
+    def _decode(
+        self, platform: str, account: str, raw: Mapping[Any, Any], *, cookies: bool = True
+    ) -> Session:
+        """The stored session (``cookies=False``: without its cookies, left sealed)."""
         where = f"{platform}/{account}"
         fields = {text(name): value for name, value in raw.items()}
         try:
             seconds = {name: float(fields[name]) / 1000.0 for name in _TIME_FIELDS}
-            payload = self.cipher.open(bytes(fields["cookies"]), text(fields["enc"]), where)
+            payload = (
+                self.cipher.open(bytes(fields["cookies"]), text(fields["enc"]), where)
+                if cookies
+                else b"[]"
+            )
             return Session(
                 platform=platform,
                 account=account,
