@@ -71,6 +71,8 @@ REFUSED_FINISH_REASONS = frozenset(
 
 logger = logging.getLogger(__name__)
 
+DATA_LOST_STAT = "frontier/epoch_lost"  # the node saw Redis lose the frontier's data
+
 
 def raised_by_the_project(exc: BaseException) -> bool:
     """Whether ``exc`` is a refusal the project's own code raised (its innermost frame is in
@@ -94,7 +96,8 @@ def report_refusals(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
 
 
 class ExitOnRefusal(BaseRunSpiderCommand):
-    """A crawl command whose exit status is 1 when its spider closed refused."""
+    """A crawl command whose exit status is 1 when its spider closed refused, or after the
+    frontier lost its data."""
 
     refused = False
     spider_arguments: dict[str, str] | None = None
@@ -111,6 +114,16 @@ class ExitOnRefusal(BaseRunSpiderCommand):
 
     def _spider_closed(self, spider: Spider, reason: str, **kwargs: Any) -> None:
         self.refused = self.refused or reason in REFUSED_FINISH_REASONS
+        stats = spider.crawler.stats
+        if lost := int((stats.get_value(DATA_LOST_STAT) if stats else 0) or 0):
+            logger.error(
+                "The crawl ended after the frontier lost its data %d time(s) (%s): requests "
+                "that were only queued then were never crawled; exit status 1 (crawler status "
+                "shows the incidents)",
+                lost,
+                DATA_LOST_STAT,
+            )
+            self.refused = True
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         asyncio.get_event_loop().set_exception_handler(report_refusals)

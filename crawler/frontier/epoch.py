@@ -78,9 +78,10 @@ async def recover(
     epoch = found if client.whole(found) else await client.open_epoch()
     logger.error(
         "The frontier %s lost its data (epoch %s, now %s): Redis was restarted without "
-        "persistence, flushed, replaced or rolled back. Re-enqueuing the %d requests this "
-        "node holds; requests that were only queued are lost (crawler status shows the "
-        "incident)",
+        "persistence, flushed, replaced, or rolled back (a failover to a replica that was "
+        "behind, an older snapshot). Re-enqueuing the %d requests this node holds; requests "
+        "that were only queued in the data lost are lost (crawler status shows the incident; "
+        "the node exits 1 at its end)",
         client.keys.tag,
         known,
         epoch if client.whole(found) else f"{epoch} (new)",
