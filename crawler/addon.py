@@ -26,6 +26,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.python import without_none_values
 
 from crawler import feed_storage, node_files, scrapy_redis_compat, standalone_commands
+from crawler.addon_check import reactor_problem
 from crawler.component_orders import (
     check_downloader_middleware_orders,
     check_pipeline_orders,
@@ -40,8 +41,6 @@ from crawler.redis_url import RedisConfig
 from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
 from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
-
-ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
@@ -177,13 +176,8 @@ class ClusterAddon:
     def _cluster(self, settings: BaseSettings) -> None:
         """LeasingScheduler; a scheduler or dupefilter chosen elsewhere would lose its
         guarantees (or be ignored), so it stops the start."""
-        reactor = settings.get("TWISTED_REACTOR")
-        if reactor and reactor != ASYNCIO_REACTOR:
-            raise ValueError(
-                f"TWISTED_REACTOR={reactor!r} with REDIS_URL set: cluster mode runs on asyncio "
-                f"({ASYNCIO_REACTOR}); remove the setting, or unset REDIS_URL to crawl "
-                "standalone with it"
-            )
+        if problem := reactor_problem(settings):
+            raise ValueError(problem)
         scheduler = settings.get("SCHEDULER")
         if (settings.getpriority("SCHEDULER") or 0) > 0 and scheduler != LEASING_SCHEDULER:
             raise ValueError(

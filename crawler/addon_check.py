@@ -7,7 +7,8 @@ pipeline and the shared sessions. Scrapy's docs enable an add-on with ``ADDONS =
 a spider's ``custom_settings`` may turn the add-on off (``None``). Without this check such a
 node crawled alone on Scrapy's own scheduler, wrote nothing to Redis or Kafka and exited 0.
 The project's ``crawl`` and ``runspider`` commands look at the settings each crawler will
-apply (the project's, ``-s``, the spider's) before it starts.
+apply (the project's, ``-s``, the spider's) before it starts; so they do at its
+``TWISTED_REACTOR`` in cluster mode (``reactor_problem``), which the add-on refuses too.
 """
 
 from __future__ import annotations
@@ -19,8 +20,28 @@ from scrapy.utils.misc import load_object
 CLUSTER_ADDON = "crawler.addon.ClusterAddon"
 
 
-class ClusterAddonMissing(Exception):
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
+
+class NotStarted(Exception):
+    """A crawl the project's ``crawl`` and ``runspider`` refuse before its crawler starts."""
+
+
+class ClusterAddonMissing(NotStarted):
     """``ADDONS`` does not enable ``ClusterAddon``."""
+
+
+def reactor_problem(settings: BaseSettings) -> str | None:
+    """Why ``TWISTED_REACTOR`` cannot serve cluster mode (None: it can, or no ``REDIS_URL``).
+    Checked again before the crawler starts: with another reactor Scrapy reports the add-on's
+    refusal as Twisted's 'Unhandled error in Deferred', with two tracebacks."""
+    reactor = settings.get("TWISTED_REACTOR")
+    if not settings.get("REDIS_URL") or not reactor or reactor == ASYNCIO_REACTOR:
+        return None
+    return (
+        f"TWISTED_REACTOR={reactor!r} with REDIS_URL set: cluster mode runs on asyncio "
+        f"({ASYNCIO_REACTOR}); remove the setting, or unset REDIS_URL to crawl standalone with it"
+    )
 
 
 def _loaded(addon: object) -> object | None:

@@ -32,7 +32,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler import feed_storage
-from crawler.addon_check import ClusterAddonMissing, require_cluster_addon
+from crawler.addon_check import NotStarted, reactor_problem, require_cluster_addon
 from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.node_run import NodeIdInUse
@@ -105,6 +105,8 @@ class ExitOnRefusal(BaseRunSpiderCommand):
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
         require_cluster_addon(crawler.settings)
+        if problem := reactor_problem(crawler.settings):
+            raise NotStarted(problem)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         if self.spider_arguments is not None:
             crawler.settings.set(
@@ -130,7 +132,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
         self.spider_arguments = opts.spargs
         try:
             super().run(args, opts)  # type: ignore[safe-super]  # a mixin: before crawl or runspider
-        except ClusterAddonMissing as missing:
+        except NotStarted as missing:
             logger.error("Not started: %s", missing)
             self.exitcode = 1
             return

@@ -102,6 +102,14 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
         ("DEPTH_LIMIT=abc", "", "DEPTH_LIMIT='abc' is not a number"),
         ("CONCURRENT_REQUESTS=1,5", "", "CONCURRENT_REQUESTS='1,5' is not a number"),
         # Scrapy waits 0 s for it: a delay asked for, and none kept, without a word (an audit)
+        # on Twisted's default path: a CRITICAL 'Unhandled error in Deferred' and two
+        # tracebacks around the reason (an audit)
+        (
+            "TWISTED_REACTOR=twisted.internet.epollreactor.EPollReactor",
+            "redis://127.0.0.1:1/0",
+            "Not started: TWISTED_REACTOR='twisted.internet.epollreactor.EPollReactor' with "
+            "REDIS_URL set",
+        ),
         (
             "DOWNLOAD_DELAY=-1",
             "redis://127.0.0.1:1/0",
@@ -132,6 +140,7 @@ def test_a_setting_that_does_not_hold_stops_the_crawl_naming_it(
     assert result.returncode != 0
     assert said in result.stderr
     assert "Engine slot not assigned" not in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(
