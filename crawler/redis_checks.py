@@ -167,9 +167,15 @@ def _monitored(config: RedisConfig, timeout: float) -> dict[str, Any] | str | No
 
 
 def _credentials_refused(config: RedisConfig, host: tuple[str, int], exc: Exception) -> str:
+    given = [
+        what
+        for what, value in (("a user", config.username), ("a password", config.password))
+        if value
+    ]
     return (
         f"REDIS_URL={config.display}: the server at {host[0]}:{host[1]} refused the URL's "
-        f"credentials ({type(exc).__name__}: a password or user it does not know, or none "
-        "where it needs one): give them in the URL, redis://[user]:password@host:port/db "
-        "(the same for rediss://, redis+cluster:// and redis+sentinel://)"
+        f"credentials ({type(exc).__name__}; the URL gives {' and '.join(given) or 'none'}: a "
+        "password or user the server does not know, or none where it needs one): give them "
+        "in the URL, redis://[user]:password@host:port/db (the same for rediss://, "
+        "redis+cluster:// and redis+sentinel://)"
     )

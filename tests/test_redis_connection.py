@@ -341,10 +341,16 @@ def test_credentials_the_server_refuses_stop_the_start_naming_the_url(
     client = redis.Redis(port=port)
     client.config_set("requirepass", "s3cret")
     client.close()
-    for url in (f"redis://127.0.0.1:{port}/0", f"redis://:wrong@127.0.0.1:{port}/0"):
+    # a wrong password and none at all were said alike, the URL shown without either (an
+    # audit): the message says which the URL gave
+    for url, gave in (
+        (f"redis://127.0.0.1:{port}/0", "the URL gives none"),
+        (f"redis://:wrong@127.0.0.1:{port}/0", "the URL gives a password"),
+    ):
         problem = topology_problem(RedisConfig.from_url(url)) or ""
         assert f"REDIS_URL=redis://127.0.0.1:{port}/0: the server at 127.0.0.1:{port}" in problem
         assert "refused the URL's credentials" in problem
+        assert gave in problem, problem
         assert "wrong" not in problem and "s3cret" not in problem
     assert topology_problem(RedisConfig.from_url(f"redis://:s3cret@127.0.0.1:{port}/0")) is None
 
