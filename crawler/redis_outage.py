@@ -114,14 +114,16 @@ class OutageGuard:
     def down(self) -> bool:
         return self._down_since is not None
 
-    def failed(self, exc: BaseException) -> str | None:
-        """Note a failed operation; its outage reason, or None if ``exc`` is not an outage."""
+    def failed(self, exc: BaseException, began: float | None = None) -> str | None:
+        """Note a failed operation (``began``: when it was sent, monotonic; a call that timed
+        out began the outage, not its timeout); its outage reason, or None if ``exc`` is not
+        an outage."""
         reason = outage_reason(exc)
         if reason is None:
             return None
         self._on_error(reason)
         if self._down_since is None:
-            self._down_since = time.monotonic()
+            self._down_since = time.monotonic() if began is None else began
             logger.warning(
                 "%s: Redis unavailable (%s); pausing and retrying: %s", self.component, reason, exc
             )
@@ -139,10 +141,11 @@ class OutageGuard:
         once the node is stopping, past its stop deadline."""
         delay = 0.0
         while True:
+            began = time.monotonic()
             try:
                 result = await op()
             except Exception as exc:
-                if self.failed(exc) is None:
+                if self.failed(exc, began) is None:
                     raise
                 stop = self._stop_deadline() if self._stop_deadline is not None else None
                 limits = [limit for limit in (deadline, stop) if limit is not None]

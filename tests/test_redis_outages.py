@@ -26,6 +26,7 @@ from redis.exceptions import (
     ResponseError,
     SlotNotCoveredError,
 )
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawler.cli.main import main
 from crawler.demo.nodes import start_node, stop_node
@@ -103,6 +104,26 @@ def test_a_command_error_is_not_an_outage(redis_url: str) -> None:
         asyncio.run(run())
     assert outage_reason(ResponseError("ERR unknown command 'FOO'")) is None
     assert outage_reason(ConnectionRefusedError()) == "connection"
+
+
+def test_an_outage_is_timed_from_the_call_that_met_it(caplog: pytest.LogCaptureFixture) -> None:
+    """An 8 s CLIENT PAUSE was said as 'Redis is back after 3.0s': the clock started when the
+    call's 5 s socket timeout ended (an audit)."""
+    calls = 0
+
+    async def paused_then_back() -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await asyncio.sleep(0.4)  # the socket timeout
+            raise RedisTimeoutError("Timeout reading from socket")
+        return "ok"
+
+    guard = OutageGuard("frontier", on_error=lambda reason: None)
+    with caplog.at_level(logging.WARNING, logger="crawler.redis_outage"):
+        assert asyncio.run(guard.run(paused_then_back)) == "ok"
+    (back,) = [r.getMessage() for r in caplog.records if "is back after" in r.getMessage()]
+    assert float(back.rsplit(" ", 1)[1].rstrip("s")) >= 0.4, back
 
 
 def test_a_slot_that_keeps_moving_past_redis_py_s_retries_is_an_outage() -> None:
