@@ -454,7 +454,11 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     redis_client.zadd(KEYS.nodes, {"node-a": now + 45_000})  # no heartbeat for 15 s: late
     late = frontier_status(redis_client, "pages", "c1")
     assert (late["state"], late["pages_per_minute"], late["eta_seconds"]) == ("stalled", 0.0, None)
-    assert eta_text(late) == "STALLED: work left, no live node (1 late: no heartbeat for 15s)"
+    # nodes alive but unable to write (Redis at maxmemory) read as gone (an audit)
+    assert eta_text(late) == (
+        "STALLED: work left, no live node (1 late: no heartbeat for 15s: stopped, frozen, or "
+        "alive and unable to write to Redis, as at its maxmemory (-OOM): see their logs)"
+    )
 
     redis_client.zadd(KEYS.nodes, {"node-a": now - 1000})  # the only node died
     stalled = frontier_status(redis_client, "pages", "c1")

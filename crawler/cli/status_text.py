@@ -56,7 +56,10 @@ def eta_text(status: FrontierStatus) -> str:
             node["heartbeat_ago"] for node in status["snapshot"]["nodes"] if node["state"] == "late"
         ]
         return "STALLED: work left, no live node" + (
-            f" ({len(late)} late: no heartbeat for {min(late):.0f}s)" if late else ""
+            f" ({len(late)} late: no heartbeat for {min(late):.0f}s: stopped, frozen, or alive "
+            "and unable to write to Redis, as at its maxmemory (-OOM): see their logs)"
+            if late
+            else ""
         )
     if status["state"] == "old_layout":
         spider = status["snapshot"]["spider"]
