@@ -42,6 +42,7 @@ from crawler.frontier.refusal import (
     BacklogUnread,
     FrontierRefused,
     ScrapyRedisQueueLeft,
+    WriteFailed,
 )
 from crawler.kafka.topics import TopicRefused
 from crawler.middlewares import session_supply
@@ -59,6 +60,7 @@ REFUSED_FINISH_REASONS = frozenset(
                 BacklogUnread,
                 BacklogTopicChanged,
                 ScrapyRedisQueueLeft,
+                WriteFailed,
                 NodeIdInUse,
                 TopicRefused,
             )

@@ -215,3 +215,34 @@ def test_settled_leases_whose_write_gave_up_are_counted(redis_url: str) -> None:
         return writer.unwritten, writer.unwritten_fetched
 
     assert run(scenario()) == (4, 3)
+
+
+def test_a_write_that_fails_for_no_outage_stops_the_node(redis_url: str) -> None:
+    """A write raising what no outage rule knew (redis-py's ClusterError while a slot moved,
+    before it was one) dropped its new requests and settled leases and left their holds
+    taken: the node held its leases for ever, renewed by its heartbeat, and never ended (an
+    audit: 2 nodes hung, 5-8 pages never crawled). The node stops, refused; its leases expire
+    and go back to the queue."""
+
+    class Failing(Owner):
+        reasons: list[FrontierRefused] = []  # noqa: RUF012 - one scenario
+
+        async def guarded(self, op: Callable[[], Awaitable[Any]]) -> Any:
+            raise RuntimeError("a bug in the write")
+
+        def refuse(self, reason: FrontierRefused) -> None:
+            self.reasons.append(reason)
+
+    async def scenario() -> list[FrontierRefused]:
+        stats = get_crawler().stats
+        assert stats is not None
+        owner = Failing(redis_url)
+        writer = TurnWriter(owner, stats, DedupReport(stats, DedupConfig()), 0.0)
+        writer.add_settled(LeaseState("lease-0", b"{}", holds=0, callback_done=True))
+        await asyncio.wait_for(writer.flushed(), 5)
+        await owner.client.parts[0].aclose()
+        return owner.reasons
+
+    (reason,) = run(scenario())
+    assert reason.finish_reason == "frontier_write_failed"
+    assert "RuntimeError: a bug in the write" in str(reason)

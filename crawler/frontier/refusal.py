@@ -92,3 +92,19 @@ class ScrapyRedisQueueLeft(FrontierRefused):
             "they would never be crawled. Finish that crawl with scrapy-redis, or delete its "
             f"keys (`redis-cli del {queue} {dupefilter}`) to crawl from the seeds here"
         )
+
+
+class WriteFailed(FrontierRefused):
+    """A frontier write raised what is neither an outage (the guard waits those out) nor a
+    refusal: its requests and settled leases cannot be written, and its node would hold their
+    leases for ever. It stops instead; the leases expire and go back to the queue."""
+
+    stat = "write_failed"
+    finish_reason = "frontier_write_failed"
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(
+            f"a frontier write failed ({type(exc).__name__}: {exc}): the node stops; the "
+            "requests it holds go back to the queue once their leases expire "
+            "(FRONTIER_LEASE_TIMEOUT)"
+        )

@@ -24,7 +24,7 @@ from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Finish, Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.refusal import FrontierRefused
+from crawler.frontier.refusal import FrontierRefused, WriteFailed
 from crawler.frontier.request_store import failure_record
 from crawler.redis_outage import GaveUp
 
@@ -191,6 +191,10 @@ class TurnWriter:
         except FrontierRefused as exc:
             self._owner.refuse(exc)
             return  # nothing is written any more: the held leases stay held
+        except Exception as exc:  # neither an outage nor a refusal: it would fail again
+            logger.error("Frontier write failed", exc_info=exc)
+            self._owner.refuse(WriteFailed(exc))
+            return
         finally:
             if carried is not None:
                 carried[1](leases)
