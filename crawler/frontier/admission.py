@@ -171,8 +171,8 @@ class FrontierAdmission:
         logger.warning(
             "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this crawl "
             "or an earlier one): a seed pushed is fetched, but the pages it links to that were "
-            "seen are not crawled again. To crawl them again: crawler seed %s --recrawl <url>, "
-            "or crawler purge %s",
+            "seen are not crawled again, nor are start_urls seen. To crawl them again: crawler "
+            "seed %s --recrawl <url>, or crawler purge %s",
             spider,
             seen,
             spider,

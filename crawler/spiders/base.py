@@ -5,7 +5,8 @@ longer calls, so its seeds arrive after an idle tick. These base classes read
 the seed key in an async ``start()`` that keeps listening while the node is
 idle, and close the node after ``max_idle_time`` idle seconds (0 = never).
 Without ``REDIS_URL`` they crawl the ``url`` argument
-(``scrapy crawl pages -a url=...``) on Scrapy's own scheduler.
+(``scrapy crawl pages -a url=...``) and their ``start_urls`` on Scrapy's own scheduler; with
+it their ``start_urls`` too, once per crawl.
 
 scrapy-redis's spider attributes work as there, also as ``-a`` arguments:
 ``redis_key`` (``%(name)s`` is the spider name), ``redis_batch_size``,
@@ -159,10 +160,13 @@ class RedisSpider(scrapy.Spider):
                 continue
             for request in requests:
                 yield request
-        # as Scrapy's own start() makes them (on every node: the shared dedup keeps one)
+        # as Scrapy's own start() makes them (dont_filter: a page that links back to one is not
+        # taken for it); in cluster mode on every node, so through the dedup: it keeps one a
+        # crawl, and a crawl run again does not fetch them again (as a plain spider's start())
+        cluster = bool(self.seed_settings.redis_url)
         for url in getattr(self, "start_urls", None) or ():
             try:
-                request = Request(url)
+                request = Request(url, dont_filter=not cluster)
             except (TypeError, ValueError) as exc:
                 self._log_invalid(InvalidSeed("url", f"start_urls: {exc}"), "dropped")
                 continue
