@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import signal
 import statistics
@@ -242,7 +243,14 @@ def test_a_site_rate_applies_to_its_site_as_the_limiter_names_it() -> None:
         ("127.0.0.1:18731/", "'127.0.0.1:18731'"),
         ("alice@shop.test", "'shop.test'"),
         (" shop.test", "'shop.test'"),
-        ("shop.test:080", "'shop.test:80'"),
+        ("shop.test:080", "'shop.test'"),
+        # a site leaves out its scheme's default port: such a key matched no request (an audit)
+        ("example.com:80", "'example.com'"),
+        ("shop.test:443", "'shop.test'"),
+        ("[::1]:80", "'[::1]'"),
+        # a host:port mistyped was taken for a download_slot name, pacing nothing (an audit)
+        ("localhost:80800", "host or host:port"),
+        ("[::1:8080", "host or host:port"),
         ("shop.test:", "'shop.test'"),
         ("bücher.de", "'xn--bcher-kva.de'"),
         ("shop.test:99999", "host or host:port"),
@@ -257,6 +265,14 @@ def test_a_site_rate_key_that_names_no_site_is_refused(key: str, instead: str) -
         politeness({"POLITENESS_SITE_RATES": {key: 1}})
     with pytest.raises(ValueError, match=expected):  # -s, as JSON
         politeness({}, command_line=[f'POLITENESS_SITE_RATES={{"{key}": 1}}'])
+
+
+def test_a_slot_name_shaped_like_a_mistyped_port_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler.politeness.settings"):
+        politeness({"POLITENESS_SITE_RATES": {"localhost:8o80": 1, "shop:checkout": 1}})
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert "'localhost:8o80' is no host:port" in said
+    assert "only requests whose meta download_slot is 'localhost:8o80'" in said
 
 
 @pytest.mark.parametrize("slot", ["shop:checkout", "API slot", "shop test"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -25,6 +26,8 @@ from crawler.settings_values import (
     status_code,
     whole_number,
 )
+
+logger = logging.getLogger(__name__)
 
 RATE_FIELDS = ("rate", "burst")
 # A site as the limiter names a request's (``site_of_netloc`` of the URL Scrapy made of it:
@@ -51,16 +54,44 @@ def is_site_key(key: object) -> bool:
     return bool(SITE.fullmatch(site)) and _limiter_site(site) == site
 
 
+DEFAULT_PORTS = ("80", "443")
+# a host:port mistyped (a port out of range, none, a bracket left open): no slot name
+HOST_AND_PORT = re.compile(r"[^:]*:[0-9]*|\[.*")
+
+
+def without_default_port(site: str) -> str:
+    """``site`` without ``:80`` or ``:443``, which the limiter leaves out of a request's."""
+    host, colon, port = site.rpartition(":")
+    return (
+        host
+        if colon and port in DEFAULT_PORTS and (host.endswith("]") or ":" not in host)
+        else site
+    )
+
+
 def rate_key(key: object) -> str | None:
-    """The site ``key`` names as the limiter names a request's, in lower case: a ``host[:port]``,
-    or a ``download_slot`` a spider gives its requests (a name without dots, slashes, ``@`` or
-    spaces around it, which no host or URL mistyped has); None when it could name none."""
+    """The site ``key`` names as the limiter names a request's, in lower case: a ``host[:port]``
+    (never with a default port, which a request's site leaves out), or a ``download_slot`` a
+    spider gives its requests (a name without dots, slashes, ``@`` or spaces around it, and
+    not shaped like a host and port, which no host or URL mistyped has); None when it could
+    name none."""
     text = str(key)
     if is_site_key(text):
-        return text.lower()
-    if text and text == text.strip() and not any(mark in text for mark in "./@"):
+        return text.lower() if without_default_port(text) == text else None
+    if (
+        text
+        and text == text.strip()
+        and not any(mark in text for mark in "./@")
+        and not HOST_AND_PORT.fullmatch(text)
+    ):
         return text.lower()
     return None
+
+
+def looks_like_a_port(slot: str) -> bool:
+    """Whether a slot name ends in ``:`` and a part with digits (``localhost:8o80``)."""
+    _, colon, tail = slot.rpartition(":")
+    return bool(colon) and any(char.isdigit() for char in tail)
 
 
 def _site(name: str, key: Any, value: Any) -> str:
@@ -69,10 +100,14 @@ def _site(name: str, key: Any, value: Any) -> str:
     if (site := rate_key(key)) is not None:
         return site
     suggested = _limiter_site(str(key).strip())
-    instead = repr(suggested) if suggested and SITE.fullmatch(suggested) else "host or host:port"
+    if suggested and SITE.fullmatch(suggested):
+        instead = repr(without_default_port(suggested))
+    else:
+        instead = "host or host:port"
     raise ValueError(
         f"{name}={value!r}: {key!r} is not a site as the rate limiter names one (host or "
-        f"host:port, without a scheme, user, path, slash or spaces, host in IDNA form; or a "
+        f"host:port, without a scheme, user, path, slash, spaces or a default port :80 or "
+        f":443, host in IDNA form; or a "
         f"download_slot name without dots, slashes or @); write {instead}"
     )
 
@@ -137,6 +172,13 @@ class PolitenessSettings:
                 )
             keys[site] = key
             sites[site] = _rate(name, value, burst)
+            if not is_site_key(site) and looks_like_a_port(site):
+                logger.warning(
+                    "POLITENESS_SITE_RATES: %r is no host:port: it paces only requests whose "
+                    "meta download_slot is %r (a port mistyped? write host:port)",
+                    key,
+                    site,
+                )
         values = cls(
             default=_rate("POLITENESS_RATE", settings.get("POLITENESS_RATE"), burst),
             sites=sites,
