@@ -29,6 +29,7 @@ from crawler.frontier.keys import (
     start_pattern,
 )
 from crawler.frontier.partitions import spider_parts
+from crawler.frontier.refusal import topics
 from crawler.frontier.reset import (
     Acknowledged,
     live_nodes,
@@ -190,8 +191,9 @@ class PurgePlan:
         cannot delete), or None."""
         if self.undeletable:
             return (
-                f"the crawl of {self.spider!r} spilled requests to the Kafka backlog topic "
-                f"{self.undeletable}, which this purge cannot delete: KAFKA_BOOTSTRAP_SERVERS is "
+                f"the crawl of {self.spider!r} spilled requests to the Kafka backlog "
+                f"{topics(self.undeletable)}, which this purge cannot delete: "
+                "KAFKA_BOOTSTRAP_SERVERS is "
                 "empty here. Give it (the nodes' value): left, those requests come back into the "
                 "next crawl"
             )

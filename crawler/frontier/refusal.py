@@ -10,6 +10,11 @@ saying what to do, and the spider closes with ``finish_reason``
 from __future__ import annotations
 
 
+def topics(named: str) -> str:
+    """``topic A`` or ``topics A and B`` (Kafka topic names hold no spaces)."""
+    return f"topics {named}" if " and " in named else f"topic {named}"
+
+
 class FrontierRefused(Exception):
     """This node may not read or write its spider's frontier."""
 
@@ -52,10 +57,16 @@ class BacklogTopicChanged(FrontierRefused):
 
     def __init__(self, spider: str, spilled: int, recorded: str, given: str) -> None:
         super().__init__(
-            f"{spilled} requests of {spider!r} wait in the Kafka backlog topic {recorded}, and "
-            f"this node's FRONTIER_BACKLOG_TOPIC gives {given}, which it would read instead: "
-            "they would never be crawled. Give the nodes the FRONTIER_BACKLOG_TOPIC the crawl "
-            f"started with, or end the crawl with `crawler purge {spider}`"
+            f"{spilled} requests of {spider!r} wait in the Kafka backlog {topics(recorded)}, "
+            f"and this node's FRONTIER_BACKLOG_TOPIC gives {given}, which it would read instead: "
+            "they would never be crawled. Give the nodes "
+            + (
+                "the FRONTIER_BACKLOG_TOPIC of one of them (their nodes read it back), then "
+                "the other's"
+                if " and " in recorded
+                else "the FRONTIER_BACKLOG_TOPIC the crawl started with"
+            )
+            + f", or end the crawl with `crawler purge {spider}`"
         )
 
 
