@@ -3,9 +3,11 @@ equivalent where there is one, said once at start where there is none (``Cluster
 
 A ``DOWNLOAD_DELAY`` (setting or the spider's ``download_delay``) and each ``DOWNLOAD_SLOTS``
 delay become cluster-wide rates of the politeness limiter (``POLITENESS_RATE``,
-``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster. AutoThrottle,
-``CONCURRENT_REQUESTS_PER_IP``, a slot's concurrency and the ``CLOSESPIDER_*`` counts hold per
-node: a warning says so, with what holds for the cluster instead.
+``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster; a negative
+delay (Scrapy's 0) stops the start, a delay kept per node (``POLITENESS_ENABLED=False``) or one
+a site's own rate outranks is said. AutoThrottle, ``CONCURRENT_REQUESTS_PER_DOMAIN`` and
+``_PER_IP``, a slot's concurrency and the ``CLOSESPIDER_*`` counts hold per node: a warning
+says so, with what holds for the cluster instead.
 """
 
 from __future__ import annotations

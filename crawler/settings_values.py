@@ -1,8 +1,11 @@
 """Typed reads of settings, as Scrapy reads them, whose errors name the setting.
 
-``get_int``, ``get_float`` and ``get_bool`` are Scrapy's ``getint``, ``getfloat``
-and ``getbool``, except that a value they cannot convert (``-s NAME=abc``) raises
-``ValueError`` naming the setting and the value, not only the value.
+``get_float`` and ``get_bool`` are Scrapy's ``getfloat`` and ``getbool``, except that a value
+they cannot convert (``-s NAME=abc``) raises ``ValueError`` naming the setting and the value,
+not only the value (``get_float`` refuses NaN and infinity too). ``get_int`` takes a whole
+number however written (``3``, ``3.0``, ``"3"``) and refuses a fraction or a bool, which
+Scrapy's ``getint`` rounds down (2.7 is 2, True is 1), the same way; ``get_list`` refuses a
+single value that is not text (``429``), where Scrapy's ``getlist`` raises a bare TypeError.
 
 ``-s NAME=VALUE`` and the environment give strings. Scrapy's ``getlist`` splits
 a string on commas (``429,503``); a string that is a JSON array

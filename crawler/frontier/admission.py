@@ -16,9 +16,12 @@ requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 (``crawler.frontier.backlog``); one given another ``FRONTIER_BACKLOG_TOPIC`` than the crawl
 recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
 else records its own, and a node spilling to the old one stops at its next look at the topic.
-An admitted node whose frontier has nothing queued or leased but remembers URLs seen (an
-earlier crawl's, as a rule) says so in a WARNING (``frontier/seen_at_start``): the pages they
-name are not crawled again when linked.
+A scrapy-redis crawl of the spider left under way (its queue ``<spider>:requests``) refuses
+the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue``); its
+dupefilter alone is said in a WARNING (``frontier/scrapy_redis_dupefilter``). An admitted
+node whose frontier has nothing queued or leased but remembers URLs seen (an earlier crawl's,
+as a rule) says so in a WARNING (``frontier/seen_at_start``): the pages they name are not
+crawled again when linked.
 """
 
 from __future__ import annotations

@@ -18,9 +18,13 @@ per part), with the same at-least-once rule as everything else:
   into Redis and only then are the offsets committed; a reader that dies in between leaves
   messages the next one skips (``crawler.frontier.backlog_refill``).
 
-A part's backlog count is its next offset written less its next offset to read back (both
-moved only forward, in the same calls: ``lua/backlog_count.lua``), so it mends itself whatever
-order the nodes' calls land in, and wherever a node dies between Kafka and Redis.
+A part's backlog count is, summed over every topic it spilled to (``:backlog:written``; nodes
+given different ``FRONTIER_BACKLOG_TOPIC``s), its next offset written less its next offset to
+read back (both moved only forward, in the same calls: ``lua/backlog_count.lua``), so it mends
+itself whatever order the nodes' calls land in, and wherever a node dies between Kafka and
+Redis. Every 10 s a node looks at its topic: made again if deleted (the requests that waited in
+it said lost), and a node whose topic is no longer the crawl's recorded one (a node started
+since with another, while nothing waited) stops (``BacklogTopicTaken``).
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.

@@ -1,10 +1,11 @@
 """Why a node may not use its spider's frontier (no Scrapy imports).
 
-The first frontier step of a node (``PartitionedFrontier.claim``) checks the crawl's
-partition count and the frontier's storage layout; a node that does not fit is refused
-before it reads a seed or writes a request: ``frontier/refused/<stat>``, an ERROR log
-saying what to do, and the spider closes with ``finish_reason``
-(``crawler.frontier.admission``).
+The first frontier step of a node (``crawler.frontier.admission``) checks the crawl's
+partition count, dedup mode, storage layout, Kafka backlog and a scrapy-redis queue left in
+Redis; a node that does not fit is refused before it reads a seed or writes a request:
+``frontier/refused/<stat>``, an ERROR log saying what to do, and the spider closes with
+``finish_reason``. A running node is stopped the same way when its backlog topic is no longer
+the crawl's (``BacklogTopicTaken``) or a frontier write fails for good (``WriteFailed``).
 """
 
 from __future__ import annotations
