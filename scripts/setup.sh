@@ -33,6 +33,14 @@ if ((${#missing[@]})); then
 fi
 
 if [[ ! -x .venv/bin/python ]]; then
+    if ! "$PYTHON" -c "import ensurepip" >/dev/null 2>&1; then  # Debian's venv needs it
+        echo "setup: installing Debian package python3-venv" >&2
+        sudo=()
+        [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+        "${sudo[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+            --no-install-recommends python3-venv >/dev/null
+    fi
     echo "setup: creating .venv" >&2
     "$PYTHON" -m venv .venv
 fi
@@ -48,10 +56,18 @@ fi
 # kustomize for the Kubernetes manifest tests: kubectl carries it; else built with Go
 # (the module proxy) into .venv/bin, once.
 KUSTOMIZE_VERSION=v5.7.1  # the newest that builds with Go 1.26
+kustomize="kustomize"
 if ! command -v kubectl >/dev/null 2>&1 && [[ ! -x .venv/bin/kustomize ]]; then
-    echo "setup: building kustomize $KUSTOMIZE_VERSION with Go into .venv/bin" >&2
-    GOBIN="$PWD/.venv/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+    if command -v go >/dev/null 2>&1; then
+        echo "setup: building kustomize $KUSTOMIZE_VERSION with Go into .venv/bin" >&2
+        GOBIN="$PWD/.venv/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+    else  # Debian's golang-go (1.19) is too old to build it
+        kustomize="no kustomize"
+        echo "setup: WARNING: neither kubectl nor Go (1.22 or newer, https://go.dev/dl) is" \
+            "installed: the Kubernetes manifest tests need one of them for kustomize (make demo" \
+            "does not); install one and run make setup again" >&2
+    fi
 fi
 
 .venv/bin/python -c "from crawler.devservices import ensure_kafka_jars; ensure_kafka_jars()"
-echo "setup: ready (.venv, redis-server, Kafka jars, chromium, prometheus, kustomize)" >&2
+echo "setup: ready (.venv, redis-server, Kafka jars, chromium, prometheus, $kustomize)" >&2
