@@ -87,7 +87,7 @@ FAMILIES = (
     ),
     _family(
         "crawler_politeness_delayed",
-        "Requests that waited for their site's rate-limit slot",
+        "Rate-limit slot reservations that had to wait for their site",
         r"politeness/delayed",
     ),
     _family(
