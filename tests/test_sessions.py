@@ -793,3 +793,31 @@ def test_sessions_list_without_their_key_shows_every_other_field(
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("alice") and "healthy" in line and "cookies=? (" in line
     assert SECRET not in line
+
+
+class FixedLogin:
+    async def login(self, account: str) -> Sequence[Cookie]:
+        return [Cookie("z_c0", f"fresh-{account}")]
+
+
+@BACKENDS
+def test_a_log_in_keeps_the_rest_of_an_account_the_site_flagged(kind: str, redis_url: str) -> None:
+    """Answered risky (a rest of SESSIONS_COOLDOWN), then expired, then logged in again: the
+    expired mark and the log-in each ended the rest, and the account flagged a moment before
+    was used at once (an audit: 10 minutes early). Its rest outlives both."""
+    settings = SessionSettings(cooldown=600)
+
+    async def body() -> tuple[Session | None, float]:
+        async with open_store(kind, redis_url, settings) as store:
+            await put_accounts(store, "tester")
+            await store.mark("zhihu", "tester", Health.RISKY, "HTTP 302")
+            await store.mark("zhihu", "tester", Health.EXPIRED, "HTTP 401")
+            lease = MemoryLoginLease()
+            fresh = await ensure_fresh_session(
+                store, lease, "zhihu", "tester", FixedLogin(), settings=settings
+            )
+            return await store.acquire("zhihu"), fresh.cooldown_until - time.time()
+
+    drawn, rest = asyncio.run(body())
+    assert drawn is None  # still resting
+    assert 590 < rest <= 600

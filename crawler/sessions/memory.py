@@ -113,6 +113,8 @@ class MemorySessionStore:
             return session.health
         moment = time.time() if now is None else now
         strikes, until = session.strikes, 0.0
+        if health is Health.EXPIRED and session.cooldown_until > moment:
+            until = session.cooldown_until  # the site's rest outlives the login it now wants
         if health in _RESTING:  # one event, one strike: none while the account rests
             strikes += 1 if strike and session.cooldown_until <= moment else 0
             rest = self.settings.cooldown if cooldown is None else cooldown

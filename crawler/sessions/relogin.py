@@ -151,8 +151,8 @@ async def _login_under_lease(
 ) -> Session:
     """Log in (renewing the lease ``token`` meanwhile) and store the new cookies.
 
-    The new session keeps the account's strikes (``forgive`` clears them), proxy
-    and last use; it is healthy and lives ``SESSIONS_TTL`` seconds.
+    The new session keeps the account's strikes and a rest still running (``forgive``
+    clears both), proxy and last use; it is healthy and lives ``SESSIONS_TTL`` seconds.
     """
     async with _renewing(lease, platform, account, token, settings.login_lease / 3):
         cookies = tuple(await login.login(account))
@@ -169,7 +169,7 @@ async def _login_under_lease(
         expires_at=None,
         health=Health.HEALTHY,
         reason="login",
-        cooldown_until=0.0,
+        cooldown_until=0.0 if forgive else previous.cooldown_until,
         strikes=0 if forgive else previous.strikes,
     )
     stored = await store.put(fresh, settings.ttl)

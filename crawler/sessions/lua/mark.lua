@@ -9,7 +9,7 @@
 -- cooldown; the strike that reaches ARGV[5] retires it. One event is one strike: a mark while
 -- the account still rests (requests sent before the first answer came back) counts none and
 -- keeps the longer rest. A retired account stays retired (only put replaces it);
--- healthy and expired clear the cooldown.
+-- healthy clears the cooldown, expired keeps one still running (and the login after it too).
 -- Returns the health after the call, or false when there is no such session.
 local s = redis.call('HMGET', KEYS[1], 'health', 'strikes', 'generation', 'cooldown_until')
 if not s[1] then return false end
@@ -22,8 +22,10 @@ end
 local health = ARGV[1]
 local strikes = tonumber(s[2]) or 0
 local cooldown = 0
-if health == 'risky' or health == 'banned' then
-  local resting_until = tonumber(s[4]) or 0
+local resting_until = tonumber(s[4]) or 0
+if health == 'expired' and resting_until > now then
+  cooldown = resting_until  -- a rest the site asked for outlives the login it now wants
+elseif health == 'risky' or health == 'banned' then
   if ARGV[7] ~= '0' and resting_until <= now then strikes = strikes + 1 end
   cooldown = math.max(resting_until, now + tonumber(ARGV[3]))
   if strikes >= tonumber(ARGV[5]) then health = 'retired' end
