@@ -206,6 +206,20 @@ def test_a_seed_may_not_set_the_spiders_own_meta(seed: dict[str, object]) -> Non
     assert refused.value.reason == "meta"
 
 
+@pytest.mark.parametrize(
+    "given",
+    [{"headers": {"X-Audit": "1", "Cookie": "z_c0=mine"}}, {"method": "POST"}, {"body": "x"}],
+)
+def test_a_url_seed_with_request_fields_the_spider_does_not_take_is_refused(
+    given: dict[str, object],
+) -> None:
+    """A JSON URL seed's headers were accepted (`crawler seed` said `new`) and dropped without
+    a word (an audit), where method, body, callback and form fields were refused."""
+    seed = {"url": "https://www.zhihu.com/question/1", **given}
+    with pytest.raises(InvalidSeed, match="zhihu seeds take no method, body, callback, form"):
+        spider().make_request_from_data(orjson.dumps(seed))
+
+
 def test_a_blocked_redirect_is_handed_to_the_spider_and_a_users_own_status_list_survives() -> None:
     """A redirect to the soft-block page is not followed (meta ``handle_httpstatus_list``
     gets its status) and a retry of the request follows redirects again; the middleware took

@@ -174,9 +174,11 @@ class ZhihuSpider(ZhihuChains):
         return self.request_from_seed(seed)
 
     def request_from_seed(self, seed: Seed) -> Request:
-        if seed.method != "GET" or seed.body or seed.callback or seed.formdata:
+        if seed.method != "GET" or seed.body or seed.callback or seed.formdata or seed.headers:
             raise InvalidSeed(
-                "zhihu_seed", "zhihu seeds take no method, body, callback or form fields"
+                "zhihu_seed",
+                "zhihu seeds take no method, body, callback, form fields or headers (the spider "
+                "signs and sends its own; a login goes through the shared sessions)",
             )
         check_seed_meta(seed.meta, self.seed_settings.allowed_meta, OWN_META)
         target = recognize(seed.url, self.config.seed_hosts)
