@@ -165,3 +165,24 @@ def test_search_pages_skip_unknown_types_and_unwrap_results(drifting_mock: Zhihu
     assert found.people and all(
         c["type"] in ("answer", "article", "zvideo") for c in found.contents
     )
+
+
+def test_a_node_that_completed_lists_recorded_short_before_says_so() -> None:
+    """A list recorded short (5 declared, none collected), retried after the failure and
+    completed on another node: that node's stats are corrections (declared +0, shortfall
+    -5: the ledger sums them to the crawl's figures), and its closing line said `5 of 0
+    declared (100.0%)` (an audit)."""
+    stats = {"zhihu/declared/member_answers": 0, "zhihu/shortfall/member_answers": -5}
+    assert (
+        Completeness()
+        .summary(stats)
+        .startswith("member_answers 5 more collected in lists recorded short before (retried);")
+    )
+    mixed = {"zhihu/declared/root_comment": 10, "zhihu/shortfall/root_comment": -2}
+    assert (
+        Completeness()
+        .summary(mixed)
+        .startswith(
+            "root_comment 10 of 10 declared (100.0%), 2 more collected in lists recorded short before"
+        )
+    )

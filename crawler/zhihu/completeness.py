@@ -118,8 +118,16 @@ class Completeness:
         parts = []
         for name in lists:
             declared = int(stats.get(f"zhihu/declared/{name}", 0))
-            got = declared - int(stats.get(f"zhihu/shortfall/{name}", 0))
-            parts.append(f"{name} {got:,} of {declared:,} declared ({percent(got, declared)})")
+            shortfall = int(stats.get(f"zhihu/shortfall/{name}", 0))
+            # a list retried after it was recorded short (elsewhere, or before) is recorded again
+            # as a correction: declared +0, shortfall below 0 (the ledger's sum is the crawl's)
+            made_up = f"{-shortfall:,} more collected in lists recorded short before (retried)"
+            if declared == 0:
+                parts.append(f"{name} {made_up}" if shortfall < 0 else f"{name} none declared")
+                continue
+            got = declared - max(0, shortfall)
+            line = f"{name} {got:,} of {declared:,} declared ({percent(got, declared)})"
+            parts.append(f"{line}, {made_up}" if shortfall < 0 else line)
         worst = ", ".join(
             f"{name} of {owner} ({got} of {expected})"
             for *_, name, owner, got, expected in sorted(self._worst, reverse=True)

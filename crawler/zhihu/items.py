@@ -112,7 +112,9 @@ class ZhihuQuestionItem:
 @dataclass(slots=True)
 class ZhihuListItem:
     """What one list declared and what the crawl collected of it (crawler/zhihu/completeness.py):
-    one per list chain, at its end; consumers dedup by ``(list, owner_id)``."""
+    one per list chain, at its end; consumers keep the latest ``crawled_at`` per ``(list,
+    owner_id)`` (a page that ran twice, or a list retried after it was recorded short, records
+    it again)."""
 
     item_type: ClassVar[str] = "zhihu_list"
     schema_version: ClassVar[int] = 1
