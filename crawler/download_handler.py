@@ -7,7 +7,9 @@ crawler serves them all). For each request, in this order:
    leaves, after Scrapy's own per-site queue (``CONCURRENT_REQUESTS_PER_DOMAIN``,
    ``DOWNLOAD_SLOTS``): requests that waited there behind a slow response go out at the
    site's rate, not all at once when it returns. No pacing when the politeness middleware
-   is off (``POLITENESS_ENABLED``, or removed from ``DOWNLOADER_MIDDLEWARES``).
+   is off (``POLITENESS_ENABLED``, or removed from ``DOWNLOADER_MIDDLEWARES``). A request
+   that carries a shared session then gets its account's cookies as they are now
+   (``SharedSessionMiddleware.restamp``): the turn may have lasted seconds.
 2. **The browser,** for requests marked for it (meta ``playwright``, set by
    ``BrowserRenderingMiddleware``) when ``BROWSER_ENABLED``: scrapy-playwright's handler,
    built and started by the first such request (unless the project's handler for the
@@ -49,6 +51,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from crawler.middlewares.politeness import ClusterRateLimitMiddleware
+from crawler.middlewares.sessions import SharedSessionMiddleware
 from crawler.said_once import SaidOnce
 from crawler.settings_values import get_bool, get_dict
 
@@ -148,6 +151,8 @@ class NodeDownloadHandler(BaseDownloadHandler):
         self.start_lock = asyncio.Lock()
         self.politeness: ClusterRateLimitMiddleware | None = None
         self.politeness_looked_up = False
+        self.shared_sessions: SharedSessionMiddleware | None = None
+        self.sessions_looked_up = False
         self.closed = False
 
     @classmethod
@@ -165,6 +170,13 @@ class NodeDownloadHandler(BaseDownloadHandler):
             self.politeness_looked_up = True
         return self.politeness
 
+    def sessions(self) -> SharedSessionMiddleware | None:
+        """The node's shared-sessions middleware (None when it is off), looked up on first use."""
+        if not self.sessions_looked_up:
+            self.shared_sessions = self.crawler.get_downloader_middleware(SharedSessionMiddleware)
+            self.sessions_looked_up = True
+        return self.shared_sessions
+
     def plain_for(self, scheme: str) -> Any:
         """The plain handler of ``scheme`` (built now if it is lazy), or why there is none."""
         if scheme not in self.plain:
@@ -179,6 +191,8 @@ class NodeDownloadHandler(BaseDownloadHandler):
     async def download_request(self, request: Request) -> Response:
         if (pacing := self.pacing()) is not None:
             await pacing.pace(request)
+            if (sessions := self.sessions()) is not None:  # its turn may have taken seconds
+                await sessions.restamp(request)
         scheme = urlparse_cached(request).scheme
         if self.renders(request, scheme):
             browser = await self.started_browser()

@@ -529,3 +529,33 @@ def test_a_log_in_that_fails_its_own_way_is_said_and_the_next_account_logs_in(
     (message,) = [record.getMessage() for record in caplog.records]
     assert "Log-in of cookie_platform account limited failed" in message
     assert said in message
+
+
+def test_a_request_leaves_with_its_account_s_cookies_as_they_are_when_it_leaves() -> None:
+    """Cookies were put on a request before it waited for its site's turn (2.4 s a request in
+    an audit): another node's log-in meanwhile made them stale (the site saw 45-94 requests a
+    run with a session it had replaced), and an account retired meanwhile still sent them."""
+    shared, _ = session_middleware()
+    request = Request("http://shop.test/member")
+    other = Request("http://shop.test/other")
+
+    async def leave() -> None:
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "one"),)), 600)
+        await shared.process_request(request)
+        await shared.restamp(request)  # nothing changed: as it was
+        assert cookie_pairs(request) == {"sid=one"}
+        await shared.store.put(Session("cookie_platform", "a", (Cookie("sid", "two"),)), 600)
+        await shared.restamp(request)  # logged in again meanwhile
+        assert cookie_pairs(request) == {"sid=two"}
+        assert request.meta["session_generation"] == 2
+        await shared.store.put(Session("cookie_platform", "b", (Cookie("sid", "bee"),)), 600)
+        await shared.process_request(other)
+        drawn = other.meta["session_account"]
+        await shared.store.mark("cookie_platform", drawn, Health.RETIRED, "by hand")
+        await shared.restamp(other)  # retired meanwhile: another account's
+        expected = {"a": {"sid=bee"}, "b": {"sid=two"}}[drawn]
+        assert other.meta["session_account"] != drawn
+        assert cookie_pairs(other) == expected
+
+    asyncio.run(leave())
+    assert shared.stats.get_value("sessions/restamped") == 2

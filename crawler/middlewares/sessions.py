@@ -65,6 +65,8 @@ from crawler.sessions import (
     MemorySessionStore,
     RedisLoginLease,
     RedisSessionStore,
+    Session,
+    SessionError,
     SessionSettings,
     SessionStore,
 )
@@ -173,6 +175,37 @@ class SharedSessionMiddleware:
         if session is None:
             self._refuse(request, platform, pinned)
         self.stats.inc_value("sessions/used")
+        self._stamp(request, session)
+
+    async def restamp(self, request: Request) -> None:
+        """Just before ``request`` leaves, after its site's turn (seconds under a slow rate;
+        ``crawler.download_handler``): an account logged in again meanwhile gives it its new
+        cookies; one marked since (expired, resting, retired, gone) is swapped for another
+        account's session (a pinned request keeps its own). Rendered requests keep theirs:
+        they are in the browser's context by then."""
+        account = request.meta.get(ACCOUNT_META)
+        found = self._platform(request)
+        if account is None or found is None or request.meta.get("playwright"):
+            return
+        platform = found[1]
+        try:
+            current = await self.supply.shared(lambda: self.store.get(platform, str(account)))
+        except SessionError:  # unreadable, or a wrong key: a new draw says why
+            current = None
+        fresh = current is not None and current.usable(time.time())
+        if fresh and current is not None:
+            if current.generation == request.meta.get(GENERATION_META):
+                return
+            self._stamp(request, current)
+        elif request.meta.get(PIN_META):
+            return
+        else:
+            request.meta.pop(ACCOUNT_META, None)
+            await self.process_request(request)
+        self.stats.inc_value("sessions/restamped")
+
+    def _stamp(self, request: Request, session: Session) -> None:
+        """``request`` carries ``session``'s cookies (and proxy), and says which it carries."""
         header = with_session_cookies(own_cookies(request), session, request.url)
         if header:
             request.headers[b"Cookie"] = header

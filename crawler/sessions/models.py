@@ -202,6 +202,15 @@ class Session:
         """The ``Cookie:`` header of a request to ``url`` ("" when no cookie goes there)."""
         return "; ".join(f"{c.name}={c.value}" for c in self.cookies_for(url, now))
 
+    def usable(self, now: float) -> bool:
+        """Whether ``acquire`` could hand it out at ``now`` (per-minute limit aside): healthy,
+        or risky or banned with its rest over, and not past its end."""
+        return (
+            self.health in (Health.HEALTHY, Health.RISKY, Health.BANNED)
+            and self.cooldown_until <= now
+            and (self.expires_at is None or self.expires_at > now)
+        )
+
     def requests_in_minute(self, now: float) -> int:
         return self.used_in_minute if self.minute == int(now // 60) else 0
 
