@@ -109,7 +109,7 @@ def get_list(settings: ListSettings, name: str) -> list[Any]:
         return _json(name, value, list, "array")
     if (isinstance(value, str) and value.strip().startswith("{")) or isinstance(value, Mapping):
         raise ValueError(f"{name}={value!r} must be a list: a JSON array or comma-separated values")
-    if value is not None and not isinstance(value, str | list | tuple):
+    if value is not None and not isinstance(value, str | list | tuple | set | frozenset):
         raise ValueError(f"{name}={value!r} must be a list: a JSON array or comma-separated values")
     return [item.strip() if isinstance(item, str) else item for item in settings.getlist(name)]
 

@@ -56,6 +56,12 @@ def test_whole_numbers_inside_rates_and_statuses_hold() -> None:
     assert (read.default.burst, read.penalty_statuses) == (3, frozenset({429, 503}))
 
 
+@pytest.mark.parametrize("given", [[429, 503], (429, 503), {429, 503}, frozenset({429, 503})])
+def test_a_list_setting_takes_what_scrapy_s_getlist_takes(given: Any) -> None:
+    read = get_list(Settings({"POLITENESS_PENALTY_STATUSES": given}), "POLITENESS_PENALTY_STATUSES")
+    assert sorted(read) == [429, 503]
+
+
 @pytest.mark.parametrize("given", [429, 1.5, True])
 def test_a_list_setting_given_one_number_is_refused_naming_it(given: Any) -> None:
     """custom_settings={"POLITENESS_PENALTY_STATUSES": 429} ended the start with asyncio's
