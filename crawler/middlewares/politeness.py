@@ -44,7 +44,7 @@ from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
-from crawler.politeness.settings import PolitenessSettings
+from crawler.politeness.settings import DEFAULT_PORTS, PolitenessSettings
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,6 @@ def site_of(url: str) -> str:
 # Set on a request that reached the downloader without a ``download_slot``: the one Scrapy's
 # downloader then gives it (its host name, kept by retries and redirects) is not the spider's.
 AUTO_SLOT_META = "politeness_auto_slot"
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def site_for(request: Request) -> str:

@@ -54,7 +54,7 @@ def is_site_key(key: object) -> bool:
     return bool(SITE.fullmatch(site)) and _limiter_site(site) == site
 
 
-DEFAULT_PORTS = ("80", "443")
+DEFAULT_PORTS = {"http": 80, "https": 443}  # left out of a site (as Scrapy's slot leaves them)
 # a host:port mistyped (a port out of range, none, a bracket left open): no slot name
 HOST_AND_PORT = re.compile(r"[^:]*:[0-9]*|\[.*")
 
@@ -64,7 +64,9 @@ def without_default_port(site: str) -> str:
     host, colon, port = site.rpartition(":")
     return (
         host
-        if colon and port in DEFAULT_PORTS and (host.endswith("]") or ":" not in host)
+        if colon
+        and port in map(str, DEFAULT_PORTS.values())
+        and (host.endswith("]") or ":" not in host)
         else site
     )
 
