@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,17 @@ from settings import base
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 ROBOTS = "User-agent: *\nCrawl-delay: 0.1\nDisallow: /p/7.html\n"
+JITTER = 0.5  # seconds: how much later than another a request may reach the site
+
+
+def most_within(times: list[float], width: float) -> int:
+    """The most of ``times`` (sorted) that any window ``width`` seconds wide holds."""
+    first, most = 0, 0
+    for last, at in enumerate(times):
+        while at - times[first] >= width:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
 
 
 def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
@@ -40,9 +50,13 @@ def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
     assert site.hits["/robots.txt"] == 1  # one node fetched it, the other used the cache
     assert "/p/7.html" not in site.hits
     assert redis_client.get(f"robots:{{{site.base_url.split('//')[1]}}}") == ROBOTS.encode()
-    start = site.hit_times[0]
-    per_second = Counter(int(t - start) for t in site.hit_times[1:])
-    assert max(per_second.values()) <= 11, per_second  # Crawl-delay 0.1 s: 10 per second
+    # Crawl-delay 0.1 s: 10 requests a second. The site sees them a trip after they may go,
+    # and on a loaded machine trips differ by up to JITTER (a stall of the site's thread lets
+    # a few arrive together, 14 in one second once), so a second may hold those of its own and
+    # of the JITTER before it; and the whole crawl cannot be quicker than its delays.
+    times = sorted(site.hit_times)[1:]  # robots.txt itself goes before any delay
+    assert most_within(times, 1.0) <= 10 * (1 + JITTER) + 1, times
+    assert times[-1] - times[0] >= (len(times) - 1) / 10 - JITTER, times
     text = "".join((tmp_path / f"node-{i}.log").read_text() for i in range(2))
     assert "asks for a crawl delay of 0.1s" in text
     assert "'robotstxt/shared_hit': 1" in text
