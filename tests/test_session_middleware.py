@@ -559,3 +559,4 @@ def test_a_request_leaves_with_its_account_s_cookies_as_they_are_when_it_leaves(
 
     asyncio.run(leave())
     assert shared.stats.get_value("sessions/restamped") == 2
+    assert shared.stats.get_value("sessions/used") == 2  # two requests, one drawn again

@@ -165,7 +165,11 @@ class SharedSessionMiddleware:
         found = self._platform(request)
         if found is None:
             return
-        spider, platform = found
+        self._stamp(request, await self._draw(request, *found))
+        self.stats.inc_value("sessions/used")
+
+    async def _draw(self, request: Request, spider: Spider, platform: str) -> Session:
+        """The session ``request`` goes with: its pinned account's, or a usable one."""
         pinned = request.meta.get(PIN_META)
         session = (
             await self.supply.pinned(platform, str(pinned))
@@ -174,8 +178,7 @@ class SharedSessionMiddleware:
         )
         if session is None:
             self._refuse(request, platform, pinned)
-        self.stats.inc_value("sessions/used")
-        self._stamp(request, session)
+        return session
 
     async def restamp(self, request: Request) -> None:
         """Just before ``request`` leaves, after its site's turn (seconds under a slow rate;
@@ -187,7 +190,7 @@ class SharedSessionMiddleware:
         found = self._platform(request)
         if account is None or found is None or request.meta.get("playwright"):
             return
-        platform = found[1]
+        spider, platform = found
         try:
             current = await self.supply.shared(lambda: self.store.get(platform, str(account)))
         except SessionError:  # unreadable, or a wrong key: a new draw says why
@@ -201,7 +204,7 @@ class SharedSessionMiddleware:
             return
         else:
             request.meta.pop(ACCOUNT_META, None)
-            await self.process_request(request)
+            self._stamp(request, await self._draw(request, spider, platform))
         self.stats.inc_value("sessions/restamped")
 
     def _stamp(self, request: Request, session: Session) -> None:
