@@ -82,6 +82,7 @@ def serve(
             continue
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         return server
+    given = str(ports[0]) if ports[0] == ports[1] else f"{ports[0]}-{ports[1]}"
     raise ValueError(  # a refusal at start, named in one line
-        f"METRICS_PORTS={ports[0]}-{ports[1]}: no free port on METRICS_HOST={host!r} ({last_error})"
+        f"METRICS_PORTS={given}: no free port on METRICS_HOST={host!r} ({last_error})"
     )
