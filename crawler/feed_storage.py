@@ -16,7 +16,6 @@ own function first, and each feed's own ``uri_params``, wrapped alike).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -33,7 +32,7 @@ from scrapy.utils.misc import load_object
 
 from crawler import node_files
 from crawler.node import resolve_node_id
-from crawler.wakeup import running_engine
+from crawler.wakeup import close_spider_soon, running_engine
 
 logger = logging.getLogger(__name__)
 FINISH_REASON = "feed_in_use"  # the refused node's finish reason (``crawler.exit_status``)
@@ -159,12 +158,11 @@ class NodeFileFeedStorage(FileFeedStorage):
         stats = self._crawler.stats
         assert stats is not None
         stats.inc_value("feeds/refused/in_use")
-        engine = running_engine(self._crawler)
-        if engine is None:
+        self._stopping = close_spider_soon(self._crawler, FINISH_REASON)
+        if self._stopping is None:
             raise refusal
         logger.error("Node refused: %s", refusal)
         self._refused = True
-        self._stopping = asyncio.ensure_future(engine.close_spider_async(reason=FINISH_REASON))
 
     def open(self, spider: Spider) -> IO[bytes]:
         if self._refused:

@@ -1,5 +1,5 @@
 """Wake Scrapy's engine so it asks the scheduler for requests now; ask if it is closing or
-has nothing in flight.
+has nothing in flight; close its spider from a component (a node that must stop).
 
 Scrapy 2.19 has no public call for either: the engine pulls from the scheduler
 after its own activity or on a 5 s heartbeat, which leaves a node idle while
@@ -9,6 +9,8 @@ one place that reaches inside.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from scrapy.core.engine import ExecutionEngine
 from scrapy.crawler import Crawler
@@ -30,6 +32,16 @@ def wake_engine(crawler: Crawler) -> None:
     slot = getattr(engine, "_slot", None)
     if slot is not None and slot.closing is None and not engine.needs_backout():
         slot.nextcall.schedule()
+
+
+def close_spider_soon(crawler: Crawler, reason: str) -> asyncio.Future[None] | None:
+    """Close the crawler's spider with the finish reason ``reason``, in a task of its own: the
+    task, for the caller to keep (the event loop holds tasks weakly), or None when there is no
+    engine yet. A spider already closing keeps its own reason (the task waits for that close)."""
+    engine = running_engine(crawler)
+    if engine is None:
+        return None
+    return asyncio.ensure_future(engine.close_spider_async(reason=reason))
 
 
 def engine_closing(crawler: Crawler) -> bool:

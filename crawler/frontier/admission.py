@@ -51,6 +51,7 @@ from crawler.kafka.topics import topic_from_template
 from crawler.lua import text
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.wakeup import close_spider_soon
 
 logger = logging.getLogger(__name__)
 
@@ -233,9 +234,8 @@ class FrontierAdmission:
         self._on_refused()
         self.stats.inc_value(f"frontier/refused/{reason.stat}")
         logger.error("Node refused: %s", reason)
-        assert self.crawler.engine is not None
-        close = self.crawler.engine.close_spider_async(reason=reason.finish_reason)
-        self._stopping = asyncio.ensure_future(close)  # not a frontier task: close awaits those
+        # Not a frontier task: the close awaits those.
+        self._stopping = close_spider_soon(self.crawler, reason.finish_reason)
 
     async def close(self) -> None:
         """Let a spill under way finish (its requests in Kafka or back in the queue) within

@@ -44,6 +44,7 @@ from crawler.sessions import (
 )
 from crawler.sessions.models import UnreadableSession
 from crawler.sessions.store import session_to_replace
+from crawler.wakeup import close_spider_soon
 
 logger = logging.getLogger(__name__)
 
@@ -97,17 +98,15 @@ class SessionSupply:
         """``CRAWLER_SESSION_KEY`` cannot read the stored sessions: no request of the node gets
         one. The request fails (``sessions/key``) and the node stops (``sessions_key``)."""
         self.stats.inc_value(KEY_REFUSED)
-        engine = self.crawler.engine
-        if self._stopping is None and engine is not None:
-            logger.error(
-                "%s: the node stops (finish reason %s); give every node the key the sessions "
-                "were stored with, or import them again (`crawler sessions import`)",
-                exc,
-                KEY_FINISH_REASON,
-            )
-            self._stopping = asyncio.ensure_future(
-                engine.close_spider_async(reason=KEY_FINISH_REASON)
-            )
+        if self._stopping is None:
+            self._stopping = close_spider_soon(self.crawler, KEY_FINISH_REASON)
+            if self._stopping is not None:
+                logger.error(
+                    "%s: the node stops (finish reason %s); give every node the key the "
+                    "sessions were stored with, or import them again (`crawler sessions import`)",
+                    exc,
+                    KEY_FINISH_REASON,
+                )
         raise RefusedRequest(KEY_REFUSED, str(exc))
 
     def _unreadable(self, exc: SessionDecodeError) -> None:

@@ -52,7 +52,7 @@ from crawler.pipelines.kafka_settings import KafkaPipelineSettings, spider_topic
 from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo, PauseNotice
 from crawler.pipelines.paused_idle import PausedIdle
 from crawler.pipelines.shared_keys import SharedKeys
-from crawler.wakeup import engine_closing
+from crawler.wakeup import close_spider_soon, engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -168,12 +168,10 @@ class KafkaPipeline:
         same), and the item's request goes back to the queue, to be crawled once it can be
         sent."""
         self.stats.inc_value(f"kafka/topic_refused/{exc.code}")
-        engine = self.crawler.engine
-        if self._stopping is None and engine is not None and not engine_closing(self.crawler):
-            logger.error("%s; the node stops (%s)", exc, exc.finish_reason)
-            self._stopping = asyncio.ensure_future(
-                engine.close_spider_async(reason=exc.finish_reason)
-            )
+        if self._stopping is None and not engine_closing(self.crawler):
+            self._stopping = close_spider_soon(self.crawler, exc.finish_reason)
+            if self._stopping is not None:
+                logger.error("%s; the node stops (%s)", exc, exc.finish_reason)
         raise self._requeued(str(exc), f"kafka/topic_refused/{exc.code}")
 
     def _requeue_if_unspooled(self, outcome: str, what: str, item_type: str) -> None:

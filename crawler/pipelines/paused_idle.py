@@ -21,7 +21,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from crawler.signals import send_idle
-from crawler.wakeup import engine_closing
+from crawler.wakeup import close_spider_soon, engine_closing
 
 logger = logging.getLogger(__name__)
 
@@ -52,4 +52,4 @@ class PausedIdle:
             reason,
             spooled,
         )
-        self._closing = asyncio.ensure_future(engine.close_spider_async(reason=reason))
+        self._closing = close_spider_soon(self.crawler, reason)
