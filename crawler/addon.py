@@ -126,7 +126,10 @@ class ClusterAddon:
         for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
             get_bool(settings, name)
         for name in SCRAPY_NUMBERS:  # so do Scrapy's getint and getfloat's
-            get_float(settings, name)
+            number = get_float(settings, name)
+            if isinstance(settings.get(name), str):  # getint("8.0") failed with a traceback
+                held = int(number) if number.is_integer() else number
+                settings.set(name, held, priority=settings.getpriority(name) or 0)
         for given, meant in misspelt(settings):
             logger.warning(
                 "Setting %s resembles %s, and nothing reads %s: misspelt? (%s keeps its "

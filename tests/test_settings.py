@@ -143,6 +143,25 @@ def test_a_setting_that_does_not_hold_stops_the_crawl_naming_it(
     assert "Traceback" not in result.stderr, result.stderr
 
 
+def test_scrapy_s_own_numbers_given_as_text_are_read_as_the_numbers_they_hold() -> None:
+    """``-s CONCURRENT_REQUESTS=8.0`` passed the add-on's check (a number) and failed the start
+    in Scrapy's ``getint`` with a traceback naming no setting (an audit); the text is now the
+    number it holds, at the priority it was given with, and a fraction goes as Scrapy takes a
+    fraction given as a number."""
+    settings = Settings(resolve_settings({}))
+    settings.set("CONCURRENT_REQUESTS", "8.0", priority="cmdline")
+    settings.set("RETRY_TIMES", " 2.5", priority="spider")
+    settings.set("DOWNLOAD_DELAY", "0.25", priority="cmdline")
+    settings.set("DEPTH_LIMIT", "3", priority="cmdline")
+    ClusterAddon().update_settings(settings)
+    assert settings.getint("CONCURRENT_REQUESTS") == 8
+    assert settings.getint("RETRY_TIMES") == 2
+    assert settings.getfloat("DOWNLOAD_DELAY") == 0.25
+    assert settings.getint("DEPTH_LIMIT") == 3
+    assert settings.getpriority("CONCURRENT_REQUESTS") == settings.getpriority("DEPTH_LIMIT")
+    assert settings.getpriority("RETRY_TIMES") < settings.getpriority("DEPTH_LIMIT")
+
+
 def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
