@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import scrapy
-from scrapy.settings import Settings
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 
 from crawler.addon import ClusterAddon
 from crawler.demo.nodes import REPO_ROOT
@@ -158,8 +158,8 @@ def test_scrapy_s_own_numbers_given_as_text_are_read_as_the_numbers_they_hold() 
     assert settings.getint("RETRY_TIMES") == 2
     assert settings.getfloat("DOWNLOAD_DELAY") == 0.25
     assert settings.getint("DEPTH_LIMIT") == 3
-    assert settings.getpriority("CONCURRENT_REQUESTS") == settings.getpriority("DEPTH_LIMIT")
-    assert settings.getpriority("RETRY_TIMES") < settings.getpriority("DEPTH_LIMIT")
+    assert settings.getpriority("CONCURRENT_REQUESTS") == SETTINGS_PRIORITIES["cmdline"]
+    assert settings.getpriority("RETRY_TIMES") == SETTINGS_PRIORITIES["spider"]
 
 
 def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(
