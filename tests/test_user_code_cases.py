@@ -424,6 +424,25 @@ def test_close_spider_in_start_closes_the_node_and_a_later_run_runs_start(
     assert len(again.items) == PAGES
 
 
+def test_a_plain_spider_run_again_on_a_finished_crawl_is_told_what_crawls_it_again(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """The WARNING of a node that starts on a frontier that remembers every page named
+    ``crawler seed --recrawl``, which refuses a spider that reads no seeds (an audit)."""
+    with UserSite(PAGES) as site:
+        one_node = partial(
+            cluster, "u_start", site, redis_url=redis_url, kafka_bootstrap=kafka_bootstrap, nodes=1
+        )
+        assert len(one_node(tmp_path / "first").items) == PAGES
+        again = one_node(tmp_path / "again")
+    assert again.items == []
+    said = re.search(r"'u_start' has nothing queued and remembers (\d+) URLs seen", again.logs())
+    assert said is not None and int(said[1]) >= PAGES, again.logs()
+    assert "start() runs once a crawl (CRAWLER_CRAWL_ID)" in again.logs()
+    assert "To crawl them again: crawler purge u_start\n" in again.logs()
+    assert "crawler seed" not in again.logs()
+
+
 def test_a_node_with_other_spider_arguments_than_the_start_writer_is_warned(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

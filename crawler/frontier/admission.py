@@ -46,6 +46,7 @@ from crawler.frontier.refusal import (
     FrontierRefused,
     ScrapyRedisQueueLeft,
 )
+from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.topics import topic_from_template
 from crawler.lua import text
@@ -172,14 +173,25 @@ class FrontierAdmission:
         if not seen:
             return
         self.stats.set_value("frontier/seen_at_start", seen)
-        logger.warning(
+        if isinstance(getattr(self.crawler.spider, "seed_settings", None), SeedSettings):
+            logger.warning(
+                "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this "
+                "crawl or an earlier one): a seed pushed is fetched, but the pages it links to "
+                "that were seen are not crawled again, nor are start_urls seen. To crawl them "
+                "again: crawler seed %s --recrawl <url>, or crawler purge %s",
+                spider,
+                seen,
+                spider,
+                spider,
+            )
+            return
+        logger.warning(  # a spider that reads no seeds: crawler seed refuses it
             "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this crawl "
-            "or an earlier one): a seed pushed is fetched, but the pages it links to that were "
-            "seen are not crawled again, nor are start_urls seen. To crawl them again: crawler "
-            "seed %s --recrawl <url>, or crawler purge %s",
+            "or an earlier one): start() runs once a crawl (CRAWLER_CRAWL_ID), and the pages "
+            "its requests lead to that were seen are not crawled again. To crawl them again: "
+            "crawler purge %s",
             spider,
             seen,
-            spider,
             spider,
         )
 
