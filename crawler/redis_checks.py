@@ -1,9 +1,9 @@
 """What is wrong with a Redis URL, found before a node or a command uses it (no Scrapy imports).
 
 A URL of another topology than the server's (a Cluster URL for a lone server, one server of a
-Cluster, a Sentinel's port given as a server), credentials the server refuses, a database the
-server does not have (``/99`` of a server of 16), or a master name
-the Sentinel does not monitor would fail every command for as long as the node ran, and the
+Cluster, a Sentinel's port or a replica given as a server), credentials the server refuses, a
+database the server does not have (``/99`` of a server of 16), or a master name the Sentinel
+does not monitor would fail every command for as long as the node ran, and the
 outage policy, which waits for a server that does not answer, would wait for ever for one that
 answers "no". Such a URL is refused at start, naming ``REDIS_URL`` and what to give instead. A
 server that does not answer is no such problem: the outage policy takes it from there.
@@ -87,10 +87,8 @@ def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) 
             "Sentinel, which holds no data: give its master's name as "
             "redis+sentinel://host:port/<master name>/<db>"
         )
-    enabled = info.get("cluster_enabled")
-    if enabled is None:  # INFO without its cluster section: nothing to tell
-        return None
-    if config.topology is Topology.CLUSTER and not int(enabled):
+    enabled = info.get("cluster_enabled")  # None: INFO without its cluster section
+    if config.topology is Topology.CLUSTER and enabled is not None and not int(enabled):
         return (
             f"REDIS_URL={config.display} names a Redis Cluster, but the server there is not "
             "one (cluster mode is not enabled): give a lone server as redis://host:port/db"
@@ -100,6 +98,13 @@ def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) 
             f"REDIS_URL={config.display} names one server, but it is a node of a Redis Cluster "
             f"of {masters} masters, each holding some keys (the others answer MOVED): give the "
             "cluster as redis+cluster://host:port[,host:port...]"
+        )
+    if config.topology is Topology.SERVER and info.get("role") == "slave":
+        return (
+            f"REDIS_URL={config.display} names one server, but the server there is a replica "
+            f"of {info.get('master_host')}:{info.get('master_port')}, which refuses writes and "
+            "holds its master's copy: give the master as redis://host:port/db, or the "
+            "Sentinel that follows its failovers as redis+sentinel://host:port/<master name>/<db>"
         )
     return None
 

@@ -365,6 +365,23 @@ def test_a_database_the_server_does_not_have_stops_the_start(own_redis: RedisSer
     assert topology_problem(RedisConfig.from_url(f"redis://127.0.0.1:{port}/15")) is None
 
 
+def test_a_replica_given_as_the_server_stops_the_start(own_redis: RedisServer) -> None:
+    """``redis://`` at a replica (a Service over a master and its replicas): the node
+    started and waited for ever ("Redis unavailable (readonly)"), and ``crawler status``
+    showed the replica's copy as the crawl's (an audit)."""
+    port = own_redis.config.port
+    client = redis.Redis(port=port)
+    client.replicaof("127.0.0.1", "1")  # a master that never answers: a replica all the same
+    try:
+        problem = topology_problem(RedisConfig.from_url(f"redis://127.0.0.1:{port}/0")) or ""
+    finally:
+        client.replicaof("NO", "ONE")
+        client.close()
+    assert "names one server, but the server there is a replica of 127.0.0.1:1" in problem
+    assert "redis+sentinel://" in problem
+    assert topology_problem(RedisConfig.from_url(f"redis://127.0.0.1:{port}/0")) is None
+
+
 def test_a_sentinel_given_as_a_server_or_an_unknown_master_name_stops_the_start(
     redis_sentinel_url: str,
 ) -> None:
