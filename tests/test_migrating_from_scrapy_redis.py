@@ -175,7 +175,7 @@ def test_a_scrapy_redis_crawl_left_under_way_stops_the_start(
         assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
     log = logs(tmp_path, tail=0)
     assert "2 requests of a scrapy-redis crawl of 'u_redis' wait in u_redis:requests" in log
-    assert "redis-cli del u_redis:requests u_redis:dupefilter" in log
+    assert "`redis-cli del u_redis:requests`, then `redis-cli del u_redis:dupefilter`" in log
     assert "'finish_reason': 'frontier_scrapy_redis_queue'" in log
     assert client.exists("u_redis:requests")  # kept
     client.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from crawler.frontier.admin import discover_spiders
 from crawler.frontier.client import FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.refusal import ScrapyRedisQueueLeft
 from crawler.politeness.limiter import Penalty, Rate, RedisLimiter
 from crawler.redis_connection import async_client, sync_client
 from crawler.redis_url import RedisConfig
@@ -82,6 +84,28 @@ def request(name: str, priority: int = 0) -> NewRequest:
     return NewRequest(
         fingerprint=fingerprint_of(name), score=-float(priority), body=f'{{"u":"{name}"}}'.encode()
     )
+
+
+def test_the_advice_to_clear_a_scrapy_redis_queue_works_on_the_cluster(
+    redis_cluster_url: str, cluster: redis.RedisCluster
+) -> None:
+    """The refusal of a node whose spider's scrapy-redis queue is left named one ``redis-cli
+    del`` of the queue and the dupefilter, which a Cluster refuses (CROSSSLOT: two slots)
+    (an audit). Each command it names, run as it says, deletes its key."""
+    queue, dupefilter = "u_redis:requests", "u_redis:dupefilter"
+    assert key_slot(queue.encode()) != key_slot(dupefilter.encode())
+    cluster.zadd(queue, {b"\x80pickled": 0})
+    cluster.sadd(dupefilter, "0" * 40)
+    said = str(ScrapyRedisQueueLeft("u_redis", queue, 1, dupefilter))
+    assert "redis-cli -c" in said
+    host, port = RedisConfig.from_url(redis_cluster_url).hosts[0]
+    for command in re.findall(r"`redis-cli (del [^`]+)`", said):
+        subprocess.run(
+            ["redis-cli", "-c", "-h", host, "-p", str(port), *command.split()],
+            check=True,
+            capture_output=True,
+        )
+    assert cluster.exists(queue, dupefilter) == 0
 
 
 def test_frontier_of_spiders_on_three_masters(

@@ -102,7 +102,8 @@ class ScrapyRedisQueueLeft(FrontierRefused):
             f"{count} requests of a scrapy-redis crawl of {spider!r} wait in {queue} "
             "(scrapy-redis's queue, its requests pickled, which this project never reads): "
             "they would never be crawled. Finish that crawl with scrapy-redis, or delete its "
-            f"keys (`redis-cli del {queue} {dupefilter}`) to crawl from the seeds here"
+            f"keys (`redis-cli del {queue}`, then `redis-cli del {dupefilter}`; `redis-cli -c` "
+            "on a Redis Cluster, where they may live on two masters) to crawl from the seeds here"
         )
 
 
