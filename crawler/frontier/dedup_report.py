@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import orjson
 from scrapy.statscollectors import StatsCollector
@@ -34,8 +35,16 @@ def _url(body: bytes) -> str:
 
 
 class DedupReport:
-    def __init__(self, stats: StatsCollector, config: DedupConfig, debug: bool = False) -> None:
+    def __init__(
+        self,
+        stats: StatsCollector,
+        config: DedupConfig,
+        debug: bool = False,
+        dropped: Callable[[list[bytes]], None] | None = None,
+    ) -> None:
+        """``dropped``: called with the records of the requests each ``complete`` dropped."""
         self.stats = stats
+        self._dropped = dropped
         self.config = config
         self.debug = debug  # DUPEFILTER_DEBUG: log every filtered request, not only the first
         self._logged_one = False
@@ -60,6 +69,8 @@ class DedupReport:
 
     def completed(self, result: Completion, children: list[NewRequest]) -> None:
         """Count what one ``complete`` call dropped as already seen."""
+        if result.dropped and self._dropped is not None:
+            self._dropped([children[index].body for index in result.dropped])
         if not self.bloom:
             if result.duplicates:
                 self.stats.inc_value("dupefilter/filtered", result.duplicates)

@@ -180,6 +180,11 @@ class RequestStore:
         """Raises one of ``DECODE_ERRORS`` for a body it can't read."""
         return self._request(lease.body)
 
+    def rebuild(self, body: bytes) -> Request:
+        """The request of a record this node wrote (``encode``'s body). Raises one of
+        ``DECODE_ERRORS`` for a body it can't read."""
+        return self._request(body)
+
     def undecodable(self, lease: Lease, exc: Exception) -> LeaseState:
         """The failed lease of a request ``decode`` raised ``exc`` for (a callback the spider
         no longer has, a class this node has not loaded, a damaged body), logged with its

@@ -1,4 +1,5 @@
-"""A user's extension that drops requests as Scrapy lets a ``request_scheduled`` handler do."""
+"""User extensions: one drops requests as Scrapy lets a ``request_scheduled`` handler do, one
+counts the requests the scheduler dropped."""
 
 from __future__ import annotations
 
@@ -20,3 +21,22 @@ class DropsRedirectLinks:
     def request_scheduled(self, request: Request, spider: Spider) -> None:
         if "/r/" in request.url or "/c/" in request.url:
             raise IgnoreRequest(f"not following {request.url}")
+
+
+class CountsDroppedRequests:
+    """Counts the requests Scrapy says its scheduler dropped (``request_dropped``) in the
+    spider's stats, by whether the request is one of the site's pages."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CountsDroppedRequests:
+        extension = cls(crawler)
+        crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
+        return extension
+
+    def request_dropped(self, request: Request, spider: Spider) -> None:
+        assert self.crawler.stats is not None
+        kind = "page" if isinstance(request, Request) and "/p/" in request.url else "other"
+        self.crawler.stats.inc_value(f"user/request_dropped/{kind}")
