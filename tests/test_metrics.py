@@ -576,6 +576,8 @@ def test_summary_line() -> None:
     assert "Redis did not answer" in summary("n1", {}, (0, 0), 60.0, None)
     spilled = summary("n1", {}, (0, 0), 60.0, ClusterCounts(0, 1, 176))
     assert spilled.endswith("shared queue 0 (+176 in the Kafka backlog), 1 live nodes")
+    late = summary("n1", {}, (0, 0), 60.0, ClusterCounts(0, 2, 0, late_nodes=1))
+    assert late.endswith("shared queue 0, 2 live nodes, 1 late (no heartbeat for two intervals)")
 
 
 def test_a_node_that_does_not_read_the_backlog_says_so_when_requests_wait_there() -> None:
@@ -596,7 +598,13 @@ def test_read_cluster_counts_queue_and_live_nodes(
     now_ms = int(time.time() * 1000)
     redis_client.set("{pages}:queue:count", 3)
     redis_client.set("{pages}:backlog", 7)
-    redis_client.zadd("{pages}:nodes", {"alive": now_ms + 60_000, "dead": now_ms - 60_000})
+    nodes = {"alive": now_ms + 60_000, "dead": now_ms - 60_000, "killed": now_ms + 40_000}
+    redis_client.zadd("{pages}:nodes", nodes)
+    # A node killed 20 s ago (heartbeats every 5 s) counts until its entry runs out, a lease
+    # timeout after its last beat: the summary said "3 live nodes" 55 s after a kill -9 while
+    # `crawler status` called it late (an audit). Late, as there: two heartbeats missed.
+    redis_client.hset("{pages}:beats", "alive", f"{now_ms - 1_000} 5000 60000")
+    redis_client.hset("{pages}:beats", "killed", f"{now_ms - 20_000} 5000 60000")
 
     async def read() -> ClusterCounts | None:
         client = AsyncRedis.from_url(redis_url)
@@ -605,7 +613,7 @@ def test_read_cluster_counts_queue_and_live_nodes(
         finally:
             await client.aclose()
 
-    assert asyncio.run(read()) == ClusterCounts(3, 1, 7)
+    assert asyncio.run(read()) == ClusterCounts(3, 1, 7, late_nodes=1)
 
 
 def test_cluster_reader_counts_queue_leases_nodes_and_sessions(

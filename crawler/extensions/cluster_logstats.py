@@ -4,9 +4,10 @@ Every ``CLUSTER_LOGSTATS_INTERVAL`` seconds: this node's pages and items (totals
 per minute), Kafka delivered and failed, the leases it holds (estimated from its
 stats), and, from Redis in one round trip per part of the frontier (a Lua script on
 Redis server time, the parts at once), the shared queue depth (``{spider}:queue:count`` and
-every other part's) and the live nodes (``{spider}:nodes`` alive after now). The round
-trip is asynchronous (redis.asyncio) and bounded by a timeout; when Redis does not
-answer the line says so and the crawl goes on. Cluster mode only
+every other part's) and the live nodes (``{spider}:nodes`` alive after now), those late apart
+(``{spider}:beats``: no heartbeat for two of their intervals, as ``crawler status`` says). The
+round trip is asynchronous (redis.asyncio) and bounded by a timeout; when Redis does not answer
+the line says so and the crawl goes on. Cluster mode only
 (``REDIS_URL``); needs the asyncio reactor.
 """
 
@@ -34,14 +35,21 @@ from crawler.settings_values import get_bool, get_float, get_int
 
 logger = logging.getLogger(__name__)
 
-# KEYS: 1 queue count, 2 nodes, 3 backlog count. Returns {queue depth, nodes alive after now
-# (server time, ms), requests in the Kafka backlog}.
+# KEYS: 1 queue count, 2 nodes, 3 backlog count, 4 beats. Returns {queue depth, nodes alive
+# after now (server time, ms) and beating, requests in the Kafka backlog, nodes alive but late:
+# their last beat (as heartbeat.lua records it) more than two of their intervals ago}.
 CLUSTER_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local queued = tonumber(redis.call('GET', KEYS[1]) or '0')
 local spilled = math.max(0, tonumber(redis.call('GET', KEYS[3]) or '0'))  -- below 0: 0
-return {queued, redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf'), spilled}
+local alive = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
+local late = 0
+for _, node in ipairs(alive) do
+  local at, interval = string.match(redis.call('HGET', KEYS[4], node) or '', '^(%d+) (%d+)')
+  if at and now - tonumber(at) > 2 * tonumber(interval) then late = late + 1 end
+end
+return {queued, #alive - late, spilled, late}
 """
 # Stats that end a lease this node took (docs/stats.md).
 LEASE_ENDS = ("frontier/done", "frontier/released", "frontier/stragglers")
@@ -73,8 +81,9 @@ class ClusterLogStatsSettings:
 @dataclass(frozen=True, slots=True)
 class ClusterCounts:
     queued: int  # in Redis, every part
-    live_nodes: int
+    live_nodes: int  # beating
     backlog: int  # spilled to the Kafka backlog, every part
+    late_nodes: int = 0  # alive, but no heartbeat for two of their intervals (crawler status)
 
 
 def leases_held(stats: Mapping[str, Any]) -> int:
@@ -106,7 +115,12 @@ def summary(
         shared = "shared queue and nodes unknown (Redis did not answer)"
     else:
         spilled = f" (+{cluster.backlog} in the Kafka backlog)" if cluster.backlog else ""
-        shared = f"shared queue {cluster.queued}{spilled}, {cluster.live_nodes} live nodes"
+        late = (
+            f", {cluster.late_nodes} late (no heartbeat for two intervals)"
+            if cluster.late_nodes
+            else ""
+        )
+        shared = f"shared queue {cluster.queued}{spilled}, {cluster.live_nodes} live nodes{late}"
     return (
         f"Node {node_id}: {pages} pages (at {(pages - previous[0]) * per_minute:.0f}/min), "
         f"{items} items (at {(items - previous[1]) * per_minute:.0f}/min), "
@@ -134,7 +148,9 @@ async def read_cluster(
     """The queue depth and backlog over every part, and the live nodes, of ``spider``; None
     when Redis does not answer. Every node beats in every part: part 0 counts the nodes."""
     parts = frontier_parts(spider, partitions)
-    calls = (script(keys=[keys.queue_count, keys.nodes, keys.backlog]) for keys in parts)
+    calls = (
+        script(keys=[keys.queue_count, keys.nodes, keys.backlog, keys.beats]) for keys in parts
+    )
     try:  # one short command per part and interval: skipped, not queued, behind a dead Redis
         replies = await asyncio.wait_for(asyncio.gather(*calls), timeout)
     except (*REDIS_FAILURES, OSError, TimeoutError) as exc:
@@ -144,6 +160,7 @@ async def read_cluster(
         queued=sum(int(reply[0]) for reply in replies),
         live_nodes=int(replies[0][1]),
         backlog=sum(int(reply[2]) for reply in replies),
+        late_nodes=int(replies[0][3]),
     )
 
 
