@@ -470,6 +470,29 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     assert eta_text(stalled) == "STALLED: work left, no live node"
 
 
+def test_the_eta_waits_for_the_leases_of_late_nodes(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A node killed with 20 leases: with nothing queued, status gave `ETA >= 0:00:03` from the
+    live node's rate for 60 s, while the crawl waited for those leases to expire (an audit)."""
+    keys = LedgerKeys.for_crawl("pages", "c1")
+    now = server_ms(redis_client)
+    minute = now // 60_000
+    redis_client.hset(keys.total, mapping={"done": 100, "started_ms": now - 300_000})
+    redis_client.hset(keys.minute(minute - 1), mapping={"pages": 120, "done": 120})
+    redis_client.zadd(KEYS.nodes, {"node-a": now + 59_000, "node-k": now + 30_000})
+    for n in range(20):
+        put_lease(redis_client, KEYS, f"l{n}", "node-k", deadline_ms=now + 30_000)
+    status = frontier_status(redis_client, "pages", "c1")
+    assert status["state"] == "running"
+    assert (status["late_leases"], round(status["late_leases_back_in"])) == (20, 30)
+    # 30 s, then the 20 leases at the live node's 120 a minute
+    assert status["eta_seconds"] is not None and 39 <= status["eta_seconds"] <= 41
+    assert eta_text(status).endswith(
+        "(20 leases of late nodes, back in the queue in ~30s as they expire)"
+    )
+
+
 def test_no_eta_while_live_nodes_fetch_no_page(redis_url: str, redis_client: redis.Redis) -> None:
     """The rates count the minutes nodes fetched in, so they froze when live nodes stopped
     fetching (every site in cooldown, a node stuck): the ETA stayed as it was. After two whole

@@ -59,6 +59,8 @@ class FrontierStatus(TypedDict):
     enqueued_per_minute: float  # new requests found: while above 0 the ETA is a lower bound
     eta_seconds: float | None
     eta_lower_bound: bool  # the frontier is still growing: more work than counted so far
+    late_leases: int  # held by late and dead nodes: no node works them until they expire
+    late_leases_back_in: float  # seconds until the last of them expires (0: expired already)
     spooled: int  # items in nodes' local Kafka spools: spooled, not replayed yet (ledger)
     spooled_nodes: list[str]  # the nodes that spooled items in this crawl (while spooled > 0)
     paused: dict[str, PauseInfo]  # live nodes whose crawl Kafka pauses -> why, since when
@@ -137,6 +139,11 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
     # not yet expired: it makes no rate and no ETA
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
+    # their leases go back to the queue as they expire: about when their node's entry runs out
+    # (both a lease timeout after its last beat), at the next heartbeat of a live node
+    stranded = [node for node in snapshot["nodes"] if node["state"] != "live" and node["leases"]]
+    late_leases = sum(node["leases"] for node in stranded)
+    back_in = max((max(0.0, node["expires_in"]) for node in stranded), default=0.0)
     notices = read_pauses(client, spider, live)
     paused = {node: info for node, info in notices.items() if info["reason"] != KAFKA_AWAY}
     kafka_away = {node: info for node, info in notices.items() if info["reason"] == KAFKA_AWAY}
@@ -167,7 +174,8 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     elif len(paused) == len(live):
         state = "paused"
     elif remaining > 0 and finished_per_minute > 0 and ledger["quiet_seconds"] < QUIET_SECONDS:
-        eta = round(remaining * 60 / finished_per_minute, 1)
+        per_request = 60 / finished_per_minute
+        eta = round(max(remaining * per_request, back_in + late_leases * per_request), 1)
     return FrontierStatus(
         snapshot=snapshot,
         ledger=ledger,
@@ -179,6 +187,8 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         enqueued_per_minute=enqueued_per_minute,
         eta_seconds=eta,
         eta_lower_bound=eta is not None and eta > 0 and enqueued_per_minute > 0,
+        late_leases=late_leases,
+        late_leases_back_in=round(back_in, 1),
         spooled=spooled,
         spooled_nodes=sorted(
             field.removeprefix(SPOOLED_BY_PREFIX)

@@ -93,6 +93,11 @@ def running_eta(status: FrontierStatus) -> str:
     text = format_eta(status["eta_seconds"], status["eta_lower_bound"])
     if status["eta_lower_bound"]:
         text += f" (still finding {status['enqueued_per_minute']} new/min)"
+    if status["state"] == "running" and status["late_leases"]:
+        text += (
+            f" ({status['late_leases']} leases of late nodes, back in the queue in "
+            f"~{status['late_leases_back_in']:.0f}s as they expire)"
+        )
     return text
 
 
