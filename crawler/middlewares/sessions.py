@@ -24,10 +24,12 @@ response sets flow back like any other. Pages share the node's browser
 context (scrapy-playwright's default one): with several accounts rendering at once,
 keep ``BROWSER_MAX_PAGES = 1`` so their cookies never meet.
 
-Stats: ``sessions/used``, ``sessions/marked/<health>``, ``sessions/retried``,
-``sessions/gave_up``, ``sessions/relogin_failed``, ``sessions/unavailable`` (also the failure
-reason of a request dropped with no usable session within ``SESSIONS_WAIT``, logged at WARNING
-at most once a minute with the number dropped since the last line).
+Stats: ``sessions/used``, ``sessions/restamped``, ``sessions/marked/<health>``,
+``sessions/retried``, ``sessions/gave_up``, ``sessions/unavailable`` (also the failure reason
+of a request dropped with no usable session within ``SESSIONS_WAIT``, logged at WARNING at
+most once a minute with the number dropped since the last line); its ``SessionSupply`` counts
+``sessions/relogin_failed``, ``sessions/key`` and ``sessions/unreadable``, and the node's
+Redis layer ``sessions/redis_error`` (docs/stats.md).
 """
 
 from __future__ import annotations
