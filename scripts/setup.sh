@@ -60,8 +60,14 @@ kustomize="kustomize"
 if ! command -v kubectl >/dev/null 2>&1 && [[ ! -x .venv/bin/kustomize ]]; then
     if command -v go >/dev/null 2>&1; then
         echo "setup: building kustomize $KUSTOMIZE_VERSION with Go into .venv/bin" >&2
-        GOBIN="$PWD/.venv/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-    else  # Debian's golang-go (1.19) is too old to build it
+        if ! GOBIN="$PWD/.venv/bin" go install \
+            "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"; then
+            kustomize="no kustomize"  # Debian's golang-go (1.19) is too old to build it
+            echo "setup: WARNING: $(go version) could not build kustomize (Go 1.22 or newer," \
+                "https://go.dev/dl, or kubectl): the Kubernetes manifest tests need it (make" \
+                "demo does not); install one and run make setup again" >&2
+        fi
+    else
         kustomize="no kustomize"
         echo "setup: WARNING: neither kubectl nor Go (1.22 or newer, https://go.dev/dl) is" \
             "installed: the Kubernetes manifest tests need one of them for kustomize (make demo" \
