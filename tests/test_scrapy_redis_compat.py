@@ -28,6 +28,7 @@ from crawler import scrapy_redis_compat
 from crawler.addon import COMPONENTS, ClusterAddon
 from crawler.cli.config import redis_url as cli_redis_url
 from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.scheduler import START_URL_META
 from crawler.frontier.seed_holds import SeedKeys
 from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSource
@@ -808,8 +809,10 @@ def test_a_redis_spider_s_start_urls_are_crawled(caplog: pytest.LogCaptureFixtur
     async def first() -> Any:
         return await anext(aiter(clustered.start()))
 
-    # made on every node: the shared dedup keeps one a crawl
-    assert not asyncio.run(first()).dont_filter
+    # made on every node: the frontier keeps one a crawl, by a fingerprint of the crawl's own
+    clustered_request = asyncio.run(first())
+    assert clustered_request.dont_filter
+    assert clustered_request.meta == {START_URL_META: True}
 
 
 class ReadsServer(RedisSpider):

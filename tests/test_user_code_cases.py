@@ -150,6 +150,26 @@ def test_seeds_pushed_for_a_plain_spider_are_said_to_be_unread(
     assert "'seeds/unread': 1" in log
 
 
+def test_a_redis_spider_s_start_urls_give_the_items_standalone_scrapy_gives(
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+) -> None:
+    """Scrapy makes start URLs ``dont_filter``: a page linking back to one fetches it again.
+    The cluster put a Redis-fed spider's start URLs through the shared dedup (made on every
+    node, one kept) and the link back was taken for the start page: an item fewer than
+    standalone (an audit: 50 of 51). Each is now kept once a crawl under a fingerprint of its
+    own, and the page's own fingerprint stays free for the link back."""
+    run, reference, _ = compare(
+        tmp_path,
+        redis_url,
+        kafka_bootstrap,
+        spider="u_redis_start_urls",
+        settings={"MAX_IDLE_TIME_BEFORE_CLOSE": "2"},
+    )
+    assert sorted(run.items) == sorted(reference)
+    start = [item for item in reference if orjson.loads(item).get("page") == 1]
+    assert len(start) == 2, reference  # the start page, and the same page linked back to
+
+
 def test_a_start_that_raises_crawls_what_it_gave_and_the_nodes_close(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

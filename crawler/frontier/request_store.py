@@ -28,6 +28,7 @@ from crawler.frontier import codec, meta_objects
 from crawler.frontier.acks import LeaseState
 from crawler.frontier.client import Lease, NewRequest
 from crawler.frontier.crawl_rules import RuleSignatures
+from crawler.node import resolve_crawl_id
 from crawler.said_once import SaidOnce
 from crawler.scope import site_of
 from crawler.sessions.models import OWN_COOKIES_META
@@ -71,6 +72,7 @@ class RequestStore:
         # what the crawl records (crawler.frontier.dedup_claim): its fingerprints are by this
         kind = type(self.fingerprinter)
         self.fingerprinter_path = f"{kind.__module__}.{kind.__qualname__}"
+        self.crawl_id = resolve_crawl_id(crawler.settings.get("CRAWLER_CRAWL_ID"))
         self.spider = spider
         self.rules = RuleSignatures(spider)  # a CrawlSpider's rules, by what they are
         self.compress = compress  # FRONTIER_COMPRESS
@@ -79,8 +81,15 @@ class RequestStore:
         self.said = SaidOnce(self.stats, logger)
         self._rebuilt: set[type[Request]] = set()  # the classes a stored request was rebuilt of
 
-    def fingerprint(self, request: Request, seed: bool = False) -> str:
-        """The dedup fingerprint (hex), or "" for a request that is never deduplicated."""
+    def fingerprint(self, request: Request, seed: bool = False, *, start_url: bool = False) -> str:
+        """The dedup fingerprint (hex), or "" for a request that is never deduplicated. A start
+        URL (``start_url``: a ``RedisSpider``'s, made on every node) has one of its own, of the
+        crawl, which keeps it once a crawl and leaves its page's free: a link back to the page
+        fetches it again, as Scrapy's ``dont_filter`` start requests let it."""
+        if start_url:
+            page = dedup_fingerprint(self.fingerprinter, request)
+            own = f"start_url {self.crawl_id} {page}".encode()
+            return hashlib.sha1(own, usedforsecurity=False).hexdigest()
         if request.dont_filter and not seed:
             return ""
         return dedup_fingerprint(self.fingerprinter, request)

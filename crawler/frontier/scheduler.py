@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 LEASE_META = "_frontier_lease"  # set on a request taken from the frontier
 PARENT_META = "_frontier_parent"  # set on requests its callback yielded
 SEED_META = "_frontier_seed"  # set by RedisSpider on dont_filter seeds: fetched, and recorded
+# set by RedisSpider on its start_urls in cluster mode (made on every node): kept once a crawl
+START_URL_META = "_frontier_start_url"
 
 
 class LeasingScheduler:
@@ -143,7 +145,8 @@ class LeasingScheduler:
         lease_id = request.meta.pop(LEASE_META, None)
         parent_id = request.meta.pop(PARENT_META, None)
         seed = bool(request.meta.pop(SEED_META, False)) and request.dont_filter
-        fingerprint = self.store.fingerprint(request, seed)
+        start_url = bool(request.meta.pop(START_URL_META, False))
+        fingerprint = self.store.fingerprint(request, seed, start_url=start_url)
         if fingerprint in self.seen and not seed and not self.tracker.tracks(lease_id):
             # A certain duplicate: this node already handed it to the shared dupefilter.
             if self.tracker.tracks(parent_id):

@@ -29,7 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.spiders import CrawlSpider
 
 from crawler import scrapy_redis_compat
-from crawler.frontier.scheduler import SEED_META
+from crawler.frontier.scheduler import SEED_META, START_URL_META
 from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
@@ -161,15 +161,18 @@ class RedisSpider(scrapy.Spider):
             for request in requests:
                 yield request
         # as Scrapy's own start() makes them (dont_filter: a page that links back to one is not
-        # taken for it); in cluster mode on every node, so through the dedup: it keeps one a
-        # crawl, and a crawl run again does not fetch them again (as a plain spider's start())
+        # taken for it); in cluster mode on every node, so the frontier keeps each once a crawl
+        # (by a fingerprint of the crawl's own), and a crawl run again does not fetch them again
+        # (as a plain spider's start())
         cluster = bool(self.seed_settings.redis_url)
         for url in getattr(self, "start_urls", None) or ():
             try:
-                request = Request(url, dont_filter=not cluster)
+                request = Request(url, dont_filter=True)
             except (TypeError, ValueError) as exc:
                 self._log_invalid(InvalidSeed("url", f"start_urls: {exc}"), "dropped")
                 continue
+            if cluster:
+                request.meta[START_URL_META] = True
             yield request
         if not self.seed_settings.redis_url:
             return

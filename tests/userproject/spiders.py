@@ -166,6 +166,22 @@ class SeededSpider(RedisSpider):
         yield from follow_all(response)
 
 
+class StartUrlsRedisSpider(RedisSpider):
+    """A Redis-fed spider that has ``start_urls`` too (``-a site=``), which scrapy-redis's
+    users give for the pages a crawl always starts from: page 1, which links back to itself
+    (through a redirect) and page 2 to it."""
+
+    name = "u_redis_start_urls"
+
+    def __init__(self, *args: Any, site: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start_urls = [f"{site}/p/1.html"]
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        yield page_item(response)
+        yield from follow_all(response)
+
+
 class SeededCrawlSpider(RedisCrawlSpider):
     name = "u_redis_crawl"
     rules = (Rule(LinkExtractor(), callback="parse_page", follow=True),)
