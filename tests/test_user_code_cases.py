@@ -25,6 +25,11 @@ PAGES = 16
 MIDDLEWARES = "tests.userproject.middlewares."
 
 
+def user_extension(name: str) -> dict[str, str]:
+    """The settings that add ``tests.userproject.extensions.<name>``."""
+    return {"EXTENSIONS": orjson.dumps({f"tests.userproject.extensions.{name}": 500}).decode()}
+
+
 def compare(
     tmp_path: Path,
     redis_url: str,
@@ -207,11 +212,7 @@ def test_requests_a_request_scheduled_handler_drops_release_their_parent_page(
     """Scrapy drops a request whose ``request_scheduled`` handler raised ``IgnoreRequest`` before
     the scheduler sees it: its parent's lease waited for the idle sweep, so a busy node held
     every page it crawled, and a stop or a crash had them all fetched again."""
-    settings = {
-        "EXTENSIONS": orjson.dumps(
-            {"tests.userproject.extensions.DropsRedirectLinks": 500}
-        ).decode()
-    }
+    settings = user_extension("DropsRedirectLinks")
     run, reference, hits = compare(
         tmp_path, redis_url, kafka_bootstrap, settings=settings, label="DropsRedirectLinks"
     )
@@ -225,11 +226,7 @@ def test_a_request_dropped_handler_hears_of_every_duplicate_as_in_standalone_scr
     """Scrapy sends ``request_dropped`` for each request its scheduler refuses as seen; the
     cluster sent it only for those a node's own seen-cache dropped, not for those the shared
     dedup dropped in Redis (an audit: 0 against 13 filtered)."""
-    settings = {
-        "EXTENSIONS": orjson.dumps(
-            {"tests.userproject.extensions.CountsDroppedRequests": 500}
-        ).decode()
-    }
+    settings = user_extension("CountsDroppedRequests")
     run, reference, _ = compare(
         tmp_path, redis_url, kafka_bootstrap, settings=settings, label="CountsDroppedRequests"
     )
