@@ -38,9 +38,10 @@ from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
+from crawler.scrapy_values import check_scrapy_values, whole_scrapy_integers
 from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
-from crawler.settings_values import component_path, get_bool, get_dict, get_float, get_int
+from crawler.settings_values import component_path, get_bool, get_dict, get_int
 
 logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
@@ -58,22 +59,6 @@ QUEUE_ORDERS = {
     "SCHEDULER_START_MEMORY_QUEUE": (),
     "SCHEDULER_START_DISK_QUEUE": (),
 }
-
-# Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
-SCRAPY_BOOLEANS = tuple(
-    name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
-)
-
-# Scrapy's number settings (TELNETCONSOLE_ENABLED's default is 1): "abc" failed the start with a
-# traceback of whichever component read it, naming no setting
-SCRAPY_NUMBERS = tuple(
-    name
-    for name, value in vars(default_settings).items()
-    if name.isupper()
-    and isinstance(value, int | float)
-    and not isinstance(value, bool)
-    and not name.endswith("_ENABLED")
-)
 
 SCRAPY_COOKIES = "scrapy.downloadermiddlewares.cookies.CookiesMiddleware"
 SHARED_COOKIES = "crawler.middlewares.shared_cookies.SharedCookiesMiddleware"
@@ -121,15 +106,15 @@ class ClusterAddon:
     def from_crawler(cls, crawler: Crawler) -> ClusterAddon:
         return cls(crawler)
 
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        """The process's settings, before any crawler: Scrapy reads REACTOR_THREADPOOL_MAXSIZE
+        and DNSCACHE_SIZE from them (a value refused is refused with the crawler's)."""
+        whole_scrapy_integers(settings, refuse=False)
+
     def update_settings(self, settings: BaseSettings) -> None:
         require_project_settings(settings)
-        for name in SCRAPY_BOOLEANS:  # Scrapy's getbool error names no setting: ours does
-            get_bool(settings, name)
-        for name in SCRAPY_NUMBERS:  # so do Scrapy's getint and getfloat's
-            number = get_float(settings, name)
-            if isinstance(settings.get(name), str):  # getint("8.0") failed with a traceback
-                held = int(number) if number.is_integer() else number
-                settings.set(name, held, priority=settings.getpriority(name) or 0)
+        check_scrapy_values(settings)
         for given, meant in misspelt(settings):
             logger.warning(
                 "Setting %s resembles %s, and nothing reads %s: misspelt? (%s keeps its "

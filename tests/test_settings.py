@@ -15,6 +15,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, Settings
 
 from crawler.addon import ClusterAddon
 from crawler.demo.nodes import REPO_ROOT
+from crawler.scrapy_values import SCRAPY_INTEGERS
 from crawler.session_spider import SESSION_MIDDLEWARE, check_session_spider
 from crawler.setting_names import known_names
 from settings.resolve import resolve_settings
@@ -143,23 +144,48 @@ def test_a_setting_that_does_not_hold_stops_the_crawl_naming_it(
     assert "Traceback" not in result.stderr, result.stderr
 
 
-def test_scrapy_s_own_numbers_given_as_text_are_read_as_the_numbers_they_hold() -> None:
+def test_scrapy_s_own_whole_numbers_are_taken_however_written_and_fractions_refused() -> None:
     """``-s CONCURRENT_REQUESTS=8.0`` passed the add-on's check (a number) and failed the start
-    in Scrapy's ``getint`` with a traceback naming no setting (an audit); the text is now the
-    number it holds, at the priority it was given with, and a fraction goes as Scrapy takes a
-    fraction given as a number."""
+    in Scrapy's ``getint`` with a traceback naming no setting (an audit); 2.5 was read as 2
+    and True as 1 (``DEPTH_LIMIT=0.5``: no limit). A whole number is now the number, at the
+    priority it was given with; a fraction or a bool is refused, naming the setting."""
     settings = Settings(resolve_settings({}))
     settings.set("CONCURRENT_REQUESTS", "8.0", priority="cmdline")
-    settings.set("RETRY_TIMES", " 2.5", priority="spider")
-    settings.set("DOWNLOAD_DELAY", "0.25", priority="cmdline")
+    settings.set("RETRY_TIMES", 3.0, priority="spider")
+    settings.set("DOWNLOAD_DELAY", "0.25", priority="cmdline")  # read with getfloat
     settings.set("DEPTH_LIMIT", "3", priority="cmdline")
     ClusterAddon().update_settings(settings)
     assert settings.getint("CONCURRENT_REQUESTS") == 8
-    assert settings.getint("RETRY_TIMES") == 2
+    assert settings.getint("RETRY_TIMES") == 3
     assert settings.getfloat("DOWNLOAD_DELAY") == 0.25
     assert settings.getint("DEPTH_LIMIT") == 3
     assert settings.getpriority("CONCURRENT_REQUESTS") == SETTINGS_PRIORITIES["cmdline"]
     assert settings.getpriority("RETRY_TIMES") == SETTINGS_PRIORITIES["spider"]
+    for name, given in (("DEPTH_LIMIT", "0.5"), ("RETRY_TIMES", 2.5), ("CONCURRENT_ITEMS", True)):
+        refused = Settings(resolve_settings({}))
+        refused.set(name, given, priority="cmdline")
+        with pytest.raises(ValueError, match=rf"^{name}={given!r} is not an integer$"):
+            ClusterAddon().update_settings(refused)
+    # The process's settings, which Scrapy reads before any crawler (its thread pool)
+    process = Settings(resolve_settings({}))
+    process.set("REACTOR_THREADPOOL_MAXSIZE", "20.0", priority="cmdline")
+    process.set("DNSCACHE_SIZE", "x", priority="cmdline")  # refused with the crawler's
+    ClusterAddon.update_pre_crawler_settings(process)
+    assert process.getint("REACTOR_THREADPOOL_MAXSIZE") == 20
+    assert process.get("DNSCACHE_SIZE") == "x"
+
+
+def test_the_whole_number_settings_are_those_scrapy_reads_with_getint() -> None:
+    """``SCRAPY_INTEGERS`` against Scrapy's source: a setting it reads with ``getint`` that the
+    list lacks would fail on "8.0" again."""
+    source = Path(scrapy.__file__).parent
+    read = set()
+    for path in source.rglob("*.py"):
+        text = path.read_text()
+        read.update(re.findall(r'getint\(\s*"([A-Z_]+)"', text))
+        read.update(re.findall(r'getint\(\s*resolve\("([A-Z_]+)"\)', text))
+    assert read - set(SCRAPY_INTEGERS) == set()
+    assert len(read) >= 30
 
 
 def test_a_setting_name_one_letter_off_a_known_one_is_named_at_start(

@@ -1,0 +1,97 @@
+"""Scrapy's own boolean and number settings, checked as the crawler starts.
+
+Scrapy's getters raise an error that names no setting, from whichever component reads the
+value first (a traceback); these checks name it. A number Scrapy reads with ``getint`` given
+as text or a float that holds a whole number is set to it (``getint("8.0")`` failed), and a
+fraction or a bool is refused (``getint`` read 2.5 as 2 and True as 1).
+"""
+
+from __future__ import annotations
+
+from scrapy.settings import BaseSettings, default_settings
+
+from crawler.settings_values import get_bool, get_float, int_value
+
+# Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
+SCRAPY_BOOLEANS = tuple(
+    name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
+)
+
+# Scrapy's number settings (TELNETCONSOLE_ENABLED's default is 1): "abc" failed the start with a
+# traceback of whichever component read it, naming no setting
+SCRAPY_NUMBERS = tuple(
+    name
+    for name, value in vars(default_settings).items()
+    if name.isupper()
+    and isinstance(value, int | float)
+    and not isinstance(value, bool)
+    and not name.endswith("_ENABLED")
+)
+
+# Scrapy's settings that Scrapy 2.19 reads with getint (tests/test_settings.py checks the list
+# against its source): int("8.0") failed the start with a traceback naming nothing, and 2.5
+# was read as 2 and True as 1 (DEPTH_LIMIT=0.5 turned the limit off)
+SCRAPY_INTEGERS = (
+    "AWS_MAX_POOL_CONNECTIONS",
+    "CLOSESPIDER_ERRORCOUNT",
+    "CLOSESPIDER_ITEMCOUNT",
+    "CLOSESPIDER_PAGECOUNT",
+    "CLOSESPIDER_PAGECOUNT_NO_ITEM",
+    "CLOSESPIDER_TIMEOUT_NO_ITEM",
+    "CONCURRENT_ITEMS",
+    "CONCURRENT_REQUESTS",
+    "CONCURRENT_REQUESTS_PER_DOMAIN",
+    "CONCURRENT_REQUESTS_PER_IP",
+    "DEPTH_LIMIT",
+    "DEPTH_PRIORITY",
+    "DNSCACHE_SIZE",
+    "DOWNLOAD_MAXSIZE",
+    "DOWNLOAD_WARNSIZE",
+    "FEED_EXPORT_BATCH_ITEM_COUNT",
+    "FEED_EXPORT_INDENT",
+    "FILES_EXPIRES",
+    "HTTPCACHE_EXPIRATION_SECS",
+    "IMAGES_EXPIRES",
+    "IMAGES_MIN_HEIGHT",
+    "IMAGES_MIN_WIDTH",
+    "MAIL_PORT",
+    "MEMUSAGE_LIMIT_MB",
+    "MEMUSAGE_WARNING_MB",
+    "METAREFRESH_MAXDELAY",
+    "REACTOR_THREADPOOL_MAXSIZE",
+    "REDIRECT_MAX_TIMES",
+    "REDIRECT_PRIORITY_ADJUST",
+    "REMOTE_CONTROL_OUTPUT_MAX_BYTES",
+    "REMOTE_CONTROL_TRACEBACK_MAX_BYTES",
+    "RETRY_PRIORITY_ADJUST",
+    "RETRY_TIMES",
+    "SCRAPER_SLOT_MAX_ACTIVE_SIZE",
+    "URLLENGTH_LIMIT",
+)
+
+
+def whole_scrapy_integers(settings: BaseSettings, *, refuse: bool) -> None:
+    """Each of ``SCRAPY_INTEGERS`` given as text or a float that holds a whole number is set
+    to it, at the priority it was given with; any other value is refused naming the setting
+    (``refuse``), or left to the check that refuses it."""
+    for name in SCRAPY_INTEGERS:
+        given = settings.get(name)
+        if given is None or (isinstance(given, int) and not isinstance(given, bool)):
+            continue
+        try:
+            whole = int_value(name, given)
+        except ValueError:
+            if refuse:
+                raise
+            continue
+        settings.set(name, whole, priority=settings.getpriority(name) or 0)
+
+
+def check_scrapy_values(settings: BaseSettings) -> None:
+    """Refuse, naming the setting, a Scrapy boolean or number setting Scrapy cannot read (or
+    would read as another number); set its whole numbers given as text to the numbers."""
+    for name in SCRAPY_BOOLEANS:
+        get_bool(settings, name)
+    for name in SCRAPY_NUMBERS:
+        get_float(settings, name)
+    whole_scrapy_integers(settings, refuse=True)
