@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
@@ -31,6 +31,7 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
+from crawler.frontier.dropped_signal import DroppedSignal
 from crawler.frontier.live_pages import LivePages
 from crawler.frontier.node_frontier import NodeFrontier
 from crawler.frontier.partitioned import PartitionedFrontier
@@ -43,7 +44,7 @@ from crawler.frontier.turn_writer import TurnWriter
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_bool
-from crawler.signals import frontier_flush, user_receivers
+from crawler.signals import frontier_flush
 from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ class LeasingScheduler:
             self.stats,
             self.settings.dedup,
             get_bool(crawler.settings, "DUPEFILTER_DEBUG"),
-            dropped=self._dropped_in_redis,
+            # the store is made at open(): looked up at each call
+            dropped=DroppedSignal(crawler, lambda body: self.store.rebuild(body)),  # noqa: PLW0108
         )
         self.guard = self.context.guard("frontier")
         self.prefetch: Prefetch[Request] = Prefetch(
@@ -177,22 +179,6 @@ class LeasingScheduler:
             return False
         self.stats.inc_value("frontier/enqueued")
         return True
-
-    def _dropped_in_redis(self, bodies: list[bytes]) -> None:
-        """Scrapy's engine sends ``request_dropped`` for each request its scheduler refuses as
-        seen; the shared dedup refuses them in Redis, after ``enqueue_request`` took them. The
-        user's handlers get each, rebuilt from its record as a node that leased it would."""
-        if not user_receivers(self.crawler, signals.request_dropped):
-            return
-        for body in bodies:
-            try:
-                request = self.store.rebuild(body)
-            except DECODE_ERRORS as exc:  # it was encoded here: not expected
-                logger.warning("request_dropped not sent for %s: %r", codec.stored_url(body), exc)
-                continue
-            self.crawler.signals.send_catch_log(
-                signals.request_dropped, request=request, spider=self.crawler.spider
-            )
 
     def _on_progress(self, lease_id: str, children: list[NewRequest]) -> None:
         self.writer.add_fresh(children, waiter=lease_id)
