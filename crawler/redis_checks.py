@@ -99,7 +99,7 @@ def _topology_mismatch(config: RedisConfig, info: dict[str, Any], masters: int) 
             f"of {masters} masters, each holding some keys (the others answer MOVED): give the "
             "cluster as redis+cluster://host:port[,host:port...]"
         )
-    if config.topology is Topology.SERVER and info.get("role") == "slave":
+    if config.topology is Topology.SERVER and info.get("role") in ("slave", "replica"):
         return (
             f"REDIS_URL={config.display} names one server, but the server there is a replica "
             f"of {info.get('master_host')}:{info.get('master_port')}, which refuses writes and "

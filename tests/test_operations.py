@@ -489,7 +489,14 @@ def test_the_eta_waits_for_the_leases_of_late_nodes(
     # 30 s, then the 20 leases at the live node's 120 a minute
     assert status["eta_seconds"] is not None and 39 <= status["eta_seconds"] <= 41
     assert eta_text(status).endswith(
-        "(20 leases of late nodes, back in the queue in ~30s as they expire)"
+        "(20 leases of late or dead nodes, back in the queue in ~30s as they expire)"
+    )
+    redis_client.zadd(KEYS.nodes, {"node-k": now - 1_000})  # dead: its leases expired
+    dead = frontier_status(redis_client, "pages", "c1")
+    assert (dead["late_leases"], dead["late_leases_back_in"]) == (20, 0.0)
+    assert eta_text(dead).endswith(
+        "(20 leases of late or dead nodes, expired: back in the queue at a live node's next "
+        "heartbeat)"
     )
 
 

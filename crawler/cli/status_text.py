@@ -94,9 +94,11 @@ def running_eta(status: FrontierStatus) -> str:
     if status["eta_lower_bound"]:
         text += f" (still finding {status['enqueued_per_minute']} new/min)"
     if status["state"] == "running" and status["late_leases"]:
-        text += (
-            f" ({status['late_leases']} leases of late nodes, back in the queue in "
-            f"~{status['late_leases_back_in']:.0f}s as they expire)"
+        back_in = status["late_leases_back_in"]
+        text += f" ({status['late_leases']} leases of late or dead nodes, " + (
+            f"back in the queue in ~{back_in:.0f}s as they expire)"
+            if back_in >= 1
+            else "expired: back in the queue at a live node's next heartbeat)"
         )
     return text
 

@@ -47,7 +47,8 @@ local alive = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')
 local late = 0
 for _, node in ipairs(alive) do
   local at, interval = string.match(redis.call('HGET', KEYS[4], node) or '', '^(%d+) (%d+)')
-  if at and now - tonumber(at) > 2 * tonumber(interval) then late = late + 1 end
+  local every = tonumber(interval or '0')  -- 0: not recorded (as old versions): not judged
+  if at and every > 0 and now - tonumber(at) > 2 * every then late = late + 1 end
 end
 return {queued, #alive - late, spilled, late}
 """

@@ -246,8 +246,10 @@ class FrontierAdmission:
         self._on_refused()
         self.stats.inc_value(f"frontier/refused/{reason.stat}")
         logger.error("Node refused: %s", reason)
-        # Not a frontier task: the close awaits those.
+        # Not a frontier task: the close awaits those. The frontier is checked once the engine
+        # runs, so there is one to close.
         self._stopping = close_spider_soon(self.crawler, reason.finish_reason)
+        assert self._stopping is not None
 
     async def close(self) -> None:
         """Let a spill under way finish (its requests in Kafka or back in the queue) within
