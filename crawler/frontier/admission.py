@@ -174,25 +174,24 @@ class FrontierAdmission:
             return
         self.stats.set_value("frontier/seen_at_start", seen)
         if isinstance(getattr(self.crawler.spider, "seed_settings", None), SeedSettings):
-            logger.warning(
-                "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this "
-                "crawl or an earlier one): a seed pushed is fetched, but the pages it links to "
-                "that were seen are not crawled again, nor are start_urls seen. To crawl them "
-                "again: crawler seed %s --recrawl <url>, or crawler purge %s",
-                spider,
-                seen,
-                spider,
-                spider,
+            skipped = (
+                "a seed pushed is fetched, but the pages it links to that were seen are not "
+                "crawled again, nor are start_urls seen"
             )
-            return
-        logger.warning(  # a spider that reads no seeds: crawler seed refuses it
+            again = f"crawler seed {spider} --recrawl <url>, or crawler purge {spider}"
+        else:  # a spider that reads no seeds, which crawler seed refuses
+            skipped = (
+                "start() runs once a crawl (CRAWLER_CRAWL_ID), and the pages its requests lead "
+                "to that were seen are not crawled again"
+            )
+            again = f"crawler purge {spider}"
+        logger.warning(
             "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this crawl "
-            "or an earlier one): start() runs once a crawl (CRAWLER_CRAWL_ID), and the pages "
-            "its requests lead to that were seen are not crawled again. To crawl them again: "
-            "crawler purge %s",
+            "or an earlier one): %s. To crawl them again: %s",
             spider,
             seen,
-            spider,
+            skipped,
+            again,
         )
 
     async def _take_back(self) -> None:
