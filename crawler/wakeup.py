@@ -1,7 +1,8 @@
 """Wake Scrapy's engine so it asks the scheduler for requests now; ask if it is closing or
 has nothing in flight; close its spider from a component (a node that must stop).
 
-Scrapy 2.19 has no public call for either: the engine pulls from the scheduler
+Scrapy 2.19 has no public call for the first two (``close_spider_soon`` wraps the public
+``close_spider_async`` in a task its caller keeps): the engine pulls from the scheduler
 after its own activity or on a 5 s heartbeat, which leaves a node idle while
 the shared frontier has work, and it tells no one when a spider starts
 closing (``spider_closed`` comes after the scraper has drained). This is the

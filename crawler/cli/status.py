@@ -137,7 +137,7 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     unread = snapshot["seeds_waiting"] if writing in (b"writing", b"done") else 0
     seeds = snapshot["seeds_waiting"] - unread + snapshot["seeds_held"]
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
-    # not yet expired: it makes no rate and no ETA
+    # not yet expired: it makes no rate, and its leases hold the ETA back
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
     # their leases go back to the queue as they expire: about when their node's entry runs out
     # (both a lease timeout after its last beat), at the next heartbeat of a live node

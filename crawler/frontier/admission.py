@@ -155,7 +155,7 @@ class FrontierAdmission:
             logger.warning(
                 "scrapy-redis's dupefilter %s (%d fingerprints) is not read here: pages a "
                 "scrapy-redis crawl recorded as seen are crawled again (delete it: redis-cli del "
-                "%s)",
+                "%s; redis-cli -c on a Redis Cluster)",
                 dupefilter,
                 seen,
                 dupefilter,
@@ -176,9 +176,12 @@ class FrontierAdmission:
         if isinstance(getattr(self.crawler.spider, "seed_settings", None), SeedSettings):
             skipped = (
                 "a seed pushed is fetched, but the pages it links to that were seen are not "
-                "crawled again, nor are start_urls seen"
+                "crawled again, nor are this crawl's start_urls fetched again"
             )
-            again = f"crawler seed {spider} --recrawl <url>, or crawler purge {spider}"
+            again = (
+                f"crawler seed {spider} --recrawl <url>, or crawler purge {spider} (start_urls: "
+                "or another CRAWLER_CRAWL_ID)"
+            )
         else:  # a spider that reads no seeds, which crawler seed refuses
             skipped = (
                 "start() runs once a crawl (CRAWLER_CRAWL_ID), and the pages its requests lead "
