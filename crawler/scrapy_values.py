@@ -75,7 +75,7 @@ def whole_scrapy_integers(settings: BaseSettings, *, refuse: bool) -> None:
     to it, at the priority it was given with; any other value is refused naming the setting
     (``refuse``), or left to the check that refuses it."""
     for name in SCRAPY_INTEGERS:
-        given = settings.get(name)
+        given = settings[name]  # not get(): Scrapy's get() warns of deprecated names it reads
         if given is None or (isinstance(given, int) and not isinstance(given, bool)):
             continue
         try:
