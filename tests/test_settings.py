@@ -42,6 +42,9 @@ def test_prod_profile_and_environment_overrides() -> None:
             "REDIS_URL": "redis://r:6379/2",
             "KAFKA_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
             "CRAWLER_NODE_ID": "n7",
+            # read as the bare CRAWLER_NODE_ID is: a node ran crawl 'default' without a word
+            # (an audit), only CRAWLER_SETTING_CRAWLER_CRAWL_ID was read
+            "CRAWLER_CRAWL_ID": "c2",
             "CRAWLER_LOG_LEVEL": "DEBUG",
         }
     )
@@ -50,6 +53,7 @@ def test_prod_profile_and_environment_overrides() -> None:
     assert values["REDIS_URL"] == "redis://r:6379/2"
     assert values["KAFKA_BOOTSTRAP_SERVERS"] == "k1:9092,k2:9092"
     assert values["CRAWLER_NODE_ID"] == "n7"
+    assert values["CRAWLER_CRAWL_ID"] == "c2"
     assert values["LOG_LEVEL"] == "DEBUG"
 
 
