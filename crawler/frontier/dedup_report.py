@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import orjson
 from scrapy.statscollectors import StatsCollector
@@ -40,9 +40,10 @@ class DedupReport:
         stats: StatsCollector,
         config: DedupConfig,
         debug: bool = False,
-        dropped: Callable[[list[bytes]], None] | None = None,
+        dropped: Callable[[Iterable[bytes]], None] | None = None,
     ) -> None:
-        """``dropped``: called with the records of the requests each ``complete`` dropped."""
+        """``dropped``: called with the records of the requests each ``complete`` dropped (as
+        they are read: a hook that needs none reads none)."""
         self.stats = stats
         self._dropped = dropped
         self.config = config
@@ -70,7 +71,7 @@ class DedupReport:
     def completed(self, result: Completion, children: list[NewRequest]) -> None:
         """Count what one ``complete`` call dropped as already seen."""
         if result.dropped and self._dropped is not None:
-            self._dropped([children[index].body for index in result.dropped])
+            self._dropped(children[index].body for index in result.dropped)
         if not self.bloom:
             if result.duplicates:
                 self.stats.inc_value("dupefilter/filtered", result.duplicates)

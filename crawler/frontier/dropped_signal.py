@@ -10,7 +10,7 @@ leased it would rebuild it; nothing is rebuilt while no handler of theirs is con
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -26,7 +26,7 @@ class DroppedSignal:
         self.crawler = crawler
         self.rebuild = rebuild
 
-    def __call__(self, bodies: list[bytes]) -> None:
+    def __call__(self, bodies: Iterable[bytes]) -> None:
         if not user_receivers(self.crawler, signals.request_dropped):
             return
         for body in bodies:
