@@ -148,7 +148,7 @@ class NodeContext:
 
     async def now_ms(self, component: str) -> int:
         """The cluster clock: Redis server time in milliseconds, through outages."""
-        seconds, micros = await self.guard(component).run(self.redis.time)
+        seconds, micros = await self.guard(component).run(self.redis.time, reads_only=True)
         return int(seconds) * 1000 + int(micros) // 1000
 
     def supervise(

@@ -51,6 +51,10 @@ _OUTAGE_CODES: Final = {
     "NOREPLICAS": "noreplicas",
 }
 
+# Outages in which the server still answers reads (at ``maxmemory``, a replica, unable to
+# persist, short of replicas): an operation that wrote nothing does not end one.
+WRITES_REFUSED: Final = frozenset({"oom", "readonly", "misconf", "noreplicas"})
+
 # What a Redis command may raise: redis-py's cluster client has exceptions of its own, which are
 # no RedisError (RedisClusterUnreachableError, SlotNotCoveredError...)
 REDIS_FAILURES: Final = (RedisError, RedisClusterException)
@@ -109,6 +113,7 @@ class OutageGuard:
         self._max_delay = max_delay
         self._stop_deadline = stop_deadline
         self._down_since: float | None = None
+        self._reason: str | None = None  # the last failure's outage reason
 
     @property
     def down(self) -> bool:
@@ -122,6 +127,7 @@ class OutageGuard:
         if reason is None:
             return None
         self._on_error(reason)
+        self._reason = reason
         if self._down_since is None:
             self._down_since = time.monotonic() if began is None else began
             logger.warning(
@@ -129,16 +135,27 @@ class OutageGuard:
             )
         return reason
 
-    def succeeded(self) -> None:
-        if self._down_since is not None:
-            logger.warning(
-                "%s: Redis is back after %.1fs", self.component, time.monotonic() - self._down_since
-            )
-            self._down_since = None
+    def succeeded(self, *, reads_only: bool = False) -> None:
+        """Note an operation that succeeded; ``reads_only``: it wrote nothing, so it ends no
+        outage in which Redis answers reads and refuses writes (``WRITES_REFUSED``: the write
+        that met it is retried, and ends it)."""
+        if self._down_since is None or (reads_only and self._reason in WRITES_REFUSED):
+            return
+        logger.warning(
+            "%s: Redis is back after %.1fs", self.component, time.monotonic() - self._down_since
+        )
+        self._down_since = None
 
-    async def run(self, op: Callable[[], Awaitable[T]], *, deadline: float | None = None) -> T:
+    async def run(
+        self,
+        op: Callable[[], Awaitable[T]],
+        *,
+        deadline: float | None = None,
+        reads_only: bool = False,
+    ) -> T:
         """Run ``op`` until it succeeds; raise ``GaveUp`` past ``deadline`` (monotonic) or,
-        once the node is stopping, past its stop deadline."""
+        once the node is stopping, past its stop deadline. ``reads_only``: ``op`` writes
+        nothing (``succeeded``)."""
         delay = 0.0
         while True:
             began = time.monotonic()
@@ -155,5 +172,5 @@ class OutageGuard:
                 delay = min(self._max_delay, delay * 2 or 0.1)
                 await asyncio.sleep(delay if left is None else min(delay, left))
                 continue
-            self.succeeded()
+            self.succeeded(reads_only=reads_only)
             return result

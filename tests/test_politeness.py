@@ -24,6 +24,7 @@ from scrapy.utils.conf import arglist_to_dict
 from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
+from crawler.devservices import RedisServer
 from crawler.middlewares.politeness import (
     AUTO_SLOT_META,
     ClusterRateLimitMiddleware,
@@ -35,6 +36,7 @@ from crawler.middlewares.refused import NotFetchedAtStop
 from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
+from crawler.redis_outage import OutageGuard
 from settings import base
 from settings.resolve import SETTING_PREFIX, resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
@@ -441,3 +443,46 @@ def test_a_cached_429_pauses_no_site() -> None:
     answered = Response(request.url, status=429, request=request)
     asyncio.run(middleware.process_response(request, answered))
     assert middleware.stats.get_value("politeness/penalty/429") == 1
+
+
+def test_a_cooldown_read_at_maxmemory_does_not_say_redis_is_back(
+    own_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis at ``maxmemory`` answers reads and refuses writes (``-OOM``): a node's politeness
+    said "Redis is back" each time a site's cooldown check (a read) went through while a
+    reservation (a write) waited for Redis, three times in its first second (an experiment).
+    Only the write that met the outage ends it, once."""
+    admin = redis.Redis.from_url(own_redis.url)
+    middleware = standalone_limiter()
+
+    async def scenario() -> None:
+        client = Redis.from_url(own_redis.url)
+        middleware.shared = RedisLimiter(client, "l:%(site)s")
+        middleware.guard = OutageGuard("politeness", lambda reason: None, max_delay=0.05)
+        admin.config_set("maxmemory", "1")
+        reserve: asyncio.Future[float] | None = None
+        try:
+            reserve = asyncio.ensure_future(
+                middleware._limited("reserve", "shop.test", Rate(10.0), PENALTY)
+            )
+            await asyncio.sleep(0.3)  # it met -OOM and retries
+            assert not reserve.done()
+            assert await middleware._limited("cooling", "shop.test") == 0
+            await asyncio.sleep(0.1)
+            assert "Redis is back" not in caplog.text
+        finally:
+            admin.config_set("maxmemory", "0")
+            if reserve is not None:
+                assert await reserve == 0
+            await client.aclose()
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="crawler.redis_outage"):
+            asyncio.run(scenario())
+    finally:
+        admin.close()
+    said = [r.getMessage() for r in caplog.records]
+    assert [m.split(":")[1].split(" after")[0] for m in said if "pausing" in m or "back" in m] == [
+        " Redis unavailable (oom); pausing and retrying",
+        " Redis is back",
+    ], said

@@ -43,7 +43,7 @@ from crawler.middlewares.refused import STOP_LOOK, not_fetched_at_stop, not_wait
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
-from crawler.politeness.limiter import Limiter, LocalLimiter, RedisLimiter
+from crawler.politeness.limiter import READ_ONLY_CALLS, Limiter, LocalLimiter, RedisLimiter
 from crawler.politeness.settings import DEFAULT_PORTS, PolitenessSettings
 from crawler.redis_outage import OutageGuard
 
@@ -128,7 +128,9 @@ class ClusterRateLimitMiddleware:
         if self.shared is not None and self.guard is not None:
             shared = self.shared
             with not_fetched_at_stop("politeness/stopped", f"the rate limit of {site}"):
-                result: float = await self.guard.run(lambda: getattr(shared, call)(site, *args))
+                result: float = await self.guard.run(
+                    lambda: getattr(shared, call)(site, *args), reads_only=call in READ_ONLY_CALLS
+                )
             return result
         local_result: float = await getattr(self.local, call)(site, *args)
         return local_result

@@ -113,7 +113,7 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
         assert redis is not None
         assert guard is not None
         with not_fetched_at_stop("robotstxt/stopped", f"the shared robots.txt of {netloc}"):
-            body = await guard.run(lambda: redis.get(self._key(netloc)))
+            body = await guard.run(lambda: redis.get(self._key(netloc)), reads_only=True)
         return None if body is None else data(body)
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:

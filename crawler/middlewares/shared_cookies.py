@@ -187,7 +187,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         assert self._shared is not None
         store, guard = self._shared
         with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
-            version = await guard.run(lambda: store.version(label))
+            version = await guard.run(lambda: store.version(label), reads_only=True)
         state.known = max(state.known, version)
         return version
 
@@ -235,7 +235,7 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             if wanted <= state.read:  # read meanwhile, for another request
                 return
             with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
-                version, cookies = await guard.run(lambda: store.read(label))
+                version, cookies = await guard.run(lambda: store.read(label), reads_only=True)
             jar = self.jars[jar_id]
             jar.jar.clear()
             for cookie in cookies:

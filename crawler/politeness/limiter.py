@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from crawler.lua import script_text
 from crawler.redis_connection import AsyncRedis
@@ -37,6 +37,10 @@ class Penalty:
     min_factor: float  # the rate never drops below this share of the configured rate
     recovery: float  # rate factor regained per second
     strike_window: float  # strikes closer than this double the cooldown
+
+
+# The limiter's calls that only read (a site's cooldown): ``OutageGuard.run(reads_only=...)``.
+READ_ONLY_CALLS: Final = frozenset({"cooling"})
 
 
 class Limiter(Protocol):
