@@ -32,7 +32,7 @@ from crawler.cli.main import main
 from crawler.demo.nodes import start_node, stop_node
 from crawler.demo.site import Site
 from crawler.devservices import RedisServer, RedisServerConfig, free_port
-from crawler.redis_outage import OutageGuard, outage_reason
+from crawler.redis_outage import WRITES_REFUSED, OutageGuard, outage_reason
 from tests.cluster import logs, running_nodes, wait_for_exit, wait_for_log
 from tests.faults import (
     FAST_LEASES,
@@ -124,6 +124,25 @@ def test_an_outage_is_timed_from_the_call_that_met_it(caplog: pytest.LogCaptureF
         assert asyncio.run(guard.run(paused_then_back)) == "ok"
     (back,) = [r.getMessage() for r in caplog.records if "is back after" in r.getMessage()]
     assert float(back.rsplit(" ", 1)[1].rstrip("s")) >= 0.4, back
+
+
+@pytest.mark.parametrize(
+    ("reply", "ended_by_a_read"),
+    [(OUTAGE_REPLIES[reason], reason not in WRITES_REFUSED) for reason in sorted(OUTAGE_REPLIES)]
+    + [(None, True)],  # a connection refused
+)
+def test_a_read_ends_only_an_outage_in_which_redis_answered_no_reads(
+    reply: str | None, ended_by_a_read: bool
+) -> None:
+    """At maxmemory, read-only, unable to persist or short of replicas, Redis still answers
+    reads: a read that goes through says nothing of the writes (the seed reader's idle check
+    while its hold's refresh waits, a cookie jar's version while a write waits)."""
+    guard = OutageGuard("seeds", lambda reason: None)
+    guard.failed(ConnectionRefusedError() if reply is None else ResponseError(reply))
+    guard.succeeded(reads_only=True)
+    assert guard.down is not ended_by_a_read
+    guard.succeeded()
+    assert not guard.down
 
 
 def test_a_slot_that_keeps_moving_past_redis_py_s_retries_is_an_outage() -> None:

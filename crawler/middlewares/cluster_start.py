@@ -122,7 +122,7 @@ class ClusterStartMiddleware:
         finished crawl, as plain Scrapy users run a spider again), a warning that this run
         crawls nothing, with what to do."""
         parts = self._parts(spider)
-        if await self.guard.run(lambda: pending_requests(self._redis, parts)):
+        if await self.guard.run(lambda: pending_requests(self._redis, parts), reads_only=True):
             logger.info(
                 "Start requests of crawl %r are in the frontier (written by another node or an "
                 "earlier run; start() is not run again): leasing. To crawl the site again run "
@@ -154,7 +154,7 @@ class ClusterStartMiddleware:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
             await written_by.compare(claim, self.guard, self.crawl_id)
-            failed_after = await self.guard.run(claim.failed_after)
+            failed_after = await self.guard.run(claim.failed_after, reads_only=True)
             if failed_after is None:
                 await self._say_start_written(spider)
             else:
@@ -225,7 +225,7 @@ class ClusterStartMiddleware:
         """Seeds pushed to the spider's seed key, which a spider not fed from Redis never reads
         (``redis-cli lpush <spider>:start_urls`` works with a ``RedisSpider`` only): said."""
         key, _ = seed_key_names(self.crawler.settings, spider)
-        waiting = await self.guard.run(lambda: seed_count(self._redis, key))
+        waiting = await self.guard.run(lambda: seed_count(self._redis, key), reads_only=True)
         if waiting:
             assert self.crawler.stats is not None
             self.crawler.stats.set_value("seeds/unread", waiting)
@@ -289,9 +289,11 @@ class ClusterStartMiddleware:
         await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
         parts = self._parts(spider)
         try:
-            pending = await self.guard.run(lambda: pending_requests(self._redis, parts))
+            pending = await self.guard.run(
+                lambda: pending_requests(self._redis, parts), reads_only=True
+            )
             if not self._written:
-                self._written = await self.guard.run(self._claim(spider).written)
+                self._written = await self.guard.run(self._claim(spider).written, reads_only=True)
         except GaveUp:  # the node stops while Redis is away: no more looks
             return
         if pending or not self._written:

@@ -47,7 +47,7 @@ class StartWriter:
         """Warn when the node that ran start() was given other spider arguments, or had other
         start_urls, than this one."""
         todo = WHAT_TO_DO.format(spider=self.spider)
-        theirs = await guard.run(claim.arguments)
+        theirs = await guard.run(claim.arguments, reads_only=True)
         if self.arguments and theirs is not None and theirs != self.arguments:
             logger.warning(
                 "The start requests of crawl %r were written by a node whose spider arguments "
@@ -58,7 +58,7 @@ class StartWriter:
                 orjson.loads(self.arguments),
                 todo,
             )
-        theirs = await guard.run(claim.start_urls)
+        theirs = await guard.run(claim.start_urls, reads_only=True)
         if self.start_urls and theirs is not None and theirs != self.start_urls:
             logger.warning(
                 "The start requests of crawl %r were written by a node whose spider had other "

@@ -89,7 +89,7 @@ class SeedReader:
                 await self.crawler.signals.send_catch_log_async(signal=frontier_flush)
                 idle_since = None
                 continue
-            if not await self.guard.run(lambda: cluster_idle(self.queue)):
+            if not await self.guard.run(lambda: cluster_idle(self.queue), reads_only=True):
                 idle_since = None
                 continue
             now = time.monotonic()
