@@ -140,6 +140,18 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
     assert "node-a:1" in ledger_text(view)
 
 
+def test_a_ledger_of_many_killed_runs_names_five(redis_client: redis.Redis) -> None:
+    """Pods killed for weeks under new names: the status line named every run of them (30
+    after 30 pod lives in an audit, each a line's worth); five, and how many more."""
+    put_runs(redis_client, {f"pod-{i}:r{i}": (3, 60_000, "running") for i in range(30)})
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert len(view["short_runs"]) == 30
+    text = ledger_text(view)
+    assert text.startswith("SHORT: 30 of 30 node runs stopped without their final push")
+    assert sum(run in text for run in view["short_runs"]) == 5
+    assert text.endswith(" and 25 more (--json names them all)")
+
+
 def test_a_killed_run_is_named_when_its_node_id_runs_again(redis_client: redis.Redis) -> None:
     """A pod restarted in place keeps its name, so its node id: the id is alive again, but
     the killed run never pushes again. Only a node id's newest run may push again."""

@@ -136,6 +136,10 @@ def incident_text(incident: Mapping[str, Any]) -> str:
     )
 
 
+# Runs a SHORT ledger line names: a crawl whose pods were killed for weeks has hundreds.
+SHORT_RUNS_NAMED = 5
+
+
 def ledger_text(ledger: LedgerView) -> str:
     short, runs, replays = ledger["short_runs"], ledger["runs"], ledger["replays"]
     pushed = f"{runs} node run{'' if runs == 1 else 's'}"
@@ -143,9 +147,12 @@ def ledger_text(ledger: LedgerView) -> str:
         pushed += f" and {replays} spool replay{'' if replays == 1 else 's'}"
     if not short:
         return f"adds up ({pushed}, none stopped without its final push)"
+    named = ", ".join(short[:SHORT_RUNS_NAMED])
+    if len(short) > SHORT_RUNS_NAMED:
+        named += f" and {len(short) - SHORT_RUNS_NAMED} more (--json names them all)"
     return (
         f"SHORT: {len(short)} of {runs} node runs stopped without their final push"
-        f" (their last interval is missing): {', '.join(short)}"
+        f" (their last interval is missing): {named}"
     )
 
 
