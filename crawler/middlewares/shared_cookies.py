@@ -49,8 +49,14 @@ from scrapy.http.cookies import CookieJar
 from scrapy.settings import BaseSettings
 
 from crawler.browser_page_init import add_step
-from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_label
+from crawler.cookies.jar_store import JarStore, jar_label
 from crawler.middlewares import browser_cookies
+from crawler.middlewares.cookie_domains import (
+    added_domains,
+    drop_expired,
+    jar_cookies,
+    site_domains,
+)
 from crawler.middlewares.refused import not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
@@ -83,6 +89,7 @@ class JarState:
     read: int = 0  # the version this node's jar holds all of
     known: int = 0  # the newest version this node knows the shared jar has
     looked: float = -math.inf  # when this node last looked at the jar's version (monotonic)
+    sent: int = 0  # requests this node sent with the jar (a sweep every check_expired_frequency)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write or read at a time
 
 
@@ -128,11 +135,15 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         wanted = max(int(request.meta.get(VERSION_META) or 0), await self._current(label, state))
         if wanted > state.read:
             await self._read(jar_id, label, state, wanted)
+        jar = self.jars[jar_id]
+        state.sent += 1
+        if state.sent % jar.check_expired_frequency == 0:  # Scrapy's sweep, shared
+            await self._shared_change(jar_id, label, state, jar.jar.clear_expired_cookies, None)
         if not request.cookies:
             super().process_request(request)
         else:  # cookies= go into the jar: shared before the request goes
             change = partial(super().process_request, request)
-            await self._shared_change(jar_id, label, state, change)
+            await self._shared_change(jar_id, label, state, change, site_domains(request.url))
         if request.meta.get("playwright"):  # the browser keeps cookies of its own
             self._bridge(request, self.jars[jar_id])
 
@@ -171,7 +182,8 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             super(SharedCookiesMiddleware, self).process_response(request, response)
             browser_cookies.merge(self.jars[jar_id], in_browser)
 
-        await self._shared_change(jar_id, label, state, change)
+        domains = site_domains(request.url) + site_domains(response.url)
+        await self._shared_change(jar_id, label, state, change, domains)
         return response
 
     async def _current(self, label: str, state: JarState) -> int:
@@ -191,27 +203,33 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         state.known = max(state.known, version)
         return version
 
-    @staticmethod
-    def _cookies(jar: CookieJar) -> dict[str, bytes]:
-        return {cookie_field(cookie): cookie_json(cookie) for cookie in jar}
-
     async def _shared_change(
-        self, jar_id: object, label: str, state: JarState, change: Callable[[], object]
+        self,
+        jar_id: object,
+        label: str,
+        state: JarState,
+        change: Callable[[], object],
+        domains: list[str] | None,
     ) -> None:
-        """Run ``change`` on the node's jar (Scrapy's own step), then share what it changed,
-        one change or read of the jar at a time."""
+        """Run ``change`` on the node's jar (Scrapy's own step), then share what it changed in
+        ``domains`` (None: anywhere) and the cookies of theirs that expired, one change or
+        read of the jar at a time."""
         async with state.lock:
-            before = self._cookies(self.jars[jar_id])
+            jar = self.jars[jar_id]
+            held = len(jar._cookies)
+            before = jar_cookies(jar, domains)
             change()
-            await self._write(jar_id, label, state, before)
+            if domains is not None:
+                drop_expired(jar, domains)
+                domains = domains + added_domains(jar, held)  # one no rule of Scrapy's names
+            await self._write(label, state, before, jar_cookies(jar, domains))
 
     async def _write(
-        self, jar_id: object, label: str, state: JarState, before: dict[str, bytes]
+        self, label: str, state: JarState, before: dict[str, bytes], after: dict[str, bytes]
     ) -> None:
-        """Share what changed in the node's jar since ``before``."""
+        """Share what changed in the node's jar from ``before`` to ``after``."""
         assert self._shared is not None
         store, guard = self._shared
-        after = self._cookies(self.jars[jar_id])
         changed = {name: value for name, value in after.items() if before.get(name) != value}
         removed = [name for name in before if name not in after]
         if not (changed or removed):

@@ -1,0 +1,68 @@
+"""The part of a cookie jar a request or response can touch: its site's domains.
+
+Scrapy's ``CookieJar.add_cookie_header`` looks up only the jar's domains a request's host may
+match (``potential_domain_matches``), and a ``Set-Cookie`` can only set a cookie on one of
+them (the cookie policy refuses any other). ``SharedCookiesMiddleware`` compares those, before
+and after a change, instead of the whole jar: with 2,000 sites in a jar, turning all of it into
+JSON twice a response took 60 ms where Scrapy's lookup takes 0.2 ms.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from scrapy.http.cookies import IPV4_RE, CookieJar, potential_domain_matches
+
+from crawler.cookies.jar_store import cookie_field, cookie_json
+
+
+def site_domains(url: str) -> list[str]:
+    """The jar's domain keys a request of ``url`` sends cookies of, as Scrapy looks them up."""
+    host = urlsplit(url).hostname
+    if not host:
+        return []
+    if IPV4_RE.search(host):
+        return [host, "." + host]
+    domains = potential_domain_matches(host)
+    if "." not in host:  # http.cookiejar files a dotless host's cookies under <host>.local
+        domains += potential_domain_matches(host + ".local")
+    return domains
+
+
+def jar_cookies(jar: CookieJar, domains: Iterable[str] | None) -> dict[str, bytes]:
+    """The cookies ``jar`` holds in ``domains`` (None: all), as the shared jar stores them."""
+    if domains is None:
+        return {cookie_field(cookie): cookie_json(cookie) for cookie in jar}
+    held = jar._cookies
+    return {
+        cookie_field(cookie): cookie_json(cookie)
+        for domain in dict.fromkeys(domains)  # each once
+        for paths in held.get(domain, {}).values()
+        for cookie in paths.values()
+    }
+
+
+def drop_expired(jar: CookieJar, domains: Iterable[str]) -> None:
+    """Take the expired cookies of ``domains`` out of ``jar`` (what Scrapy's sweep of the
+    whole jar, every 10,000 requests, would take out of them)."""
+    now = int(time.time())
+    held = jar._cookies
+    expired = [
+        (domain, path, name)
+        for domain in set(domains)
+        for path, cookies in held.get(domain, {}).items()
+        for name, cookie in cookies.items()
+        if cookie.is_expired(now)
+    ]
+    for domain, path, name in expired:
+        jar.clear(domain, path, name)
+
+
+def added_domains(jar: CookieJar, held_before: int) -> list[str]:
+    """The domain keys ``jar`` gained since it held ``held_before`` (keys are never taken
+    out but by a whole ``clear()``, and a dict keeps them in the order they came)."""
+    added = len(jar._cookies) - held_before
+    return list(itertools.islice(reversed(jar._cookies), added)) if added > 0 else []
