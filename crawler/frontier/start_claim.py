@@ -79,13 +79,17 @@ class StartClaim:
         """Extend the claim; False when it is no longer this node's."""
         return bool(await self._refresh(keys=[self.key], args=[self._node_id, self._lifetime_ms]))
 
-    async def finish(self, failed_after: int | None = None) -> bool:
-        """Mark the start requests written (``failed_after``: start() raised after that many);
-        False when the claim had passed to another node."""
-        args: list[str | int] = [self._node_id]
-        if failed_after is not None:
-            args.append(failed_after)
-        return bool(await self._finish(keys=[self.key], args=args))
+    async def finish(self, failed_after: int | None = None, set_up: str = "") -> bool:
+        """Mark the start requests written (``failed_after``: start() raised after that many;
+        ``set_up``: what it set up on its spider, which the other nodes say they lack); False
+        when the claim had passed to another node."""
+        failed = "" if failed_after is None else failed_after
+        return bool(await self._finish(keys=[self.key], args=[self._node_id, failed, set_up]))
+
+    async def set_up(self) -> str:
+        """What the writer's start() set up on its spider ('' for nothing; read only)."""
+        value = await self._client.hget(self.key, "set_up")
+        return "" if value is None else text(value)
 
     async def failed_after(self) -> int | None:
         """How many start requests start() gave before it raised, when it did (read only)."""

@@ -48,6 +48,7 @@ from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
+from crawler.middlewares.start_state import SpiderState, set_up_elsewhere_warning
 from crawler.middlewares.start_writer import StartWriter
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
@@ -154,6 +155,10 @@ class ClusterStartMiddleware:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
             await written_by.compare(claim, self.guard, self.crawl_id)
+            if set_up := await self.guard.run(claim.set_up, reads_only=True):
+                assert self.crawler.stats is not None
+                self.crawler.stats.inc_value("start/set_up_elsewhere")
+                logger.warning(set_up_elsewhere_warning(set_up))
             failed_after = await self.guard.run(claim.failed_after, reads_only=True)
             if failed_after is None:
                 await self._say_start_written(spider)
@@ -174,6 +179,7 @@ class ClusterStartMiddleware:
         count = 0
         failed: Exception | None = None
         ended = False
+        before = SpiderState.of(self.crawler, spider)
         try:
             try:
                 async for output in start:
@@ -213,7 +219,12 @@ class ClusterStartMiddleware:
                 "left to expire, and another node writes the start requests again",
                 self._start_items.requeued,
             )
-        elif await self.guard.run(lambda: claim.finish(None if failed is None else count)):
+        elif await self.guard.run(
+            lambda: claim.finish(
+                None if failed is None else count,
+                ", ".join(SpiderState.of(self.crawler, spider).set_up_since(before)),
+            )
+        ):
             self._written = True
             logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)
         else:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from scrapy.linkextractors import LinkExtractor
@@ -81,15 +82,21 @@ class LoginSpider(scrapy.Spider):
 class StartSpider(scrapy.Spider):
     name = "u_start"
 
-    def __init__(self, site: str = "", fail: str = "", close: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self, site: str = "", fail: str = "", close: str = "", setup: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.site = site
         self.fail = bool(fail)  # -a fail=1: start() raises after its request
         self.close_at_start = bool(close)  # -a close=1: start() closes before its request
+        self.set_up_in_start = bool(setup)  # -a setup=1: start() logs in, connects a handler
 
     async def start(self) -> AsyncIterator[Any]:
         if self.close_at_start:
             raise CloseSpider("start_closed")
+        if self.set_up_in_start:
+            self.session = {"user": "u1"}  # as from an API login
+            self.crawler.signals.connect(self.stamp, signal=signals.request_scheduled)
         yield scrapy.Request(f"{self.site}/p/0.html", callback=self.parse_page)
         if self.fail:
             raise RuntimeError("start failed")
@@ -98,6 +105,9 @@ class StartSpider(scrapy.Spider):
         yield page_item(response)
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href, callback=self.parse_page)
+
+    def stamp(self, request: scrapy.Request, spider: scrapy.Spider) -> None:
+        request.meta["stamped"] = True
 
 
 class RulesSpider(CrawlSpider):
