@@ -193,7 +193,7 @@ class ClusterAddon:
         # a ValueError naming the setting, before Scrapy opens anything
         frontier = FrontierSettings.from_settings(settings)
         if spider is not None and getattr(spider, "name", None):
-            frontier.topics_for(str(spider.name))
+            frontier.check_spider(str(spider.name))
 
     @staticmethod
     def _cookie_jars(settings: BaseSettings, *, cluster: bool) -> None:

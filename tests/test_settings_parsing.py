@@ -26,6 +26,7 @@ from crawler.cli.spiders import project_spiders
 from crawler.extensions.cluster_logstats import ClusterLogStatsSettings
 from crawler.extensions.ledger import LedgerSettings
 from crawler.extensions.metrics import MetricsSettings
+from crawler.frontier.keys import part_tag
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.settings import FrontierSettings
 from crawler.middlewares.sessions import SessionMiddlewareSettings
@@ -334,3 +335,31 @@ def test_a_spider_whose_backlog_topic_kafka_cannot_name_stops_the_start() -> Non
     ) as said:
         ClusterAddon(get_crawler(Shop)).update_settings(settings)
     assert str(said.value).endswith(": rename the spider, or change FRONTIER_BACKLOG_TOPIC")
+
+
+@pytest.mark.parametrize(
+    ("name", "values"),
+    [
+        # the node hung at start for good, deaf to SIGTERM (part tags searched for ever)
+        ("shop_{x}", {"FRONTIER_PARTITIONS": "4"}),
+        # on a Redis Cluster its seed reader crashed every second (CROSSSLOT), nothing crawled
+        ("shop_x}y", {"REDIS_URL": "redis+cluster://127.0.0.1:7000"}),
+    ],
+)
+def test_a_spider_name_with_a_brace_is_refused_where_it_breaks_the_hash_tags(
+    name: str, values: dict[str, str]
+) -> None:
+    """An audit: ``{`` and ``}`` end a Redis Cluster hash tag, and every key of a spider's
+    frontier carries its name in one (``{<spider>}:queue``)."""
+    spider = type("Braced", (scrapy.Spider,), {"name": name})
+    settings = from_command_line({"KAFKA_TOPIC_TEMPLATE": "shop-items", **values})
+    with pytest.raises(ValueError, match=re.escape(f"spider {name!r} has a brace")) as said:
+        ClusterAddon(get_crawler(spider)).update_settings(settings)
+    assert "rename the spider" in str(said.value)
+    plain = from_command_line({"KAFKA_TOPIC_TEMPLATE": "shop-items"})
+    ClusterAddon(get_crawler(spider)).update_settings(plain)  # one Redis, one part: it works
+
+
+def test_no_part_tag_is_searched_for_ever() -> None:
+    with pytest.raises(ValueError, match="has a brace"):
+        part_tag("shop_{x}", 1, 4)

@@ -151,6 +151,18 @@ class FrontierKeys:
         )
 
 
+def braced_name(spider: str, where: str) -> str | None:
+    """Why ``spider``'s name cannot carry its frontier's keys ``where`` (a Redis Cluster, or
+    a frontier in parts), or None: ``{`` and ``}`` end the hash tag each key holds it in."""
+    if "{" not in spider and "}" not in spider:
+        return None
+    return (
+        f"spider {spider!r} has a brace ({{ or }}), which ends the Redis hash tag every key of "
+        f"its frontier carries its name in ({{<spider>}}:queue), so its keys would not stay "
+        f"together with {where}: rename the spider"
+    )
+
+
 def _slot_range(tag: str, count: int) -> int:
     """Which of ``count`` equal ranges of the hash slots ``tag`` (braces included) is in."""
     return key_slot(tag[1:-1].encode()) * count // SLOTS
@@ -163,6 +175,8 @@ def part_tag(spider: str, part: int = 0, count: int = 1) -> str:
     part 0's, so the parts' slots are evenly spread (the same on every node)."""
     if part == 0:
         return f"{{{spider}}}"
+    if problem := braced_name(spider, f"FRONTIER_PARTITIONS={count}"):
+        raise ValueError(problem)  # the tags' slots would not spread: searched for ever
     target = (_slot_range(f"{{{spider}}}", count) + part) % count
     candidates = (f"{{{spider}#{part}{f'.{k}' if k else ''}}}" for k in itertools.count())
     return next(tag for tag in candidates if _slot_range(tag, count) == target)

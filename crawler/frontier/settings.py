@@ -8,10 +8,12 @@ from scrapy.settings import BaseSettings
 
 from crawler.frontier.backlog import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.keys import braced_name
 from crawler.frontier.partitions import check_partitions
 from crawler.frontier.seen_feed import SeenFeedSettings
 from crawler.kafka.config import security_setting
 from crawler.kafka.topics import topic_from_template
+from crawler.redis_url import RedisConfig, Topology
 from crawler.settings_values import get_bool, get_float, get_int
 
 
@@ -86,9 +88,18 @@ class FrontierSettings:
         values.validate()
         return values
 
-    def topics_for(self, spider: str) -> None:
-        """Refuse at start a spider whose backlog or seen-feed topic Kafka cannot name (Scrapy
-        takes any spider name: ``shop:books``), rather than at its first spill."""
+    def check_spider(self, spider: str) -> None:
+        """Refuse at start a spider whose name its frontier's keys cannot carry here, or whose
+        backlog or seen-feed topic Kafka cannot name (Scrapy takes any spider name:
+        ``shop:books``), rather than at its first spill."""
+        if self.partitions > 1:
+            where = f"FRONTIER_PARTITIONS={self.partitions}"
+        elif RedisConfig.from_url(self.redis_url).topology is Topology.CLUSTER:
+            where = "a Redis Cluster (its seed key apart from its other keys)"
+        else:
+            where = ""
+        if where and (problem := braced_name(spider, where)):
+            raise ValueError(problem)
         if self.backlog.queue_max:
             topic_from_template("FRONTIER_BACKLOG_TOPIC", self.backlog.topic, spider)
         if self.seen_feed.enabled:
