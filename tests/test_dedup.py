@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 import redis
 from redis.asyncio import Redis
+from scrapy import Request, Spider
+from scrapy.dupefilters import RFPDupeFilter
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
+from crawler.frontier import codec
 from crawler.frontier.admin import FrontierAdmin, discover_spiders
 from crawler.frontier.client import Completion, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode, DedupStep
@@ -642,3 +645,34 @@ def test_a_fingerprinter_of_the_users_own_dedups_as_standalone_scrapy_does(
         )
     assert run.urls() == site.all_urls(), run.log
     assert run.stat("item_scraped_count") == 30
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_duplicates_are_logged_in_scrapy_s_words(
+    debug: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scrapy's dupefilter logs ``Filtered duplicate request: <GET url> (referer: ...)`` on
+    ``scrapy.dupefilters`` (its tests pin the line); the frontier logged the URL alone on a
+    logger of its own (an audit), and read every duplicate's record for it even when no line
+    was logged."""
+    spider = Spider.from_crawler(get_crawler(Spider), name="shop")
+    requests = [
+        Request(f"http://shop.test/p/{n}", method="POST", headers={"Referer": "http://shop.test/"})
+        for n in range(2)
+    ]
+    with caplog.at_level(logging.DEBUG, logger="scrapy.dupefilters"):
+        scrapy_filter = RFPDupeFilter(debug=debug)
+        for request in requests:
+            scrapy_filter.log(request, spider)
+        scrapy_said = [(r.name, r.getMessage()) for r in caplog.records]
+        caplog.clear()
+        stats = get_crawler().stats
+        assert stats is not None
+        report = DedupReport(stats, CONFIGS["exact"], debug=debug)
+        children = [
+            NewRequest(f"f{n}", 0.0, codec.dumps(request.to_dict()))
+            for n, request in enumerate(requests)
+        ]
+        report.completed(Completion("done", 0, (0, 1)), children)
+    assert [(r.name, r.getMessage()) for r in caplog.records] == scrapy_said
+    assert len(scrapy_said) == (2 if debug else 1)

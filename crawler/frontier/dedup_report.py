@@ -10,12 +10,15 @@ that rate is above ``FRONTIER_BLOOM_ERROR_RATE`` (the last slice is over capacit
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
 
 import orjson
+from scrapy import Request
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.request import referer_str
 
 from crawler.frontier import codec
 from crawler.frontier.client import Completion, NewRequest
@@ -23,6 +26,8 @@ from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.dedup_bloom import BloomState
 
 logger = logging.getLogger(__name__)
+# Where Scrapy's RFPDupeFilter logs its duplicates, in its words (its tests pin them down).
+dupefilter_logger = logging.getLogger("scrapy.dupefilters")
 
 SUMMARY_INTERVAL = 60.0  # seconds between the Bloom filter's INFO lines (when it dropped any)
 
@@ -32,6 +37,25 @@ def _url(body: bytes) -> str:
         return str(orjson.loads(codec.plain(body)).get("url"))
     except (ValueError, AttributeError):  # orjson.JSONDecodeError is a ValueError
         return "<unreadable request>"
+
+
+def _described(body: bytes) -> tuple[str, str | None]:
+    """A stored request as Scrapy's dupefilter names it: ``<GET url>``, and its referer."""
+    try:
+        record = orjson.loads(codec.plain(body))
+        headers = record.get("headers") or {}
+    except (ValueError, AttributeError):
+        return "<unreadable request>", None
+    referer = next(
+        (values[0] for name, values in headers.items() if name.lower() == "referer" and values),
+        None,
+    )
+    request = f"<{record.get('method', 'GET')} {record.get('url')}>"
+    return request, None if referer is None else str(referer)
+
+
+def _of_request(request: Request) -> tuple[str, str | None]:
+    return repr(request), referer_str(request)
 
 
 class DedupReport:
@@ -55,17 +79,29 @@ class DedupReport:
         self._inserted = 0  # fingerprints the Bloom filter took since the last summary
         self._last_summary = time.monotonic()
 
-    def filtered(self, url: str) -> None:
-        """Log a duplicate as Scrapy's RFPDupeFilter does: the first, or all with
+    def filtered(self, request: Request) -> None:
+        """Log a duplicate ``request`` as Scrapy's RFPDupeFilter does: the first, or all with
         DUPEFILTER_DEBUG."""
+        self._log_filtered(functools.partial(_of_request, request))
+
+    def _log_filtered(self, described: Callable[[], tuple[str, str | None]]) -> None:
+        """The request is described (its record read) only when it is logged."""
+        if not self.debug and self._logged_one:
+            return
+        self._logged_one = True
+        if not dupefilter_logger.isEnabledFor(logging.DEBUG):
+            return
+        request, referer = described()
         if self.debug:
-            logger.debug("Filtered duplicate request: %s", url)
-        elif not self._logged_one:
-            self._logged_one = True
-            logger.debug(
-                "Filtered duplicate request: %s - no more duplicates will be shown "
+            dupefilter_logger.debug(
+                "Filtered duplicate request: %(request)s (referer: %(referer)s)",
+                {"request": request, "referer": referer},
+            )
+        else:
+            dupefilter_logger.debug(
+                "Filtered duplicate request: %(request)s - no more duplicates will be shown "
                 "(see DUPEFILTER_DEBUG to show all duplicates)",
-                url,
+                {"request": request},
             )
 
     def completed(self, result: Completion, children: list[NewRequest]) -> None:
@@ -75,8 +111,8 @@ class DedupReport:
         if not self.bloom:
             if result.duplicates:
                 self.stats.inc_value("dupefilter/filtered", result.duplicates)
-                for index in result.dropped:
-                    self.filtered(_url(children[index].body))
+                for index in result.dropped if self.debug or not self._logged_one else ():
+                    self._log_filtered(functools.partial(_described, children[index].body))
             return
         self._inserted += result.added - sum(1 for child in children if not child.fingerprint)
         if not result.duplicates:

@@ -155,7 +155,7 @@ class LeasingScheduler:
                 self.tracker.add_child(parent_id, None)
             self.stats.inc_value("dupefilter/filtered")
             self.stats.inc_value("frontier/seen_cache_hit")
-            self.dedup_report.filtered(request.url)
+            self.dedup_report.filtered(request)
             return False
         try:
             new: NewRequest | None = self.store.encode(request, fingerprint, seed)
