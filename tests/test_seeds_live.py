@@ -37,6 +37,8 @@ def test_plain_json_and_invalid_seeds_pushed_while_idle(
             b'{"url": ',
             orjson.dumps({"url": single.url(3), "meta": {"crawler_scope": "elsewhere:1"}}),
             whole.url(0),
+            # Scrapy's UrlLengthMiddleware dropped it at INFO, recorded nowhere (an audit)
+            f"{whole.url(1)}?q={'x' * 3000}",
         )
         assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
 
@@ -46,8 +48,14 @@ def test_plain_json_and_invalid_seeds_pushed_while_idle(
     assert [u for u in urls if u.startswith(single.base_url)] == [single.url(3)]
 
     invalid = [orjson.loads(raw) for raw in redis_client.lrange("pages:start_urls:invalid", 0, -1)]
-    assert sorted(record["reason"] for record in invalid) == ["json", "scheme", "url"]
+    assert sorted(record["reason"] for record in invalid) == [
+        "json",
+        "scheme",
+        "url",
+        "url_too_long",
+    ]
     assert all(record["node"] == "node-0" for record in invalid)
     log = (tmp_path / "node-0.log").read_text()
     assert "'seeds/invalid/json': 1" in log
-    assert "'seeds/received': 5" in log
+    assert "'seeds/received': 6" in log
+    assert "'seeds/invalid/url_too_long': 1" in log

@@ -26,6 +26,7 @@ from typing import Any, Self
 import scrapy
 from scrapy import FormRequest, Request, signals
 from scrapy.crawler import Crawler
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.spiders import CrawlSpider
 
 from crawler import scrapy_redis_compat
@@ -207,9 +208,25 @@ class RedisSpider(scrapy.Spider):
         if self._seed_reader is not None:
             await self._seed_reader.close()
 
+    def _check_url_lengths(self, requests: list[Request]) -> None:
+        """A seed's request that Scrapy's UrlLengthMiddleware would drop (at INFO, with no
+        record) is an invalid seed: moved to the invalid-seed list with its reason."""
+        lengths = self.crawler.get_spider_middleware(UrlLengthMiddleware)
+        if lengths is None:  # URLLENGTH_LIMIT=0, or turned off
+            return
+        for request in requests:
+            if len(request.url) > lengths.maxlength:
+                raise InvalidSeed(
+                    "url_too_long",
+                    f"its URL has {len(request.url)} characters, more than URLLENGTH_LIMIT="
+                    f"{lengths.maxlength} (Scrapy's UrlLengthMiddleware would drop it): "
+                    f"{request.url[:200]}...",
+                )
+
     async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
             requests = self.requests_from_raw_seed(raw)
+            self._check_url_lengths(requests)
         except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
             invalid = invalid_seed(exc)
             self._log_invalid(invalid, f"moved to {queue.keys.invalid}")
