@@ -5,15 +5,18 @@ goes on meanwhile and is the one a replayed message's unknown topic starts."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from crawler.kafka.config import TopicSpec
 from crawler.kafka.health import BrokerHealth
-from crawler.kafka.topics import TopicChecker
+from crawler.kafka.producer import ItemProducer, producer_config
+from crawler.kafka.topics import TopicChecker, TopicRefused
 
 GIVE_UP_AFTER = 0.5  # s: message.timeout.ms of these checkers
 
@@ -102,5 +105,34 @@ def test_an_unknown_topic_starts_its_check_until_the_node_closes() -> None:
         assert topics.start("other") is None  # closing: no new check
         topics.follow(paused=False)
         assert await finishes(topics.ready("other"))  # released: never waits
+
+    asyncio.run(scenario())
+
+
+def test_a_topic_that_collides_with_another_over_a_dot_says_to_rename(
+    kafka_bootstrap: str,
+) -> None:
+    """Spiders ``shop.a`` and ``shop_a``: Kafka refuses the second one's topic as colliding
+    with the first's ('.' and '_' are one in its metrics names); the node was told to change
+    the template or item type for a name within the rule it quoted (an audit)."""
+    stem = f"collide-{uuid.uuid4().hex[:8]}"
+    producer = ItemProducer(producer_config(kafka_bootstrap, {}))
+    spec = TopicSpec(dlq_template="{topic}.dlq", partitions=1, replication=1, config={})
+    health = BrokerHealth(kafka_bootstrap, lambda stat, n: None)
+    topics = TopicChecker(lambda: producer, spec, health, lambda stat, n: None, give_up_after=60)
+
+    async def scenario() -> None:
+        try:
+            await topics.ready(f"{stem}-shop.a")
+            with pytest.raises(TopicRefused) as refused:
+                await topics.ready(f"{stem}-shop_a")
+            assert "collides with existing topic" in str(refused.value)
+            assert str(refused.value).endswith(
+                "change the spider's name or KAFKA_TOPIC_TEMPLATE, so that the topic differs "
+                "from the existing one by more than '.' against '_' (Kafka takes them as one "
+                "in topic names)"
+            )
+        finally:
+            topics.release()
 
     asyncio.run(scenario())

@@ -74,6 +74,14 @@ REFUSALS = {
 }
 
 
+# TOPIC_EXCEPTION for a name whose '.' and '_' are another topic's '_' and '.' (Kafka's metrics
+# names take them as one): the name is valid, the spider's or the template's must change.
+COLLISION = (
+    "the spider's name or KAFKA_TOPIC_TEMPLATE, so that the topic differs from the existing "
+    "one by more than '.' against '_' (Kafka takes them as one in topic names)"
+)
+
+
 class TopicRefused(Exception):
     """The broker answered and refused a topic: it will refuse it again."""
 
@@ -161,6 +169,8 @@ class TopicChecker:
                 if error.code() in REFUSALS:
                     self._health.answered()
                     change = REFUSALS[error.code()]
+                    if "collides with existing topic" in error.str():
+                        change = COLLISION
                     raise TopicRefused(topic, error.name(), error.str(), change) from exc
                 self._count("kafka/topic_check_failed", 1)
                 self._health.failed(f"checking topic {topic}: {exc.args[0].str()}")
