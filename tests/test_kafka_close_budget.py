@@ -94,3 +94,25 @@ def test_a_topic_template_no_spider_name_mends_says_to_change_it(
     crawler.spider = Books()
     with pytest.raises(ValueError, match=f"whatever the spider's name: change {setting}$"):
         KafkaPipeline(crawler)
+
+
+@pytest.mark.parametrize(("name", "refused"), [("../ta", True), ("/tmp/ta", True), ("ta/b", False)])
+def test_a_spider_name_that_would_put_its_spool_elsewhere_is_refused(
+    name: str, refused: bool, tmp_path: Path
+) -> None:
+    """The spool is ``KAFKA_SPOOL_DIR/<spider>``: a name with ``..`` or a leading ``/``
+    (Scrapy takes any) wrote it outside that folder (an audit); a ``/`` inside nests it."""
+    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values |= {
+        "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        "KAFKA_TOPIC_TEMPLATE": "shop-items",
+        "KAFKA_SPOOL_DIR": str(tmp_path / "spool"),
+    }
+    spider = type("Named", (Books,), {"name": name})
+    crawler = get_crawler(spider, values)
+    crawler.spider = spider()
+    if refused:
+        with pytest.raises(ValueError, match=r"outside KAFKA_SPOOL_DIR=.*: rename the spider$"):
+            KafkaPipeline(crawler)
+    else:
+        KafkaPipeline(crawler)

@@ -55,7 +55,14 @@ class KafkaPipelineSettings(KafkaSettings):
 
 def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
     """Refuse at start a spider whose topics Kafka cannot name (Scrapy takes any spider name:
-    ``shop:books``), rather than at its first item, after pages were crawled."""
+    ``shop:books``), rather than at its first item, after pages were crawled; and one whose
+    name would put its spool (``KAFKA_SPOOL_DIR/<spider>``) outside that folder."""
+    spool = settings.spool_dir / spider
+    if spider in ("", ".") or not spool.resolve().is_relative_to(settings.spool_dir.resolve()):
+        raise ValueError(
+            f"spider {spider!r} would keep its Kafka spool in {str(spool)!r}, outside "
+            f"KAFKA_SPOOL_DIR={str(settings.spool_dir)!r}: rename the spider"
+        )
 
     def topics(name: str) -> tuple[str, str]:
         topic = settings.topic_template.format(spider=name, item_type="item")
