@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time as clock
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -82,6 +83,18 @@ def test_key_is_stable_across_equivalent_urls_and_types_differ() -> None:
 def test_unencodable_items_raise_a_clear_error(fields: dict[Any, object]) -> None:
     with pytest.raises(UnencodableItem):
         _encode(fields)
+
+
+def test_an_unencodable_item_s_reason_says_where_it_is() -> None:
+    """A dead letter's reason was orjson's or Python's words, naming no field: ``Dict key must
+    a type serializable with OPT_NON_STR_KEYS``, ``maximum recursion depth exceeded in
+    comparison`` (an audit)."""
+    looped: dict[str, Any] = {"url": "http://h/", "tags": ["a"]}
+    looped["tags"].append(looped)
+    with pytest.raises(UnencodableItem, match=re.escape("$.tags[1] is a dict that contains")):
+        item_json(looped)
+    with pytest.raises(UnencodableItem, match=re.escape("$.m has a key (1, 2) of type tuple")):
+        item_json({"url": "http://h/", "m": {(1, 2): "x"}})
 
 
 def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:

@@ -32,6 +32,8 @@ from typing import Any
 import orjson
 from itemadapter import ItemAdapter, is_item
 
+from crawler.kafka.unencodable import where_unencodable
+
 
 class UnencodableItem(ValueError):
     """The item cannot be written as JSON (reason in the message)."""
@@ -155,7 +157,8 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
         try:
             widened = _widened(fields, "$", nonfinite)
         except (ValueError, RecursionError) as refused:  # over 4,300 digits, for str(); deep
-            raise UnencodableItem(str(refused) or type(refused).__name__) from refused
+            reason = where_unencodable(fields) or str(refused) or type(refused).__name__
+            raise UnencodableItem(reason) from refused
         try:
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
         except (TypeError, orjson.JSONEncodeError) as refused:
@@ -181,7 +184,7 @@ def _python_json(fields: Any, refused: Exception) -> str:
             fields, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
     except (TypeError, ValueError, RecursionError):
-        raise UnencodableItem(str(refused)) from refused
+        raise UnencodableItem(where_unencodable(fields) or str(refused)) from refused
 
 
 def _widened(value: Any, path: str, nonfinite: list[str], *, fragments: bool = True) -> Any:
