@@ -80,7 +80,10 @@ def _pack(value: Any, outer: frozenset[int]) -> Any:
             "what refers back by a key of its own, not the object)"
         )
     if len(outer) == MAX_DEPTH:
-        raise TypeError(f"values nested more than {MAX_DEPTH} levels deep, which JSON cannot hold")
+        raise TypeError(
+            f"values nested more than {MAX_DEPTH} levels deep, more than the frontier's JSON "
+            "encoder (orjson) writes: flatten them, or keep them out of the request"
+        )
     inner = outer | {id(value)}
     if isinstance(value, PageMethod):
         return _page_method(value, inner)
