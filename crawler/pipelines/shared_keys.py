@@ -50,7 +50,7 @@ class SharedKeys:
             "Two %s items of %s share their Kafka key (made of the item type and the url "
             "field, here %s): a compacted topic keeps the last of them, and consumers that "
             "deduplicate by key keep one. Give each item a url field of its own (its row's "
-            "link, say)",
+            "link, say; the key leaves out a #fragment, as URLs are made canonical)",
             item_type,
             response.url,
             url,
