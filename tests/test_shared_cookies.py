@@ -15,7 +15,14 @@ from scrapy.http import HtmlResponse
 from scrapy.http.cookies import CookieJar
 from scrapy.utils.test import get_crawler
 
-from crawler.cookies.jar_store import JarStore, cookie_field, cookie_json, jar_key, jar_label
+from crawler.cookies.jar_store import (
+    JarStore,
+    cookie_field,
+    cookie_from_json,
+    cookie_json,
+    jar_key,
+    jar_label,
+)
 from crawler.frontier.purge import present_keys
 from crawler.middlewares.shared_cookies import SharedCookiesMiddleware
 from crawler.redis_connection import AsyncRedis, async_client
@@ -242,3 +249,62 @@ def test_expired_cookies_leave_the_shared_jar(redis_url: str, redis_client: redi
 
     # 20 expired + sid + d, less s0's expired one; then sid and d
     assert asyncio.run(scenario()) == (21, 2, 2)
+
+
+def test_a_node_reads_what_changed_in_a_jar_since_it_read_it(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that needed a newer version of a jar read all of it: in a broad crawl with the
+    cookies of 2,000 sites in one jar, each node read them all after every other node's write
+    (an audit). It reads what changed since the version it read; the whole jar the first time,
+    and when the changes do not tell (a node of an earlier version wrote the jar alone)."""
+    decoded: list[str] = []
+
+    def counted(value: bytes) -> Cookie:
+        cookie = cookie_from_json(value)
+        decoded.append(cookie.name)
+        return cookie
+
+    monkeypatch.setattr("crawler.cookies.jar_store.cookie_from_json", counted)
+    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
+
+    async def scenario() -> list[object]:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, settings)
+
+            async def set_on_a(url: str, set_cookie: str) -> None:
+                page = Request(url)
+                await a.process_response(page, response(page, set_cookie))
+
+            async def sent_by_b(url: str) -> str:
+                request = Request(url)
+                a._stamp(request)  # scheduled on A, leased by B
+                await b.process_request(request)
+                return (request.headers.get("Cookie") or b"").decode()
+
+            for site in range(50):
+                await set_on_a(f"http://s{site}.shop.test/", f"c{site}=x; Path=/")
+            seen: list[object] = [await sent_by_b("http://s3.shop.test/p"), len(decoded)]
+            decoded.clear()
+            await set_on_a("http://s3.shop.test/login", "c3=y; Path=/")
+            await set_on_a("http://s4.shop.test/logout", "c4=; Max-Age=0; Path=/")
+            seen += [await sent_by_b("http://s3.shop.test/p"), list(decoded)]
+            seen.append(await sent_by_b("http://s4.shop.test/p"))
+            # a node of an earlier version: the cookie and the version, no change recorded
+            (old,) = cookies_set_by(["c5=z; Path=/"])
+            old.domain = "s5.shop.test"
+            key = jar_key("jars", jar_label(None))
+            version = int(redis_client.hget(key, "") or 0) + 1
+            redis_client.hset(key, cookie_field(old), b"plain\n" + cookie_json(old))
+            redis_client.hset(key, "", version)
+            seen.append(await sent_by_b("http://s5.shop.test/p"))
+            stats = b.crawler.stats
+            assert stats is not None
+            seen.append(stats.get_value("cookies/shared/read_whole"))
+            return seen
+        finally:
+            await client.aclose()
+
+    # the whole jar first (50 cookies); then c3 alone, c4 gone; the old node's write whole
+    assert asyncio.run(scenario()) == ["c3=x", 50, "c3=y", ["c3"], "", "c5=z", 2]

@@ -6,13 +6,16 @@ process, so a login made on one node was not there on another. Here each jar is 
 holding its attributes as JSON (sealed with ``CRAWLER_SESSION_KEY`` when it is set), and the
 field '' holding the jar's version, a token of Redis's clock that rises with every write
 (``lua/jar_write.lua``). A node writes what a response (``Set-Cookie``) or a request's
-``cookies=`` changed in its jar, and reads a whole jar when a request says the jar has a
-version it has not read.
+``cookies=`` changed in its jar; a node that needs a version it has not read reads what changed
+since the one it read (``{<spider>}:cookies:<jar>:changes``, a sorted set: each cookie's field
+by the version that set or deleted it last, an hour of them kept), or, the first time and when
+the changes do not tell, the whole jar.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from http.cookiejar import Cookie
 from typing import Any
 
@@ -56,6 +59,11 @@ def jar_key(spider: str, label: str) -> str:
     return f"{{{spider}}}:cookies:{label}"
 
 
+def changes_key(spider: str, label: str) -> str:
+    """A jar's changes (``lua/jar_write.lua``); JSON never ends a label with ``:changes``."""
+    return f"{jar_key(spider, label)}:changes"
+
+
 def jars_pattern(spider: str) -> str:
     """SCAN pattern of every shared cookie jar of a spider."""
     return f"{{{glob_escape(spider)}}}:cookies:*"
@@ -95,6 +103,13 @@ def cookie_from_json(data: bytes) -> Cookie:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class JarChanges:
+    version: int  # the jar's version now
+    cookies: list[Cookie]  # set or replaced since
+    removed: list[tuple[str, str, str]]  # (domain, path, name) deleted since
+
+
 class JarStore:
     """One spider's shared jars in one Redis."""
 
@@ -103,6 +118,7 @@ class JarStore:
         self._spider = spider
         self._cipher = cipher
         self._write = client.register_script(script_text("crawler.cookies", "jar_write"))
+        self._changes = client.register_script(script_text("crawler.cookies", "jar_changes"))
 
     async def write(
         self, label: str, changed: Mapping[str, bytes], removed: Sequence[str]
@@ -114,7 +130,8 @@ class JarStore:
             sealed, encoding = self._cipher.seal(cookie)
             args += [field, encoding.encode() + b"\n" + sealed]
         args += list(removed)
-        before, after = await self._write(keys=[jar_key(self._spider, label)], args=args)
+        keys = [jar_key(self._spider, label), changes_key(self._spider, label)]
+        before, after = await self._write(keys=keys, args=args)
         return int(before), int(after)
 
     async def version(self, label: str) -> int:
@@ -126,9 +143,26 @@ class JarStore:
         found = await self._redis.hgetall(jar_key(self._spider, label))
         stored = {text(name): data(value) for name, value in found.items()}
         version = int(stored.pop(VERSION_FIELD, b"0"))
+        return version, [self._cookie(label, value) for value in stored.values()]
+
+    async def changes(self, label: str, since: int) -> JarChanges | None:
+        """What changed in the jar after version ``since``; None when only a whole read tells
+        (forgotten changes, a write of a node of an earlier version, Redis lost the jar)."""
+        keys = [jar_key(self._spider, label), changes_key(self._spider, label)]
+        reply = await self._changes(keys=keys, args=[since])
+        version = int(reply[0])
+        if len(reply) == 1 or version < since:
+            return None
+        cookies, removed = [], []
+        for field, value in zip(reply[1], reply[2], strict=True):
+            if value is None:
+                domain, path, name = text(field).split("\t", 2)
+                removed.append((domain, path, name))
+            else:
+                cookies.append(self._cookie(label, data(value)))
+        return JarChanges(version, cookies, removed)
+
+    def _cookie(self, label: str, value: bytes) -> Cookie:
+        encoding, _, sealed = value.partition(b"\n")
         where = f"the shared cookie jar {label} of {self._spider!r}"
-        cookies = []
-        for value in stored.values():
-            encoding, _, sealed = value.partition(b"\n")
-            cookies.append(cookie_from_json(self._cipher.open(sealed, encoding.decode(), where)))
-        return version, cookies
+        return cookie_from_json(self._cipher.open(sealed, encoding.decode(), where))

@@ -11,7 +11,9 @@ middleware is Scrapy's, with each jar (``meta['cookiejar']``) also kept in Redis
   anything), and the node knows the jar's version from then on;
 - every request a node schedules (``request_scheduled``) carries the newest version of its
   jar that node knows (meta ``_cookies_version``, only once the jar has one);
-- a node about to send a request whose version it has not read reads the whole jar first; and
+- a node about to send a request whose version it has not read reads what changed in the jar
+  since the version it read first (the whole jar the first time, and when the changes do not
+  tell: ``crawler.cookies.jar_store``); and
   once it knows a jar exists, it also looks at the jar's version before a request, at most
   every ``COOKIES_SHARED_REFRESH`` seconds, and reads the jar when it is newer.
 
@@ -26,13 +28,15 @@ look per node and jar (a jar another node wrote is read before its first request
 Without ``REDIS_URL`` it is Scrapy's middleware. Requests with ``dont_merge_cookies`` are
 left alone (shared sessions set it).
 
-Stats: ``cookies/shared/written``, ``cookies/shared/read``, ``cookies/shared/unwritten`` (a
-write given up at a stop), ``cookies/redis_error``.
+Stats: ``cookies/shared/written``, ``cookies/shared/read`` (of them
+``cookies/shared/read_whole``), ``cookies/shared/unwritten`` (a write given up at a stop),
+``cookies/redis_error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -246,16 +250,31 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         self._stats.inc_value("cookies/shared/written")
 
     async def _read(self, jar_id: object, label: str, state: JarState, wanted: int) -> None:
-        """Replace the node's jar with the shared one, which has ``wanted`` or a later one."""
+        """Bring the node's jar to the shared one, which has ``wanted`` or a later version:
+        what changed since the version it read, or, the first time (and when the changes do
+        not tell), the whole jar in place of the node's."""
         assert self._shared is not None
         store, guard = self._shared
         async with state.lock:
             if wanted <= state.read:  # read meanwhile, for another request
                 return
-            with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
-                version, cookies = await guard.run(lambda: store.read(label), reads_only=True)
             jar = self.jars[jar_id]
-            jar.jar.clear()
+            with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
+                since = state.read
+                changes = (
+                    await guard.run(lambda: store.changes(label, since), reads_only=True)
+                    if since
+                    else None
+                )
+                if changes is None:
+                    version, cookies = await guard.run(lambda: store.read(label), reads_only=True)
+                    jar.jar.clear()
+                    self._stats.inc_value("cookies/shared/read_whole")
+                else:
+                    version, cookies = changes.version, changes.cookies
+                    for domain, path, name in changes.removed:
+                        with contextlib.suppress(KeyError):  # never here, or gone already
+                            jar.clear(domain, path, name)
             for cookie in cookies:
                 jar.set_cookie(cookie)
             # Versions are Redis clock tokens: one below ``wanted`` means Redis lost the
