@@ -308,3 +308,29 @@ def test_a_node_reads_what_changed_in_a_jar_since_it_read_it(
 
     # the whole jar first (50 cookies); then c3 alone, c4 gone; the old node's write whole
     assert asyncio.run(scenario()) == ["c3=x", 50, "c3=y", ["c3"], "", "c5=z", 2]
+
+
+def test_a_jar_made_again_is_read_whole(redis_url: str, redis_client: redis.Redis) -> None:
+    """A jar purged (or lost with Redis's data) and written again: a node that read the old one
+    must not keep its cookies, as it would reading only what changed since."""
+    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
+
+    async def scenario() -> str:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, settings)
+            login = Request("http://shop.test/login")
+            await a.process_response(login, response(login, "old=1; Path=/"))
+            page = Request("http://shop.test/p/1")
+            await b.process_request(page)
+            assert page.headers.get("Cookie") == b"old=1"
+            redis_client.delete(*redis_client.keys("{jars}:cookies:*"))  # crawler purge
+            again = Request("http://shop.test/login")
+            await a.process_response(again, response(again, "new=2; Path=/"))
+            later = Request("http://shop.test/p/2")
+            await b.process_request(later)
+            return (later.headers.get("Cookie") or b"").decode()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == "new=2"

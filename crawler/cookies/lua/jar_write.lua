@@ -18,6 +18,11 @@ for i = 2 + 2 * sets, #ARGV do
   redis.call('ZADD', KEYS[2], version, ARGV[i])
 end
 redis.call('HSET', KEYS[1], '', string.format('%d', version))
+if before == 0 then
+  -- a new jar (or one purged, or lost with Redis's data): a node that read another before
+  -- reads this one whole, dropping what the other held
+  redis.call('ZADD', KEYS[2], version - 1, '')
+end
 -- Changes an hour of versions old are forgotten: a node that read the jar before then reads
 -- it whole (jar_changes.lua).
 local cutoff = version - 3600000000
