@@ -35,9 +35,18 @@ class LeaseState:
     children: list[NewRequest] = field(default_factory=list)
     failure: str | None = None
     error: str | None = None  # the failure's detail, for its record
+    repeats: int = 0  # failures of the same reason after the first
     requeue_reason: str | None = None
     void: bool = False  # the frontier was purged under it: its output is not written
     answered: bool = False  # its response or failure reached the spider (``answer``)
+
+    @property
+    def detail(self) -> str | None:
+        """The failure's detail, with how many more of its reason there were."""
+        if not self.repeats:
+            return self.error
+        more = f"and {self.repeats} more of the same reason: see the node's log"
+        return more if self.error is None else f"{self.error} ({more})"
 
     @property
     def outcome(self) -> Outcome:
@@ -111,11 +120,16 @@ class AckTracker:
             state.answered = True
 
     def fail(self, lease_id: str, reason: str, error: str | None = None) -> None:
-        """Record why the request failed; the first reason wins."""
+        """Record why the request failed; the first reason wins, and its detail counts the
+        failures of the same reason after it (a page's eight requests not stored)."""
         state = self._leases.get(lease_id)
-        if state is not None and state.failure is None:
+        if state is None:
+            return
+        if state.failure is None:
             state.failure = reason
             state.error = error
+        elif state.failure == reason:
+            state.repeats += 1
 
     def requeue(self, lease_id: str, reason: str) -> None:
         state = self._leases.get(lease_id)

@@ -49,7 +49,7 @@ def failure_record(state: LeaseState, node_id: str) -> bytes:
     """The ``{<spider>}:failed`` record of a lease that failed ("" when it did not)."""
     if state.failure is None:
         return b""
-    return codec.failure_json(state.failure, node_id, state.body, state.error)
+    return codec.failure_json(state.failure, node_id, state.body, state.detail)
 
 
 def dedup_fingerprint(fingerprinter: RequestFingerprinterProtocol, request: Request) -> str:
