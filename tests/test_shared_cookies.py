@@ -24,6 +24,7 @@ from crawler.cookies.jar_store import (
     jar_label,
 )
 from crawler.frontier.purge import present_keys
+from crawler.lua import text
 from crawler.middlewares.shared_cookies import SharedCookiesMiddleware
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import OutageGuard
@@ -334,3 +335,38 @@ def test_a_jar_made_again_is_read_whole(redis_url: str, redis_client: redis.Redi
             await client.aclose()
 
     assert asyncio.run(scenario()) == "new=2"
+
+
+def test_a_cookie_another_node_renewed_is_not_deleted_as_expired(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A node whose copy of a cookie expired took it out of the shared jar at its next write of
+    the site, also when another node had renewed it meanwhile (a review): the renewed login
+    was gone for every node. An expired cookie is deleted only if no node changed it after the
+    version the deleting node read."""
+    settings: dict[str, object] = {"COOKIES_ENABLED": True}
+
+    async def scenario() -> tuple[list[str], str]:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, settings)
+            login = Request("http://shop.test/login")
+            await a.process_response(login, response(login, "sid=1; Path=/; Max-Age=1"))
+            page = Request("http://shop.test/p/1")
+            a._stamp(page)
+            await b.process_request(page)  # B reads the jar
+            await asyncio.sleep(1.2)  # both copies expired
+            again = Request("http://shop.test/login")
+            await b.process_response(again, response(again, "sid=2; Path=/; Max-Age=3600"))
+            other = Request("http://shop.test/p/2")  # A has not read B's write
+            await a.process_response(other, response(other, "seen=1; Path=/"))
+            stored = redis_client.hgetall(jar_key("jars", jar_label(None)))
+            later = Request("http://shop.test/p/3")
+            b._stamp(later)
+            await a.process_request(later)
+            names = sorted(text(name).split("\t")[-1] for name in stored if name)
+            return names, (later.headers.get("Cookie") or b"").decode()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == (["seen", "sid"], "seen=1; sid=2")

@@ -121,15 +121,21 @@ class JarStore:
         self._changes = client.register_script(script_text("crawler.cookies", "jar_changes"))
 
     async def write(
-        self, label: str, changed: Mapping[str, bytes], removed: Sequence[str]
+        self,
+        label: str,
+        changed: Mapping[str, bytes],
+        removed: Sequence[str],
+        expired: Sequence[str] = (),
+        read: int = 0,
     ) -> tuple[int, int]:
-        """Set ``changed`` (field -> cookie JSON) and delete ``removed`` in the jar; the jar's
-        version before and after."""
-        args: list[str | bytes | int] = [len(changed)]
+        """Set ``changed`` (field -> cookie JSON) and delete ``removed`` in the jar, and the
+        ``expired`` fields unless another node changed them after version ``read`` (the one
+        the node's jar holds all of: they were renewed); the jar's version before and after."""
+        args: list[str | bytes | int] = [len(changed), len(expired), read]
         for field, cookie in changed.items():
             sealed, encoding = self._cipher.seal(cookie)
             args += [field, encoding.encode() + b"\n" + sealed]
-        args += list(removed)
+        args += [*expired, *removed]
         keys = [jar_key(self._spider, label), changes_key(self._spider, label)]
         before, after = await self._write(keys=keys, args=args)
         return int(before), int(after)

@@ -45,20 +45,21 @@ def jar_cookies(jar: CookieJar, domains: Iterable[str] | None) -> dict[str, byte
     }
 
 
-def drop_expired(jar: CookieJar, domains: Iterable[str]) -> None:
-    """Take the expired cookies of ``domains`` out of ``jar`` (what Scrapy's sweep of the
-    whole jar, every 10,000 requests, would take out of them)."""
+def drop_expired(jar: CookieJar, domains: Iterable[str] | None) -> list[str]:
+    """Take the expired cookies of ``domains`` (None: all) out of ``jar``, as Scrapy's sweep of
+    a jar takes them; their fields, as the shared jar names them."""
     now = int(time.time())
     held = jar._cookies
     expired = [
-        (domain, path, name)
-        for domain in set(domains)
-        for path, cookies in held.get(domain, {}).items()
-        for name, cookie in cookies.items()
+        cookie
+        for domain in (list(held) if domains is None else set(domains))
+        for cookies in held.get(domain, {}).values()
+        for cookie in cookies.values()
         if cookie.is_expired(now)
     ]
-    for domain, path, name in expired:
-        jar.clear(domain, path, name)
+    for cookie in expired:
+        jar.clear(cookie.domain, cookie.path, cookie.name)
+    return [cookie_field(cookie) for cookie in expired]
 
 
 def added_domains(jar: CookieJar, held_before: int) -> list[str]:

@@ -71,6 +71,7 @@ from crawler.settings_values import get_bool, get_float
 logger = logging.getLogger(__name__)
 
 VERSION_META = "_cookies_version"  # the newest version of its jar the scheduling node knew
+NEVER = 2**62  # Scrapy's own sweep of a jar, unshared: every that many requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,7 @@ class JarState:
     known: int = 0  # the newest version this node knows the shared jar has
     looked: float = -math.inf  # when this node last looked at the jar's version (monotonic)
     sent: int = 0  # requests this node sent with the jar (a sweep every check_expired_frequency)
+    sweep_every: int = 0  # Scrapy's check_expired_frequency of the jar (0: not looked at yet)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write or read at a time
 
 
@@ -140,9 +142,11 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         if wanted > state.read:
             await self._read(jar_id, label, state, wanted)
         jar = self.jars[jar_id]
+        if not state.sweep_every:  # Scrapy's own sweep would not be shared: this one is
+            state.sweep_every, jar.check_expired_frequency = jar.check_expired_frequency, NEVER
         state.sent += 1
-        if state.sent % jar.check_expired_frequency == 0:  # Scrapy's sweep, shared
-            await self._shared_change(jar_id, label, state, jar.jar.clear_expired_cookies, None)
+        if state.sent % state.sweep_every == 0:
+            await self._shared_change(jar_id, label, state, lambda: None, None)
         if not request.cookies:
             super().process_request(request)
         else:  # cookies= go into the jar: shared before the request goes
@@ -223,23 +227,33 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             held = len(jar._cookies)
             before = jar_cookies(jar, domains)
             change()
+            expired = drop_expired(jar, domains)
             if domains is not None:
-                drop_expired(jar, domains)
                 domains = domains + added_domains(jar, held)  # one no rule of Scrapy's names
-            await self._write(label, state, before, jar_cookies(jar, domains))
+            await self._write(label, state, before, jar_cookies(jar, domains), expired)
 
     async def _write(
-        self, label: str, state: JarState, before: dict[str, bytes], after: dict[str, bytes]
+        self,
+        label: str,
+        state: JarState,
+        before: dict[str, bytes],
+        after: dict[str, bytes],
+        expired: list[str],
     ) -> None:
-        """Share what changed in the node's jar from ``before`` to ``after``."""
+        """Share what changed in the node's jar from ``before`` to ``after``; ``expired``: the
+        cookies that left it as expired (deleted unless another node renewed them)."""
         assert self._shared is not None
         store, guard = self._shared
         changed = {name: value for name, value in after.items() if before.get(name) != value}
-        removed = [name for name in before if name not in after]
-        if not (changed or removed):
+        gone = set(expired)
+        removed = [name for name in before if name not in after and name not in gone]
+        if not (changed or removed or expired):
             return
+        read = state.read
         try:
-            prior, version = await guard.run(lambda: store.write(label, changed, removed))
+            prior, version = await guard.run(
+                lambda: store.write(label, changed, removed, expired, read)
+            )
         except GaveUp:  # the node stops while Redis is away: only this node had them
             self._stats.inc_value("cookies/shared/unwritten")
             logger.warning("Cookies of jar %s not shared: the node stops, Redis is away", label)

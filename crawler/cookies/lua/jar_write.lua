@@ -2,20 +2,27 @@
 -- KEYS[1] the jar's hash (field '' holds the version, every other field a cookie), KEYS[2] its
 -- changes (sorted set: a cookie's field -> the version that set or deleted it last; member ''
 -- -> the version below which changes were forgotten)
--- ARGV[1] the number of cookies set, then their field, value pairs, then the fields deleted
+-- ARGV[1] the number of cookies set, ARGV[2] the number of cookies expired on the node,
+-- ARGV[3] the version the node's jar holds all of, then the set cookies' field, value pairs,
+-- the expired fields (deleted unless another node changed them after that version: renewed),
+-- then the fields deleted
 -- Returns {the version before, the version now} as text. A version is a token of Redis's
 -- clock (microseconds) above the one before, so it still rises after Redis lost data.
-local sets = tonumber(ARGV[1])
+local sets, expired, read = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local before = tonumber(redis.call('HGET', KEYS[1], '') or '0')
 local clock = redis.call('TIME')
 local version = math.max(before + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
-for i = 2, 1 + 2 * sets, 2 do
+for i = 4, 3 + 2 * sets, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[2], version, ARGV[i])
 end
-for i = 2 + 2 * sets, #ARGV do
-  redis.call('HDEL', KEYS[1], ARGV[i])
-  redis.call('ZADD', KEYS[2], version, ARGV[i])
+local first_expired = 4 + 2 * sets
+for i = first_expired, #ARGV do
+  local changed = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if i >= first_expired + expired or not changed or tonumber(changed) <= read then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('ZADD', KEYS[2], version, ARGV[i])
+  end
 end
 redis.call('HSET', KEYS[1], '', string.format('%d', version))
 if before == 0 then
