@@ -506,8 +506,8 @@ def test_a_node_that_does_not_run_start_says_what_start_set_up_on_the_writer(
     assert len(first.items) == PAGES
     assert "start() set up" not in first.logs()
     assert (
-        "start() set up a request_scheduled handler, self.session on the node that wrote this "
-        "crawl's start requests" in other.logs()
+        "start() set up a handler of request_scheduled, self.session on the node that wrote "
+        "this crawl's start requests" in other.logs()
     )
     assert "'start/set_up_elsewhere': 1" in other.logs()
 

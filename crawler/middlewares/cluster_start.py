@@ -48,7 +48,7 @@ from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
-from crawler.middlewares.start_state import SpiderState, set_up_elsewhere_warning
+from crawler.middlewares.start_state import SET_UP_ELSEWHERE, StartSetUp
 from crawler.middlewares.start_writer import StartWriter
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
@@ -158,7 +158,7 @@ class ClusterStartMiddleware:
             if set_up := await self.guard.run(claim.set_up, reads_only=True):
                 assert self.crawler.stats is not None
                 self.crawler.stats.inc_value("start/set_up_elsewhere")
-                logger.warning(set_up_elsewhere_warning(set_up))
+                logger.warning(SET_UP_ELSEWHERE, set_up)
             failed_after = await self.guard.run(claim.failed_after, reads_only=True)
             if failed_after is None:
                 await self._say_start_written(spider)
@@ -179,10 +179,10 @@ class ClusterStartMiddleware:
         count = 0
         failed: Exception | None = None
         ended = False
-        before = SpiderState.of(self.crawler, spider)
+        steps = StartSetUp(self.crawler, spider)
         try:
             try:
-                async for output in start:
+                async for output in steps.steps(start):
                     count += 1
                     if output is not None and not isinstance(output, Request):
                         self._start_items.opened()
@@ -220,10 +220,7 @@ class ClusterStartMiddleware:
                 self._start_items.requeued,
             )
         elif await self.guard.run(
-            lambda: claim.finish(
-                None if failed is None else count,
-                ", ".join(SpiderState.of(self.crawler, spider).set_up_since(before)),
-            )
+            lambda: claim.finish(None if failed is None else count, steps.names)
         ):
             self._written = True
             logger.info("Wrote %d start requests and items of crawl %r", count, self.crawl_id)

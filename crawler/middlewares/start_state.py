@@ -5,60 +5,90 @@ A plain spider's start requests are written once a crawl, by the node that claim
 runs (``self.token = await login()``, a signal handler it connects) exists on that node only, and
 the requests other nodes lease ran without it, with no word: 11 of 40 pages failed with an
 ``AttributeError``, or 13 of 40 went without what a ``request_scheduled`` handler stamps (an
-audit). The writer notes what changed on its spider while ``start()`` ran, records it with the
-claim when it is done, and every other node says it in a WARNING naming where to set it up
-instead (``start/set_up_elsewhere``).
+audit). The writer notes what changed on its spider while each step of ``start()`` ran (not
+what callbacks change between its steps), records it with the claim when it is done, and every
+other node says it in a WARNING naming where to set it up instead (``start/set_up_elsewhere``).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydispatch import dispatcher  # type: ignore[import-untyped]
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
-from crawler.signals import user_receivers
-
 SIGNAL_NAMES = {
     id(value): name for name, value in vars(signals).items() if not name.startswith("_")
 }
+
+SET_UP_ELSEWHERE = (
+    "start() set up %s on the node that wrote this crawl's start requests; it runs once a "
+    "crawl, on that node only, so this node's spider runs without it (a callback that needs it "
+    "fails here). Set it up where every node does: the spider's __init__ or from_crawler, or a "
+    "spider_opened handler (an async def one may await a login)"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class SpiderState:
     attributes: dict[str, int]  # the spider's attributes: name -> id of the value
-    handlers: dict[str, int]  # the user's signal handlers: signal name -> how many
+    receivers: dict[Any, frozenset[int]]  # signal -> ids of the receivers connected for it
 
     @classmethod
     def of(cls, crawler: Crawler, spider: Spider) -> SpiderState:
-        handlers: dict[str, int] = {}
-        for signal in dispatcher.connections.get(id(crawler.signals.sender), {}):
-            if count := len(user_receivers(crawler, signal)):
-                name = SIGNAL_NAMES.get(id(signal), "a signal of your own")
-                handlers[name] = handlers.get(name, 0) + count
-        attributes = {name: id(value) for name, value in vars(spider).items()}
-        return cls(attributes, handlers)
+        connected = dispatcher.connections.get(id(crawler.signals.sender), {})
+        receivers = {signal: frozenset(map(id, found)) for signal, found in connected.items()}
+        return cls({name: id(value) for name, value in vars(spider).items()}, receivers)
 
-    def set_up_since(self, before: SpiderState) -> list[str]:
-        """What is set or connected now that was not at ``before``, as a user names it."""
-        names = [
+
+class StartSetUp:
+    """Follows ``start()`` step by step and names what each step set up on the spider."""
+
+    def __init__(self, crawler: Crawler, spider: Spider) -> None:
+        self._crawler = crawler
+        self._spider = spider
+        self._found: set[str] = set()
+
+    @property
+    def names(self) -> str:
+        """What start() set up so far, as a user names it ('' for nothing)."""
+        return ", ".join(sorted(self._found))
+
+    async def steps(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        iterator = aiter(start)
+        while True:
+            before = SpiderState.of(self._crawler, self._spider)
+            try:
+                output = await anext(iterator)
+            except StopAsyncIteration:
+                self._note(before)
+                return
+            except BaseException:
+                self._note(before)
+                raise
+            self._note(before)
+            yield output
+
+    def _note(self, before: SpiderState) -> None:
+        now = SpiderState.of(self._crawler, self._spider)
+        self._found.update(
             f"self.{name}"
-            for name, value in self.attributes.items()
+            for name, value in now.attributes.items()
             if before.attributes.get(name) != value
-        ]
-        names += [
-            f"a {signal} handler"
-            for signal, count in self.handlers.items()
-            if count > before.handlers.get(signal, 0)
-        ]
-        return sorted(names)
+        )
+        connected = dispatcher.connections.get(id(self._crawler.signals.sender), {})
+        for signal, ids in now.receivers.items():
+            added = ids - before.receivers.get(signal, frozenset())
+            new = [found for found in connected.get(signal, ()) if id(found) in added]
+            if any(self._spiders(receiver) for receiver in dispatcher.liveReceivers(new)):
+                name = SIGNAL_NAMES.get(id(signal), "a signal of your own")
+                self._found.add(f"a handler of {name}")
 
-
-def set_up_elsewhere_warning(set_up: str) -> str:
-    return (
-        f"start() set up {set_up} on the node that wrote this crawl's start requests; it runs "
-        "once a crawl, on that node only, so this node's spider runs without it (a callback "
-        "that needs it fails here). Set it up where every node does: the spider's __init__ or "
-        "from_crawler, or a spider_opened handler (async: it may await a login)"
-    )
+    def _spiders(self, receiver: Any) -> bool:
+        """A receiver of the spider's own: its method, or a function of its module."""
+        if getattr(receiver, "__self__", None) is self._spider:
+            return True
+        return getattr(receiver, "__module__", None) == type(self._spider).__module__

@@ -102,6 +102,7 @@ class StartSpider(scrapy.Spider):
             raise RuntimeError("start failed")
 
     def parse_page(self, response: Response) -> Iterator[Any]:
+        self.pages = getattr(self, "pages", 0) + 1  # a callback's own state, not start()'s
         yield page_item(response)
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href, callback=self.parse_page)
