@@ -94,7 +94,9 @@ def test_an_unencodable_item_s_reason_says_where_it_is() -> None:
     with pytest.raises(UnencodableItem, match=re.escape("$.tags[1] is a dict that contains")):
         item_json(looped)
     with pytest.raises(UnencodableItem, match=re.escape("$.m has a key (1, 2) of type tuple")):
-        item_json({"url": "http://h/", "m": {(1, 2): "x"}})
+        item_json({"url": "http://h/", "m": {date(2020, 1, 1): 1, (1, 2): "x"}})
+    with pytest.raises(UnencodableItem, match=re.escape("$.n is an integer of more than 4,300")):
+        item_json({"url": "http://h/", "when": {date(2020, 1, 1): 1}, "n": 10**5000})
 
 
 def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
@@ -105,7 +107,9 @@ def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:
     rejected = encoder.encode(object(), fields, MessageFields("s", "t", "x"))
     assert isinstance(rejected, Rejected)
     assert rejected.reason == "unencodable"
-    assert rejected.error.startswith("Exceeds the limit (4300 digits)")
+    assert (
+        rejected.error == "$.n is an integer of more than 4,300 digits (Python writes none as text)"
+    )
     assert rejected.message.value.startswith(b"<no repr: Exceeds the limit (4300 digits)")
     # keyed as its item would be: a dead-letter consumer matches it to its page
     assert rejected.message.key == item_key("x", "http://h/")

@@ -8,10 +8,15 @@ walks the item for the first such place: the reason a dead-letter record carries
 
 from __future__ import annotations
 
+import datetime
+import enum
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-KEY_TYPES = (str, int, float, bool, type(None))  # what a JSON object's key is written from
+# What an item's dict keys may be: orjson writes these with OPT_NON_STR_KEYS.
+KEY_TYPES = (str, int, float, bool, type(None), datetime.date, datetime.time, uuid.UUID, enum.Enum)
+LONGEST_INT_BITS = 14_284  # about 4,300 digits: Python writes no longer integer as text
 
 
 def where_unencodable(fields: Mapping[Any, Any]) -> str | None:
@@ -26,24 +31,31 @@ def where_unencodable(fields: Mapping[Any, Any]) -> str | None:
 def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping):
         for key, item in value.items():
-            yield f"{path}.{key}", item
+            yield f"{path}.{str(key)[:100]}", item
     elif isinstance(value, list | tuple | set | frozenset):
         for index, item in enumerate(value):
             yield f"{path}[{index}]", item
 
 
+def _bad_key(key: Any, path: str) -> str | None:
+    if isinstance(key, int) and key.bit_length() > LONGEST_INT_BITS:
+        return f"{path} has a key of more than 4,300 digits (Python writes none as text)"
+    if not isinstance(key, KEY_TYPES):
+        kind = type(key).__name__
+        return f"{path} has a key {key!r} of type {kind} (JSON keys are text: make it a str)"
+    return None
+
+
 def _find(value: Any, path: str, outer: frozenset[int]) -> str | None:
+    if isinstance(value, int) and value.bit_length() > LONGEST_INT_BITS:
+        return f"{path} is an integer of more than 4,300 digits (Python writes none as text)"
     if not isinstance(value, Mapping | list | tuple | set | frozenset):
         return None
     if id(value) in outer:
         return f"{path} is a {type(value).__name__} that contains itself (JSON cannot hold it)"
-    if isinstance(value, Mapping):
-        for key in value:
-            if not isinstance(key, KEY_TYPES):
-                return (
-                    f"{path} has a key {key!r} of type {type(key).__name__} (JSON keys are text:"
-                    " make it a str)"
-                )
+    keys = value if isinstance(value, Mapping) else ()
+    if (bad := next(filter(None, (_bad_key(key, path) for key in keys)), None)) is not None:
+        return bad
     inner = outer | {id(value)}
     for child_path, child in _children(value, path):
         if (found := _find(child, child_path, inner)) is not None:
