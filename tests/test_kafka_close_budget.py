@@ -96,7 +96,17 @@ def test_a_topic_template_no_spider_name_mends_says_to_change_it(
         KafkaPipeline(crawler)
 
 
-@pytest.mark.parametrize(("name", "refused"), [("../ta", True), ("/tmp/ta", True), ("ta/b", False)])
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("../ta", True),
+        ("/tmp/ta", True),
+        ("x/../ta", True),  # ta's own spool
+        ("ta/dead-letters", True),  # ta's dead letters, which replay never reads
+        ("./", True),
+        ("ta/b", False),
+    ],
+)
 def test_a_spider_name_that_would_put_its_spool_elsewhere_is_refused(
     name: str, refused: bool, tmp_path: Path
 ) -> None:
@@ -112,7 +122,7 @@ def test_a_spider_name_that_would_put_its_spool_elsewhere_is_refused(
     crawler = get_crawler(spider, values)
     crawler.spider = spider()
     if refused:
-        with pytest.raises(ValueError, match=r"outside KAFKA_SPOOL_DIR=.*: rename the spider$"):
+        with pytest.raises(ValueError, match=r"not a folder of its own .*: rename the spider$"):
             KafkaPipeline(crawler)
     else:
         KafkaPipeline(crawler)

@@ -128,9 +128,10 @@ def test_a_topic_that_collides_with_another_over_a_dot_says_to_rename(
                 await topics.ready(f"{stem}-shop_a")
             assert "collides with existing topic" in str(refused.value)
             assert str(refused.value).endswith(
-                "change the spider's name or KAFKA_TOPIC_TEMPLATE, so that the topic differs "
-                "from the existing one by more than '.' against '_' (Kafka takes them as one "
-                "in topic names)"
+                "change the spider's name, KAFKA_TOPIC_TEMPLATE, KAFKA_DLQ_TOPIC_TEMPLATE or the "
+                "item's item_type (whichever made the name), so that the topic differs from the "
+                "existing one by more than '.' against '_' (Kafka takes them as one in topic "
+                "names)"
             )
         finally:
             topics.release()

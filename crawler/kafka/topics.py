@@ -77,8 +77,9 @@ REFUSALS = {
 # TOPIC_EXCEPTION for a name whose '.' and '_' are another topic's '_' and '.' (Kafka's metrics
 # names take them as one): the name is valid, the spider's or the template's must change.
 COLLISION = (
-    "the spider's name or KAFKA_TOPIC_TEMPLATE, so that the topic differs from the existing "
-    "one by more than '.' against '_' (Kafka takes them as one in topic names)"
+    "the spider's name, KAFKA_TOPIC_TEMPLATE, KAFKA_DLQ_TOPIC_TEMPLATE or the item's item_type "
+    "(whichever made the name), so that the topic differs from the existing one by more than "
+    "'.' against '_' (Kafka takes them as one in topic names)"
 )
 
 

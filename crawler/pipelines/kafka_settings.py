@@ -10,6 +10,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.kafka.config import KafkaSettings, TopicSpec
 from crawler.kafka.producer import NO_AUTO_CREATION, checked_producer_config
+from crawler.kafka.spool import DEAD_LETTER_DIR
 from crawler.kafka.topics import TOPIC_NAME, TOPIC_NAME_RULE
 from crawler.node import resolve_crawl_id, resolve_node_id
 from crawler.settings_values import get_dict, get_float, get_typed_list, text
@@ -57,11 +58,13 @@ def spider_topics_named(settings: KafkaPipelineSettings, spider: str) -> None:
     """Refuse at start a spider whose topics Kafka cannot name (Scrapy takes any spider name:
     ``shop:books``), rather than at its first item, after pages were crawled; and one whose
     name would put its spool (``KAFKA_SPOOL_DIR/<spider>``) outside that folder."""
-    spool = settings.spool_dir / spider
-    if spider in ("", ".") or not spool.resolve().is_relative_to(settings.spool_dir.resolve()):
+    parts = spider.split("/")
+    if spider.startswith("/") or any(part in ("", ".", "..", DEAD_LETTER_DIR) for part in parts):
         raise ValueError(
-            f"spider {spider!r} would keep its Kafka spool in {str(spool)!r}, outside "
-            f"KAFKA_SPOOL_DIR={str(settings.spool_dir)!r}: rename the spider"
+            f"spider {spider!r} would keep its Kafka spool in "
+            f"{str(settings.spool_dir / spider)!r}, not a folder of its own in KAFKA_SPOOL_DIR="
+            f"{str(settings.spool_dir)!r} (no part of the name may be empty, '.', '..' or "
+            f"{DEAD_LETTER_DIR!r}): rename the spider"
         )
 
     def topics(name: str) -> tuple[str, str]:
