@@ -114,6 +114,7 @@ class OutageGuard:
         self._stop_deadline = stop_deadline
         self._down_since: float | None = None
         self._reason: str | None = None  # the last failure's outage reason
+        self._writes = 0  # operations that may write on their way or retried now (``run``)
 
     @property
     def down(self) -> bool:
@@ -137,9 +138,12 @@ class OutageGuard:
 
     def succeeded(self, *, reads_only: bool = False) -> None:
         """Note an operation that succeeded; ``reads_only``: it wrote nothing, so it ends no
-        outage in which Redis answers reads and refuses writes (``WRITES_REFUSED``: the write
-        that met it is retried, and ends it)."""
-        if self._down_since is None or (reads_only and self._reason in WRITES_REFUSED):
+        outage in which Redis answers reads and refuses writes (``WRITES_REFUSED``) while a
+        write is retried or on its way (it ends it); with none left (given up, cancelled), it
+        does."""
+        if self._down_since is None:
+            return
+        if reads_only and self._reason in WRITES_REFUSED and self._writes:
             return
         logger.warning(
             "%s: Redis is back after %.1fs", self.component, time.monotonic() - self._down_since
@@ -156,6 +160,17 @@ class OutageGuard:
         """Run ``op`` until it succeeds; raise ``GaveUp`` past ``deadline`` (monotonic) or,
         once the node is stopping, past its stop deadline. ``reads_only``: ``op`` writes
         nothing (``succeeded``)."""
+        if reads_only:
+            return await self._run(op, deadline, reads_only=True)
+        self._writes += 1
+        try:
+            return await self._run(op, deadline, reads_only=False)
+        finally:
+            self._writes -= 1
+
+    async def _run(
+        self, op: Callable[[], Awaitable[T]], deadline: float | None, *, reads_only: bool
+    ) -> T:
         delay = 0.0
         while True:
             began = time.monotonic()

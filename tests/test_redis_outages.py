@@ -9,6 +9,7 @@ that cannot persist with ``-MISCONF``; a failing-over cluster with ``-CLUSTERDOW
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import subprocess
@@ -135,14 +136,38 @@ def test_a_read_ends_only_an_outage_in_which_redis_answered_no_reads(
     reply: str | None, ended_by_a_read: bool
 ) -> None:
     """At maxmemory, read-only, unable to persist or short of replicas, Redis still answers
-    reads: a read that goes through says nothing of the writes (the seed reader's idle check
-    while its hold's refresh waits, a cookie jar's version while a write waits)."""
-    guard = OutageGuard("seeds", lambda reason: None)
-    guard.failed(ConnectionRefusedError() if reply is None else ResponseError(reply))
-    guard.succeeded(reads_only=True)
-    assert guard.down is not ended_by_a_read
-    guard.succeeded()
-    assert not guard.down
+    reads: a read that goes through says nothing of the writes while one is retried (the seed
+    reader's idle check while its hold's refresh waits, a cookie jar's version while a write
+    waits); once none is (given up, cancelled), a read ends the outage (a review: the
+    component stayed "down" for ever, and its stop budget with it)."""
+    failure = ConnectionRefusedError() if reply is None else ResponseError(reply)
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        guard = OutageGuard("seeds", lambda reason: None, max_delay=0.01)
+        answers = asyncio.Event()
+
+        async def write() -> str:
+            if not answers.is_set():
+                raise failure
+            return "written"
+
+        writing = asyncio.ensure_future(guard.run(write))
+        await asyncio.sleep(0.05)
+        guard.succeeded(reads_only=True)  # a read went through while the write is retried
+        after_read = guard.down
+        answers.set()
+        assert await writing == "written"
+        after_write = guard.down
+        answers.clear()
+        given_up = asyncio.ensure_future(guard.run(write))
+        await asyncio.sleep(0.05)
+        given_up.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await given_up
+        guard.succeeded(reads_only=True)
+        return after_read, after_write, guard.down
+
+    assert asyncio.run(scenario()) == (not ended_by_a_read, False, False)
 
 
 def test_a_slot_that_keeps_moving_past_redis_py_s_retries_is_an_outage() -> None:
