@@ -25,6 +25,7 @@ from crawler.cookies.jar_store import (
 )
 from crawler.frontier.purge import present_keys
 from crawler.lua import text
+from crawler.middlewares.cookie_domains import site_domains
 from crawler.middlewares.shared_cookies import SharedCookiesMiddleware
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import OutageGuard
@@ -370,3 +371,22 @@ def test_a_cookie_another_node_renewed_is_not_deleted_as_expired(
             await client.aclose()
 
     assert asyncio.run(scenario()) == (["seen", "sid"], "seen=1; sid=2")
+
+
+@pytest.mark.parametrize(
+    ("url", "set_cookie"),
+    [
+        ("http://[::1]:8080/p", "a=1; Path=/"),  # filed under [::1].local (a review)
+        ("http://localhost:9/p", "a=1; Path=/"),  # under localhost.local
+        ("http://127.0.0.1:5/", "a=1; Path=/"),
+        ("http://www.a.shop.test/", "a=1; Domain=a.shop.test; Path=/"),
+        ("http://www.a.shop.test/", "a=1; Path=/"),
+    ],
+)
+def test_a_response_s_cookies_are_filed_under_its_site_s_domains(url: str, set_cookie: str) -> None:
+    """A write compares the cookies of the site's domains only: every key Scrapy's jar files a
+    response's cookie under must be one of them, or its later changes are never shared."""
+    request = Request(url)
+    jar = CookieJar()
+    jar.extract_cookies(response(request, set_cookie), request)
+    assert list(jar._cookies) and set(jar._cookies) <= set(site_domains(url))

@@ -24,6 +24,8 @@ def site_domains(url: str) -> list[str]:
     host = urlsplit(url).hostname
     if not host:
         return []
+    if ":" in host:  # IPv6: http.cookiejar files its cookies under [<address>].local
+        return [f"[{host}]", f"[{host}].local", f".[{host}]", f".[{host}].local"]
     if IPV4_RE.search(host):
         return [host, "." + host]
     domains = potential_domain_matches(host)
