@@ -86,6 +86,23 @@ def test_crawler_seed_writes_seeds_in_the_spider_s_encoding(
     assert to_push(reports) == ["http://shop.test/?q=café".encode("latin-1")]
 
 
+def test_crawler_seed_says_a_url_too_long_for_the_spider_is_invalid(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """The nodes reject a seed whose URL Scrapy's UrlLengthMiddleware would drop; the command
+    said `new:` and pushed it (a review). Without the middleware (URLLENGTH_LIMIT=0) it goes."""
+    long_url = f"http://shop.test/?q={'x' * 3000}"
+    reports = check(SeedChecker(Picky, SETTINGS, redis_url), redis_client, [long_url])
+    assert [(report.outcome, report.reason) for report in reports] == [
+        (Outcome.INVALID, "url_too_long")
+    ]
+    assert "more than URLLENGTH_LIMIT=2083" in reports[0].error
+    unlimited = SeedChecker(Picky, {**SETTINGS, "URLLENGTH_LIMIT": 0}, redis_url)
+    assert [report.outcome for report in check(unlimited, redis_client, [long_url])] == [
+        Outcome.NEW
+    ]
+
+
 def _live_with_seed_key(client: redis.Redis, takers: str, timeout: float = 30) -> None:
     """Wait until a node beats in ``pages``' frontier and reads seeds (``takers`` holds it)."""
     deadline = time.monotonic() + timeout

@@ -26,8 +26,9 @@ from typing import Any, Self
 import scrapy
 from scrapy import FormRequest, Request, signals
 from scrapy.crawler import Crawler
-from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
+from scrapy.settings import BaseSettings
 from scrapy.spiders import CrawlSpider
+from scrapy.utils.conf import build_component_list
 
 from crawler import scrapy_redis_compat
 from crawler.frontier.scheduler import SEED_META, START_URL_META
@@ -36,6 +37,7 @@ from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.seeds import InvalidSeed, Seed, parse_seed
 from crawler.node import resolve_node_id
 from crawler.setting_names import require_project_settings
+from crawler.settings_values import component_path
 from crawler.signals import user_receivers
 from crawler.spiders.seed_reader import SeedReader
 from crawler.spiders.seed_rules import check_seed_meta, seed_callback
@@ -44,7 +46,16 @@ from crawler.wakeup import wake_engine
 
 logger = logging.getLogger(__name__)
 
+URL_LENGTH_MIDDLEWARE = "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware"
 WRONG_TYPE_RETRY_MAX = 30.0  # seconds: longest pause between looks at a seed key of another type
+
+
+def url_length_limit(settings: BaseSettings) -> int:
+    """The URL length above which Scrapy's UrlLengthMiddleware drops a request (0: none)."""
+    middlewares = build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))
+    if URL_LENGTH_MIDDLEWARE not in map(component_path, middlewares):
+        return 0
+    return settings.getint("URLLENGTH_LIMIT")
 
 
 def invalid_seed(exc: Exception) -> InvalidSeed:
@@ -189,7 +200,15 @@ class RedisSpider(scrapy.Spider):
             raise InvalidSeed(
                 "make_request_from_data", "make_request_from_data returned a non-Request"
             )
+        limit = url_length_limit(self.crawler.settings)
         for request in requests:
+            if limit and len(request.url) > limit:  # UrlLengthMiddleware drops it, at INFO
+                shown = request.url if len(request.url) <= 200 else f"{request.url[:200]}..."
+                raise InvalidSeed(
+                    "url_too_long",
+                    f"its URL has {len(request.url)} characters, more than URLLENGTH_LIMIT="
+                    f"{limit} (Scrapy's UrlLengthMiddleware would drop it): {shown}",
+                )
             if request.dont_filter:  # fetched again when pushed again; its links back are not
                 request.meta[SEED_META] = True
         return requests
@@ -208,25 +227,9 @@ class RedisSpider(scrapy.Spider):
         if self._seed_reader is not None:
             await self._seed_reader.close()
 
-    def _check_url_lengths(self, requests: list[Request]) -> None:
-        """A seed's request that Scrapy's UrlLengthMiddleware would drop (at INFO, with no
-        record) is an invalid seed: moved to the invalid-seed list with its reason."""
-        lengths = self.crawler.get_spider_middleware(UrlLengthMiddleware)
-        if lengths is None:  # URLLENGTH_LIMIT=0, or turned off
-            return
-        for request in requests:
-            if len(request.url) > lengths.maxlength:
-                raise InvalidSeed(
-                    "url_too_long",
-                    f"its URL has {len(request.url)} characters, more than URLLENGTH_LIMIT="
-                    f"{lengths.maxlength} (Scrapy's UrlLengthMiddleware would drop it): "
-                    f"{request.url[:200]}...",
-                )
-
     async def _accept(self, queue: SeedQueue, raw: bytes) -> list[Request]:
         try:
             requests = self.requests_from_raw_seed(raw)
-            self._check_url_lengths(requests)
         except Exception as exc:  # noqa: BLE001 - the user's make_request_from_data may raise anything
             invalid = invalid_seed(exc)
             self._log_invalid(invalid, f"moved to {queue.keys.invalid}")
