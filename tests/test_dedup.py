@@ -657,8 +657,9 @@ def test_duplicates_are_logged_in_scrapy_s_words(
     was logged."""
     spider = Spider.from_crawler(get_crawler(Spider), name="shop")
     requests = [
-        Request(f"http://shop.test/p/{n}", method="POST", headers={"Referer": "http://shop.test/"})
-        for n in range(2)
+        Request(f"http://shop.test/p/{n}", method="POST", headers={"Referer": referer})
+        # a Referer stored as bytes (not ASCII) was written as its tagged JSON (a review)
+        for n, referer in enumerate(["http://shop.test/", "http://shop.test/é".encode()])
     ]
     with caplog.at_level(logging.DEBUG, logger="scrapy.dupefilters"):
         scrapy_filter = RFPDupeFilter(debug=debug)

@@ -42,14 +42,16 @@ def _url(body: bytes) -> str:
 def _described(body: bytes) -> tuple[str, str | None]:
     """A stored request as Scrapy's dupefilter names it: ``<GET url>``, and its referer."""
     try:
-        record = orjson.loads(codec.plain(body))
+        record = codec.loads(body)
         headers = record.get("headers") or {}
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError):
         return "<unreadable request>", None
     referer = next(
         (values[0] for name, values in headers.items() if name.lower() == "referer" and values),
         None,
     )
+    if isinstance(referer, bytes):  # as Scrapy's referer_str writes it
+        referer = referer.decode("utf-8", errors="replace")
     request = f"<{record.get('method', 'GET')} {record.get('url')}>"
     return request, None if referer is None else str(referer)
 
