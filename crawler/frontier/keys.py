@@ -158,8 +158,7 @@ def braced_name(spider: str, where: str) -> str | None:
         return None
     return (
         f"spider {spider!r} has a brace ({{ or }}), which ends the Redis hash tag every key of "
-        f"its frontier carries its name in ({{<spider>}}:queue), so its keys would not stay "
-        f"together with {where}: rename the spider"
+        f"its frontier carries its name in ({{<spider>}}:queue): {where}; rename the spider"
     )
 
 
@@ -175,7 +174,7 @@ def part_tag(spider: str, part: int = 0, count: int = 1) -> str:
     part 0's, so the parts' slots are evenly spread (the same on every node)."""
     if part == 0:
         return f"{{{spider}}}"
-    if problem := braced_name(spider, f"FRONTIER_PARTITIONS={count}"):
+    if problem := braced_name(spider, f"FRONTIER_PARTITIONS={count} could not spread its parts"):
         raise ValueError(problem)  # the tags' slots would not spread: searched for ever
     target = (_slot_range(f"{{{spider}}}", count) + part) % count
     candidates = (f"{{{spider}#{part}{f'.{k}' if k else ''}}}" for k in itertools.count())

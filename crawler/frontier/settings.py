@@ -93,9 +93,9 @@ class FrontierSettings:
         backlog or seen-feed topic Kafka cannot name (Scrapy takes any spider name:
         ``shop:books``), rather than at its first spill."""
         if self.partitions > 1:
-            where = f"FRONTIER_PARTITIONS={self.partitions}"
+            where = f"FRONTIER_PARTITIONS={self.partitions} could not spread its parts"
         elif RedisConfig.from_url(self.redis_url).topology is Topology.CLUSTER:
-            where = "a Redis Cluster (its seed key apart from its other keys)"
+            where = "on a Redis Cluster its seed key and its other keys would not share a slot"
         else:
             where = ""
         if where and (problem := braced_name(spider, where)):
