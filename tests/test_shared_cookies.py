@@ -182,6 +182,12 @@ def two_nodes(client: AsyncRedis, settings: dict[str, object]) -> list[SharedCoo
     ]
 
 
+async def set_on(node: SharedCookiesMiddleware, url: str, set_cookie: str) -> None:
+    """A response of ``url`` with ``Set-Cookie: set_cookie`` goes through ``node``."""
+    page = Request(url)
+    await node.process_response(page, response(page, set_cookie))
+
+
 def test_a_response_looks_at_the_cookies_of_its_own_site_only(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -321,14 +327,12 @@ def test_a_jar_made_again_is_read_whole(redis_url: str, redis_client: redis.Redi
         client = async_client(redis_url)
         try:
             a, b = two_nodes(client, settings)
-            login = Request("http://shop.test/login")
-            await a.process_response(login, response(login, "old=1; Path=/"))
+            await set_on(a, "http://shop.test/login", "old=1; Path=/")
             page = Request("http://shop.test/p/1")
             await b.process_request(page)
             assert page.headers.get("Cookie") == b"old=1"
             redis_client.delete(*redis_client.keys("{jars}:cookies:*"))  # crawler purge
-            again = Request("http://shop.test/login")
-            await a.process_response(again, response(again, "new=2; Path=/"))
+            await set_on(a, "http://shop.test/login", "new=2; Path=/")
             later = Request("http://shop.test/p/2")
             await b.process_request(later)
             return (later.headers.get("Cookie") or b"").decode()
@@ -351,16 +355,13 @@ def test_a_cookie_another_node_renewed_is_not_deleted_as_expired(
         client = async_client(redis_url)
         try:
             a, b = two_nodes(client, settings)
-            login = Request("http://shop.test/login")
-            await a.process_response(login, response(login, "sid=1; Path=/; Max-Age=1"))
+            await set_on(a, "http://shop.test/login", "sid=1; Path=/; Max-Age=1")
             page = Request("http://shop.test/p/1")
             a._stamp(page)
             await b.process_request(page)  # B reads the jar
             await asyncio.sleep(1.2)  # both copies expired
-            again = Request("http://shop.test/login")
-            await b.process_response(again, response(again, "sid=2; Path=/; Max-Age=3600"))
-            other = Request("http://shop.test/p/2")  # A has not read B's write
-            await a.process_response(other, response(other, "seen=1; Path=/"))
+            await set_on(b, "http://shop.test/login", "sid=2; Path=/; Max-Age=3600")
+            await set_on(a, "http://shop.test/p/2", "seen=1; Path=/")  # A has not read B's write
             stored = redis_client.hgetall(jar_key("jars", jar_label(None)))
             later = Request("http://shop.test/p/3")
             b._stamp(later)
