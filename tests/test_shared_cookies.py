@@ -16,6 +16,7 @@ from scrapy.http.cookies import CookieJar
 from scrapy.utils.test import get_crawler
 
 from crawler.cookies.jar_store import (
+    JarChanges,
     JarStore,
     cookie_field,
     cookie_from_json,
@@ -391,3 +392,117 @@ def test_a_response_s_cookies_are_filed_under_its_site_s_domains(url: str, set_c
     jar = CookieJar()
     jar.extract_cookies(response(request, set_cookie), request)
     assert list(jar._cookies) and set(jar._cookies) <= set(site_domains(url))
+
+
+def test_a_node_that_found_no_jar_looks_again(redis_url: str) -> None:
+    """A node whose first look found no jar never looked again: its requests scheduled before
+    another node's login (start()'s, unstamped) went without the login's cookie for 7 s, where
+    standalone Scrapy sends it from the login on (an audit)."""
+    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
+
+    async def scenario() -> list[str]:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, settings)
+            sent = []
+            for step in range(2):
+                request = Request(f"http://shop.test/pre/{step}")  # scheduled before the login
+                await b.process_request(request)
+                sent.append((request.headers.get("Cookie") or b"").decode())
+                if not step:
+                    await set_on(a, "http://shop.test/login", "sid=alice; Path=/")
+            return sent
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == ["", "sid=alice"]
+
+
+@pytest.mark.parametrize(
+    ("on_a", "expected"), [("sid=alice; Path=/", "sid=alice"), ("sid=x; Path=/; Max-Age=0", "")]
+)
+def test_the_last_set_cookie_wins_also_when_the_node_held_it_already(
+    on_a: str, expected: str, redis_url: str
+) -> None:
+    """Node A held sid=alice; node B logged in as bob; then A's page answered Set-Cookie
+    sid=alice (a login again) or deleted sid (a logout). A's own jar saw no change, wrote
+    nothing, and the cluster went on as bob, where standalone Scrapy goes on as the last
+    answer says (an audit)."""
+    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
+
+    async def scenario() -> str:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, settings)
+            await set_on(a, "http://shop.test/login1", "sid=alice; Path=/")
+            if "Max-Age=0" in on_a:  # A holds no sid: it was never told of one
+                a.jars[None].clear()
+            await set_on(b, "http://shop.test/loginB", "sid=bob; Path=/")
+            await set_on(a, "http://shop.test/loginA", on_a)  # A has not read B's write
+            check = Request("http://shop.test/check")
+            await b.process_request(check)
+            return (check.headers.get("Cookie") or b"").decode()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == expected
+
+
+def test_jar_keys_equal_in_python_are_one_shared_jar() -> None:
+    """Scrapy keys its jars by meta['cookiejar'] in a dict, where 1, 1.0 and True are one key;
+    the shared jars were three (an audit: 8 of 24 requests sent another jar's cookie)."""
+    assert jar_label(1) == jar_label(1.0) == jar_label(True) == "1"
+    assert jar_label(0) == jar_label(False) == "0"
+    assert jar_label(1.5) == "1.5" and jar_label("1") == '"1"' and jar_label(None) == "null"
+
+
+def test_the_same_set_cookie_again_changes_no_version(redis_url: str) -> None:
+    """Every answer's Set-Cookie is written (the node's copy may be out of date), but one the
+    shared jar already holds raises no version: the other nodes read nothing again."""
+
+    async def scenario() -> tuple[int, int, object]:
+        client = async_client(redis_url)
+        try:
+            a, _ = two_nodes(client, {"COOKIES_ENABLED": True})
+            store = JarStore(client, "jars", CookieCipher(None))
+            await set_on(a, "http://shop.test/p/1", "sid=1; Path=/")
+            first = await store.version(jar_label(None))
+            await set_on(a, "http://shop.test/p/2", "sid=1; Path=/")
+            return (
+                first,
+                await store.version(jar_label(None)),
+                a._stats.get_value("cookies/shared/written"),
+            )
+        finally:
+            await client.aclose()
+
+    first, second, written = asyncio.run(scenario())
+    assert first == second and written == 1
+
+
+def test_a_write_of_an_earlier_version_between_two_makes_the_next_read_whole(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A node of an earlier version writes the jar and records no change; a node of this
+    version that read before it and reads after a later write of this version got that
+    write's change only, and sent pages without the older node's cookies (an audit of a
+    rolling upgrade: 11-33 of 100 pages)."""
+    (older,) = cookies_set_by(["b=2; Path=/"])
+    (newer,) = cookies_set_by(["c=3; Path=/"])
+
+    async def scenario() -> JarChanges | None:
+        client = async_client(redis_url)
+        try:
+            store = JarStore(client, "jars", CookieCipher(None))
+            label = jar_label(None)
+            (first,) = cookies_set_by(["a=1; Path=/"])
+            _, read = await store.write(label, {cookie_field(first): cookie_json(first)}, [])
+            key = jar_key("jars", label)  # as 317eb68's jar_write.lua writes: no change kept
+            redis_client.hset(key, cookie_field(older), b"plain\n" + cookie_json(older))
+            redis_client.hset(key, "", read + 1000)
+            await store.write(label, {cookie_field(newer): cookie_json(newer)}, [])
+            return await store.changes(label, read)
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) is None  # read whole

@@ -512,6 +512,23 @@ def test_a_node_that_does_not_run_start_says_what_start_set_up_on_the_writer(
     assert "'start/set_up_elsewhere': 1" in other.logs()
 
 
+def test_a_crawl_an_earlier_version_started_says_what_it_cannot_tell(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis, kafka_bootstrap: str
+) -> None:
+    """A node of an earlier version wrote the start requests and recorded nothing of what
+    start() set up: a node of this version said nothing and its callbacks failed (an audit of
+    a rolling upgrade: 24 AttributeErrors); it says it cannot tell, and where to set it up."""
+    with UserSite(PAGES) as site:
+        one_node = partial(
+            cluster, "u_start", site, redis_url=redis_url, kafka_bootstrap=kafka_bootstrap, nodes=1
+        )
+        one_node(tmp_path / "first")
+        (claim,) = redis_client.keys("{u_start}:start:*")
+        redis_client.hdel(claim, "set_up")  # as a node of 317eb68 finishes a claim
+        later = one_node(tmp_path / "later")
+    assert "written by a node of an earlier version, which did not record" in later.logs()
+
+
 def test_a_node_with_other_spider_arguments_than_the_start_writer_is_warned(
     tmp_path: Path, redis_url: str, kafka_bootstrap: str
 ) -> None:

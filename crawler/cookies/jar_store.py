@@ -48,7 +48,10 @@ ATTRIBUTES = (
 
 
 def jar_label(jar: object) -> str:
-    """A ``meta['cookiejar']`` value as text: its JSON (``null`` for the default jar)."""
+    """A ``meta['cookiejar']`` value as text: its JSON (``null`` for the default jar); values
+    equal in Python are one jar in Scrapy's dict of jars, so one label (``True``, ``1.0``: 1)."""
+    if isinstance(jar, bool | float) and float(jar).is_integer():
+        jar = int(jar)
     try:
         return orjson.dumps(jar).decode()
     except TypeError:  # not JSON: such a request cannot be stored either, its repr names it

@@ -86,10 +86,11 @@ class StartClaim:
         failed = "" if failed_after is None else failed_after
         return bool(await self._finish(keys=[self.key], args=[self._node_id, failed, set_up]))
 
-    async def set_up(self) -> str:
-        """What the writer's start() set up on its spider ('' for nothing; read only)."""
+    async def set_up(self) -> str | None:
+        """What the writer's start() set up on its spider ('' for nothing; None: the writer,
+        of an earlier version, did not record it; read only)."""
         value = await self._client.hget(self.key, "set_up")
-        return "" if value is None else text(value)
+        return None if value is None else text(value)
 
     async def failed_after(self) -> int | None:
         """How many start requests start() gave before it raised, when it did (read only)."""

@@ -48,7 +48,7 @@ from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
 from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
-from crawler.middlewares.start_state import SET_UP_ELSEWHERE, StartSetUp
+from crawler.middlewares.start_state import SET_UP_ELSEWHERE, SET_UP_NOT_RECORDED, StartSetUp
 from crawler.middlewares.start_writer import StartWriter
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
@@ -155,10 +155,13 @@ class ClusterStartMiddleware:
             await asyncio.sleep(CLAIM_POLL)
         if outcome is ClaimOutcome.DONE:
             await written_by.compare(claim, self.guard, self.crawl_id)
-            if set_up := await self.guard.run(claim.set_up, reads_only=True):
+            set_up = await self.guard.run(claim.set_up, reads_only=True)
+            if set_up:
                 assert self.crawler.stats is not None
                 self.crawler.stats.inc_value("start/set_up_elsewhere")
                 logger.warning(SET_UP_ELSEWHERE, set_up)
+            elif set_up is None:
+                logger.info(SET_UP_NOT_RECORDED)
             failed_after = await self.guard.run(claim.failed_after, reads_only=True)
             if failed_after is None:
                 await self._say_start_written(spider)

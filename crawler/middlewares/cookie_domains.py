@@ -9,9 +9,11 @@ JSON twice a response took 60 ms where Scrapy's lookup takes 0.2 ms.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from http.cookiejar import Cookie
 from urllib.parse import urlsplit
 
 from scrapy.http.cookies import IPV4_RE, CookieJar, potential_domain_matches
@@ -69,3 +71,31 @@ def added_domains(jar: CookieJar, held_before: int) -> list[str]:
     out but by a whole ``clear()``, and a dict keeps them in the order they came)."""
     added = len(jar._cookies) - held_before
     return list(itertools.islice(reversed(jar._cookies), added)) if added > 0 else []
+
+
+@contextlib.contextmanager
+def set_or_deleted(jar: CookieJar) -> Iterator[set[str]]:
+    """The fields of the cookies ``jar`` is told to set or delete meanwhile: also those it held
+    as they are, or never held (a ``Set-Cookie`` that deletes calls ``clear``, which takes
+    nothing out of a jar that lacks it). Its ``http.cookiejar`` jar's own two methods are
+    wrapped for the time."""
+    said: set[str] = set()
+    inner = jar.jar
+    set_cookie, clear = inner.set_cookie, inner.clear
+
+    def setting(cookie: Cookie) -> None:
+        said.add(cookie_field(cookie))
+        set_cookie(cookie)
+
+    def clearing(
+        domain: str | None = None, path: str | None = None, name: str | None = None
+    ) -> None:
+        if name is not None:
+            said.add(f"{domain}\t{path}\t{name}")
+        clear(domain, path, name)
+
+    inner.set_cookie, inner.clear = setting, clearing  # type: ignore[method-assign]
+    try:
+        yield said
+    finally:
+        del inner.set_cookie, inner.clear  # the class's own again

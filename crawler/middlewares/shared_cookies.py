@@ -24,7 +24,8 @@ goes into the jar (``crawler.middlewares.browser_cookies``).
 So a request is sent with every cookie set before it was made, on whichever node leases it,
 and with what a logout or a new login on another node changed while it waited in the queue
 (within ``COOKIES_SHARED_REFRESH``). A spider that meets no cookies costs Redis one version
-look per node and jar (a jar another node wrote is read before its first request here).
+look per node and jar every ``COOKIES_SHARED_REFRESH`` (a jar another node wrote is read
+before its first request here).
 Without ``REDIS_URL`` it is Scrapy's middleware. Requests with ``dont_merge_cookies`` are
 left alone (shared sessions set it).
 
@@ -59,6 +60,7 @@ from crawler.middlewares.cookie_domains import (
     added_domains,
     drop_expired,
     jar_cookies,
+    set_or_deleted,
     site_domains,
 )
 from crawler.middlewares.refused import not_fetched_at_stop
@@ -87,6 +89,16 @@ class SharedCookiesSettings:
                 f"COOKIES_SHARED_REFRESH={refresh} must be >= 0 (seconds; 0: before every request)"
             )
         return cls(get_bool(settings, "COOKIES_DEBUG"), refresh)
+
+
+@dataclass(frozen=True, slots=True)
+class JarDiff:
+    """A change of a node's jar, in the shared jar's fields."""
+
+    before: dict[str, bytes]  # the cookies of the change's domains before Scrapy's step
+    after: dict[str, bytes]  # and after it
+    expired: list[str]  # left as expired: deleted unless another node renewed them
+    said: set[str]  # an answer set or deleted them: shared whatever the node held
 
 
 @dataclass
@@ -146,12 +158,13 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             state.sweep_every, jar.check_expired_frequency = jar.check_expired_frequency, NEVER
         state.sent += 1
         if state.sent % state.sweep_every == 0:
-            await self._shared_change(jar_id, label, state, lambda: None, None)
+            await self._shared_change(jar_id, label, state, lambda: None, domains=None)
         if not request.cookies:
             super().process_request(request)
         else:  # cookies= go into the jar: shared before the request goes
             change = partial(super().process_request, request)
-            await self._shared_change(jar_id, label, state, change, site_domains(request.url))
+            domains = site_domains(request.url)
+            await self._shared_change(jar_id, label, state, change, domains=domains)
         if request.meta.get("playwright"):  # the browser keeps cookies of its own
             self._bridge(request, self.jars[jar_id])
 
@@ -191,17 +204,17 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             browser_cookies.merge(self.jars[jar_id], in_browser)
 
         domains = site_domains(request.url) + site_domains(response.url)
-        await self._shared_change(jar_id, label, state, change, domains)
+        await self._shared_change(jar_id, label, state, change, domains=domains)
         return response
 
     async def _current(self, label: str, state: JarState) -> int:
         """The jar's version, looked at the first time this node meets the jar (another node
         may have written it: a callback of one jar yielding a request of another) and then
-        once ``COOKIES_SHARED_REFRESH`` has passed since the last look (0 while the jar does
-        not exist: no request of it was scheduled after a cookie was set)."""
+        once ``COOKIES_SHARED_REFRESH`` has passed since the last look, also while the jar
+        does not exist (another node's login makes it: the requests scheduled before carry no
+        version of it)."""
         now = time.monotonic()
-        first = state.looked == -math.inf
-        if not first and (not state.known or now - state.looked < self._refresh):
+        if now - state.looked < self._refresh:
             return 0
         state.looked = now
         assert self._shared is not None
@@ -217,36 +230,38 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         label: str,
         state: JarState,
         change: Callable[[], object],
+        *,
         domains: list[str] | None,
     ) -> None:
         """Run ``change`` on the node's jar (Scrapy's own step), then share what it changed in
-        ``domains`` (None: anywhere) and the cookies of theirs that expired, one change or
-        read of the jar at a time."""
+        ``domains`` (None: anywhere), the cookies of theirs that expired, and what the step
+        set or deleted whatever the node held (its copy may be out of date: the last answer
+        wins, as in one Scrapy process), one change or read of the jar at a time."""
         async with state.lock:
             jar = self.jars[jar_id]
             held = len(jar._cookies)
             before = jar_cookies(jar, domains)
-            change()
+            with set_or_deleted(jar) as said:
+                change()
             expired = drop_expired(jar, domains)
             if domains is not None:
                 domains = domains + added_domains(jar, held)  # one no rule of Scrapy's names
-            await self._write(label, state, before, jar_cookies(jar, domains), expired)
+            after = jar_cookies(jar, domains)
+            await self._write(label, state, JarDiff(before, after, expired, said))
 
-    async def _write(
-        self,
-        label: str,
-        state: JarState,
-        before: dict[str, bytes],
-        after: dict[str, bytes],
-        expired: list[str],
-    ) -> None:
-        """Share what changed in the node's jar from ``before`` to ``after``; ``expired``: the
-        cookies that left it as expired (deleted unless another node renewed them)."""
+    async def _write(self, label: str, state: JarState, diff: JarDiff) -> None:
+        """Share what changed in the node's jar (``JarDiff``)."""
         assert self._shared is not None
         store, guard = self._shared
-        changed = {name: value for name, value in after.items() if before.get(name) != value}
+        before, after, expired, said = diff.before, diff.after, diff.expired, diff.said
+        changed = {
+            name: value
+            for name, value in after.items()
+            if before.get(name) != value or name in said
+        }
         gone = set(expired)
         removed = [name for name in before if name not in after and name not in gone]
+        removed += [name for name in said if name not in after and name not in before]
         if not (changed or removed or expired):
             return
         read = state.read
@@ -261,7 +276,8 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         if prior == state.read:  # no other node wrote meanwhile: the jar holds all of it
             state.read = version
         state.known = max(state.known, version)
-        self._stats.inc_value("cookies/shared/written")
+        if version != prior:  # the same values again change nothing there
+            self._stats.inc_value("cookies/shared/written")
 
     async def _read(self, jar_id: object, label: str, state: JarState, wanted: int) -> None:
         """Bring the node's jar to the shared one, which has ``wanted`` or a later version:

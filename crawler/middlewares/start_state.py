@@ -31,6 +31,13 @@ SET_UP_ELSEWHERE = (
     "spider_opened handler (an async def one may await a login)"
 )
 
+SET_UP_NOT_RECORDED = (
+    "The start requests of this crawl were written by a node of an earlier version, which did "
+    "not record what start() set up on its spider: this node did not run start(), so an "
+    "attribute or a signal handler start() sets up is not here (set such things up in the "
+    "spider's __init__, from_crawler or a spider_opened handler)"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class SpiderState:
