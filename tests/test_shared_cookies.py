@@ -506,3 +506,65 @@ def test_a_write_of_an_earlier_version_between_two_makes_the_next_read_whole(
             await client.aclose()
 
     assert asyncio.run(scenario()) is None  # read whole
+
+
+def test_a_cookie_an_older_node_renewed_is_not_deleted_as_expired(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A node of an earlier version renews a cookie without recording the change; a node of
+    this version whose copy expired deleted it (a review: its change record was older than the
+    version the node read)."""
+    (cookie,) = cookies_set_by(["sid=1; Path=/"])
+    field = cookie_field(cookie)
+
+    async def scenario() -> bool:
+        client = async_client(redis_url)
+        try:
+            store = JarStore(client, "jars", CookieCipher(None))
+            label = jar_label(None)
+            _, read = await store.write(label, {field: cookie_json(cookie)}, [])
+            key = jar_key("jars", label)  # renewed the 317eb68 way: no change recorded
+            redis_client.hset(key, field, b"plain\n" + cookie_json(cookie).replace(b"1", b"2"))
+            redis_client.hset(key, "", read + 1000)
+            await store.write(label, {}, [], expired=[field], read=read)
+            return bool(redis_client.hexists(key, field))
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario())
+
+
+def test_a_sealed_jar_s_same_value_changes_no_version(redis_url: str) -> None:
+    """Sealed values differ each time (Fernet): the Lua script's comparison never matched, and
+    every answer that set a cookie again raised the version for every node (a review)."""
+    (cookie,) = cookies_set_by(["sid=1; Path=/"])
+    changed = {cookie_field(cookie): cookie_json(cookie)}
+
+    async def scenario() -> tuple[tuple[int, int], tuple[int, int]]:
+        client = async_client(redis_url)
+        try:
+            store = JarStore(client, "jars", CookieCipher(Fernet.generate_key()))
+            return await store.write("null", changed, []), await store.write("null", changed, [])
+        finally:
+            await client.aclose()
+
+    first, again = asyncio.run(scenario())
+    assert again == (first[1], first[1])
+
+
+def test_requests_that_come_while_a_jar_is_first_looked_at_wait_for_it(redis_url: str) -> None:
+    """The first request of a jar looks at its version; the others that came meanwhile did not
+    wait for that look and went without the login another node had made (a review)."""
+
+    async def scenario() -> list[str]:
+        client = async_client(redis_url)
+        try:
+            a, b = two_nodes(client, {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.5})
+            await set_on(a, "http://shop.test/login", "sid=alice; Path=/")
+            requests = [Request(f"http://shop.test/p/{n}") for n in range(3)]
+            await asyncio.gather(*(b.process_request(request) for request in requests))
+            return [(request.headers.get("Cookie") or b"").decode() for request in requests]
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(scenario()) == ["sid=alice"] * 3

@@ -50,12 +50,20 @@ ATTRIBUTES = (
 def jar_label(jar: object) -> str:
     """A ``meta['cookiejar']`` value as text: its JSON (``null`` for the default jar); values
     equal in Python are one jar in Scrapy's dict of jars, so one label (``True``, ``1.0``: 1)."""
-    if isinstance(jar, bool | float) and float(jar).is_integer():
-        jar = int(jar)
+    jar = _one_key(jar)
     try:
         return orjson.dumps(jar).decode()
     except TypeError:  # not JSON: such a request cannot be stored either, its repr names it
         return repr(jar)
+
+
+def _one_key(value: object) -> object:
+    """``value`` with numbers equal in Python written alike (``True``, ``1.0``: ``1``)."""
+    if isinstance(value, bool | float) and float(value).is_integer():
+        return int(value)
+    if isinstance(value, tuple):
+        return [_one_key(item) for item in value]
+    return value
 
 
 def jar_key(spider: str, label: str) -> str:
@@ -134,14 +142,29 @@ class JarStore:
         """Set ``changed`` (field -> cookie JSON) and delete ``removed`` in the jar, and the
         ``expired`` fields unless another node changed them after version ``read`` (the one
         the node's jar holds all of: they were renewed); the jar's version before and after."""
+        key = jar_key(self._spider, label)
+        if changed and self._cipher.encrypts:  # sealed values differ each time: compare texts
+            changed = await self._differing(label, key, changed)
         args: list[str | bytes | int] = [len(changed), len(expired), read]
         for field, cookie in changed.items():
             sealed, encoding = self._cipher.seal(cookie)
             args += [field, encoding.encode() + b"\n" + sealed]
         args += [*expired, *removed]
-        keys = [jar_key(self._spider, label), changes_key(self._spider, label)]
-        before, after = await self._write(keys=keys, args=args)
+        before, after = await self._write(keys=[key, changes_key(self._spider, label)], args=args)
         return int(before), int(after)
+
+    async def _differing(
+        self, label: str, key: str, cookies: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """The ``cookies`` the jar does not hold as they are (opened: the Lua script compares
+        plain values only)."""
+        fields = list(cookies)
+        stored = await self._redis.hmget(key, fields)
+        return {
+            field: cookies[field]
+            for field, value in zip(fields, stored, strict=True)
+            if value is None or self._opened(label, data(value)) != cookies[field]
+        }
 
     async def version(self, label: str) -> int:
         """The jar's version (0: no jar)."""
@@ -172,6 +195,9 @@ class JarStore:
         return JarChanges(version, cookies, removed)
 
     def _cookie(self, label: str, value: bytes) -> Cookie:
+        return cookie_from_json(self._opened(label, value))
+
+    def _opened(self, label: str, value: bytes) -> bytes:
         encoding, _, sealed = value.partition(b"\n")
         where = f"the shared cookie jar {label} of {self._spider!r}"
-        return cookie_from_json(self._cipher.open(sealed, encoding.decode(), where))
+        return self._cipher.open(sealed, encoding.decode(), where)

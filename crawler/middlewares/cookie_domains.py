@@ -94,8 +94,24 @@ def set_or_deleted(jar: CookieJar) -> Iterator[set[str]]:
             said.add(f"{domain}\t{path}\t{name}")
         clear(domain, path, name)
 
+    own: dict[str, object] = {
+        name: vars(inner)[name] for name in ("set_cookie", "clear") if name in vars(inner)
+    }
     inner.set_cookie, inner.clear = setting, clearing  # type: ignore[method-assign]
     try:
         yield said
     finally:
-        del inner.set_cookie, inner.clear  # the class's own again
+        del inner.set_cookie, inner.clear
+        vars(inner).update(own)  # whatever the instance had: the class's own, or a wrapper
+
+
+def held_fields(jar: CookieJar, fields: Iterable[str]) -> dict[str, bytes]:
+    """The cookies ``jar`` holds of ``fields`` (``<domain>\t<path>\t<name>``)."""
+    held = jar._cookies
+    found = {}
+    for field in fields:
+        domain, path, name = field.split("\t", 2)
+        cookie = held.get(domain, {}).get(path, {}).get(name)
+        if cookie is not None:
+            found[field] = cookie_json(cookie)
+    return found

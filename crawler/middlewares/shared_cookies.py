@@ -59,6 +59,7 @@ from crawler.middlewares import browser_cookies
 from crawler.middlewares.cookie_domains import (
     added_domains,
     drop_expired,
+    held_fields,
     jar_cookies,
     set_or_deleted,
     site_domains,
@@ -109,6 +110,7 @@ class JarState:
     sent: int = 0  # requests this node sent with the jar (a sweep every check_expired_frequency)
     sweep_every: int = 0  # Scrapy's check_expired_frequency of the jar (0: not looked at yet)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write or read at a time
+    looking: asyncio.Future[int] | None = None  # the look at its version under way
 
 
 class SharedCookiesMiddleware(CookiesMiddleware):
@@ -213,10 +215,19 @@ class SharedCookiesMiddleware(CookiesMiddleware):
         once ``COOKIES_SHARED_REFRESH`` has passed since the last look, also while the jar
         does not exist (another node's login makes it: the requests scheduled before carry no
         version of it)."""
+        if state.looking is not None:  # the requests that came while it is looked at wait too
+            return await asyncio.shield(state.looking)
         now = time.monotonic()
         if now - state.looked < self._refresh:
             return 0
         state.looked = now
+        state.looking = asyncio.ensure_future(self._look(label, state))
+        try:
+            return await asyncio.shield(state.looking)
+        finally:
+            state.looking = None
+
+    async def _look(self, label: str, state: JarState) -> int:
         assert self._shared is not None
         store, guard = self._shared
         with not_fetched_at_stop("cookies/stopped", f"the shared cookie jar {label}"):
@@ -246,7 +257,9 @@ class SharedCookiesMiddleware(CookiesMiddleware):
             expired = drop_expired(jar, domains)
             if domains is not None:
                 domains = domains + added_domains(jar, held)  # one no rule of Scrapy's names
+            # what the step set where no rule of Scrapy's looks (a browser's spelling): a set
             after = jar_cookies(jar, domains)
+            after |= held_fields(jar, said - after.keys())
             await self._write(label, state, JarDiff(before, after, expired, said))
 
     async def _write(self, label: str, state: JarState, diff: JarDiff) -> None:

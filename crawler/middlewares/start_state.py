@@ -32,9 +32,9 @@ SET_UP_ELSEWHERE = (
 )
 
 SET_UP_NOT_RECORDED = (
-    "The start requests of this crawl were written by a node of an earlier version, which did "
-    "not record what start() set up on its spider: this node did not run start(), so an "
-    "attribute or a signal handler start() sets up is not here (set such things up in the "
+    "The node that wrote this crawl's start requests recorded nothing of what start() set up "
+    "on its spider (nothing, or it runs an earlier version): this node did not run start(), so "
+    "an attribute or a signal handler start() sets up is not here (set such things up in the "
     "spider's __init__, from_crawler or a spider_opened handler)"
 )
 

@@ -38,7 +38,7 @@ for i = first_expired, #ARGV do
   local deletes = i >= first_expired + expired
   if not deletes then  -- expired: deleted unless changed after the node's version
     local at = redis.call('ZSCORE', KEYS[2], ARGV[i])
-    deletes = (at and tonumber(at) <= read) or (not at and floor <= read)
+    deletes = math.max(tonumber(at or '0'), floor) <= read
   end
   if deletes and redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then
     redis.call('ZADD', KEYS[2], version, ARGV[i])
