@@ -5,7 +5,9 @@ logging in for each other: ``tests/test_user_code_cases.py``.)"""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from http.cookiejar import Cookie
+from typing import TypeVar
 
 import pytest
 import redis
@@ -31,6 +33,8 @@ from crawler.middlewares.shared_cookies import SharedCookiesMiddleware
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import OutageGuard
 from crawler.sessions.crypto import CookieCipher, SessionKeyError
+
+T = TypeVar("T")
 
 
 def cookies_set_by(headers: list[str]) -> list[Cookie]:
@@ -183,6 +187,26 @@ def two_nodes(client: AsyncRedis, settings: dict[str, object]) -> list[SharedCoo
     ]
 
 
+EVERY_REQUEST: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
+
+
+def on_two_nodes(
+    redis_url: str,
+    scenario: Callable[[SharedCookiesMiddleware, SharedCookiesMiddleware], Awaitable[T]],
+) -> T:
+    """Run ``scenario`` with two nodes' middlewares on one Redis, each looking at a jar's
+    version before every request."""
+
+    async def run() -> T:
+        client = async_client(redis_url)
+        try:
+            return await scenario(*two_nodes(client, EVERY_REQUEST))
+        finally:
+            await client.aclose()
+
+    return asyncio.run(run())
+
+
 async def set_on(node: SharedCookiesMiddleware, url: str, set_cookie: str) -> None:
     """A response of ``url`` with ``Set-Cookie: set_cookie`` goes through ``node``."""
     page = Request(url)
@@ -322,25 +346,19 @@ def test_a_node_reads_what_changed_in_a_jar_since_it_read_it(
 def test_a_jar_made_again_is_read_whole(redis_url: str, redis_client: redis.Redis) -> None:
     """A jar purged (or lost with Redis's data) and written again: a node that read the old one
     must not keep its cookies, as it would reading only what changed since."""
-    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
 
-    async def scenario() -> str:
-        client = async_client(redis_url)
-        try:
-            a, b = two_nodes(client, settings)
-            await set_on(a, "http://shop.test/login", "old=1; Path=/")
-            page = Request("http://shop.test/p/1")
-            await b.process_request(page)
-            assert page.headers.get("Cookie") == b"old=1"
-            redis_client.delete(*redis_client.keys("{jars}:cookies:*"))  # crawler purge
-            await set_on(a, "http://shop.test/login", "new=2; Path=/")
-            later = Request("http://shop.test/p/2")
-            await b.process_request(later)
-            return (later.headers.get("Cookie") or b"").decode()
-        finally:
-            await client.aclose()
+    async def scenario(a: SharedCookiesMiddleware, b: SharedCookiesMiddleware) -> str:
+        await set_on(a, "http://shop.test/login", "old=1; Path=/")
+        page = Request("http://shop.test/p/1")
+        await b.process_request(page)
+        assert page.headers.get("Cookie") == b"old=1"
+        redis_client.delete(*redis_client.keys("{jars}:cookies:*"))  # crawler purge
+        await set_on(a, "http://shop.test/login", "new=2; Path=/")
+        later = Request("http://shop.test/p/2")
+        await b.process_request(later)
+        return (later.headers.get("Cookie") or b"").decode()
 
-    assert asyncio.run(scenario()) == "new=2"
+    assert on_two_nodes(redis_url, scenario) == "new=2"
 
 
 def test_a_cookie_another_node_renewed_is_not_deleted_as_expired(
@@ -428,24 +446,18 @@ def test_the_last_set_cookie_wins_also_when_the_node_held_it_already(
     sid=alice (a login again) or deleted sid (a logout). A's own jar saw no change, wrote
     nothing, and the cluster went on as bob, where standalone Scrapy goes on as the last
     answer says (an audit)."""
-    settings: dict[str, object] = {"COOKIES_ENABLED": True, "COOKIES_SHARED_REFRESH": 0.0}
 
-    async def scenario() -> str:
-        client = async_client(redis_url)
-        try:
-            a, b = two_nodes(client, settings)
-            await set_on(a, "http://shop.test/login1", "sid=alice; Path=/")
-            if "Max-Age=0" in on_a:  # A holds no sid: it was never told of one
-                a.jars[None].clear()
-            await set_on(b, "http://shop.test/loginB", "sid=bob; Path=/")
-            await set_on(a, "http://shop.test/loginA", on_a)  # A has not read B's write
-            check = Request("http://shop.test/check")
-            await b.process_request(check)
-            return (check.headers.get("Cookie") or b"").decode()
-        finally:
-            await client.aclose()
+    async def scenario(a: SharedCookiesMiddleware, b: SharedCookiesMiddleware) -> str:
+        await set_on(a, "http://shop.test/login1", "sid=alice; Path=/")
+        if "Max-Age=0" in on_a:  # A holds no sid: it was never told of one
+            a.jars[None].clear()
+        await set_on(b, "http://shop.test/loginB", "sid=bob; Path=/")
+        await set_on(a, "http://shop.test/loginA", on_a)  # A has not read B's write
+        check = Request("http://shop.test/check")
+        await b.process_request(check)
+        return (check.headers.get("Cookie") or b"").decode()
 
-    assert asyncio.run(scenario()) == expected
+    assert on_two_nodes(redis_url, scenario) == expected
 
 
 def test_jar_keys_equal_in_python_are_one_shared_jar() -> None:
