@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -129,6 +130,42 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
         assert int(redis_client.get(keys.backlog) or 0) == 0
     high = sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values())
     assert high == spilled
+
+
+def test_a_spill_cancelled_as_its_take_answers_gives_its_leases_back(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A stop that cancelled the spill after spill_take.lua ran, before its answer was read,
+    left its leases held until they expired (a CI run: 60 leases left)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> None:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, "backlog-cut-answer"), lease_ms=60_000)
+        take = backlog._spill._take
+        step: asyncio.Future[Step] | None = None
+
+        async def answered_then_cancelled(**kwargs: Any) -> object:
+            answer = await take(**kwargs)  # the script ran: its leases are held
+            assert step is not None
+            step.cancel()  # a stop lands as the answer comes back
+            await asyncio.sleep(0)
+            return answer
+
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            backlog._spill._take = answered_then_cancelled  # type: ignore[assignment]
+            step = asyncio.ensure_future(backlog.step())
+            with pytest.raises(asyncio.CancelledError):
+                await step
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    asyncio.run(scenario())
+    assert redis_client.zcard(keys.leases) == 0
 
 
 @pytest.mark.parametrize("how", ["cancelled", "raised"])

@@ -11,6 +11,7 @@ timeout (its page would then be crawled twice).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from crawler.frontier.backlog import BacklogSettings
 
 logger = logging.getLogger(__name__)
+
+
+def _entries(flat: list[bytes]) -> list[tuple[str, str, bytes]]:
+    """spill_take.lua's answer: (lease id, score, body) of each request taken."""
+    return [(text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)]
 
 
 class Spill:
@@ -50,15 +56,23 @@ class Spill:
 
     async def part(self, keys: FrontierKeys) -> tuple[int, int, int]:
         """Spill the part's requests beyond the bound: (spilled, given back, damaged)."""
-        flat = await self._take(
-            keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
-            args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
+        take = asyncio.ensure_future(
+            self._take(
+                keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
+                args=[self.node_id, self.settings.queue_max, self.settings.batch, self.lease_ms],
+            )
         )
-        if not flat:
+        try:
+            flat = await asyncio.shield(take)
+        except asyncio.CancelledError:  # a stop as the script answers: its leases go back
+            with contextlib.suppress(Exception):
+                taken = _entries(await take)
+                if taken:
+                    await self._give_back(keys, [lease_id for lease_id, _, _ in taken], {})
+            raise
+        entries = _entries(flat)
+        if not entries:
             return 0, 0, 0
-        entries = [
-            (text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)
-        ]
         acked: dict[str, int] = {}  # lease id -> the offset Kafka gave its message
         failed: list[str] = []
         settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
