@@ -21,7 +21,8 @@ the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue
 dupefilter alone is said in a WARNING (``frontier/scrapy_redis_dupefilter``). An admitted
 node whose frontier has nothing queued or leased but remembers URLs seen (an earlier crawl's,
 as a rule) says so in a WARNING (``frontier/seen_at_start``): the pages they name are not
-crawled again when linked.
+crawled again when linked; at INFO while other nodes run the crawl (it ended as this node
+started).
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ from crawler.frontier.backlog import Backlog
 from crawler.frontier.dedup_summary import seen_entries
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.pending import pending_requests, spilled_requests, waiting_by_topic
+from crawler.frontier.pending import (
+    pending_requests,
+    running_nodes,
+    spilled_requests,
+    waiting_by_topic,
+)
 from crawler.frontier.refusal import (
     BacklogTopicChanged,
     BacklogUnread,
@@ -188,6 +194,18 @@ class FrontierAdmission:
                 "to that were seen are not crawled again"
             )
             again = f"crawler purge {spider}"
+        running = await running_nodes(redis, keys[0]) - {self.node_run.node_id}
+        if running:  # the crawl ended as this node started: nothing to warn of
+            logger.info(
+                "The frontier of '%s' has nothing queued and remembers %d URLs seen by this "
+                "crawl (running on %s): %s. To crawl them again: %s",
+                spider,
+                seen,
+                ", ".join(sorted(running)),
+                skipped,
+                again,
+            )
+            return
         logger.warning(
             "The frontier of '%s' has nothing queued and remembers %d URLs seen (by this crawl "
             "or an earlier one): %s. To crawl them again: %s",

@@ -41,7 +41,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
-from crawler.frontier.pending import pending_requests
+from crawler.frontier.pending import pending_requests, running_nodes
 from crawler.frontier.seed_queue import seed_count
 from crawler.frontier.seed_settings import seed_key_names
 from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
@@ -49,7 +49,7 @@ from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
 from crawler.middlewares.start_state import SET_UP_ELSEWHERE, SET_UP_NOT_RECORDED, StartSetUp
-from crawler.middlewares.start_writer import StartWriter
+from crawler.middlewares.start_writer import ANOTHER_CRAWL_ID, StartWriter, say_nothing_left
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_connection import AsyncRedis
@@ -62,10 +62,6 @@ from crawler.wakeup import wake_engine
 logger = logging.getLogger(__name__)
 
 CLAIM_POLL = 1.0  # seconds between looks at another node's claim
-ANOTHER_CRAWL_ID = (
-    "another CRAWLER_CRAWL_ID runs start() again but keeps what the dedup has seen (only new "
-    "URLs are crawled)"
-)
 
 
 class ClusterStartMiddleware:
@@ -119,11 +115,13 @@ class ClusterStartMiddleware:
         return self._start_claim
 
     async def _say_start_written(self, spider: Spider) -> None:
-        """start() is not run again: leasing, or, when the crawl has nothing left (a run of a
-        finished crawl, as plain Scrapy users run a spider again), a warning that this run
-        crawls nothing, with what to do."""
+        """start() is not run again: leasing; or, when the crawl has nothing left, that this
+        node crawls nothing (a warning with what to do, unless other nodes run the crawl now)."""
         parts = self._parts(spider)
-        if await self.guard.run(lambda: pending_requests(self._redis, parts), reads_only=True):
+        pending = await self.guard.run(
+            lambda: pending_requests(self._redis, parts), reads_only=True
+        )
+        if pending:
             logger.info(
                 "Start requests of crawl %r are in the frontier (written by another node or an "
                 "earlier run; start() is not run again): leasing. To crawl the site again run "
@@ -133,14 +131,10 @@ class ClusterStartMiddleware:
                 ANOTHER_CRAWL_ID,
             )
             return
-        logger.warning(
-            "Crawl %r has nothing left (nothing queued or leased): its start requests were "
-            "written by another node or an earlier run, and start() is not run again, so this "
-            "run crawls nothing. To crawl the site again run `crawler purge %s` first; %s",
-            self.crawl_id,
-            spider.name,
-            ANOTHER_CRAWL_ID,
+        running = await self.guard.run(
+            lambda: running_nodes(self._redis, parts[0]), reads_only=True
         )
+        say_nothing_left(self.crawl_id, spider.name, running - {self.node_id})
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         spider = self.crawler.spider

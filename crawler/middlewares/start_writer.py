@@ -1,5 +1,5 @@
-"""What a node that finds its crawl's start requests written already says, when its own spider
-would have written others.
+"""What a node that finds its crawl's start requests written already says: when its own spider
+would have written others, and when the crawl has nothing left.
 
 start() runs once per crawl (``crawler.frontier.start_claim``): the node that claims the writing
 records its spider arguments (``-a``) and what its ``start_urls`` are. A later node, or a later
@@ -21,6 +21,10 @@ from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
 
+ANOTHER_CRAWL_ID = (
+    "another CRAWLER_CRAWL_ID runs start() again but keeps what the dedup has seen (only new "
+    "URLs are crawled)"
+)
 WHAT_TO_DO = (
     "give the crawl another CRAWLER_CRAWL_ID (what the dedup has seen is kept), or run "
     "`crawler purge {spider}` first"
@@ -69,3 +73,27 @@ class StartWriter:
                 self.start_urls.split(" ", 1)[0],
                 todo,
             )
+
+
+def say_nothing_left(crawl_id: str, spider: str, running: set[str]) -> None:
+    """A node that finds its crawl's start requests written and nothing queued or leased crawls
+    nothing: at INFO while other nodes run the crawl (it ended as this node started), else a
+    warning (``scrapy crawl`` run again after the crawl finished, as plain Scrapy users do)."""
+    if running:
+        logger.info(
+            "Crawl %r is done (nothing queued or leased; running on %s): this node has nothing "
+            "to crawl. To crawl the site again, stop the nodes and run `crawler purge %s`; %s",
+            crawl_id,
+            ", ".join(sorted(running)),
+            spider,
+            ANOTHER_CRAWL_ID,
+        )
+        return
+    logger.warning(
+        "Crawl %r has nothing left (nothing queued or leased): its start requests were "
+        "written by another node or an earlier run, and start() is not run again, so this "
+        "run crawls nothing. To crawl the site again run `crawler purge %s` first; %s",
+        crawl_id,
+        spider,
+        ANOTHER_CRAWL_ID,
+    )
