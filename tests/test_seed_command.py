@@ -103,6 +103,19 @@ def test_crawler_seed_says_a_url_too_long_for_the_spider_is_invalid(
     ]
 
 
+def test_crawler_seed_says_a_seed_the_frontier_cannot_store_is_invalid(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A seed whose meta nests deeper than JSON stores was pushed (`new:`), and the node that
+    took it logged an ERROR and recorded it nowhere (an audit)."""
+    deep = b'{"url": "http://shop.test/", "meta": {"deep": ' + b"[" * 300 + b"]" * 300 + b"}}"
+    reports = check(SeedChecker(Picky, SETTINGS, redis_url), redis_client, [deep.decode()])
+    assert [(report.outcome, report.reason) for report in reports] == [
+        (Outcome.INVALID, "unstorable")
+    ]
+    assert "cannot be stored in Redis" in reports[0].error
+
+
 def _live_with_seed_key(client: redis.Redis, takers: str, timeout: float = 30) -> None:
     """Wait until a node beats in ``pages``' frontier and reads seeds (``takers`` holds it)."""
     deadline = time.monotonic() + timeout

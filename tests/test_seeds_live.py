@@ -39,6 +39,9 @@ def test_plain_json_and_invalid_seeds_pushed_while_idle(
             whole.url(0),
             # Scrapy's UrlLengthMiddleware dropped it at INFO, recorded nowhere (an audit)
             f"{whole.url(1)}?q={'x' * 3000}",
+            # the frontier could not store its request (JSON nests 255 levels at most): an
+            # ERROR and frontier/unserializable, the seed in no record (an audit)
+            f'{{"url": "{whole.url(2)}", "meta": {{"deep": {"[" * 300}{"]" * 300}}}}}',
         )
         assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path)
 
@@ -51,11 +54,14 @@ def test_plain_json_and_invalid_seeds_pushed_while_idle(
     assert sorted(record["reason"] for record in invalid) == [
         "json",
         "scheme",
+        "unstorable",
         "url",
         "url_too_long",
     ]
     assert all(record["node"] == "node-0" for record in invalid)
     log = (tmp_path / "node-0.log").read_text()
     assert "'seeds/invalid/json': 1" in log
-    assert "'seeds/received': 6" in log
+    assert "'seeds/received': 7" in log
+    assert "'seeds/invalid/unstorable': 1" in log
+    assert "frontier/unserializable" not in log
     assert "'seeds/invalid/url_too_long': 1" in log

@@ -95,9 +95,22 @@ class RequestStore:
         return dedup_fingerprint(self.fingerprinter, request)
 
     def encode(self, request: Request, fingerprint: str, seed: bool = False) -> NewRequest:
-        """Raises ``codec.UnserializableRequestError`` naming where the value JSON can't hold
-        is (``meta key 'socket'``, ``field 'priority'``), or the callback or errback that is
-        not a method of the spider (a lambda, a function)."""
+        """Raises ``codec.UnserializableRequestError`` as ``stored`` does."""
+        body, left_out = self.stored(request)
+        if type(request) not in self._rebuilt:
+            self._try_rebuild(request, body)
+        self._report_reshaped(request)
+        if left_out:
+            self._report_left_out(request.url, left_out)
+        score = -float(request.priority)
+        site = site_of(request.url)
+        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
+
+    def stored(self, request: Request) -> tuple[bytes, list[str]]:
+        """The request as Redis stores it, and the ``dumps_kwargs`` it leaves out (reported by
+        ``encode``). Raises ``codec.UnserializableRequestError`` naming where the value JSON
+        can't hold is (``meta key 'socket'``, ``field 'priority'``), or the callback or errback
+        that is not a method of the spider (a lambda, a function)."""
         try:
             fields = request.to_dict(spider=self.spider)
         except ValueError as exc:  # Scrapy stores a callback by its name on the spider
@@ -125,15 +138,7 @@ class RequestStore:
         left_out: list[str] = []
         if fields.get("dumps_kwargs"):  # a JsonRequest's json.dumps options
             fields["dumps_kwargs"], left_out = meta_objects.by_path(fields["dumps_kwargs"])
-        body = codec.dumps(fields, compress=self.compress)
-        if type(request) not in self._rebuilt:
-            self._try_rebuild(request, body)
-        self._report_reshaped(request)
-        if left_out:
-            self._report_left_out(request.url, left_out)
-        score = -float(request.priority)
-        site = site_of(request.url)
-        return NewRequest(fingerprint=fingerprint, score=score, body=body, force=seed, site=site)
+        return codec.dumps(fields, compress=self.compress), left_out
 
     def _try_rebuild(self, request: Request, body: bytes) -> None:
         """Rebuild ``request`` from ``body`` as the node that leases it will, once per class:

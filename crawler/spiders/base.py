@@ -31,6 +31,8 @@ from scrapy.spiders import CrawlSpider
 from scrapy.utils.conf import build_component_list
 
 from crawler import scrapy_redis_compat
+from crawler.frontier.codec import UnserializableRequestError
+from crawler.frontier.request_store import RequestStore
 from crawler.frontier.scheduler import SEED_META, START_URL_META
 from crawler.frontier.seed_queue import SeedQueue
 from crawler.frontier.seed_settings import SeedSettings
@@ -84,6 +86,7 @@ class RedisSpider(scrapy.Spider):
         super().__init__(*args, **kwargs)
         self.argument_seeds: list[str] = [u for u in (url or "").split(",") if u.strip()]
         self._seed_reader: SeedReader | None = None
+        self._seed_store: RequestStore | None = None  # checks that a seed's request is storable
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -209,9 +212,23 @@ class RedisSpider(scrapy.Spider):
                     f"its URL has {len(request.url)} characters, more than URLLENGTH_LIMIT="
                     f"{limit} (Scrapy's UrlLengthMiddleware would drop it): {shown}",
                 )
+            self._check_storable(request)
             if request.dont_filter:  # fetched again when pushed again; its links back are not
                 request.meta[SEED_META] = True
         return requests
+
+    def _check_storable(self, request: Request) -> None:
+        """A seed whose request the frontier cannot store (meta nested deeper than JSON holds,
+        a priority beyond 64 bits) is invalid, recorded as such (the scheduler would log an
+        ERROR and record nothing). Standalone, Scrapy's own scheduler holds anything."""
+        if not self.seed_settings.redis_url:
+            return
+        if self._seed_store is None:
+            self._seed_store = RequestStore(self.crawler, self, compress=False)
+        try:
+            self._seed_store.stored(request)
+        except UnserializableRequestError as exc:
+            raise InvalidSeed("unstorable", str(exc)) from exc
 
     def _log_invalid(self, exc: InvalidSeed, where: str) -> None:
         assert self.crawler.stats is not None
