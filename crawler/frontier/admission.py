@@ -216,14 +216,16 @@ class FrontierAdmission:
         )
 
     async def _take_back(self) -> None:
-        """Leases of this node id a killed run left go back to the queue now (this run holds
-        the id, and has leased nothing yet)."""
-        returned = await self.node_run.take_back([part.keys for part in self.client.parts])
-        if returned:
-            self.stats.inc_value("frontier/taken_back", returned)
+        """Leases of this node id a killed run left expire now (this run holds the id, and has
+        leased nothing yet): the next heartbeat of any node returns them to the queue, and
+        says so (``frontier/reclaimed``), so this line does not count them as returned."""
+        expired = await self.node_run.take_back([part.keys for part in self.client.parts])
+        if expired:
+            self.stats.inc_value("frontier/taken_back", expired)
             logger.warning(
-                "Returned %d leases of an earlier run of node %s (killed) to the queue",
-                returned,
+                "%d leases of an earlier run of node %s (killed) expire now: the next "
+                "heartbeat of a node returns them to the queue, and counts them there",
+                expired,
                 self.node_run.node_id,
             )
 
