@@ -207,7 +207,7 @@ class PrometheusMetrics:
         )
         self.port: int = self._server.server_port
         logger.info("Metrics on http://%s:%d/metrics", self.settings.host, self.port)
-        crawler.signals.connect(self.response_received, signal=signals.response_received)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -258,7 +258,9 @@ class PrometheusMetrics:
             redis = "down" if context is not None and context.redis_down else "ok"
         return {"redis": redis, "kafka": self.kafka_state()}
 
-    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
+    def response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
+        """Every response the downloader gave, also those retried or redirected (which never
+        reach ``response_received``)."""
         latency = request.meta.get("download_latency")
         if isinstance(latency, float):
             self.metrics.download.observe(latency)
