@@ -101,7 +101,9 @@ def test_an_item_whose_schema_version_is_no_integer_is_dead_lettered(
     assert b"'v2'" in dead.headers["dlq_error"]
     assert orjson.loads(dead.value) == {"url": orjson.loads(dead.value)["url"]}
     assert "'kafka/rejected/schema_version': 1" in log
-    assert "Item of type versioned dead-lettered (schema_version)" in log
+    # where to read it (the line named no topic: an audit)
+    said = f"Item of type versioned dead-lettered (schema_version) to {topic}.dlq: "
+    assert said in log and f"(`crawler dead-letters list {topic}.dlq`)" in log
     assert "Error processing" not in log
 
 

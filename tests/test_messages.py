@@ -97,6 +97,12 @@ def test_an_unencodable_item_s_reason_says_where_it_is() -> None:
         item_json({"url": "http://h/", "m": {date(2020, 1, 1): 1, (1, 2): "x"}})
     with pytest.raises(UnencodableItem, match=re.escape("$.n is an integer of more than 4,300")):
         item_json({"url": "http://h/", "when": {date(2020, 1, 1): 1}, "n": 10**5000})
+    # a value of a type JSON has no form for: the commonest case, which named no place either
+    # (``Type is not JSON serializable: bytes``: an audit)
+    with pytest.raises(UnencodableItem, match=re.escape("$.raw[1] is of type bytes")):
+        item_json({"url": "http://h/", "n": 10**30, "raw": ["ok", b"\xff\x00raw"]})
+    with pytest.raises(UnencodableItem, match=re.escape("$.m.k is of type object")):
+        item_json({"url": "http://h/", "m": {"k": object()}})
 
 
 def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:

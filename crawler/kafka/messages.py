@@ -147,6 +147,11 @@ def _default(value: Any) -> Any:
     return _scrapy_default()(value)
 
 
+def _encodes(value: Any) -> bytes:
+    """One value as the item's JSON writes it (``orjson.JSONEncodeError`` is a TypeError)."""
+    return orjson.dumps(value, default=_default, option=JSON_OPTIONS)
+
+
 def item_json(fields: Mapping[Any, Any]) -> ItemJson:
     """The item's JSON value; raises ``UnencodableItem`` when Scrapy could not write it either."""
     try:
@@ -157,7 +162,7 @@ def item_json(fields: Mapping[Any, Any]) -> ItemJson:
         try:
             widened = _widened(fields, "$", nonfinite)
         except (ValueError, RecursionError) as refused:  # over 4,300 digits, for str(); deep
-            reason = where_unencodable(fields) or str(refused) or type(refused).__name__
+            reason = where_unencodable(fields, _encodes) or str(refused) or type(refused).__name__
             raise UnencodableItem(reason) from refused
         try:
             value = orjson.dumps(widened, default=_default, option=JSON_OPTIONS)
@@ -184,7 +189,7 @@ def _python_json(fields: Any, refused: Exception) -> str:
             fields, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
     except (TypeError, ValueError, RecursionError):
-        raise UnencodableItem(where_unencodable(fields) or str(refused)) from refused
+        raise UnencodableItem(where_unencodable(fields, _encodes) or str(refused)) from refused
 
 
 def _widened(value: Any, path: str, nonfinite: list[str], *, fragments: bool = True) -> Any:

@@ -205,7 +205,15 @@ class KafkaPipeline:
         self, message: OutgoingMessage, reason: str, error: str, item_type: str
     ) -> NoReturn:
         self.stats.inc_value(f"kafka/rejected/{reason}")
-        logger.error("Item of type %s dead-lettered (%s): %s", item_type, reason, error)
+        dead_letters = self.settings.dlq_topic_template.format(topic=message.topic)
+        logger.error(
+            "Item of type %s dead-lettered (%s) to %s: %s (`crawler dead-letters list %s`)",
+            item_type,
+            reason,
+            dead_letters,
+            error,
+            dead_letters,
+        )
         settled = self._settlement()
         self.sender.dead_letter(message, reason, error, partial(_resolve, settled))
         self._requeue_if_unspooled(await settled, "dead letter", item_type)
