@@ -140,6 +140,20 @@ def test_a_run_killed_before_its_final_push_is_named(redis_client: redis.Redis) 
     assert "node-a:1" in ledger_text(view)
 
 
+def test_a_ledger_whose_runs_have_not_made_their_final_push_says_so_far(
+    redis_client: redis.Redis,
+) -> None:
+    """``crawler status`` said the ledger "adds up" while a live node's last interval, or a
+    node killed a moment ago, was not in it yet: 15 done of 26 beside "finished" (an audit)."""
+    put_runs(redis_client, {"node-a:1": (3, 1000, "running"), "node-b:2": (4, 60_000, "final")})
+    view = FrontierAdmin(redis_client, "pages").ledger("c1")
+    assert (view["short_runs"], view["open_runs"]) == ([], ["node-a:1"])
+    assert ledger_text(view) == (
+        "adds up so far (2 node runs, none stopped without its final push; 1 has not made it "
+        "yet: its counts since its last push are not in: node-a:1)"
+    )
+
+
 def test_a_ledger_of_many_killed_runs_names_five(redis_client: redis.Redis) -> None:
     """Pods killed for weeks under new names: the status line named every run of them (30
     after 30 pod lives in an audit, each a line's worth); five, and how many more."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import time
@@ -468,6 +469,9 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
         None,
     )
     assert eta_text(stalled) == "STALLED: work left, no live node"
+    # it said "over 0s of fetching" where --json said 60 (an audit)
+    rates = render(status_with_nothing_else(stalled)).split("rates")[1].split("\n")[0]
+    assert re.search(r"\(no live node; nodes fetched for 60s in the last \d+s\)$", rates), rates
 
 
 def test_the_eta_waits_for_the_leases_of_late_nodes(

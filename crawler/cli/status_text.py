@@ -145,15 +145,28 @@ def ledger_text(ledger: LedgerView) -> str:
     pushed = f"{runs} node run{'' if runs == 1 else 's'}"
     if replays:
         pushed += f" and {replays} spool replay{'' if replays == 1 else 's'}"
-    if not short:
+    if not short and not ledger["open_runs"]:
         return f"adds up ({pushed}, none stopped without its final push)"
-    named = ", ".join(short[:SHORT_RUNS_NAMED])
-    if len(short) > SHORT_RUNS_NAMED:
-        named += f" and {len(short) - SHORT_RUNS_NAMED} more (--json names them all)"
+    if not short:
+        unfinished = ledger["open_runs"]
+        return (
+            f"adds up so far ({pushed}, none stopped without its final push; "
+            f"{len(unfinished)} {'has' if len(unfinished) == 1 else 'have'} not made it yet: "
+            f"{'its' if len(unfinished) == 1 else 'their'} counts since "
+            f"{'its' if len(unfinished) == 1 else 'their'} last push are not in: "
+            f"{_named(unfinished)})"
+        )
     return (
         f"SHORT: {len(short)} of {runs} node runs stopped without their final push"
-        f" (their last interval is missing): {named}"
+        f" (their last interval is missing): {_named(short)}"
     )
+
+
+def _named(runs: list[str]) -> str:
+    named = ", ".join(runs[:SHORT_RUNS_NAMED])
+    if len(runs) > SHORT_RUNS_NAMED:
+        named += f" and {len(runs) - SHORT_RUNS_NAMED} more (--json names them all)"
+    return named
 
 
 def pause_text(pause: PauseInfo) -> str:
@@ -222,8 +235,12 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
         f"  rates          {status['pages_per_minute']} pages/min,"
         f" {status['delivered_per_minute']} items delivered/min,"
         f" {status['finished_per_minute']} finished/min"
-        f" (over {status['ledger']['active_seconds'] if live else 0:.0f}s of fetching"
-        f" in the last {status['ledger']['window_seconds']:.0f}s)",
+        + (
+            f" (over {status['ledger']['active_seconds']:.0f}s of fetching"
+            if live
+            else f" (no live node; nodes fetched for {status['ledger']['active_seconds']:.0f}s"
+        )
+        + f" in the last {status['ledger']['window_seconds']:.0f}s)",
         f"  nodes          {nodes_text(snap['nodes'])}",
     ]
     shown = [node for node in snap["nodes"] if show_all or not gone(node)]

@@ -102,6 +102,9 @@ class LedgerView(TypedDict):
     runs: int  # node runs that pushed to this ledger
     replays: int  # `crawler spool replay`s that added to it (one final push each)
     short_runs: list[str]  # runs silent for 3 push intervals without a final push (killed)
+    # runs without their final push that are not short (yet): their counts since their last
+    # push are not in the totals (a live node's last interval, or a node killed just now)
+    open_runs: list[str]
     # when no live node pushes to this crawl's ledger: the crawls live nodes push to
     live_crawls: list[str]
 
@@ -352,11 +355,11 @@ class FrontierAdmin:
         # a live node's latest run pushes again (after a Redis outage); an older run of the same
         # id (a pod restarted in place keeps its name) was killed and never will
         pushes_again = {run for node, run in newest.items() if node in alive}
+        unfinished = [run for run, last in sorted(runs.items()) if last.get("state") != "final"]
         short = [  # silent for three pushes, and not to push again
             run
-            for run, last in sorted(runs.items())
-            if last.get("state") != "final"
-            and now * 1000 - float(last.get("at", 0)) > 3 * float(last.get("every", 0))
+            for run in unfinished
+            if now * 1000 - float(runs[run].get("at", 0)) > 3 * float(runs[run].get("every", 0))
             and run not in pushes_again
         ]
         return LedgerView(
@@ -369,6 +372,7 @@ class FrontierAdmin:
             runs=len(runs),
             replays=len(every_run) - len(runs),
             short_runs=short,
+            open_runs=[run for run in unfinished if run not in short],
             live_crawls=(
                 self._live_crawls(alive, crawl_id, now * 1000)
                 if alive and not _pushing(runs, alive, now * 1000)
