@@ -36,9 +36,14 @@ from crawler.frontier.scheduler import LEASE_META, PARENT_META, LeasingScheduler
 from crawler.node_context import NodeContext
 
 
-def require_leasing_scheduler(crawler: Crawler) -> None:
+def leases_requests(crawler: Crawler) -> bool:
+    """Whether the crawl's scheduler is the frontier's (cluster mode), not Scrapy's own."""
     scheduler = load_object(crawler.settings.get("SCHEDULER"))
-    if not (isinstance(scheduler, type) and issubclass(scheduler, LeasingScheduler)):
+    return isinstance(scheduler, type) and issubclass(scheduler, LeasingScheduler)
+
+
+def require_leasing_scheduler(crawler: Crawler) -> None:
+    if not leases_requests(crawler):
         raise NotConfigured
 
 

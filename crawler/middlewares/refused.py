@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 
+from crawler.middlewares.lease_output import leases_requests
 from crawler.redis_outage import GaveUp
 from crawler.wakeup import engine_closing
 
@@ -38,8 +39,10 @@ class NotFetchedAtStop(IgnoreRequest):
 def not_waiting_past_stop(crawler: Crawler, reason: str, left: float, what: str) -> None:
     """A request waits ``left`` seconds more for ``what`` (its turn, a session): when the node
     stops meanwhile (Scrapy's close waits for every download in progress, and the wait may last
-    minutes), it is not fetched and its lease goes back to the queue (``reason``)."""
-    if engine_closing(crawler):
+    minutes), it is not fetched and its lease goes back to the queue (``reason``). Standalone
+    (Scrapy's own scheduler: no lease), it waits and is fetched, as Scrapy fetches at a close
+    what its downloader holds, and no errback is called for it."""
+    if engine_closing(crawler) and leases_requests(crawler):
         raise NotFetchedAtStop(
             reason,
             f"not fetched: the node stops while the request waits {left:.0f}s more for {what} "

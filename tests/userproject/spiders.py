@@ -44,6 +44,24 @@ class StartUrlsSpider(scrapy.Spider):
         yield from follow_all(response)
 
 
+class ErrbackSpider(scrapy.Spider):
+    """Every link followed with an errback, as Scrapy's docs write them."""
+
+    name = "u_errback"
+
+    def __init__(self, site: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = [f"{site}/p/0.html"]
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        yield page_item(response)
+        for request in follow_all(response):
+            yield request.replace(errback=self.failed)
+
+    def failed(self, failure: Any) -> Iterator[dict[str, str]]:
+        yield {"errback": failure.request.url, "error": type(failure.value).__name__}
+
+
 class LoginSpider(scrapy.Spider):
     """Logs in as plain Scrapy users do: the login page's cookie is in the jar, the pages
     behind it need it. ``-a how=cookies``: the cookie given once with ``cookies=``, then kept
