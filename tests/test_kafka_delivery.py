@@ -330,6 +330,9 @@ def test_a_topic_the_broker_refuses_for_good_stops_the_node_and_loses_nothing(
     log = (tmp_path / "node-0.log").read_text()
     assert "Closing spider (kafka_topic_refused)" in log
     assert "KAFKA_TOPIC_REPLICATION" in log
+    # made at open, though nothing was spooled: `crawler spool list --dir <it>` refused a healthy
+    # node's KAFKA_SPOOL_DIR as "not a folder" (an audit)
+    assert (tmp_path / "spool" / "pages").is_dir()
     assert "'kafka/topic_refused/INVALID_REPLICATION_FACTOR'" in log
     # the page went back to the queue: it is crawled again once its items can be sent
     assert queued(redis_client, FrontierKeys.for_spider("pages")) >= 1

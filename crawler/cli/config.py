@@ -69,7 +69,10 @@ def spool_dir(args: argparse.Namespace) -> Path:
     """The spider's folder in ``--dir`` (which must exist: a mistyped one would look like an
     empty spool) or ``KAFKA_SPOOL_DIR``."""
     if args.dir is not None and not Path(args.dir).is_dir():
-        raise SystemExit(f"--dir {args.dir}: not a folder (give the nodes' KAFKA_SPOOL_DIR)")
+        raise SystemExit(
+            f"--dir {args.dir}: not a folder (give the KAFKA_SPOOL_DIR of the nodes of this "
+            "host: they make it when they start)"
+        )
     return Path(args.dir or project_settings()["KAFKA_SPOOL_DIR"]) / str(args.spider)
 
 

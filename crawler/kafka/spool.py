@@ -162,6 +162,16 @@ class Spool:
     def writing(self) -> Path | None:
         return self._segment.path if self._segment is not None else None
 
+    def make_folder(self) -> OSError | None:
+        """Make the spider's spool folder (at open: ``crawler spool list|replay --dir`` refuses
+        a folder that is not there, a mistyped one); the error when it cannot be made (the
+        first spool says so again, and pauses the crawl while Kafka is away)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return exc
+        return None
+
     def segments(self) -> list[Path]:
         if not self.directory.is_dir():
             return []

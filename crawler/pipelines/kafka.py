@@ -125,6 +125,14 @@ class KafkaPipeline:
         self._poller = LoopingCall(self._poll)
         self._poller.start(self.settings.poll_interval, now=False)
         self._pause_notice.start(spider.name)
+        if (unmade := self.sender.spool.make_folder()) is not None:
+            self.stats.inc_value("kafka/spool_unmade")
+            logger.warning(
+                "KAFKA_SPOOL_DIR: cannot make the spool folder %s (%s): items Kafka does not take "
+                "cannot be spooled, and the crawl pauses while Kafka is away",
+                spool_dir,
+                unmade,
+            )
         if segments := self.sender.spool.segments():
             logger.info("Replaying %d spool segments left from earlier runs", len(segments))
             self.sender.replay()
