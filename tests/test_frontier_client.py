@@ -99,6 +99,7 @@ def test_heartbeat_extends_own_leases_and_reclaims_expired_ones(
         beat = await live.heartbeat([kept[0].id, "nonexistent"], 5_000, 60_000, 100, epoch="")
         # live's own lease was extended before the reclaim, so only dead's comes back.
         assert (beat.extended, beat.reclaimed, beat.lost) == (1, 1, ("nonexistent",))
+        assert beat.reclaimed_from == {"dead": 1}  # the WARNING names whose (an audit)
         (back,) = await live.lease(5, 60_000)
         assert back.body == lost[0].body
         await dead.aclose()

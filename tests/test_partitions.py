@@ -191,7 +191,7 @@ def test_heartbeats_reclaim_and_release_in_every_part(
         assert len(await dead.lease(6, 200, call="x")) == 6
         await asyncio.sleep(0.3)
         beat = await live.heartbeat([], 60_000, 60_000, 10, epoch)
-        assert (beat.reclaimed, beat.epoch) == (6, epoch)
+        assert (beat.reclaimed, beat.epoch, beat.reclaimed_from) == (6, epoch, {"dead": 6})
         held = await live.lease(6, 60_000, call="y")
         beat = await live.heartbeat([lease.id for lease in held], 60_000, 60_000, 10, epoch)
         assert (beat.extended, beat.lost) == (6, ())

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from crawler.frontier.bloom_probe import BloomCheck
@@ -92,6 +92,7 @@ class Heartbeat:
     lost: tuple[str, ...]  # lease ids held that are no longer this node's
     epoch: str  # the frontier's epoch in Redis now ("" = none: its data is gone)
     queued: int  # requests in the queue (of every part) after the beat
+    reclaimed_from: Mapping[str, int] = field(default_factory=dict)  # node -> its leases reclaimed
 
 
 def score_text(score: float) -> str:
@@ -325,7 +326,7 @@ class FrontierClient:
         epoch is no longer ``epoch`` (see ``Heartbeat.epoch``). ``interval_ms``: the node's
         heartbeat interval, recorded with the beat for operators (0: not said)."""
         k = self.keys
-        extended, reclaimed, lost, current, queued = await self._heartbeat(
+        extended, reclaimed, lost, current, queued, owners = await self._heartbeat(
             keys=[
                 k.nodes,
                 k.leases,
@@ -340,7 +341,12 @@ class FrontierClient:
         )
         self.queued = int(queued)
         return Heartbeat(
-            int(extended), int(reclaimed), tuple(map(text, lost)), text(current), self.queued
+            int(extended),
+            int(reclaimed),
+            tuple(map(text, lost)),
+            text(current),
+            self.queued,
+            {text(node): int(count) for node, count in zip(owners[::2], owners[1::2], strict=True)},
         )
 
     async def record_incident(self, record: bytes) -> None:

@@ -178,7 +178,16 @@ class LeaseKeeper:
             self.holder.work_arrived()  # leasing may go on: look now
         if beat.reclaimed:
             self.stats.inc_value("frontier/reclaimed", beat.reclaimed)
-            logger.warning("Returned %d expired leases to the queue", beat.reclaimed)
+            of = ", ".join(
+                f"{count} of {node or '?'}" for node, count in sorted(beat.reclaimed_from.items())
+            )
+            logger.warning(
+                "Returned %d expired leases to the queue (%s: nodes that stopped extending them, "
+                "killed, frozen or cut off from Redis; their pages are fetched again, so an item "
+                "of a page such a node had fetched may be delivered twice)",
+                beat.reclaimed,
+                of,
+            )
             self.holder.work_arrived()
         if beat.lost:
             self.stats.inc_value("frontier/lease_lost/heartbeat", len(beat.lost))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 
 from crawler.frontier.client import (
@@ -335,6 +336,7 @@ class PartitionedFrontier:
             tuple(self._lease_id(i, raw) for i, beat in enumerate(beats) for raw in beat.lost),
             " ".join(beat.epoch for beat in beats),
             sum(beat.queued for beat in beats),
+            sum((Counter(beat.reclaimed_from) for beat in beats), Counter()),
         )
 
     async def record_incident(self, record: bytes) -> None:

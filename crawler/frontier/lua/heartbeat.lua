@@ -8,13 +8,15 @@
 --       node -> '<this beat ms> <its heartbeat interval ms> <its lease ms>', for operators' views)
 -- ARGV: 1 node, 2 node ttl ms, 3 lease ms, 4 max leases to reclaim, 5 the frontier epoch the
 --       node knows, 6 its heartbeat interval ms, 7.. lease ids held
--- Returns {extended, reclaimed, lost, epoch, queued}: lost = the ids held by the node that are
--- no longer its (reclaimed by another node, or finished meanwhile); epoch is the frontier's
--- epoch now; queued the queue's length after the beat (a node weighs its lease calls by it). When the epoch is not the node's (Redis lost its data, or
--- is another server), nothing else is done: the node must re-enqueue what it holds first.
+-- Returns {extended, reclaimed, lost, epoch, queued, owners}: lost = the ids held by the node
+-- that are no longer its (reclaimed by another node, or finished meanwhile); epoch is the
+-- frontier's epoch now; queued the queue's length after the beat (a node weighs its lease calls
+-- by it); owners the nodes the reclaimed leases were of, {node, count, ...}. When the epoch is
+-- not the node's (Redis lost its data, or is another server), nothing else is done: the node
+-- must re-enqueue what it holds first.
 local epoch = redis.call('GET', KEYS[5]) or ''
 if epoch ~= ARGV[5] then
-  return {0, 0, {}, epoch, queue_length(KEYS[7])}
+  return {0, 0, {}, epoch, queue_length(KEYS[7]), {}}
 end
 local now = now_ms()
 local node = ARGV[1]
@@ -49,12 +51,17 @@ for from = 7, #ARGV, QUEUE_CHUNK do
     extended = extended + #deadlines / 2
   end
 end
-local reclaimed = 0
+local reclaimed, owners = 0, {}
 if not kept_away then
-  reclaimed = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
+  local _, of_nodes
+  reclaimed, _, of_nodes = queue_reclaim(KEYS[2], KEYS[3], KEYS[4], KEYS[7], now, tonumber(ARGV[4]))
+  for owner, count in pairs(of_nodes) do
+    table.insert(owners, owner)
+    table.insert(owners, count)
+  end
 end
 -- Forget nodes silent for a day (their leases were reclaimed long ago).
 local forgotten = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 in_chunks('ZREM', KEYS[1], forgotten, 1)
 in_chunks('HDEL', KEYS[8], forgotten, 1)
-return {extended, reclaimed, lost, epoch, queue_length(KEYS[7])}
+return {extended, reclaimed, lost, epoch, queue_length(KEYS[7]), owners}

@@ -123,7 +123,7 @@ end
 -- at a time. Returns {returned, examined}: leases put back, and expired ids looked at.
 local function queue_reclaim(leases, inflight, levels, count, now, most)
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, most)
-  local returned = 0
+  local returned, owners = 0, {}
   for from = 1, #expired, QUEUE_CHUNK do
     local ids = {unpack(expired, from, math.min(#expired, from + QUEUE_CHUNK - 1))}
     local records = redis.call('HMGET', inflight, unpack(ids))
@@ -133,9 +133,11 @@ local function queue_reclaim(leases, inflight, levels, count, now, most)
     for n = 1, #ids do
       if records[n] then
         back[#back + 1], found[#found + 1] = ids[n], records[n]
+        local owner = string.match(records[n], '^([^\t]*)\t') or ''
+        owners[owner] = (owners[owner] or 0) + 1
       end
     end
     returned = returned + queue_return(levels, count, back, found)
   end
-  return returned, #expired
+  return returned, #expired, owners
 end
