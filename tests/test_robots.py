@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 import redis
 from scrapy import Spider
@@ -60,6 +61,10 @@ def test_robots_txt_is_shared_and_its_crawl_delay_binds_the_cluster(
     text = "".join((tmp_path / f"node-{i}.log").read_text() for i in range(2))
     assert "asks for a crawl delay of 0.1s" in text
     assert "'robotstxt/shared_hit': 1" in text
+    # the page robots.txt forbids is failed with Scrapy's own word for it, not as a download
+    # error (`download/IgnoreRequest`, which `crawler failed retry` would refuse again: an audit)
+    (record,) = [orjson.loads(raw) for raw in redis_client.hvals("{pages}:failed")]
+    assert (record["reason"], record["error"]) == ("robotstxt/forbidden", "Forbidden by robots.txt")
 
 
 @pytest.mark.parametrize("cluster", [True, False], ids=["cluster", "standalone"])

@@ -22,6 +22,7 @@ from protego import Protego
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.robotstxt import RobotParser
 from scrapy.utils.httpobj import urlparse_cached
@@ -29,7 +30,7 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.defer import Deferred
 
 from crawler.lua import data
-from crawler.middlewares.refused import not_fetched_at_stop
+from crawler.middlewares.refused import RefusedRequest, not_fetched_at_stop
 from crawler.node_context import NodeContext
 from crawler.politeness.delays import CrawlDelays, site_of_netloc
 from crawler.redis_connection import AsyncRedis
@@ -37,6 +38,7 @@ from crawler.redis_outage import GaveUp
 from crawler.settings_values import get_int
 
 logger = logging.getLogger(__name__)
+FORBIDDEN = "robotstxt/forbidden"  # Scrapy's stat, and the failure reason of such a request
 
 
 def cache_key_template(template: object) -> str:
@@ -72,6 +74,14 @@ class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def _key(self, netloc: str) -> str:
         return self._key_template % {"site": netloc}
+
+    def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
+        """Scrapy's check; a request robots.txt forbids fails as ``robotstxt/forbidden`` (its
+        stat), not as a download error (``download/IgnoreRequest``)."""
+        try:
+            super().process_request_2(rp, request)
+        except IgnoreRequest as exc:
+            raise RefusedRequest(FORBIDDEN, str(exc)) from exc
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
         """The site's parser (None: no rules). One lookup per site at a time; the requests
