@@ -474,6 +474,24 @@ def test_rates_count_the_minutes_nodes_fetched_in_and_are_zero_with_no_live_node
     assert re.search(r"\(no live node; nodes fetched for 60s in the last \d+s\)$", rates), rates
 
 
+def test_failures_and_invalid_seeds_say_they_are_of_every_crawl(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """`status --crawl af4` showed another crawl's failures and invalid seeds beside af4's
+    ledger, without a word of whose (an audit)."""
+    redis_client.hset(KEYS.failed, "000000000001", b'{"reason": "download/X"}')
+    redis_client.rpush("pages:start_urls:invalid", b'{"reason": "json"}')
+    text = render(status_with_nothing_else(frontier_status(redis_client, "pages", "af4")))
+    assert (
+        "  failures       1: download/X 1 (records of every crawl of the spider: crawler failed "
+        "pages list)" in text
+    )
+    assert (
+        "  invalid seeds  1: json 1 (records of every crawl of the spider: "
+        "pages:start_urls:invalid)" in text
+    )
+
+
 def test_the_eta_waits_for_the_leases_of_late_nodes(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

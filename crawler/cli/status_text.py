@@ -136,6 +136,11 @@ def incident_text(incident: Mapping[str, Any]) -> str:
     )
 
 
+# The records behind the failures and invalid seeds lines are the spider's, of every crawl id
+# (the ledger's lines above are the crawl's): said where there are any (an audit read a crawl's
+# "1 failed" beside "failures 4").
+SPIDER_WIDE = " (records of every crawl of the spider: {where})"
+
 # Runs a SHORT ledger line names: a crawl whose pods were killed for weeks has hundreds.
 SHORT_RUNS_NAMED = 5
 
@@ -286,8 +291,14 @@ def render(status: SpiderStatus, show_all: bool = False) -> str:
     lines += completeness_lines(totals)
     lines += [f"  incident       {incident_text(incident)}" for incident in snap["incidents"]]
     lines += [
-        f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}",
-        f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}",
+        f"  failures       {snap['failed']}: {_counts(snap['failed_by_reason'])}"
+        + (
+            SPIDER_WIDE.format(where=f"crawler failed {snap['spider']} list")
+            if snap["failed"]
+            else ""
+        ),
+        f"  invalid seeds  {snap['invalid_seeds']}: {_counts(snap['invalid_by_reason'])}"
+        + (SPIDER_WIDE.format(where=snap["invalid_key"]) if snap["invalid_seeds"] else ""),
         f"  dead letters   {dead_letters_text(status['dead_letters'])}",
         f"  sessions       {sessions_text(status['sessions'])}",
         # the limiter's state is per site, shared by every spider and crawl of this Redis

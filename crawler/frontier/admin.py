@@ -82,6 +82,7 @@ class Snapshot(TypedDict):
     invalid_seeds: int
     invalid_by_reason: dict[str, int]
     seeds_key: str  # where the spider's seeds are pushed (its redis_key, else SEEDS_KEY)
+    invalid_key: str  # where invalid seeds are moved
     seeds_waiting: int
     seeds_held: int  # taken by nodes, their requests not yet in the frontier
     seeds_held_expired: int  # of those, held by nodes whose hold expired (killed): requeue
@@ -244,6 +245,7 @@ class FrontierAdmin:
             invalid_seeds=int(invalid),
             invalid_by_reason=self._invalid_reasons(),
             seeds_key=self.seeds_key,
+            invalid_key=self.invalid_key,
             seeds_waiting=int(seeds),
             seeds_held=holds.held,
             seeds_held_expired=holds.expired,
