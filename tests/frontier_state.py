@@ -81,6 +81,9 @@ class Quiet:
     def held_leases(self) -> list[str]:
         return []
 
+    def fingerprint(self, body: bytes) -> str:
+        return ""
+
     async def on_beat(self) -> None:
         pass
 

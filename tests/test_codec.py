@@ -291,6 +291,19 @@ def test_a_json_requests_dumps_kwargs_keep_classes_and_functions_by_their_path()
     assert crawler.stats is not None and crawler.stats.get_stats() == {}
 
 
+def test_a_stored_request_s_fingerprint_is_the_one_its_request_has() -> None:
+    """What a node re-enqueues after Redis lost its data is recorded under the fingerprint a
+    link to the same page gets ("" for one never deduplicated, or a body it cannot read)."""
+    crawler = get_crawler(Spider)
+    store = RequestStore(crawler, Spider.from_crawler(crawler, name="plain"))
+    page = Request("http://e.com/a?b=1&a=2", meta={"k": [1]})
+    body = store.encode(page, store.fingerprint(page)).body
+    assert store.stored_fingerprint(body) == store.fingerprint(Request("http://e.com/a?a=2&b=1"))
+    again = Request("http://e.com/a", dont_filter=True)
+    assert store.stored_fingerprint(store.encode(again, "").body) == ""
+    assert store.stored_fingerprint(b'{"url": 5, "method": []}') == ""
+
+
 def test_dumps_kwargs_that_cannot_be_named_are_left_out_counted_and_warned_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
@@ -49,14 +50,16 @@ class Recovery:
     requeued: int
 
 
-def _requeued(body: bytes) -> NewRequest:
-    """A held request, queued again in the part of its site with its priority."""
+def _requeued(body: bytes, fingerprint: str) -> NewRequest:
+    """A held request, queued again in the part of its site with its priority whatever the new
+    dedup holds (a write in the new data may have leased it already: that lease is finished),
+    its ``fingerprint`` recorded there (a link to it found later is not queued again)."""
     try:
         stored = codec.loads(body)
         score, site = -float(stored.get("priority", 0)), site_of(str(stored.get("url", "")))
     except (ValueError, TypeError, AttributeError):
         score, site = 0.0, ""
-    return NewRequest(fingerprint="", score=score, body=body, site=site)
+    return NewRequest(fingerprint=fingerprint, score=score, body=body, force=True, site=site)
 
 
 async def recover(
@@ -65,10 +68,13 @@ async def recover(
     found: str,
     held: list[bytes],
     lease_ids: list[str],
+    *,
+    fingerprint: Callable[[bytes], str],
 ) -> Recovery:
     """The frontier's epoch is ``found`` ("" for a part = none), not ``known``: adopt it,
     record the incident, drop this node's leases of ``lease_ids`` (the ids it holds) that
-    the new data has, and re-enqueue ``held`` (the request bodies this node holds).
+    the new data has, and re-enqueue ``held`` (the request bodies this node holds), each with
+    its dedup ``fingerprint``.
 
     Writes and lease calls that ran between Redis coming back and this heartbeat took leases
     in the new data; their requests are among ``held`` and queued again here, so those lease
@@ -101,7 +107,7 @@ async def recover(
     )
     if held or lease_ids:  # the leases finished as done: their bodies are among those queued
         await client.complete_turn(
-            [_requeued(body) for body in held],
+            [_requeued(body, fingerprint(body)) for body in held],
             [(Finish(lease_id, "done"), []) for lease_id in lease_ids],
         )
     return Recovery(epoch=epoch, requeued=len(held))

@@ -39,6 +39,7 @@ class NodeHoldings:
         writer: TurnWriter,
         dedup_report: DedupReport,
         refuse: Callable[[FrontierRefused], None],
+        fingerprint: Callable[[bytes], str],
     ) -> None:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
@@ -50,6 +51,7 @@ class NodeHoldings:
         self.writer = writer
         self.dedup_report = dedup_report
         self.refuse = refuse
+        self.fingerprint = fingerprint  # a held body's dedup fingerprint (RequestStore's)
 
     def held_leases(self) -> list[str]:
         return self.tracker.held() + [lease.id for lease in self.prefetch.leases()]

@@ -44,6 +44,10 @@ class Holder(Protocol):
     def held_bodies(self) -> list[bytes]:
         """The bodies of every lease held (in flight and buffered)."""
 
+    def fingerprint(self, body: bytes) -> str:
+        """The dedup fingerprint of a held request's body ("": never deduplicated, or not
+        readable)."""
+
     def drop_buffered(self) -> None:
         """The held requests were queued again: drop the buffered ones (not started: only
         their copies in the queue are crawled) and the seen-cache."""
@@ -224,7 +228,9 @@ class LeaseKeeper:
         self.recovering = True  # no lease call now: its ids could be the lost data's
         try:
             held_ids, held = self.holder.held_leases(), self.holder.held_bodies()
-            recovery = await recover(self.client, self.epoch, found, held, held_ids)
+            recovery = await recover(
+                self.client, self.epoch, found, held, held_ids, fingerprint=self.holder.fingerprint
+            )
             self.holder.drop_buffered()  # only once they are queued again (an outage retries)
         finally:
             self.recovering = False

@@ -69,6 +69,7 @@ class NodeFrontier:
             writer=owner.writer,
             dedup_report=owner.dedup_report,
             refuse=admission.refuse,
+            fingerprint=owner.store.stored_fingerprint,
         )
         timing = Timing(settings.lease_timeout, settings.heartbeat_interval, settings.reclaim_batch)
         keeper = LeaseKeeper(client, holdings, owner.guard, owner.stats, timing, node_run=node_run)

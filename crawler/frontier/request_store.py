@@ -199,6 +199,16 @@ class RequestStore:
         ``DECODE_ERRORS`` for a body it can't read."""
         return self._request(body)
 
+    def stored_fingerprint(self, body: bytes) -> str:
+        """The dedup fingerprint of a stored request ("" for one never deduplicated, or one
+        this node cannot rebuild): what a node that re-enqueues what it held after Redis lost
+        its data records in the new dedup."""
+        try:
+            request = self._request(body)
+        except DECODE_ERRORS:
+            return ""
+        return self.fingerprint(request)
+
     def undecodable(self, lease: Lease, exc: Exception) -> LeaseState:
         """The failed lease of a request ``decode`` raised ``exc`` for (a callback the spider
         no longer has, a class this node has not loaded, a damaged body), logged with its
