@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import redis
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
@@ -21,6 +22,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from crawler.cli.main import parse
 from crawler.demo.nodes import REPO_ROOT
+from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.reader import read_topic
@@ -191,6 +193,30 @@ def test_a_spool_replay_creates_a_missing_topic_as_the_settings_say(
     assert len(topics[f"{topic}.dlq"].partitions) == 2
     (config,) = admin.describe_configs([ConfigResource("topic", topic)]).values()
     assert config.result(timeout=10)["retention.ms"].value == "999999999"
+
+
+def test_a_spool_replay_credits_the_crawl_its_messages_are_of(
+    kafka_bootstrap: str, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """`crawler spool replay pages --dir D`, as the nodes' warning and `status` say it, credited
+    the replay to CRAWLER_CRAWL_ID's ledger ('default'), so the crawl the messages were of said
+    "FINISHED, BUT 104 ITEMS ONLY IN A SPOOL" for good (an audit): the records name their crawl."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    spool = Spool(tmp_path / "pages", "old-node")
+    for n in range(2):
+        spool.append(message(topic, n, [("spider", b"pages"), ("crawl_id", b"c7")]), "x")
+    spool.seal()
+    replay = ("spool", "replay", "pages", "--dir", str(tmp_path), "--bootstrap", kafka_bootstrap)
+    replayed = crawler_cli(*replay, "--redis", redis_url)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert redis_client.hget(LedgerKeys.for_crawl("pages", "c7").total, "items/replayed") == b"2"
+    assert not redis_client.exists(LedgerKeys.for_crawl("pages", "default").total)
+    for crawl in ("c8", "c9"):  # a spool of two crawls: which ledger is the operator's to say
+        spool.append(message(topic, 3, [("spider", b"pages"), ("crawl_id", crawl.encode())]), "x")
+    spool.seal()
+    mixed = crawler_cli(*replay, "--redis", redis_url)
+    assert mixed.returncode == 2, mixed.stdout + mixed.stderr
+    assert "holds messages of crawls c8 (1), c9 (1): give --crawl" in mixed.stderr
 
 
 def test_a_spool_replay_creates_topics_as_the_spiders_own_settings_say(

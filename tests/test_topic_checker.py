@@ -137,3 +137,22 @@ def test_a_topic_that_collides_with_another_over_a_dot_says_to_rename(
             topics.release()
 
     asyncio.run(scenario())
+
+
+def test_a_topic_kafka_no_longer_has_is_checked_again() -> None:
+    """A topic deleted mid-crawl: its messages met "unknown topic" and were spooled again and
+    again, since the check that had passed at the first message was never run again, so the
+    topic was never made again and the crawl ended with its items in the spool (an audit)."""
+
+    async def scenario() -> None:
+        broker, counts = AwayBroker(), Counter[str]()
+        broker.answers = True
+        topics = checker(broker, counts)
+        await topics.ready("items")
+        topics.unknown("items")  # the broker answered a message: no such topic
+        topics.unknown("items")  # and the next one, while the check runs: one check
+        await topics.ready("items")
+        assert broker.asked == [["items", "items.dlq"], ["items", "items.dlq"]]
+        topics.release()
+
+    asyncio.run(scenario())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 import uuid
 from collections import Counter
@@ -172,14 +173,44 @@ def sender_count(counts: Counter[str]) -> Callable[[str, int], None]:
     return lambda stat, n: counts.update({stat: n})
 
 
+def spooled_crawls(directory: Path) -> Counter[str]:
+    """The crawl ids the spool's messages carry (their ``crawl_id`` header; '' for none)."""
+    crawls: Counter[str] = Counter()
+    for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        with segment.open("rb") as handle:
+            records, _ = read_segment(handle)
+        crawls.update(record.message.header("crawl_id") or "" for record in records)
+    return crawls
+
+
+def replay_crawl(args: argparse.Namespace, directory: Path) -> str:
+    """The crawl whose ledger a replay counts in: ``--crawl``, else the one the spooled messages
+    are of (a replay run as the nodes' warning says it credited CRAWLER_CRAWL_ID's, and the
+    crawl kept saying its items were only in a spool: an audit), else CRAWLER_CRAWL_ID. A spool
+    of several crawls ends the command: which ledger counts them is the operator's to say."""
+    if args.crawl:
+        return str(args.crawl)
+    default = str(project_settings()["CRAWLER_CRAWL_ID"])
+    crawls = Counter({crawl or default: n for crawl, n in spooled_crawls(directory).items()})
+    if len(crawls) > 1:
+        held = ", ".join(f"{crawl} ({n})" for crawl, n in sorted(crawls.items()))
+        print(
+            f"{directory} holds messages of crawls {held}: give --crawl, the crawl whose ledger "
+            "counts them (crawler status shows a crawl's items still in a spool until it does)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return next(iter(crawls), default)
+
+
 def run_replay(args: argparse.Namespace) -> int:
     directory = spider_spool(args)
     ledger = ledger_redis(args)
+    crawl_id = replay_crawl(args, directory) if ledger is not None else ""
     counts: Counter[str] = Counter()
     node_id = resolve_node_id("")
     left = asyncio.run(replay_spool(args, directory, node_id, counts))
     if ledger is not None:
-        crawl_id = args.crawl or str(project_settings()["CRAWLER_CRAWL_ID"])
         try:
             if replayed := ledger_fields(counts)["items/replayed"]:
                 add_replayed_to_ledger(ledger, args.spider, crawl_id, node_id, replayed)

@@ -3,7 +3,8 @@
 
 Every message of a topic waits for one shared check: the topic and its dead-letter topic
 exist (created with the configured partitions, replication and config if missing) and every
-partition has a leader. A broker that does not answer is an outage, not a permanent failure:
+partition has a leader. A message Kafka answers it has no topic for (deleted while the crawl
+ran) has the check run again. A broker that does not answer is an outage, not a permanent failure:
 the check is retried with backoff (``kafka/topic_check_failed``), the outage is recorded, and
 the messages wait, so a broker late at start dead-letters nothing. A broker that answers
 and refuses the topic (a replication factor it cannot give, a config or name it rejects, no
@@ -133,6 +134,16 @@ class TopicChecker:
             check = self._checks[topic] = asyncio.ensure_future(self._check(topic))
             check.add_done_callback(_retrieved)
         return self._checks[topic]
+
+    def unknown(self, topic: str) -> None:
+        """Kafka answered a message of ``topic`` that it has no such topic: a check that had
+        passed is run again (the topic was deleted: it is made again, as configured, and the
+        spooled messages find it), one under way is left to finish."""
+        check = self._checks.get(topic)
+        passed = check is not None and check.done() and not check.cancelled()
+        if passed and check is not None and check.exception() is None:
+            del self._checks[topic]
+        self.start(topic)
 
     def follow(self, paused: bool) -> None:
         """At every poll. Waiting messages go on, to the spool as any message Kafka does not

@@ -169,7 +169,7 @@ class KafkaPipeline:
 
     def _unknown_topic(self, topic: str) -> None:
         if self._topics is not None:
-            self._topics.start(topic)
+            self._topics.unknown(topic)
 
     async def _refused(self, exc: TopicRefused) -> NoReturn:
         """A topic the broker refuses for good: the node stops (every node would meet the
