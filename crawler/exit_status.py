@@ -13,7 +13,9 @@ for a node that saw the frontier lose its data (``frontier/epoch_lost``), whatev
 A setting the project refuses at start (a ``ValueError`` or ``NotConfigured`` raised by its own
 code while the crawler starts) made Scrapy exit 1 with asyncio's "Task exception was never
 retrieved" and a traceback, the reason on its last line; these commands log the reason alone,
-as one ERROR line (errors raised elsewhere keep asyncio's report).
+as one ERROR line (errors raised elsewhere keep asyncio's report). A node forced to stop before
+its spider closed (a second SIGTERM or Ctrl-C: Scrapy's unclean shutdown) exits 1 too, with an
+ERROR saying what it left undone.
 
 They also hand the crawler its spider arguments (``-a``) as ``CRAWLER_SPIDER_ARGUMENTS``: a plain
 spider's ``start()`` runs once per crawl, and a node given other arguments than the node that
@@ -105,12 +107,14 @@ class ExitOnRefusal(BaseRunSpiderCommand):
 
     refused = False
     spider_arguments: dict[str, str] | None = None
+    open_spiders = 0  # opened and not closed: a second signal's unclean shutdown leaves some
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
         require_cluster_addon(crawler.settings)
         if problem := reactor_problem(crawler.settings):
             raise NotStarted(problem)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         if self.spider_arguments is not None:
             crawler.settings.set(
@@ -118,7 +122,11 @@ class ExitOnRefusal(BaseRunSpiderCommand):
             )
         return crawler
 
+    def _spider_opened(self) -> None:
+        self.open_spiders += 1
+
     def _spider_closed(self, spider: Spider, reason: str, **kwargs: Any) -> None:
+        self.open_spiders -= 1
         self.refused = self.refused or reason in REFUSED_FINISH_REASONS
         stats = spider.crawler.stats
         if lost := int((stats.get_value(DATA_LOST_STAT) if stats else 0) or 0):
@@ -140,5 +148,12 @@ class ExitOnRefusal(BaseRunSpiderCommand):
             logger.error("Not started: %s", missing)
             self.exitcode = 1
             return
+        if self.open_spiders:
+            logger.error(
+                "The node stopped before its spider closed (a second SIGTERM or Ctrl-C forces "
+                "Scrapy's unclean shutdown): no final ledger push, and its leases go back to "
+                "the queue only once they expire (FRONTIER_LEASE_TIMEOUT); exit status 1"
+            )
+            self.refused = True
         if self.refused:
             self.exitcode = 1

@@ -189,3 +189,27 @@ def test_a_node_waiting_for_its_id_leases_nothing_until_it_holds_it(
         client.close()
     assert {site.base_url + path for path in site.hits} == site.all_urls()
     assert "is held by run killedrun00" in logs(tmp_path, tail=0)
+
+
+def test_a_node_forced_to_stop_by_a_second_signal_exits_1(redis_url: str, tmp_path: Path) -> None:
+    """A second SIGTERM forces Scrapy's unclean shutdown: no stats dump, no final ledger push,
+    its leases held until they expire, and the node exited 0 as after a graceful stop, so a
+    supervisor took it for done (an audit)."""
+    env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    settings = {"CRAWLER_STANDALONE_FEED": "", "CONCURRENT_REQUESTS": "4"}
+    with Site(80, delay=3.0) as site:  # downloads under way hold the graceful stop
+        client = redis.Redis.from_url(redis_url)
+        with running_nodes(1, workdir=tmp_path, env=env, settings=settings) as nodes:
+            client.lpush("pages:start_urls", site.url(0))
+            deadline = time.monotonic() + 60
+            while held_by(client, "node-0") < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)  # their downloads are under way
+            nodes[0].send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            nodes[0].send_signal(signal.SIGTERM)
+            assert wait_for_exit(nodes, timeout=60) == [1], logs(tmp_path)
+        client.close()
+    log = logs(tmp_path, tail=0)
+    assert "forcing unclean shutdown" in log
+    assert "The node stopped before its spider closed" in log
