@@ -80,6 +80,11 @@ FAMILIES = (
         r"frontier/reclaimed",
     ),
     _family(
+        "crawler_frontier_data_lost",
+        "Times this node found that Redis had lost the frontier's data (frontier/epoch_lost)",
+        r"frontier/epoch_lost",
+    ),
+    _family(
         "crawler_frontier_failed",
         "Requests recorded as failed in the frontier, by reason",
         r"frontier/failed/(.+)",
