@@ -230,7 +230,7 @@ def test_a_write_that_fills_the_disk_leaves_no_torn_line(
 
 
 def test_a_replayed_message_that_cannot_be_spooled_again_keeps_its_segment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     counts: Counter[str] = Counter()
     outcomes: list[str] = []
@@ -248,6 +248,9 @@ def test_a_replayed_message_that_cannot_be_spooled_again_keeps_its_segment(
     assert counts["kafka/replayed"] == 1
     assert counts["kafka/spool_error"] == 1
     assert item_sender.health.spool_failing
+    # a replay (`crawler spool replay` too) has no request to send back to the queue (an audit)
+    (said,) = [r.getMessage() for r in caplog.records if "Cannot spool" in r.getMessage()]
+    assert "their segment is kept for a later replay" in said
     item_sender.spool.seal()
     (segment,) = [p for p in item_sender.spool.directory.glob("*.jsonl") if p.stat().st_size]
     records = [decode_record(line) for line in segment.read_bytes().splitlines()]

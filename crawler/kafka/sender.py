@@ -223,11 +223,14 @@ class ItemSender:
         except OSError as exc:
             self._count("kafka/spool_error", 1)
             if self.health.spool_failed():
+                replayed = isinstance(on_settled, ReplaySettler)  # also `crawler spool replay`
                 logger.error(
-                    "Cannot spool messages (%s): %s; their requests go back to the queue "
-                    "(kafka/spool_error counts them)",
+                    "Cannot spool messages (%s): %s; %s (kafka/spool_error counts them)",
                     reason,
                     exc,
+                    "their segment is kept for a later replay"
+                    if replayed
+                    else "their requests go back to the queue",
                 )
             settle(on_settled, "requeue")
             return
