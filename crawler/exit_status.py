@@ -107,7 +107,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
 
     refused = False
     spider_arguments: dict[str, str] | None = None
-    open_spiders = 0  # opened and not closed: a second signal's unclean shutdown leaves some
+    open_spiders = 0  # opened and not closed: a second signal's unclean shutdown leaves one
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
@@ -126,7 +126,8 @@ class ExitOnRefusal(BaseRunSpiderCommand):
         self.open_spiders += 1
 
     def _spider_closed(self, spider: Spider, reason: str, **kwargs: Any) -> None:
-        self.open_spiders -= 1
+        # a spider whose opening failed (a pipeline's open_spider raised) is closed unopened
+        self.open_spiders = max(0, self.open_spiders - 1)
         self.refused = self.refused or reason in REFUSED_FINISH_REASONS
         stats = spider.crawler.stats
         if lost := int((stats.get_value(DATA_LOST_STAT) if stats else 0) or 0):
@@ -148,11 +149,12 @@ class ExitOnRefusal(BaseRunSpiderCommand):
             logger.error("Not started: %s", missing)
             self.exitcode = 1
             return
-        if self.open_spiders:
+        if self.open_spiders > 0:
             logger.error(
                 "The node stopped before its spider closed (a second SIGTERM or Ctrl-C forces "
-                "Scrapy's unclean shutdown): no final ledger push, and its leases go back to "
-                "the queue only once they expire (FRONTIER_LEASE_TIMEOUT); exit status 1"
+                "Scrapy's unclean shutdown): in cluster mode it made no final ledger push, and "
+                "its leases go back to the queue only once they expire (FRONTIER_LEASE_TIMEOUT); "
+                "exit status 1"
             )
             self.refused = True
         if self.refused:

@@ -8,7 +8,7 @@ import orjson
 
 from crawler.demo.site import Site, page_title
 from tests.cluster import logs, running_nodes, wait_for_exit
-from tests.user_crawl import Reference
+from tests.user_crawl import Reference, pipelines
 from tests.user_site import UserSite
 
 NO_SERVICES = {"REDIS_URL": "", "KAFKA_BOOTSTRAP_SERVERS": ""}
@@ -50,3 +50,15 @@ def test_a_stop_calls_no_errback_of_a_request_waiting_for_its_turn(tmp_path: Pat
     assert [item for item in items if "errback" in item] == []
     assert len(items) > 3  # what was in the downloader at the stop was fetched, as in Scrapy
     assert "NotFetchedAtStop" not in reference.log.read_text()
+
+
+def test_a_spider_that_could_not_open_is_no_forced_stop(tmp_path: Path) -> None:
+    """A pipeline whose open_spider raises: Scrapy closes a spider it never opened, and the
+    node's exit status said it was forced to stop (a review)."""
+    settings = {"ITEM_PIPELINES": pipelines("FailingOpenPipeline")}
+    with UserSite(4) as site, Reference("u_errback", site, tmp_path, settings) as reference:
+        code = reference.process.wait(timeout=120)
+    log = reference.log.read_text()
+    assert "the pipeline's database does not answer" in log
+    assert "stopped before its spider closed" not in log
+    assert code == 1, log

@@ -71,3 +71,13 @@ class RaiseSomePipeline:
         if page_number(item) % 4 == 0:
             raise ValueError(f"cannot handle page {page_number(item)}")
         return item
+
+
+class FailingOpenPipeline:
+    """Cannot open (its database is away, say): Scrapy closes the spider it never opened."""
+
+    def open_spider(self) -> None:
+        raise ValueError("the pipeline's database does not answer")
+
+    def process_item(self, item: Any) -> Any:
+        return item
