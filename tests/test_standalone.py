@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site, page_title
+from crawler.middlewares import refused
 from tests.cluster import logs, running_nodes, wait_for_exit
 from tests.user_crawl import Reference, pipelines
 from tests.user_site import UserSite
@@ -62,3 +66,15 @@ def test_a_spider_that_could_not_open_is_no_forced_stop(tmp_path: Path) -> None:
     assert "the pipeline's database does not answer" in log
     assert "stopped before its spider closed" not in log
     assert code == 1, log
+
+
+def test_a_standalone_stop_waits_for_a_turn_but_not_for_a_cooldown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Standalone a stop lets a request's short wait for its turn run (Scrapy fetches what its
+    downloader holds); a cooldown or Retry-After of minutes held the stop as long (a review)."""
+    crawler = get_crawler(Spider)  # Scrapy's own scheduler
+    monkeypatch.setattr(refused, "engine_closing", lambda _crawler: True)
+    refused.not_waiting_past_stop(crawler, "politeness/stopped", 3.0, "its turn at a.test")
+    with pytest.raises(refused.NotFetchedAtStop, match="waits 300s more for its turn"):
+        refused.not_waiting_past_stop(crawler, "politeness/stopped", 300.0, "its turn at a.test")

@@ -36,17 +36,30 @@ class NotFetchedAtStop(IgnoreRequest):
         self.reason = reason
 
 
+STANDALONE_STOP_WAIT = 10.0  # s: the longest wait a standalone stop lets a request finish
+
+
 def not_waiting_past_stop(crawler: Crawler, reason: str, left: float, what: str) -> None:
     """A request waits ``left`` seconds more for ``what`` (its turn, a session): when the node
     stops meanwhile (Scrapy's close waits for every download in progress, and the wait may last
     minutes), it is not fetched and its lease goes back to the queue (``reason``). Standalone
-    (Scrapy's own scheduler: no lease), it waits and is fetched, as Scrapy fetches at a close
-    what its downloader holds, and no errback is called for it."""
-    if engine_closing(crawler) and leases_requests(crawler):
+    (Scrapy's own scheduler: no lease), a wait of at most ``STANDALONE_STOP_WAIT`` runs its
+    course and the request is fetched, as Scrapy fetches at a close what its downloader holds
+    (no errback called); a longer one (a cooldown, a ``Retry-After``) is cut, the request's
+    errback called with ``NotFetchedAtStop``."""
+    if not engine_closing(crawler):
+        return
+    if leases_requests(crawler):
         raise NotFetchedAtStop(
             reason,
             f"not fetched: the node stops while the request waits {left:.0f}s more for {what} "
             "(its lease goes back to the queue)",
+        )
+    if left > STANDALONE_STOP_WAIT:
+        raise NotFetchedAtStop(
+            reason,
+            f"not fetched: the spider closes while the request waits {left:.0f}s more for "
+            f"{what} (more than the {STANDALONE_STOP_WAIT:.0f}s a stop waits)",
         )
 
 
