@@ -517,10 +517,30 @@ def test_a_node_that_starts_as_its_crawl_ends_says_so_at_info(
     log = (tmp_path / "late" / "node-0.log").read_text()
     assert re.findall(r"\[crawler\.[\w.]+\] WARNING: .*", log) == [], log
     assert (
-        "INFO: Crawl 'default' is done (nothing queued or leased; running on node-0): this "
-        "node has nothing to crawl" in log
+        "INFO: Crawl 'default' is done (nothing queued or leased; node-0, the node that wrote "
+        "its start requests, runs now): this node has nothing to crawl" in log
     ), log
     assert "INFO: The frontier of 'u_start' has nothing queued and remembers" in log, log
+
+
+def test_nodes_started_together_on_a_crawl_that_ended_a_while_ago_warn(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis, kafka_bootstrap: str
+) -> None:
+    """Two nodes run together on a finished crawl (compose scaled again): each saw the other
+    beat and said at INFO that the crawl was done, and none warned that the run crawls nothing
+    (a review). What tells a crawl that ended as a node started is that the node that wrote
+    its start requests runs: here it is gone."""
+    with UserSite(PAGES) as site:
+        again = partial(
+            cluster, "u_start", site, redis_url=redis_url, kafka_bootstrap=kafka_bootstrap
+        )
+        assert len(again(tmp_path / "first", nodes=1).items) == PAGES
+        (claim,) = redis_client.keys("{u_start}:start:*")
+        redis_client.hset(claim, "node", "a-pod-long-gone")  # new pods have new names
+        later = again(tmp_path / "later", nodes=2)
+    log = later.logs()
+    assert log.count("WARNING: Crawl 'default' has nothing left") == 2, log
+    assert log.count("WARNING: The frontier of 'u_start' has nothing queued and remembers") == 2
 
 
 def test_a_node_that_does_not_run_start_says_what_start_set_up_on_the_writer(

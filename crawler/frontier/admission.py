@@ -21,8 +21,8 @@ the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue
 dupefilter alone is said in a WARNING (``frontier/scrapy_redis_dupefilter``). An admitted
 node whose frontier has nothing queued or leased but remembers URLs seen (an earlier crawl's,
 as a rule) says so in a WARNING (``frontier/seen_at_start``): the pages they name are not
-crawled again when linked; at INFO while other nodes run the crawl (it ended as this node
-started).
+crawled again when linked; at INFO while the node that wrote the crawl's start requests runs
+(it ended as this node started).
 """
 
 from __future__ import annotations
@@ -40,12 +40,7 @@ from crawler.frontier.backlog import Backlog
 from crawler.frontier.dedup_summary import seen_entries
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
-from crawler.frontier.pending import (
-    pending_requests,
-    running_nodes,
-    spilled_requests,
-    waiting_by_topic,
-)
+from crawler.frontier.pending import pending_requests, spilled_requests, waiting_by_topic
 from crawler.frontier.refusal import (
     BacklogTopicChanged,
     BacklogUnread,
@@ -54,8 +49,10 @@ from crawler.frontier.refusal import (
 )
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.frontier.settings import FrontierSettings
+from crawler.frontier.start_claim import running_writer
 from crawler.kafka.topics import topic_from_template
 from crawler.lua import text
+from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.wakeup import close_spider_soon
@@ -194,14 +191,16 @@ class FrontierAdmission:
                 "to that were seen are not crawled again"
             )
             again = f"crawler purge {spider}"
-        running = await running_nodes(redis, keys[0]) - {self.node_run.node_id}
-        if running:  # the crawl ended as this node started: nothing to warn of
+        crawl_id = resolve_crawl_id(self.crawler.settings.get("CRAWLER_CRAWL_ID"))
+        writer = await running_writer(redis, keys[0], crawl_id)
+        if writer is not None and writer != self.node_run.node_id:  # it ended as this started
             logger.info(
-                "The frontier of '%s' has nothing queued and remembers %d URLs seen by this "
-                "crawl (running on %s): %s. To crawl them again: %s",
+                "The frontier of '%s' has nothing queued and remembers %d URLs seen by crawl %r, "
+                "whose start requests %s wrote and which runs now: %s. To crawl them again: %s",
                 spider,
                 seen,
-                ", ".join(sorted(running)),
+                crawl_id,
+                writer,
                 skipped,
                 again,
             )

@@ -1,5 +1,5 @@
 """How much work a spider's frontier holds: queued (in Redis or spilled to Kafka) and leased,
-over every part, in one round trip; and which nodes run it now (no Scrapy imports)."""
+over every part, in one round trip (no Scrapy imports)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawler.frontier.keys import FrontierKeys
-from crawler.lua import script_text, text
+from crawler.lua import text
 from crawler.redis_connection import AsyncRedis, SyncRedis
 
 
@@ -63,10 +63,3 @@ async def waiting_by_topic(client: AsyncRedis, parts: Sequence[FrontierKeys]) ->
             left = max(0, int(offset) - int(read.get(topic, 0)))
             waiting[text(topic)] = waiting.get(text(topic), 0) + left
     return waiting
-
-
-async def running_nodes(client: AsyncRedis, keys: FrontierKeys) -> set[str]:
-    """The nodes whose heartbeat is current (part 0's ``nodes``, where every node beats; Redis
-    time of the server that holds it)."""
-    script = client.register_script(script_text("crawler.frontier", "running_nodes"))
-    return {text(node) for node in await script(keys=[keys.nodes])}

@@ -101,3 +101,12 @@ class StartClaim:
         """Give the claim up while writing (the node stops): another node takes it at once.
         False when it was no longer this node's."""
         return bool(await self._release(keys=[self.key], args=[self._node_id]))
+
+
+async def running_writer(client: AsyncRedis, keys: FrontierKeys, crawl_id: str) -> str | None:
+    """The node that wrote the crawl's start requests, when it runs now (its heartbeat is
+    current): a node that finds the crawl over while it does started as the crawl ended, not
+    on a crawl that ended a while ago. None: no writer recorded, or it does not run."""
+    script = client.register_script(script_text("crawler.frontier", "start_writer_running"))
+    writer = text(await script(keys=[start_key(keys, crawl_id), keys.nodes]))
+    return writer or None

@@ -41,10 +41,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider, NotConfigured
 
 from crawler.frontier.keys import FrontierKeys, frontier_parts
-from crawler.frontier.pending import pending_requests, running_nodes
+from crawler.frontier.pending import pending_requests
 from crawler.frontier.seed_queue import seed_count
 from crawler.frontier.seed_settings import seed_key_names
-from crawler.frontier.start_claim import ClaimOutcome, StartClaim, start_key
+from crawler.frontier.start_claim import ClaimOutcome, StartClaim, running_writer, start_key
 from crawler.middlewares.idle_requests import IdleRequests
 from crawler.middlewares.lease_output import require_leasing_scheduler
 from crawler.middlewares.start_items import StartItems
@@ -116,7 +116,8 @@ class ClusterStartMiddleware:
 
     async def _say_start_written(self, spider: Spider) -> None:
         """start() is not run again: leasing; or, when the crawl has nothing left, that this
-        node crawls nothing (a warning with what to do, unless other nodes run the crawl now)."""
+        node crawls nothing (a warning with what to do, unless the node that wrote the start
+        requests runs now: the crawl ended as this node started)."""
         parts = self._parts(spider)
         pending = await self.guard.run(
             lambda: pending_requests(self._redis, parts), reads_only=True
@@ -131,10 +132,10 @@ class ClusterStartMiddleware:
                 ANOTHER_CRAWL_ID,
             )
             return
-        running = await self.guard.run(
-            lambda: running_nodes(self._redis, parts[0]), reads_only=True
+        writer = await self.guard.run(
+            lambda: running_writer(self._redis, parts[0], self.crawl_id), reads_only=True
         )
-        say_nothing_left(self.crawl_id, spider.name, running - {self.node_id})
+        say_nothing_left(self.crawl_id, spider.name, None if writer == self.node_id else writer)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         spider = self.crawler.spider

@@ -75,16 +75,18 @@ class StartWriter:
             )
 
 
-def say_nothing_left(crawl_id: str, spider: str, running: set[str]) -> None:
+def say_nothing_left(crawl_id: str, spider: str, writer: str | None) -> None:
     """A node that finds its crawl's start requests written and nothing queued or leased crawls
-    nothing: at INFO while other nodes run the crawl (it ended as this node started), else a
-    warning (``scrapy crawl`` run again after the crawl finished, as plain Scrapy users do)."""
-    if running:
+    nothing: at INFO while ``writer``, the other node that wrote them, runs (the crawl ended as
+    this node started, as a small crawl can), else a warning (``scrapy crawl`` run again after
+    the crawl finished, as plain Scrapy users do)."""
+    if writer is not None:
         logger.info(
-            "Crawl %r is done (nothing queued or leased; running on %s): this node has nothing "
-            "to crawl. To crawl the site again, stop the nodes and run `crawler purge %s`; %s",
+            "Crawl %r is done (nothing queued or leased; %s, the node that wrote its start "
+            "requests, runs now): this node has nothing to crawl. To crawl the site again, stop "
+            "the nodes and run `crawler purge %s`; %s",
             crawl_id,
-            ", ".join(sorted(running)),
+            writer,
             spider,
             ANOTHER_CRAWL_ID,
         )
