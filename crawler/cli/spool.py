@@ -174,10 +174,15 @@ def sender_count(counts: Counter[str]) -> Callable[[str, int], None]:
 
 
 def spooled_crawls(directory: Path) -> Counter[str]:
-    """The crawl ids the spool's messages carry (their ``crawl_id`` header; '' for none)."""
+    """The crawl ids the messages of the segments a replay would send carry (their ``crawl_id``
+    header; '' for none): sealed ones only, as ``claim`` takes them (a node writes the others,
+    or replays them and deletes them)."""
     crawls: Counter[str] = Counter()
     for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
-        with segment.open("rb") as handle:
+        handle = claim(segment)
+        if handle is None:
+            continue
+        with handle:
             records, _ = read_segment(handle)
         crawls.update(record.message.header("crawl_id") or "" for record in records)
     return crawls
@@ -191,7 +196,9 @@ def replay_crawl(args: argparse.Namespace, directory: Path) -> str:
     if args.crawl:
         return str(args.crawl)
     default = str(project_settings()["CRAWLER_CRAWL_ID"])
-    crawls = Counter({crawl or default: n for crawl, n in spooled_crawls(directory).items()})
+    crawls: Counter[str] = Counter()
+    for crawl, n in spooled_crawls(directory).items():
+        crawls[crawl or default] += n
     if len(crawls) > 1:
         held = ", ".join(f"{crawl} ({n})" for crawl, n in sorted(crawls.items()))
         print(
