@@ -195,8 +195,9 @@ class FrontierAdmission:
         writer = await running_writer(redis, keys[0], crawl_id)
         if writer is not None and writer != self.node_run.node_id:  # it ended as this started
             logger.info(
-                "The frontier of '%s' has nothing queued and remembers %d URLs seen by crawl %r, "
-                "whose start requests %s wrote and which runs now: %s. To crawl them again: %s",
+                "The frontier of '%s' has nothing queued and remembers %d URLs seen; crawl %r "
+                "has just ended (%s, which wrote its start requests, runs now): %s. To crawl "
+                "them again: %s",
                 spider,
                 seen,
                 crawl_id,

@@ -29,7 +29,11 @@ def _family(name: str, documentation: str, pattern: str, label: str | None = Non
 
 
 FAMILIES = (
-    _family("crawler_pages", "Responses downloaded", r"response_received_count"),
+    _family(
+        "crawler_pages",
+        "Responses that reached the spider (Scrapy's pages: not those retried or redirected)",
+        r"response_received_count",
+    ),
     _family(
         "crawler_items_scraped", "Items that went through the pipelines", r"item_scraped_count"
     ),

@@ -120,7 +120,8 @@ end
 
 -- Return the leases that expired by `now` (ms, Redis time; of any node: an owner that stopped
 -- extending them is dead or stalled), `most` at most, to the head of their levels, QUEUE_CHUNK
--- at a time. Returns {returned, examined}: leases put back, and expired ids looked at.
+-- at a time. Returns returned, examined, owners: leases put back, expired ids looked at, and
+-- node id -> how many of the leases put back were its (the record's first field).
 local function queue_reclaim(leases, inflight, levels, count, now, most)
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, most)
   local returned, owners = 0, {}
