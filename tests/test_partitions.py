@@ -408,25 +408,34 @@ class Holdings:
         pass
 
 
+async def node_holding_two(
+    r: AsyncRedis,
+) -> tuple[PartitionedFrontier, list[NewRequest], Holdings, LeaseKeeper]:
+    """Node "n" of a 2-part frontier that leased both of its two pages, its lease keeper knowing
+    a lost epoch."""
+    node = frontier(r, "n", 2)
+    pages = [page(s) for part in sites_by_part(2, 1) for s in part]
+    await node.complete_turn(pages, [])
+    taken = await node.lease(2, 60_000, call="held")
+    holdings = Holdings([lease.id for lease in taken], [lease.body for lease in taken])
+    timing = Timing(lease_timeout=60, heartbeat_interval=5, reclaim_batch=10)
+    holder: Any = holdings  # just what recovering asks of the Holder protocol
+    guard = OutageGuard("t", lambda _: None)
+    run = NodeRun(r, node.keys, "n", 5)  # unclaimed: it beats nothing
+    keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing, node_run=run)
+    keeper.epoch = "the lost epoch"
+    return node, pages, holdings, keeper
+
+
 def test_recovery_cut_short_by_an_outage_is_done_again_with_everything_held(
     redis_url: str,
 ) -> None:
     """Redis fails again while the node re-enqueues what it held: nothing is dropped before
     it is queued, so the heartbeat's next try queues it all (before, the buffered requests were
     gone by then, their leases in the new data finished: lost)."""
-    sites = sites_by_part(2, 1)
 
     async def scenario(r: AsyncRedis) -> None:
-        node = frontier(r, "n", 2)
-        await node.complete_turn([page(s) for part in sites for s in part], [])
-        taken = await node.lease(2, 60_000, call="after-the-loss")
-        holdings = Holdings([lease.id for lease in taken], [lease.body for lease in taken])
-        timing = Timing(lease_timeout=60, heartbeat_interval=5, reclaim_batch=10)
-        holder: Any = holdings  # just what recovering asks of the Holder protocol
-        guard = OutageGuard("t", lambda _: None)
-        run = NodeRun(r, node.keys, "n", 5)  # unclaimed: it beats nothing
-        keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing, node_run=run)
-        keeper.epoch = "the lost epoch"
+        node, _, holdings, keeper = await node_holding_two(r)
         real = node.complete_turn
         calls = 0
 
@@ -454,23 +463,13 @@ def test_requests_queued_again_after_a_loss_are_recorded_by_the_new_dedup(
     """A node re-enqueued what it held without fingerprints: the new dedup never learned them,
     so a link found later queued each once more (an audit: 33 of 95 pages fetched three times
     after a Redis restart without persistence)."""
-    sites = sites_by_part(2, 1)
 
     async def scenario(r: AsyncRedis) -> None:
-        node = frontier(r, "n", 2)
-        await node.complete_turn([page(s) for part in sites for s in part], [])
-        taken = await node.lease(2, 60_000, call="held")
-        holdings = Holdings([lease.id for lease in taken], [lease.body for lease in taken])
-        timing = Timing(lease_timeout=60, heartbeat_interval=5, reclaim_batch=10)
-        holder: Any = holdings
-        guard = OutageGuard("t", lambda _: None)
-        run_ = NodeRun(r, node.keys, "n", 5)
-        keeper = LeaseKeeper(node, holder, guard, Counts(Counter()), timing, node_run=run_)
+        node, pages, _, keeper = await node_holding_two(r)
         await r.flushdb()  # Redis lost its data
-        keeper.epoch = "the lost epoch"
         await keeper._frontier_lost("")
         assert await node.pending() == 2
-        await node.complete_turn([page(s) for part in sites for s in part], [])  # linked again
+        await node.complete_turn(pages, [])  # linked again
         assert await node.pending() == 2  # not queued a second time
 
     run(scenario, redis_url)
