@@ -71,8 +71,16 @@ def assert_every_line_whole(spool: Path) -> int:
 
 
 def assert_all_pages_delivered(kafka: KafkaBroker, topic: str, site: Site) -> None:
-    messages = read_topic(kafka.bootstrap_servers, topic, expected=site.pages, timeout=90)
-    missing = site.all_urls() - {orjson.loads(m.value)["url"] for m in messages}
+    """Every page's item is in the topic. Read twice at most: a read that began without the
+    partitions' ends (a broker just back may not give them) stops at ``expected`` messages,
+    and an outage's duplicates (timed-out messages the broker wrote after all) count among
+    them (a CI run: 1 page missing of 700 the nodes had every one acknowledged)."""
+    missing: set[str] = set()
+    for _ in range(2):
+        messages = read_topic(kafka.bootstrap_servers, topic, expected=site.pages, timeout=90)
+        missing = site.all_urls() - {orjson.loads(m.value)["url"] for m in messages}
+        if not missing:
+            return
     assert not missing, f"{len(missing)} pages missing, e.g. {sorted(missing)[:3]}"
 
 
