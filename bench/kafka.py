@@ -101,6 +101,7 @@ async def our_path(bootstrap: str, topic: str, fields: list[dict[str, Any]], spo
             spool_dir=spool,
             dead_letter_file=spool / "dead-letters.jsonl",
             node_id="bench",
+            crawl_id="bench",
         ),
         count=lambda stat, n: counts.update({stat: n}),
     )

@@ -200,23 +200,29 @@ def test_a_spool_replay_credits_the_crawl_its_messages_are_of(
 ) -> None:
     """`crawler spool replay pages --dir D`, as the nodes' warning and `status` say it, credited
     the replay to CRAWLER_CRAWL_ID's ledger ('default'), so the crawl the messages were of said
-    "FINISHED, BUT 104 ITEMS ONLY IN A SPOOL" for good (an audit): the records name their crawl."""
+    "FINISHED, BUT 104 ITEMS ONLY IN A SPOOL" for good (an audit): each message credits the
+    crawl its record names, a spool of several crawls too; ``--crawl`` credits them all to one."""
     topic = f"cli-{uuid.uuid4().hex[:8]}"
     spool = Spool(tmp_path / "pages", "old-node")
-    for n in range(2):
-        spool.append(message(topic, n, [("spider", b"pages"), ("crawl_id", b"c7")]), "x")
+    crawls = ["c7", "c7", "c8", ""]  # '': a record without the header, CRAWLER_CRAWL_ID's
+    for n, crawl in enumerate(crawls):
+        headers: list[tuple[str, str | bytes | None]] = [("spider", b"pages")]
+        spool.append(message(topic, n, headers + ([("crawl_id", crawl)] if crawl else [])), "x")
     spool.seal()
     replay = ("spool", "replay", "pages", "--dir", str(tmp_path), "--bootstrap", kafka_bootstrap)
     replayed = crawler_cli(*replay, "--redis", redis_url)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert redis_client.hget(LedgerKeys.for_crawl("pages", "c7").total, "items/replayed") == b"2"
-    assert not redis_client.exists(LedgerKeys.for_crawl("pages", "default").total)
-    for crawl in ("c8", "c9"):  # a spool of two crawls: which ledger is the operator's to say
-        spool.append(message(topic, 3, [("spider", b"pages"), ("crawl_id", crawl.encode())]), "x")
+
+    def credited(crawl: str) -> object:
+        return redis_client.hget(LedgerKeys.for_crawl("pages", crawl).total, "items/replayed")
+
+    assert [credited(crawl) for crawl in ("c7", "c8", "default")] == [b"2", b"1", b"1"]
+    spool.append(message(topic, 9, [("spider", b"pages"), ("crawl_id", b"c7")]), "x")
+    spool.append(message(topic, 10, [("spider", b"pages")]), "x")
     spool.seal()
-    mixed = crawler_cli(*replay, "--redis", redis_url)
-    assert mixed.returncode == 2, mixed.stdout + mixed.stderr
-    assert "holds messages of crawls c8 (1), c9 (1): give --crawl" in mixed.stderr
+    forced = crawler_cli(*replay, "--redis", redis_url, "--crawl", "c9")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert [credited(crawl) for crawl in ("c7", "c9", "default")] == [b"2", b"2", b"1"]
 
 
 def test_a_spool_replay_creates_topics_as_the_spiders_own_settings_say(
@@ -389,6 +395,7 @@ def test_a_replayed_dead_letter_keeps_the_items_timestamp(
             spool_dir=tmp_path,
             dead_letter_file=tmp_path / "dead-letters.jsonl",
             node_id="n1",
+            crawl_id="default",
         )
         sender = ItemSender(config, lambda _stat, _n: None)
         sender.dead_letter(item, "schema", "$.status: bad", outcomes.append)

@@ -45,6 +45,7 @@ def send_all(
         spool_dir=tmp_path / "spool",
         dead_letter_file=tmp_path / "spool" / "dead-letters.jsonl",
         node_id="node-0",
+        crawl_id="default",
     )
     outcomes: list[str] = [""] * len(messages)
 

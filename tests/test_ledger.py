@@ -112,6 +112,39 @@ def test_a_spool_replay_is_not_counted_as_a_node_run(
     )
 
 
+def test_a_node_credits_a_replay_of_another_crawls_spool_to_that_crawl(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Messages of crawl c0 a node of c1 replayed are c0's ``items/replayed``, pushed as a
+    spool replay of c0's, added once however often a push is sent again."""
+    extension = _extension(redis_url, "node-a:1")
+    extension._replay_run = "node-a:replay-1"
+    extension._spider = "pages"
+    stats = extension.stats
+
+    async def run() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        extension._script = RanThenTimedOut(
+            client.register_script(script_text("crawler.frontier", "ledger_push")), 1
+        )  # type: ignore[assignment]
+        try:
+            stats.set_value("kafka/replayed", 5)
+            stats.set_value("kafka/replay_of_crawl/c0", 3)
+            with pytest.raises(redis.exceptions.TimeoutError):
+                await extension.push()
+            stats.inc_value("kafka/replayed", 2)
+            stats.inc_value("kafka/replay_of_crawl/c0", 1)
+            await extension.push(final=True)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+    assert redis_client.hget(KEYS.total, "items/replayed") == b"3"
+    c0 = FrontierAdmin(redis_client, "pages").ledger("c0")
+    assert c0["totals"]["items/replayed"] == 4
+    assert (c0["runs"], c0["replays"], c0["short_runs"]) == (0, 1, [])
+
+
 def put_runs(client: redis.Redis, runs: dict[str, tuple[int, int, str]]) -> int:
     """Record node runs as ``ledger_push.lua`` does, each run -> (its last push, how many ms
     ago, its state), pushing every 5 s; returns Redis's time now (ms)."""

@@ -95,6 +95,7 @@ def sender(
                 spool_dir=tmp_path / "spool",
                 dead_letter_file=dead_letter_file(tmp_path / "spool", "n1"),
                 node_id="n1",
+                crawl_id="c1",
             ),
             count=lambda stat, n: counts.update({stat: n}),
             producer_factory=FakeProducer,  # type: ignore[arg-type]
@@ -437,6 +438,22 @@ def test_a_message_spooled_again_by_a_replay_counts_once_as_spooled(tmp_path: Pa
     item_sender.replay()
     FakeProducer.made[0].report_all(None)
     assert counts["kafka/replayed"] == 1
+
+
+def test_a_replayed_message_of_another_crawl_is_counted_for_that_crawl(tmp_path: Path) -> None:
+    """A node started with a new CRAWLER_CRAWL_ID replays the last crawl's spool: its ledger
+    credited the replay to the new crawl, and the last one said its items were only in a spool
+    for good."""
+    counts: Counter[str] = Counter()
+    item_sender = sender(tmp_path, counts)  # of crawl c1
+    for n, crawl in enumerate(["c0", "c0", "c1", None]):
+        headers: list[tuple[str, str | bytes | None]] = [("crawl_id", crawl)] if crawl else []
+        item_sender.spool.append(OutgoingMessage("items", b"k", b"%d" % n, headers, 1), "x")
+    item_sender.replay()
+    FakeProducer.made[0].report_all(None)
+    assert counts["kafka/replayed"] == 4
+    assert counts["kafka/replay_of_crawl/c0"] == 2
+    assert ledger_fields(counts)["items/replayed"] == 2  # c1's own (one without a header)
 
 
 def test_a_spool_counts_its_records_across_segments_a_block_at_a_time(

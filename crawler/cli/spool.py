@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 import uuid
 from collections import Counter
@@ -27,14 +26,20 @@ from crawler.cli.config import (
 )
 from crawler.cli.spiders import require_spider, settings_as_nodes_read_them, spider_class
 from crawler.cli.status import add_crawl_options
-from crawler.extensions.ledger_layout import REPLAY_RUN, LedgerKeys, ledger_fields, push_args
+from crawler.extensions.ledger_layout import (
+    REPLAY_RUN,
+    LedgerKeys,
+    ledger_fields,
+    push_args,
+    replayed_of_other_crawls,
+)
 from crawler.kafka.config import TopicSpec
 from crawler.kafka.producer import NO_AUTO_CREATION, message_timeout, producer_config
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import DEAD_LETTER_DIR, claim, dead_letter_file, read_segment
 from crawler.kafka.topics import TopicChecker
 from crawler.lua import script_text
-from crawler.node import resolve_node_id
+from crawler.node import resolve_crawl_id, resolve_node_id
 from crawler.redis_connection import SyncRedis
 
 
@@ -122,8 +127,19 @@ def add_replayed_to_ledger(
     )
 
 
+def replayed_by_crawl(counts: Counter[str], crawl_id: str, override: bool) -> dict[str, int]:
+    """Crawl id -> the messages of it the replay took out of the spool (delivered or
+    dead-lettered): each message's crawl (its ``crawl_id`` header; ``crawl_id`` for none), or
+    all of them ``crawl_id``'s when ``--crawl`` named it (``override``)."""
+    by_crawl = {crawl_id: ledger_fields(counts)["items/replayed"]}
+    by_crawl.update(replayed_of_other_crawls(counts))
+    if override:
+        by_crawl = {crawl_id: sum(by_crawl.values())}
+    return {crawl: n for crawl, n in by_crawl.items() if n}
+
+
 async def replay_spool(
-    args: argparse.Namespace, directory: Path, node_id: str, counts: Counter[str]
+    args: argparse.Namespace, directory: Path, node_id: str, crawl_id: str, counts: Counter[str]
 ) -> int:
     """Send the spool's messages, each topic checked first as a node checks it (with
     ``KAFKA_CREATE_TOPICS``: created with ``KAFKA_TOPIC_*``, never by the broker's
@@ -152,6 +168,7 @@ async def replay_spool(
             spool_dir=directory,
             dead_letter_file=dead_letter_file(directory, node_id),
             node_id=node_id,
+            crawl_id=crawl_id,
         ),
         count=count,
         topic_check=check if spec is not None else None,
@@ -173,54 +190,17 @@ def sender_count(counts: Counter[str]) -> Callable[[str, int], None]:
     return lambda stat, n: counts.update({stat: n})
 
 
-def spooled_crawls(directory: Path) -> Counter[str]:
-    """The crawl ids the messages of the segments a replay would send carry (their ``crawl_id``
-    header; '' for none): sealed ones only, as ``claim`` takes them (a node writes the others,
-    or replays them and deletes them)."""
-    crawls: Counter[str] = Counter()
-    for segment in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
-        handle = claim(segment)
-        if handle is None:
-            continue
-        with handle:
-            records, _ = read_segment(handle)
-        crawls.update(record.message.header("crawl_id") or "" for record in records)
-    return crawls
-
-
-def replay_crawl(args: argparse.Namespace, directory: Path) -> str:
-    """The crawl whose ledger a replay counts in: ``--crawl``, else the one the spooled messages
-    are of (a replay run as the nodes' warning says it credited CRAWLER_CRAWL_ID's, and the
-    crawl kept saying its items were only in a spool: an audit), else CRAWLER_CRAWL_ID. A spool
-    of several crawls ends the command: which ledger counts them is the operator's to say."""
-    if args.crawl:
-        return str(args.crawl)
-    default = str(project_settings()["CRAWLER_CRAWL_ID"])
-    crawls: Counter[str] = Counter()
-    for crawl, n in spooled_crawls(directory).items():
-        crawls[crawl or default] += n
-    if len(crawls) > 1:
-        held = ", ".join(f"{crawl} ({n})" for crawl, n in sorted(crawls.items()))
-        print(
-            f"{directory} holds messages of crawls {held}: give --crawl, the crawl whose ledger "
-            "counts them (crawler status shows a crawl's items still in a spool until it does)",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
-    return next(iter(crawls), default)
-
-
 def run_replay(args: argparse.Namespace) -> int:
     directory = spider_spool(args)
     ledger = ledger_redis(args)
-    crawl_id = replay_crawl(args, directory) if ledger is not None else ""
+    crawl_id = args.crawl or resolve_crawl_id(project_settings().get("CRAWLER_CRAWL_ID"))
     counts: Counter[str] = Counter()
     node_id = resolve_node_id("")
-    left = asyncio.run(replay_spool(args, directory, node_id, counts))
+    left = asyncio.run(replay_spool(args, directory, node_id, crawl_id, counts))
     if ledger is not None:
         try:
-            if replayed := ledger_fields(counts)["items/replayed"]:
-                add_replayed_to_ledger(ledger, args.spider, crawl_id, node_id, replayed)
+            for crawl, replayed in replayed_by_crawl(counts, crawl_id, bool(args.crawl)).items():
+                add_replayed_to_ledger(ledger, args.spider, crawl, node_id, replayed)
         finally:
             ledger.close()
     # a replayed message Kafka did not take is spooled again as kafka/respooled; those purged

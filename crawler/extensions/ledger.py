@@ -10,6 +10,11 @@ push that failed or timed out is sent again unchanged, through Redis outages, an
 added once even when the first attempt had landed. The runs hash keeps each run's
 last push, so ``crawler status`` names the runs that stopped without their final push
 (killed nodes): the ledger is short by at most their last interval, and says so.
+
+Spooled messages of another crawl that the node's replays took out of its spool (a node started
+with a new ``CRAWLER_CRAWL_ID`` on a host whose spool holds the last crawl's) go to that crawl's
+``items/replayed``, in pushes of their own (run ``<node id>:replay-<random>``, a spool replay's to
+``crawler status``) numbered as the node's.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
 from crawler.extensions.ledger_layout import (
+    REPLAY_RUN,
     SPOOLED_BY_PREFIX,
     LedgerKeys,
     ledger_fields,
     push_args,
+    replayed_of_other_crawls,
 )
 from crawler.lua import script_text
 from crawler.node import resolve_crawl_id
@@ -70,6 +77,8 @@ class Push:
     number: int
     deltas: dict[str, int]
     totals: dict[str, int]  # the node's counters this push brings the ledger to
+    other_crawls: dict[str, int]  # crawl id -> its replayed messages since the last push
+    other_totals: dict[str, int]
 
 
 class LedgerExtension:
@@ -79,9 +88,12 @@ class LedgerExtension:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self._pushed: dict[str, int] = {}
+        self._pushed_other: dict[str, int] = {}
         self._pending: Push | None = None  # sent, not yet known to be added
         self._number = 0
         self._run = ""
+        self._replay_run = ""  # the run of its pushes to other crawls' ledgers
+        self._spider = ""
         self._node = ""
         self._script: AsyncScript | None = None
         self._guard: OutageGuard | None = None
@@ -99,7 +111,10 @@ class LedgerExtension:
         context = NodeContext.required(self.crawler, "LedgerExtension")
         self._keys = LedgerKeys.for_crawl(spider.name, self.settings.crawl_id)
         self._node = context.node_id
-        self._run = f"{context.node_id}:{uuid.uuid4().hex[:8]}"
+        self._spider = spider.name
+        run = uuid.uuid4().hex[:8]
+        self._run = f"{context.node_id}:{run}"
+        self._replay_run = f"{context.node_id}{REPLAY_RUN}{run}"
         self._script = context.redis.register_script(script_text("crawler.frontier", "ledger_push"))
         self._guard = context.guard("ledger")
         self._loop = context.supervise("ledger", self._push_loop)
@@ -155,18 +170,22 @@ class LedgerExtension:
         assert self._script is not None
         if self._pending is not None:
             await self._send(self._pending, final=False)
-        current = ledger_fields(self.stats.get_stats())
+        stats = self.stats.get_stats()
+        current = ledger_fields(stats)
         if current["items/spooled"]:  # status names the nodes whose spool holds items
             current[SPOOLED_BY_PREFIX + self._node] = current["items/spooled"]
-        deltas = {
-            field: value - self._pushed.get(field, 0)
-            for field, value in current.items()
-            if value != self._pushed.get(field, 0)
-        }
+        other = replayed_of_other_crawls(stats)
         self._number += 1
-        self._pending = Push(self._number, deltas, current)
-        await self._send(self._pending, final=final)
-        return deltas
+        push = Push(
+            self._number,
+            _changes(current, self._pushed),
+            current,
+            _changes(other, self._pushed_other),
+            other,
+        )
+        self._pending = push
+        await self._send(push, final=final)
+        return push.deltas
 
     async def _send(self, push: Push, *, final: bool) -> None:
         assert self._script is not None
@@ -180,5 +199,22 @@ class LedgerExtension:
             deltas=push.deltas,
         )
         await self._script(keys=[self._keys.total, self._keys.runs], args=args)
+        for crawl, replayed in push.other_crawls.items():
+            keys = LedgerKeys.for_crawl(self._spider, crawl)
+            deltas = {"items/replayed": replayed}
+            other_args = push_args(
+                self._replay_run, push.number, keys, state="final", every_ms=0, deltas=deltas
+            )
+            await self._script(keys=[keys.total, keys.runs], args=other_args)
         self._pushed = push.totals
+        self._pushed_other = push.other_totals
         self._pending = None
+
+
+def _changes(current: dict[str, int], pushed: dict[str, int]) -> dict[str, int]:
+    """The counters of ``current`` that moved since ``pushed``, by how much."""
+    return {
+        field: value - pushed.get(field, 0)
+        for field, value in current.items()
+        if value != pushed.get(field, 0)
+    }

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crawler.frontier.keys import glob_escape
+from crawler.kafka.replay import REPLAY_OF_CRAWL
 from crawler.zhihu.completeness import LEDGER_PREFIXES
 
 BUCKET_TTL = 2 * 3600  # seconds a per-minute bucket is kept
@@ -44,7 +45,8 @@ SUMMED_FIELDS = {
     "lease_lost": ("frontier/lease_lost/",),
     "items/errored": ("pipeline/item_error/",),  # lost: a pipeline raised on them
     "unstored": ("frontier/unserializable",),  # requests not enqueued: Redis cannot hold them
-    # spooled messages a replay took out of the spool: delivered, or dead-lettered
+    # spooled messages a replay took out of the spool: delivered, or dead-lettered (those of
+    # other crawls taken out below: their crawls' ledgers count them)
     "items/replayed": ("kafka/replayed", "kafka/replay_dead_lettered"),
 }
 DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
@@ -102,6 +104,7 @@ def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
     fields = {field: numbers.get(stat, 0) for field, stat in DIRECT_FIELDS.items()}
     for field, prefixes in SUMMED_FIELDS.items():
         fields[field] = sum(v for name, v in numbers.items() if name.startswith(prefixes))
+    fields["items/replayed"] -= sum(replayed_of_other_crawls(numbers).values())
     fields["items/dead_lettered"] = sum(numbers.get(stat, 0) for stat in DEAD_LETTER_STATS)
     for name, value in numbers.items():
         if name.startswith(FAILED_PREFIX):
@@ -109,3 +112,13 @@ def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
         elif name.startswith(KEPT_PREFIXES):
             fields[name] = value
     return fields
+
+
+def replayed_of_other_crawls(stats: Mapping[str, object]) -> dict[str, int]:
+    """Crawl id -> the messages of that crawl (not the node's) the node's replays took out of
+    its spool: added to that crawl's ``items/replayed``."""
+    return {
+        name[len(REPLAY_OF_CRAWL) :]: int(value)
+        for name, value in stats.items()
+        if name.startswith(REPLAY_OF_CRAWL) and isinstance(value, int | float)
+    }

@@ -4,6 +4,10 @@ A segment is claimed (``flock``), its records are sent again, and it is deleted 
 record is settled elsewhere: delivered, dead-lettered or spooled again (into the segment
 being written). A record that could be none of these (the disk is full) keeps its whole
 segment for a later replay: delivered records of it may be sent twice, none is lost.
+
+A record of another crawl than the node's (its ``crawl_id`` header), as a node started with a new
+``CRAWLER_CRAWL_ID`` finds them in its spool, is also counted as ``kafka/replay_of_crawl/<id>``:
+the ledger credits that crawl with it, not the node's.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ Settled = Callable[[str], None]
 Send = Callable[[OutgoingMessage, Settled], None]
 
 
+REPLAY_OF_CRAWL = "kafka/replay_of_crawl/"  # + crawl id: records of another crawl replayed
+
+
 class SpoolReplay:
-    def __init__(self, spool: Spool, count: Count) -> None:
+    def __init__(self, spool: Spool, count: Count, crawl_id: str) -> None:
         self.spool = spool
         self.count = count
+        self.crawl_id = crawl_id  # the node's: records without a crawl_id header are of it
         self.running = 0  # segments being replayed
 
     def replay(self, send: Send) -> None:
@@ -43,37 +51,48 @@ class SpoolReplay:
             if records:
                 logger.info("Replaying %d spooled messages from %s", len(records), segment)
             self.running += 1
-            settled = self._settler(segment, handle, len(records))
+            replayed = SegmentReplay(self, segment, handle, len(records))
+            if not records:
+                replayed.finish()
             for record in records:
-                send(record.message, settled)
-
-    def _settler(self, segment: Path, handle: IO[bytes], total: int) -> ReplaySettler:
-        settler = ReplaySettler(self, segment, handle, total)
-        if total == 0:
-            settler.finish()
-        return settler
+                crawl = record.message.header("crawl_id")
+                other = crawl if crawl and crawl != self.crawl_id else None
+                send(record.message, ReplaySettler(replayed, other))
 
 
 class ReplaySettler:
-    """Settles the records of one replayed segment (``Settled``); deletes the segment once
-    each is settled, unless one could not be (``requeue``: a disk error). The sender knows a
-    replayed message by it: spooled again, it is not counted as spooled a second time."""
+    """Settles one replayed record (``Settled``), ``other_crawl`` naming its crawl when that is
+    not the node's. The sender knows a replayed message by it: spooled again, it is not counted
+    as spooled a second time."""
+
+    def __init__(self, segment: SegmentReplay, other_crawl: str | None) -> None:
+        self._segment = segment
+        self._other_crawl = other_crawl
+
+    def __call__(self, outcome: str) -> None:
+        count = self._segment.replay.count
+        if outcome in ("delivered", "dead_lettered"):  # out of the spool: dead-lettered to a
+            # DLQ, or the node's file
+            count("kafka/replayed" if outcome == "delivered" else "kafka/replay_dead_lettered", 1)
+            if self._other_crawl is not None:
+                count(REPLAY_OF_CRAWL + self._other_crawl, 1)
+        self._segment.settled(kept=outcome == "requeue")
+
+
+class SegmentReplay:
+    """One replayed segment: deleted once each record is settled, unless one could not be
+    (``requeue``: a disk error)."""
 
     def __init__(self, replay: SpoolReplay, segment: Path, handle: IO[bytes], total: int) -> None:
-        self._replay = replay
+        self.replay = replay
         self._segment = segment
         self._handle = handle
         self._left = total
         self._kept = False
 
-    def __call__(self, outcome: str) -> None:
+    def settled(self, *, kept: bool) -> None:
         self._left -= 1
-        if outcome == "delivered":
-            self._replay.count("kafka/replayed", 1)
-        elif outcome == "dead_lettered":  # out of the spool too: to a DLQ, or the node's file
-            self._replay.count("kafka/replay_dead_lettered", 1)
-        elif outcome == "requeue":
-            self._kept = True
+        self._kept = self._kept or kept
         if self._left == 0:
             self.finish()
 
@@ -83,4 +102,4 @@ class ReplaySettler:
         else:
             self._segment.unlink(missing_ok=True)
         self._handle.close()
-        self._replay.running -= 1
+        self.replay.running -= 1

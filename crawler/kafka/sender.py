@@ -72,6 +72,7 @@ class SenderConfig:
     spool_dir: Path
     dead_letter_file: Path
     node_id: str
+    crawl_id: str  # the node's: a replayed message of another is credited to that crawl
     backpressure_wait: float = 0.05
     replay_interval: float = 30.0
 
@@ -100,7 +101,7 @@ class ItemSender:
         self.health = BrokerHealth(str(config.producer_config.get("bootstrap.servers")), count)
         self.producer = self._new_producer()
         self.spool = Spool(config.spool_dir, config.node_id)
-        self._replay = SpoolReplay(self.spool, count)
+        self._replay = SpoolReplay(self.spool, count, config.crawl_id)
         self._dead_letters = DeadLetterWriter(
             config.dlq_topic_template,
             config.dead_letter_file,

@@ -106,6 +106,7 @@ class KafkaPipeline:
                 spool_dir=spool_dir,
                 dead_letter_file=dead_letter_file(spool_dir, self.settings.node_id),
                 node_id=self.settings.node_id,
+                crawl_id=self.settings.crawl_id,
                 backpressure_wait=self.settings.backpressure_wait,
                 replay_interval=self.settings.replay_interval,
             ),
