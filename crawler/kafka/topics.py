@@ -140,8 +140,7 @@ class TopicChecker:
         passed is run again (the topic was deleted: it is made again, as configured, and the
         spooled messages find it), one under way is left to finish."""
         check = self._checks.get(topic)
-        passed = check is not None and check.done() and not check.cancelled()
-        if passed and check is not None and check.exception() is None:
+        if check is not None and check.done() and not check.cancelled() and not check.exception():
             del self._checks[topic]
         self.start(topic)
 
