@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from crawler.cli.status_text import pause_text
 from crawler.extensions.ledger_layout import ledger_fields
 from crawler.kafka.errors import BATCH_ERRORS
 from crawler.kafka.messages import OutgoingMessage
@@ -27,6 +28,7 @@ from crawler.kafka.spool import (
     decode_record,
     encode_record,
 )
+from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 
 Report = Callable[[KafkaError | None, Any], None]
 
@@ -190,15 +192,23 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
         raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
 
     FakeProducer.made[0].send = unknown  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR, logger="crawler.kafka.sender"):
+    with caplog.at_level(logging.WARNING, logger="crawler.kafka"):
         send_all(item_sender, [message(1), message(2)], outcomes)
     assert outcomes == ["spooled", "spooled"]
+    # said as what it is: Kafka answered, it has no such topic (not "Kafka unreachable")
+    assert "unreachable" not in caplog.text
+    assert "Kafka at unused:1 has no topic for some items (_unknown_topic)" in caplog.text
     assert told == ["items", "items"]
     named = [r.getMessage() for r in caplog.records if "has no topic items" in r.getMessage()]
     assert len(named) == 1, caplog.text
     assert "KAFKA_CREATE_TOPICS" in named[0] and "KAFKA_TOPIC_TEMPLATE" in named[0]
     assert counts["kafka/dead_lettered"] == 0
     assert item_sender.outage_seconds() > 0  # an outage, not a permanent failure
+    # and `crawler status` says it as what it is too
+    notice = PauseInfo(reason=KAFKA_AWAY, since=0.0, missing_topic=item_sender.health.missing_topic)
+    assert pause_text(notice).startswith("KAFKA HAS NO TOPIC FOR SOME ITEMS since 1970-01-01")
+    paused = PauseInfo(reason="max_outage", since=0.0, missing_topic=True)
+    assert pause_text(paused).startswith("PAUSED (Kafka has no topic for some items since ")
     # a dead letter whose dead-letter topic is missing: its original topic's check (which
     # creates items.dlq), not one for items.dlq (which would create items.dlq.dlq)
     item_sender.dead_letter(message(3), "schema", "$.n: bad", outcomes.append)

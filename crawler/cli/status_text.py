@@ -176,10 +176,13 @@ def _named(runs: list[str]) -> str:
 
 def pause_text(pause: PauseInfo) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(pause["since"]))
+    kafka = (
+        "Kafka has no topic for some items" if pause.get("missing_topic") else "Kafka unreachable"
+    )
     if pause["reason"] == KAFKA_AWAY:
-        return f"KAFKA UNREACHABLE since {since} UTC (spooling its items, still crawling)"
+        return f"{kafka.upper()} since {since} UTC (spooling its items, still crawling)"
     spool = ", its spool cannot be written" if pause["reason"] == "spool_error" else ""
-    return f"PAUSED (Kafka unreachable since {since} UTC{spool})"
+    return f"PAUSED ({kafka} since {since} UTC{spool})"
 
 
 def spool_text(status: FrontierStatus) -> str:

@@ -61,23 +61,31 @@ class BrokerHealth:
         self.down_since: float | None = None
         self.spool_failing = False  # a spool write failed during this outage
         self._errors = 0  # connection errors during this outage
+        self.missing_topic = False  # this outage began with a topic Kafka does not have
 
     def outage_seconds(self) -> float:
         """How long Kafka has not answered (0 when it does)."""
         return 0.0 if self.down_since is None else self._clock() - self.down_since
 
-    def failed(self, reason: str, since: float | None = None) -> None:
-        """Kafka did not answer (``since``: when it last did, default now)."""
+    def failed(
+        self, reason: str, since: float | None = None, *, missing_topic: bool = False
+    ) -> None:
+        """Kafka did not answer (``since``: when it last did, default now), or answered that it
+        has no topic for a message (``missing_topic``: the ERROR naming the topic is the
+        sender's; the crawl waits for it as for a broker away, up to ``KAFKA_MAX_OUTAGE``)."""
         if self.down_since is not None:
             return
         self.down_since = self._clock() if since is None else since
+        self.missing_topic = missing_topic
         self._count("kafka/unreachable", 1)
         logger.warning(
-            "Kafka unreachable at %s (%s): items wait until it answers (a new topic's for its "
-            "check, the others in the producer and the spool); connection errors are counted in "
-            "kafka/connection_errors",
-            self.bootstrap_servers,
+            "Kafka %s (%s): items wait until %s (a new topic's for its check, the others in the "
+            "producer and the spool); connection errors are counted in kafka/connection_errors",
+            f"at {self.bootstrap_servers} has no topic for some items"
+            if missing_topic
+            else f"unreachable at {self.bootstrap_servers}",
             reason,
+            "it has (see the ERROR naming the topic)" if missing_topic else "it answers",
         )
 
     def connection_error(self, reason: str) -> None:
@@ -96,7 +104,8 @@ class BrokerHealth:
         if self.down_since is None:
             return
         logger.warning(
-            "Kafka answers again after %.1fs (%d connection errors)",
+            "Kafka %s after %.1fs (%d connection errors)",
+            "takes items again" if self.missing_topic else "answers again",
             self._clock() - self.down_since,
             self._errors,
         )

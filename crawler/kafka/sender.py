@@ -195,11 +195,12 @@ class ItemSender:
     ) -> None:
         reason = error_reason(error)
         self._count(f"kafka/failed/{reason}", 1)
-        if error.code() in UNKNOWN_TOPIC_ERRORS:
+        missing_topic = error.code() in UNKNOWN_TOPIC_ERRORS
+        if missing_topic:
             self._topic_missing(message)
         # no outage when purged by us (closing, a new producer) or the local queue is full
         if error.code() not in LOCAL_ERRORS:
-            self.health.failed(reason)
+            self.health.failed(reason, missing_topic=missing_topic)
         self._spool(message, reason, on_settled)
 
     def _topic_missing(self, message: OutgoingMessage) -> None:

@@ -288,7 +288,11 @@ class KafkaPipeline:
         away = self.sender.outage_seconds()
         if self._paused is None and not away:
             return None
-        return PauseInfo(reason=self._paused or KAFKA_AWAY, since=time.time() - away)
+        return PauseInfo(
+            reason=self._paused or KAFKA_AWAY,
+            since=time.time() - away,
+            missing_topic=self.sender.health.missing_topic,
+        )
 
     async def _drain(self) -> None:
         """The engine is closing: settle every item still waiting on the broker (what is

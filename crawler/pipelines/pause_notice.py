@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import orjson
 from scrapy.crawler import Crawler
@@ -30,6 +30,8 @@ class PauseInfo(TypedDict):
     # max_outage | spool_error (kafka/crawl_paused/<reason>): paused; KAFKA_AWAY: spooling
     reason: str
     since: float  # epoch seconds: when Kafka stopped answering
+    # Kafka answered, it has no topic for some items (the outage began so); absent before
+    missing_topic: NotRequired[bool]
 
 
 def pause_key(spider: str, node: str) -> str:
@@ -45,7 +47,11 @@ def read_pauses(client: SyncRedis, spider: str, nodes: list[str]) -> dict[str, P
     for node, value in zip(nodes, values, strict=True):
         if value is not None:
             notice = orjson.loads(text(value))
-            pauses[node] = PauseInfo(reason=str(notice["reason"]), since=float(notice["since"]))
+            pauses[node] = PauseInfo(
+                reason=str(notice["reason"]),
+                since=float(notice["since"]),
+                missing_topic=bool(notice.get("missing_topic", False)),
+            )
     return pauses
 
 
