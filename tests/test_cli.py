@@ -25,7 +25,7 @@ from crawler.demo.nodes import REPO_ROOT
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
-from crawler.kafka.reader import read_topic
+from crawler.kafka.reader import iter_topic, read_topic
 from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import JsonLinesLog, Spool, dead_letter_file, encode_record
 
@@ -103,6 +103,36 @@ def test_consume_prints_values_as_they_are(kafka_bootstrap: str) -> None:
         "{'url': 'http://h/'}",
     ]
     assert b'"big": 1180591620717411303424, "price": 1.10}' in as_json.stdout.encode()
+
+
+def test_a_tail_reads_a_topic_deleted_and_made_again_from_its_start(kafka_bootstrap: str) -> None:
+    """A reader past the old topic's end found the new one's offsets out of range and went to
+    its end (librdkafka's default): the messages written before it noticed were never read."""
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    produce(kafka_bootstrap, [message(topic, n, []) for n in range(5)])
+    tail = iter_topic(kafka_bootstrap, [topic], from_beginning=False)
+    read: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while next(tail) is None and time.monotonic() < deadline:  # assigned, at the end
+        produce(kafka_bootstrap, [message(topic, 5, [])])
+    for future in admin.delete_topics([topic]).values():
+        future.result(timeout=30)
+    while topic in admin.list_topics(timeout=10).topics:
+        time.sleep(0.1)
+    again = [message(topic, n, []) for n in range(10, 12)]
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(timeout=30)
+    produce(kafka_bootstrap, again)
+    try:
+        while len(read) < 2 and time.monotonic() < deadline + 30:
+            if (received := next(tail)) is not None and received.value != message(
+                topic, 5, []
+            ).value:
+                read.append(received.value)
+    finally:
+        tail.close()
+    assert read == [m.value for m in again]
 
 
 @pytest.mark.parametrize("command", ["list", "replay"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,15 +66,19 @@ def iter_topic(
     from_beginning: bool = True,
     poll_timeout: float = 0.2,
     security: Mapping[str, Any] = NO_SECURITY,
-) -> Iterator[ReceivedMessage | None]:
+) -> Generator[ReceivedMessage | None]:
     """Yield messages of ``topics``; ``None`` after each quiet poll.
 
     Partitions are assigned directly (no consumer group to join, no rebalance that could
     pause or restart the read) as soon as the topic's metadata shows them; topics and
-    partitions that appear later are picked up within ``PARTITION_CHECK`` seconds.
+    partitions that appear later are picked up within ``PARTITION_CHECK`` seconds. A position
+    the broker no longer has (the topic was deleted and made again, or retention deleted what
+    was not read yet) goes to the partition's first offset, not its end: nothing written
+    meanwhile is skipped.
     """
     group = f"reader-{uuid.uuid4().hex}"
-    consumer = _reader(bootstrap_servers, group, security, {"enable.auto.commit": False})
+    options = {"enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    consumer = _reader(bootstrap_servers, group, security, options)
     start = OFFSET_BEGINNING if from_beginning else OFFSET_END
     assigned: set[tuple[str, int]] = set()
     next_check = 0.0
