@@ -12,8 +12,11 @@ import pytest
 from scrapy import Request
 from scrapy.http import Response, TextResponse
 from scrapy.utils.test import get_crawler
+from twisted.internet.error import ConnectionLost
+from twisted.python.failure import Failure
 
 from crawler.frontier.seeds import InvalidSeed
+from crawler.middlewares.refused import RefusedRequest
 from crawler.spiders.zhihu import ZhihuSpider
 from crawler.zhihu.items import ZhihuCommentItem, ZhihuListItem, ZhihuUnparsedItem
 from crawler.zhihu.middleware import ZhihuApiMiddleware
@@ -302,3 +305,71 @@ def test_a_list_page_sent_again_from_its_failure_record_completes_its_list_once(
         for name in ("declared", "collected", "shortfall", "short_lists")
     }
     assert counted == {"declared": 3, "collected": 3, "shortfall": 0, "short_lists": 0}
+
+
+def not_fetched(zhihu: ZhihuSpider, request: Request, error: Exception) -> list[Any]:
+    """What the request's errback gives for ``error``, as Scrapy calls it."""
+    failure = Failure(error)  # type: ignore[no-untyped-call]
+    failure.request = request  # type: ignore[attr-defined]  # Scrapy sets it
+    assert request.errback is not None
+    return list(request.errback(failure))
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (ConnectionLost("closed"), "download/ConnectionLost"),
+        (RefusedRequest("sessions/unavailable", "no session"), "sessions/unavailable"),
+    ],
+)
+def test_a_list_page_that_cannot_be_fetched_ends_its_list_short(
+    error: Exception, reason: str
+) -> None:
+    """A page of a list whose download failed for good (retries spent) or that a middleware
+    dropped (no usable session) never reached parse: its list was never recorded, and
+    completeness said 100% with 20 of 30 answers (an audit). Sent again from its failure
+    record, the chain's end counts the list once."""
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    (short,) = not_fetched(zhihu, more, error)
+    assert isinstance(short, ZhihuListItem)
+    assert (short.list, short.declared, short.collected, short.shortfall) == (
+        "root_comment",
+        3,
+        1,
+        2,
+    )
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    assert stats.get_value("zhihu/not_fetched/root_comment") == 1
+
+    again = {**more.meta, "failure_retried": reason}  # as `crawler failed retry` sends it
+    rest = page(
+        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
+    )
+    (done,) = [i for i in parse(zhihu, more.url, rest, **again) if isinstance(i, ZhihuListItem)]
+    assert (done.declared, done.collected, done.shortfall) == (3, 3, 0)
+    counted = {
+        name: stats.get_value(f"zhihu/{name}/root_comment")
+        for name in ("declared", "collected", "shortfall", "short_lists")
+    }
+    assert counted == {"declared": 3, "collected": 3, "shortfall": 0, "short_lists": 0}
+
+
+def test_a_page_retried_after_its_callback_raised_records_its_list_in_full() -> None:
+    """A callback that raised recorded nothing: its page sent again records the whole list."""
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    again = {**more.meta, "failure_retried": "spider_exception/KeyError"}
+    rest = page(
+        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
+    )
+    parse(zhihu, more.url, rest, **again)
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    assert stats.get_value("zhihu/declared/root_comment") == 3
+    assert stats.get_value("zhihu/collected/root_comment") == 3

@@ -41,9 +41,10 @@ from crawler.spiders.zhihu_chains import (
     SKIP,
     SOURCE,
     Output,
-    ZhihuChains,
+    recorded_before,
 )
-from crawler.zhihu.completeness import TALLY, Completeness, Tally
+from crawler.spiders.zhihu_comments import ZhihuComments
+from crawler.zhihu.completeness import TALLY, Completeness
 from crawler.zhihu.errors import ApiError, Problem
 from crawler.zhihu.login import PasswordLogin, account_password
 from crawler.zhihu.middleware import response_error
@@ -68,7 +69,7 @@ API_MIDDLEWARE = "crawler.zhihu.middleware.ZhihuApiMiddleware"
 API_MIDDLEWARE_ORDER = 730  # after SharedSessionMiddleware (720): signs the session's d_c0
 
 
-class ZhihuSpider(ZhihuChains):
+class ZhihuSpider(ZhihuComments):
     name = "zhihu"
     session_platform: str | None = "zhihu"
     custom_settings: dict[str, Any] | None = {  # noqa: RUF012 - Scrapy's own attribute
@@ -211,11 +212,6 @@ class ZhihuSpider(ZhihuChains):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Output]:
         endpoint = str(response.meta.get(ENDPOINT, ""))
-        retried = str(response.meta.get(FAILURE_RETRIED_META, ""))
-        if retried.startswith("zhihu/") and TALLY in response.meta:
-            # sent again from a failure record of _failed_for_good, whose list was recorded
-            # short then: the chain's end records what it adds to that, not the list again
-            response.meta.setdefault(RECORDED, response.meta[TALLY])
         error = response_error(response)
         if error is not None:
             yield from self._failed(response, endpoint, error)
@@ -249,7 +245,7 @@ class ZhihuSpider(ZhihuChains):
             self._stat(f"parse_error/{endpoint}")
             logger.error("Cannot parse %s (%s): %s", response.url, endpoint, exc)
             yield self._unparsed(response, endpoint, response.text, exc, ctx)
-            yield from self._cut_short(response, endpoint)
+            yield from self._cut_short(response.meta, endpoint)
 
     def _failed(self, response: Response, endpoint: str, error: ApiError) -> Iterator[Output]:
         # ZhihuApiMiddleware counts every answer's code (zhihu/api_error/<code>)
@@ -264,7 +260,7 @@ class ZhihuSpider(ZhihuChains):
             )
             if error.problem is not Problem.NOT_FOUND:  # deleted content: nothing to retry
                 self._failed_for_good(response, error)
-            yield from self._cut_short(response, endpoint)
+            yield from self._cut_short(response.meta, endpoint)
             return
         # a failure record sent again starts its retries over
         tries = (
@@ -274,10 +270,12 @@ class ZhihuSpider(ZhihuChains):
             self._stat(f"gave_up/{error.problem.value}")
             logger.error("%s: %s %d times, giving up", response.url, error.problem.value, tries)
             self._failed_for_good(response, error)
-            yield from self._cut_short(response, endpoint)
+            yield from self._cut_short(response.meta, endpoint)
             return
         self._stat(f"retry/{error.problem.value}")
         meta = {key: response.meta[key] for key in CARRIED if key in response.meta}
+        if (recorded := recorded_before(response.meta)) is not None:
+            meta[RECORDED] = recorded  # sent again from a failure record: still so
         retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, dont_filter=True)
         retry.priority = response.request.priority - 1 if response.request else -1
         yield retry
@@ -287,13 +285,6 @@ class ZhihuSpider(ZhihuChains):
         ``crawler failed zhihu retry`` sends again once sessions or limits are mended."""
         detail = f"{error.code} {error.message[:200]}"
         fail_page(self.crawler, response, f"zhihu/{error.problem.value}", detail)
-
-    def _cut_short(self, response: Response, endpoint: str) -> Iterator[Output]:
-        """A list page that failed for good (an error answer, or a payload that cannot be
-        parsed) ends its list there: recorded with what it had collected, so its shortfall
-        shows (a list that declared no total, or no list, has nothing to show)."""
-        owner = str(response.meta.get(OWNER, ""))
-        yield from self._recorded(endpoint, owner, Tally.of(response.meta), response)
 
     def _page(self, response: Response, endpoint: str, ctx: Context) -> Iterator[Output]:
         kind, content_type = PAGE_KINDS[endpoint]

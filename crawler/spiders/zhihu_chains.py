@@ -16,17 +16,18 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
+from crawler.frontier.inspect import FAILURE_RETRIED_META
 from crawler.spiders.base import RedisSpider
 from crawler.zhihu.completeness import TALLY, Completeness, Tally, stat_deltas
 from crawler.zhihu.items import ZhihuItem, ZhihuListItem, ZhihuUnparsedItem
 from crawler.zhihu.parsers import (
     Context,
-    comment_item,
     content_item,
     creator_item,
-    excused_comments,
     search_page,
     unparsed_item,
 )
@@ -69,6 +70,23 @@ MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
 )
 
 
+# failure reasons of a page whose list was not recorded short when it failed (its callback
+# raised; it could not be rebuilt): every other failure ended its list, recorded short
+UNRECORDED_FAILURES = ("spider_exception/", "decode/")
+
+
+def recorded_before(meta: Mapping[str, Any]) -> Any:
+    """The tally its list was recorded short with, of a list page sent again from its failure
+    record (``crawler failed retry``): the chain's end records only what it adds to that. None
+    for any other page."""
+    if RECORDED in meta:
+        return meta[RECORDED]
+    retried = str(meta.get(FAILURE_RETRIED_META, ""))
+    if retried and not retried.startswith(UNRECORDED_FAILURES) and TALLY in meta:
+        return meta[TALLY]
+    return None
+
+
 class ZhihuChains(RedisSpider):
     handle_httpstatus_list = ERROR_STATUSES
     config: ZhihuSettings
@@ -90,10 +108,36 @@ class ZhihuChains(RedisSpider):
         return Request(
             url,
             callback=self.parse,
+            errback=self.not_fetched,
             meta={**meta, ENDPOINT: endpoint},
             priority=priority,
             dont_filter=dont_filter,
         )
+
+    def not_fetched(self, failure: Failure) -> Iterator[Output]:
+        """Every request's errback: a list page that was not fetched (its download failed for
+        good, a middleware dropped it: no usable session, robots.txt) ends its list there, as
+        a page that failed for good does (its failure record, in cluster mode, is the
+        frontier's)."""
+        request: Request = failure.request  # type: ignore[attr-defined]  # Scrapy sets it
+        endpoint = str(request.meta.get(ENDPOINT, ""))
+        self._stat(f"not_fetched/{endpoint}")
+        dropped = isinstance(failure.value, IgnoreRequest)  # its middleware said why
+        logger.log(
+            logging.INFO if dropped else logging.ERROR,
+            "Not fetched: %s (%s): %s",
+            request.url,
+            endpoint,
+            failure.value,
+        )
+        yield from self._cut_short(request.meta, endpoint)
+
+    def _cut_short(self, meta: Mapping[str, Any], endpoint: str) -> Iterator[Output]:
+        """A list page that failed for good (not fetched, an error answer, a payload that
+        cannot be parsed) ends its list there: recorded with what it had collected, so its
+        shortfall shows (a list that declared no total, or no list, has nothing to show)."""
+        owner = str(meta.get(OWNER, ""))
+        yield from self._recorded(endpoint, owner, Tally.of(meta), meta)
 
     def _follow(self, response: Response, url: str, endpoint: str, **meta: Any) -> Request:
         carried = {
@@ -183,21 +227,22 @@ class ZhihuChains(RedisSpider):
             return
         self._stat(f"list_end/{endpoint}")
         if not limited:
-            yield from self._recorded(endpoint, str(response.meta.get(OWNER, "")), tally, response)
+            owner = str(response.meta.get(OWNER, ""))
+            yield from self._recorded(endpoint, owner, tally, response.meta)
 
     def _recorded(
-        self, endpoint: str, owner: str, tally: Tally, response: Response
+        self, endpoint: str, owner: str, tally: Tally, meta: Mapping[str, Any]
     ) -> Iterator[ZhihuListItem]:
         """A finished list that declared items: its stats and ``zhihu_list`` item."""
         if not tally.declared:
             return
         deltas = self.completeness.record(endpoint, owner, tally)
-        if (recorded := response.meta.get(RECORDED)) is not None:
+        if (recorded := recorded_before(meta)) is not None:
             before = stat_deltas(endpoint, Tally.of({TALLY: recorded}))
             deltas = {event: value - before.get(event, 0) for event, value in deltas.items()}
         for event, value in deltas.items():
             self._stat(event, value)
-        yield tally.item(endpoint, owner, str(response.meta.get(SOURCE, "")))
+        yield tally.item(endpoint, owner, str(meta.get(SOURCE, "")))
 
     def _next_page(
         self,
@@ -213,7 +258,7 @@ class ZhihuChains(RedisSpider):
         url = found._replace(scheme=api.scheme, netloc=api.netloc).geturl()
         cursor = parse_qs(found.query).get("offset", [""])[0]
         more = {COUNT: count, CURSOR: cursor, **tally.meta(), **meta}
-        if (recorded := response.meta.get(RECORDED)) is not None:
+        if (recorded := recorded_before(response.meta)) is not None:
             more[RECORDED] = recorded
         return self._follow(response, url, endpoint, **more)
 
@@ -246,71 +291,6 @@ class ZhihuChains(RedisSpider):
         logger.error("Cannot parse an entry of %s (%s): %s", response.url, endpoint, exc)
         raw = orjson.dumps(entry).decode()
         return self._unparsed(response, endpoint, raw, exc, ctx)
-
-    def _comments(
-        self, response: Response, endpoint: str, body: JSON, ctx: Context
-    ) -> Iterator[Output]:
-        content_type, content_id = response.meta[CONTENT]
-        page = list_page(body, response.url)
-        tally = Tally.of(response.meta)
-        if endpoint == "root_comment":  # children declare their total at the root
-            tally = tally.declare(page.totals, excused_comments(body))
-        repeated = set(response.meta.get(SKIP) or ())
-        count, limit = int(response.meta.get(COUNT, 0)), self.config.max_comments
-        for obj in page.data:
-            if limit and count >= limit:
-                break
-            if str(obj.get("id")) in repeated:
-                continue
-            previews = (obj.get("child_comments") or []) if endpoint == "root_comment" else []
-            made = []
-            for comment in (obj, *previews):
-                try:
-                    item = comment_item(comment, content_type, content_id, ctx)
-                except ParseError as exc:
-                    yield self._entry_unparsed(response, endpoint, comment, exc, ctx)
-                    continue
-                self._stat("items/comment")
-                made.append(item.comment_id)
-                count += 1
-                yield item
-                yield from self._creator(item.author["url_token"], ctx.source)
-            if not made or made[0] != str(obj.get("id")):
-                continue  # the comment itself was unusable: its children are out of reach
-            tally = tally.add(1)
-            if endpoint == "root_comment":
-                yield from self._children(
-                    response, obj, made[1:], limited=bool(limit) and count >= limit
-                )
-        limited = bool(limit) and count >= limit
-        yield from self._go_on(
-            response, endpoint, page, tally, limited=limited, count=count, **{SKIP: []}
-        )
-
-    def _children(
-        self, response: Response, root: JSON, previews: list[str], *, limited: bool
-    ) -> Iterator[Output]:
-        """The rest of a root's children: from its next offset, or from the first child page
-        (skipping the previews it repeats) when the root declares more than it embeds."""
-        root_id = str(root["id"])
-        declared = root.get("child_comment_count")
-        tally = Tally(declared if isinstance(declared, int) else None, 0, len(previews))
-        cursor = str(root.get("child_comment_next_offset") or "")
-        if limited or not (tally.wants_more() or (tally.declared is None and cursor)):
-            if not limited:
-                yield from self._recorded("child_comment", root_id, tally, response)
-            return
-        url = self.config.endpoints.url(
-            "child_comment", root_id=root_id, cursor=cursor, limit=self.config.comment_page_size
-        )
-        meta = {
-            COUNT: len(previews),
-            CURSOR: cursor,
-            OWNER: root_id,
-            SKIP: [] if cursor else previews,
-            **tally.meta(),
-        }
-        yield self._follow(response, url, "child_comment", **meta)
 
     def _missing(self, item: str, field: str) -> None:
         self._stat(f"missing_field/{item}/{field}")
