@@ -56,7 +56,7 @@ TIMEOUT_OPTIONS = ("socket_connect_timeout", "socket_timeout")
 CERT_REQS = ("required", "optional", "none")
 REDACTED = "***"
 BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>\d+))?")
+_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>[0-9]+))?")
 
 
 def redact_url(url: str) -> str:

@@ -87,6 +87,9 @@ def test_seed_urls_are_recognized(url: str, target: Target) -> None:
     [
         ("https://www.zhihu.com/topic/19550517", "zhihu_url"),
         ("https://www.zhihu.com/question/abc", "zhihu_url"),
+        # digits of another script: Zhihu's ids are ASCII (it was fetched, and a 404)
+        ("https://www.zhihu.com/question/１２３", "zhihu_url"),
+        ("https://www.zhihu.com/p/١٢٣", "zhihu_url"),
         ("https://www.zhihu.com/", "zhihu_url"),
         ("https://example.com/question/123", "zhihu_host"),
     ],

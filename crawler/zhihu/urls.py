@@ -117,12 +117,12 @@ class Target:
 
 
 _PATHS: tuple[tuple[re.Pattern[str], TargetKind], ...] = (
-    (re.compile(r"/question/(\d{1,20})/answer/(\d{1,20})"), "answer"),
-    (re.compile(r"/question/(\d{1,20})"), "question"),
-    (re.compile(r"/answer/(\d{1,20})"), "answer"),
-    (re.compile(r"/p/(\d{1,20})"), "article"),
+    (re.compile(r"/question/([0-9]{1,20})/answer/([0-9]{1,20})"), "answer"),
+    (re.compile(r"/question/([0-9]{1,20})"), "question"),
+    (re.compile(r"/answer/([0-9]{1,20})"), "answer"),
+    (re.compile(r"/p/([0-9]{1,20})"), "article"),
     (re.compile(r"/people/([A-Za-z0-9_.-]{1,100})"), "people"),
-    (re.compile(r"/zvideo/(\d{1,20})"), "zvideo"),
+    (re.compile(r"/zvideo/([0-9]{1,20})"), "zvideo"),
 )
 
 
