@@ -12,9 +12,14 @@ from scrapy.settings import BaseSettings, default_settings
 
 from crawler.settings_values import get_bool, get_float, int_value
 
-# Scrapy's boolean settings, read at start (a bad value is refused naming the setting)
+# Scrapy's boolean settings, read at start (a bad value is refused naming the setting); one
+# whose default is a number is a switch too (TELNETCONSOLE_ENABLED=1: "maybe" failed the start
+# with a traceback naming nothing)
 SCRAPY_BOOLEANS = tuple(
-    name for name in dir(default_settings) if isinstance(getattr(default_settings, name), bool)
+    name
+    for name, value in vars(default_settings).items()
+    if name.isupper()
+    and (isinstance(value, bool) or (name.endswith("_ENABLED") and isinstance(value, int)))
 )
 
 # Scrapy's number settings (TELNETCONSOLE_ENABLED's default is 1): "abc" failed the start with a
