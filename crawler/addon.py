@@ -38,6 +38,7 @@ from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
+from crawler.scrapy_redis_given import given
 from crawler.scrapy_values import check_scrapy_values, whole_scrapy_integers
 from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
@@ -115,15 +116,15 @@ class ClusterAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         require_project_settings(settings)
         check_scrapy_values(settings)
-        for given, meant in misspelt(settings):
+        for misspelt_name, meant in misspelt(settings):
             logger.warning(
                 "Setting %s resembles %s, and nothing reads %s: misspelt? (%s keeps its "
                 "value; ignore this if your own code reads %s)",
-                given,
+                misspelt_name,
                 meant,
-                given,
+                misspelt_name,
                 meant,
-                given,
+                misspelt_name,
             )
         scrapy_redis_compat.apply(settings)  # scrapy-redis names: mapped or refused
         resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))  # a ValueError naming it
@@ -233,7 +234,7 @@ class ClusterAddon:
         """Scrapy's queue settings the frontier does not read: one that asks for another order
         than the frontier's (priority, then first in first out) stops the start."""
         for name, kept in QUEUE_ORDERS.items():
-            if not scrapy_redis_compat.given(settings, name):
+            if not given(settings, name):
                 continue
             path = component_path(settings.get(name))
             if path not in kept:

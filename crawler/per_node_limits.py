@@ -18,8 +18,8 @@ import math
 from scrapy import Spider
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from crawler import scrapy_redis_compat
 from crawler.politeness.settings import rate_key
+from crawler.scrapy_redis_given import given
 from crawler.settings_values import get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
         )
         return
     rate_priority = settings.getpriority("POLITENESS_RATE") or 0
-    if not scrapy_redis_compat.given(settings, "POLITENESS_RATE") or priority > rate_priority:
+    if not given(settings, "POLITENESS_RATE") or priority > rate_priority:
         settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
         if sites := sorted(map(str, get_dict(settings, "POLITENESS_SITE_RATES"))):
             logger.warning(
@@ -117,7 +117,7 @@ def per_node_limits(settings: BaseSettings) -> None:
             "503 for every node",
             instead,
         )
-    if scrapy_redis_compat.given(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"):
+    if given(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"):
         logger.warning(
             "CONCURRENT_REQUESTS_PER_DOMAIN=%d counts per node in cluster mode (N nodes: up "
             "to N times as many requests at once to one site); %s",

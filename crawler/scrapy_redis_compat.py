@@ -10,15 +10,14 @@ table of every name is in docs/migrating-from-scrapy-redis.md.
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
 import textwrap
-from typing import Any
-from urllib.parse import quote, urlencode
 
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.settings import BaseSettings
 
-from crawler.settings_values import get_bool, get_dict, get_float, get_int
+from crawler.scrapy_redis_given import given, object_path, refuse, setting_priority
+from crawler.scrapy_redis_url import redis_url_setting
+from crawler.settings_values import get_bool, get_float
 
 # scrapy-redis name -> our setting with the same meaning
 ALIASES = {
@@ -68,36 +67,6 @@ PRIORITY_QUEUES = {
 SCRAPY_REDIS_SCHEDULER = "scrapy_redis.scheduler.Scheduler"
 REDIS_PIPELINE = "scrapy_redis.pipelines.RedisPipeline"
 REDIS_STATS = "scrapy_redis.stats.RedisStatsCollector"
-# REDIS_PARAMS keys we can express in REDIS_URL (path or query); the rest are refused
-URL_PARAMS = {"db", "username", "password", "socket_timeout", "socket_connect_timeout", "url"}
-IGNORABLE_PARAMS = {"retry_on_timeout", "encoding"}  # scrapy-redis's defaults, no meaning here
-
-
-def given(settings: BaseSettings, name: str) -> bool:
-    """Set by a spider or the command line (whatever its value), or by the project or the
-    environment to another value than this project's default (``settings.base`` sets its
-    defaults at project priority, so there a value equal to the default cannot be told
-    from it)."""
-    priority = settings.getpriority(name) or 0 if name in settings else 0
-    if priority <= 0:
-        return False
-    if priority > SETTINGS_PRIORITIES["project"]:
-        return True
-    default = getattr(importlib.import_module("settings.base"), name, _MISSING)
-    return default is _MISSING or settings.get(name) != default
-
-
-_MISSING = object()
-
-
-def _priority(settings: BaseSettings, name: str) -> int:
-    return settings.getpriority(name) or 0
-
-
-def refuse(name: str, value: Any, instead: str) -> ValueError:
-    """``name`` (a scrapy-redis setting, or one scrapy-redis users set) given ``value``, which
-    cannot work here: ``instead``, what to do."""
-    return ValueError(f"{name}={value!r}, as scrapy-redis takes it, cannot work here: {instead}")
 
 
 def apply(settings: BaseSettings) -> None:
@@ -127,12 +96,14 @@ def apply(settings: BaseSettings) -> None:
             )
     if idle > 0:  # scrapy-redis: how long an empty queue pop waits
         settings.set(
-            "FRONTIER_IDLE_POLL", idle, priority=_priority(settings, "SCHEDULER_IDLE_BEFORE_CLOSE")
+            "FRONTIER_IDLE_POLL",
+            idle,
+            priority=setting_priority(settings, "SCHEDULER_IDLE_BEFORE_CLOSE"),
         )
 
 
 def _scheduler(settings: BaseSettings) -> None:
-    if settings.get("SCHEDULER") == SCRAPY_REDIS_SCHEDULER:
+    if object_path(settings.get("SCHEDULER")) == SCRAPY_REDIS_SCHEDULER:
         raise refuse(
             "SCHEDULER",
             SCRAPY_REDIS_SCHEDULER,
@@ -155,7 +126,7 @@ def _scheduler(settings: BaseSettings) -> None:
             "the frontier always persists (nodes never delete it): run `crawler purge <spider>` "
             "when a crawl is over",
         )
-    queue = settings.get("SCHEDULER_QUEUE_CLASS")
+    queue = object_path(settings.get("SCHEDULER_QUEUE_CLASS"))
     if given(settings, "SCHEDULER_QUEUE_CLASS") and queue not in PRIORITY_QUEUES:
         raise refuse(
             "SCHEDULER_QUEUE_CLASS",
@@ -163,7 +134,7 @@ def _scheduler(settings: BaseSettings) -> None:
             "the frontier is a priority queue (higher priority first, then first in first "
             "out): order requests with their priority (e.g. DEPTH_PRIORITY)",
         )
-    dupefilter = str(settings.get("DUPEFILTER_CLASS") or "")
+    dupefilter = object_path(settings.get("DUPEFILTER_CLASS"))
     if dupefilter.startswith("scrapy_redis."):
         raise refuse(
             "DUPEFILTER_CLASS",
@@ -181,7 +152,7 @@ def _aliases(settings: BaseSettings) -> None:
                 f"{theirs}={settings.get(theirs)!r} and {ours}={settings.get(ours)!r} disagree: "
                 f"they are the same setting, give one"
             )
-        settings.set(ours, settings.get(theirs), priority=_priority(settings, theirs))
+        settings.set(ours, settings.get(theirs), priority=setting_priority(settings, theirs))
 
 
 def _seed_type(settings: BaseSettings) -> None:
@@ -198,90 +169,12 @@ def _seed_type(settings: BaseSettings) -> None:
                 f"{flag}=True and SEEDS_TYPE={settings.get('SEEDS_TYPE')!r} disagree: they say "
                 "the same thing, give one"
             )
-        settings.set("SEEDS_TYPE", flags[flag], priority=_priority(settings, flag))
-
-
-def redis_url_setting(settings: BaseSettings) -> None:
-    """REDIS_HOST / REDIS_PORT / REDIS_DB / REDIS_PARAMS -> REDIS_URL; given together with a
-    REDIS_URL that says otherwise, the start stops (scrapy-redis let one silently win)."""
-    params = get_dict(settings, "REDIS_PARAMS") if given(settings, "REDIS_PARAMS") else {}
-    unknown = set(params) - URL_PARAMS - IGNORABLE_PARAMS
-    if unknown:
-        raise refuse(
-            "REDIS_PARAMS",
-            {key: "***" if "pass" in key else value for key, value in params.items()},
-            f"{', '.join(sorted(unknown))} cannot be expressed here; give REDIS_URL with the "
-            "options of docs/deployment.md (REDIS_PARAMS may hold "
-            f"{', '.join(sorted(URL_PARAMS))})",
-        )
-    parts = [name for name in ("REDIS_HOST", "REDIS_PORT", "REDIS_DB") if given(settings, name)]
-    if settings.get("REDIS_URL") or params.get("url"):
-        if parts:
-            raise ValueError(
-                f"REDIS_URL and {', '.join(parts)} are both given: put host, port and database "
-                "in REDIS_URL only"
-            )
-        if params.get("url") and settings.get("REDIS_URL") not in (None, "", params["url"]):
-            raise ValueError(
-                "REDIS_URL and REDIS_PARAMS['url'] are both given and differ: give one URL"
-            )
-        if params.get("url") and not settings.get("REDIS_URL"):
-            settings.set("REDIS_URL", params["url"], priority=_priority(settings, "REDIS_PARAMS"))
-        if params:
-            _url_options(settings, params)
-        return
-    if not parts and not params:
-        return
-    host = str(settings.get("REDIS_HOST") or "localhost")
-    port = get_int(settings, "REDIS_PORT", 6379) if given(settings, "REDIS_PORT") else 6379
-    db = get_int(settings, "REDIS_DB") if given(settings, "REDIS_DB") else int(params.get("db", 0))
-    priority = max(settings.getpriority(name) or 0 for name in [*parts, "REDIS_PARAMS"])
-    settings.set("REDIS_URL", f"redis://{host}:{port}/{db}", priority=priority)
-    _url_options(settings, params)
-
-
-def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
-    """Fold REDIS_PARAMS' credentials, database and timeouts into REDIS_URL."""
-    url = str(settings.get("REDIS_URL"))
-    scheme, rest = url.split("://", 1)
-    netloc, _, path = rest.partition("/")
-    path, _, query = path.partition("?")
-    credentials = [name for name in ("username", "password") if name in params]
-    if credentials and "@" in netloc:
-        raise ValueError(
-            f"REDIS_PARAMS' {' and '.join(credentials)} and the credentials in REDIS_URL are both "
-            "given: put them in REDIS_URL only"
-        )
-    if "db" in params and scheme not in ("redis", "rediss"):
-        raise ValueError(
-            f"REDIS_PARAMS' db cannot be put in a {scheme}:// REDIS_URL here: give the database "
-            "in REDIS_URL (docs/deployment.md)"
-        )
-    if credentials:
-        user = quote(str(params.get("username") or ""), safe="")
-        password = quote(str(params.get("password") or ""), safe="")
-        netloc = f"{user}:{password}@{netloc}" if password else f"{user}@{netloc}"
-    if "db" in params and scheme in ("redis", "rediss"):
-        if path and path != str(int(params["db"])):  # scrapy-redis let the URL's win silently
-            raise ValueError(
-                f"REDIS_PARAMS' db {params['db']} and the database {path} in REDIS_URL are both "
-                "given: put the database in REDIS_URL only"
-            )
-        path = str(int(params["db"]))
-    timeouts = ("socket_timeout", "socket_connect_timeout")
-    options = [(name, str(params[name])) for name in timeouts if name in params]
-    if options:
-        query = "&".join(filter(None, [query, urlencode(options)]))
-    rebuilt = f"{scheme}://{netloc}/{path}" + (f"?{query}" if query else "")
-    settings.set("REDIS_URL", rebuilt, priority=_priority(settings, "REDIS_URL"))
+        settings.set("SEEDS_TYPE", flags[flag], priority=setting_priority(settings, flag))
 
 
 def _stats_key(settings: BaseSettings) -> None:
     stats_class = settings.get("STATS_CLASS")
-    named = stats_class if isinstance(stats_class, str) else getattr(stats_class, "__module__", "")
-    redis_stats = named == REDIS_STATS or (
-        isinstance(stats_class, type) and f"{named}.{stats_class.__qualname__}" == REDIS_STATS
-    )
+    redis_stats = object_path(stats_class) == REDIS_STATS
     if redis_stats and settings.get("REDIS_URL"):
         raise refuse(
             "STATS_CLASS",
@@ -301,8 +194,9 @@ def _stats_key(settings: BaseSettings) -> None:
 
 
 def _items_key(settings: BaseSettings) -> None:
-    pipelines = settings.getdict("ITEM_PIPELINES")
-    if REDIS_PIPELINE in pipelines and pipelines[REDIS_PIPELINE] is not None:
+    given_pipelines = settings.getdict("ITEM_PIPELINES").items()
+    pipelines = {object_path(key): value for key, value in given_pipelines}
+    if pipelines.get(REDIS_PIPELINE) is not None:
         return
     for name in ("REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER"):
         if given(settings, name):

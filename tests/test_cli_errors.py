@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -217,6 +219,30 @@ def test_a_seed_file_that_cannot_be_read_is_named_not_a_traceback(
     result = crawler_process("seed", "pages", "--file", path, "--redis", redis_url)
     refused(result)
     assert f"crawler seed: cannot read {path}:" in result.stderr, result.stderr
+
+
+def test_seeds_reach_the_redis_that_redis_host_and_port_name(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A scrapy-redis project's REDIS_HOST / REDIS_PORT (no REDIS_URL): `crawler seed` stopped
+    with "REDIS_URL and REDIS_HOST, REDIS_PORT are both given", a REDIS_URL the user never gave
+    (its own, folded from them), also with --redis (an audit)."""
+    where = urlsplit(redis_url)
+    env = {
+        "CRAWLER_SETTING_REDIS_HOST": str(where.hostname),
+        "CRAWLER_SETTING_REDIS_PORT": str(where.port),
+        "CRAWLER_SETTING_REDIS_PARAMS": orjson.dumps(
+            {"db": int(where.path.strip("/") or 0)}
+        ).decode(),
+    }
+    seed = f"http://hostport.test/{uuid.uuid4().hex}"
+    try:
+        for extra in ((), ("--redis", redis_url)):
+            result = crawler_process("seed", "pages", seed, *extra, env=env)
+            assert result.returncode == 0, result.stdout + result.stderr
+        assert redis_client.lrange("pages:start_urls", 0, -1).count(seed.encode()) == 2
+    finally:
+        redis_client.lrem("pages:start_urls", 0, seed)
 
 
 def test_a_url_of_another_topology_is_named_not_answered_wrongly(redis_cluster_url: str) -> None:

@@ -426,6 +426,48 @@ def test_queue_settings_given_as_classes_as_scrapy_docs_show_for_bfs_are_accepte
         project({"REDIS_URL": "redis://h:1/0", "SCHEDULER_MEMORY_QUEUE": LifoMemoryQueue})
 
 
+def test_scrapy_redis_settings_given_as_classes_are_judged_as_their_paths() -> None:
+    """Scrapy and scrapy-redis take a class for a class setting: PriorityQueue as a class was
+    refused as not a priority queue, RedisPipeline as a class was "not in ITEM_PIPELINES", and
+    scrapy-redis's scheduler or dupefilter as a class ran standalone and failed on
+    localhost:6379 with a traceback, exit 0 (an audit)."""
+    from scrapy_redis.dupefilter import RFPDupeFilter
+    from scrapy_redis.pipelines import RedisPipeline
+    from scrapy_redis.queue import FifoQueue, PriorityQueue
+    from scrapy_redis.scheduler import Scheduler
+
+    project({"REDIS_URL": "redis://h:1/0", "SCHEDULER_QUEUE_CLASS": PriorityQueue})
+    items = {"ITEM_PIPELINES": {RedisPipeline: 400}, "REDIS_ITEMS_KEY": "%(spider)s:items"}
+    project({"REDIS_URL": "redis://h:1/0", **items})
+    for refused, message in (
+        ({"SCHEDULER_QUEUE_CLASS": FifoQueue}, "priority queue"),
+        ({"SCHEDULER": Scheduler}, "LeasingScheduler"),
+        ({"DUPEFILTER_CLASS": RFPDupeFilter}, "FRONTIER_DUPEFILTER"),
+    ):
+        for mode in ({}, {"REDIS_URL": "redis://h:1/0"}):  # standalone too
+            with pytest.raises(ValueError, match=message):
+                project({**mode, **refused})
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"db": "abc"}, r"REDIS_PARAMS\['db'\]='abc' is not a database number"),
+        ({"db": -1}, r"REDIS_PARAMS\['db'\]=-1 is not a database number"),
+        ({"socket_timeout": "abc"}, r"REDIS_PARAMS\['socket_timeout'\]='abc' is not seconds"),
+        ({"socket_connect_timeout": 0}, r"'socket_connect_timeout'\]=0 is not seconds, above 0"),
+    ],
+)
+def test_redis_params_that_are_no_numbers_are_refused_by_name(
+    params: dict[str, Any], message: str
+) -> None:
+    """ "invalid literal for int() with base 10: 'abc'", naming nothing, or the REDIS_URL made of
+    them (an audit)."""
+    for connection in ({"REDIS_HOST": "h"}, {"REDIS_URL": "redis://h:1"}):
+        with pytest.raises(ValueError, match=message):
+            project({**connection, "REDIS_PARAMS": params})
+
+
 def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() -> None:
     cluster = {"REDIS_URL": "redis://h:1/0", "DOWNLOAD_DELAY": 0.5}
     assert project(cluster).getfloat("POLITENESS_RATE") == 2.0  # not 2 a second per node

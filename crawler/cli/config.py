@@ -18,7 +18,7 @@ from crawler.redis_checks import topology_problem
 from crawler.redis_connection import AsyncRedis, SyncRedis, async_client, sync_client
 from crawler.redis_outage import REDIS_FAILURES
 from crawler.redis_url import RedisConfig
-from crawler.scrapy_redis_compat import redis_url_setting
+from crawler.scrapy_redis_url import redis_url_setting
 from crawler.settings_values import get_float
 from settings.resolve import resolve_settings, uppercase_names
 

@@ -61,6 +61,10 @@ class SeedReport:
         return found
 
 
+# scrapy-redis's connection settings, which REDIS_URL takes the place of
+CONNECTION = frozenset({"REDIS_HOST", "REDIS_PORT", "REDIS_DB", "REDIS_PARAMS"})
+
+
 class NotASeedSpider(SystemExit):
     pass
 
@@ -76,7 +80,9 @@ class SeedChecker:
                 "are written once per crawl (CRAWLER_CRAWL_ID); to feed it seeds, derive it from "
                 "crawler.spiders.base.RedisSpider or RedisCrawlSpider"
             )
-        crawler = Crawler(spider_class, Settings({**settings, "REDIS_URL": redis_url}))
+        # redis_url is what the command reaches, REDIS_HOST / PORT / DB / PARAMS folded in
+        given = {name: value for name, value in settings.items() if name not in CONNECTION}
+        crawler = Crawler(spider_class, Settings({**given, "REDIS_URL": redis_url}))
         crawler.stats = MemoryStatsCollector(crawler)
         crawler.request_fingerprinter = build_from_crawler(
             load_object(crawler.settings["REQUEST_FINGERPRINTER_CLASS"]), crawler
