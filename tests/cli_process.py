@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from crawler.demo.nodes import REPO_ROOT
 
@@ -13,14 +14,14 @@ SERVICE_VARIABLES = ("REDIS_URL", "KAFKA_BOOTSTRAP_SERVERS")
 
 
 def crawler_process(
-    *args: str, stdin: str = "", env: Mapping[str, str] | None = None
+    *args: str, stdin: str = "", env: Mapping[str, str] | None = None, cwd: Path = REPO_ROOT
 ) -> subprocess.CompletedProcess[str]:
-    """``crawler <args>``; Redis and Kafka only from the flags given (the test session's
-    own variables are left out), plus ``env``."""
+    """``crawler <args>`` run in ``cwd``; Redis and Kafka only from the flags given (the test
+    session's own variables are left out), plus ``env``."""
     inherited = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
     return subprocess.run(
         [sys.executable, "-m", "crawler", *args],
-        cwd=REPO_ROOT,
+        cwd=cwd,
         env={**inherited, **(env or {})},
         input=stdin,
         capture_output=True,

@@ -149,14 +149,17 @@ def test_seeds_pushed_where_no_live_node_reads_are_warned_about(
         assert warning is None
 
 
+@pytest.mark.parametrize("named_by", ["SCRAPY_SETTINGS_MODULE", "scrapy.cfg"])
 def test_the_commands_read_the_settings_module_the_nodes_read(
-    redis_url: str, redis_client: redis.Redis, other_redis_url: str, tmp_path: Path
+    redis_url: str, redis_client: redis.Redis, other_redis_url: str, tmp_path: Path, named_by: str
 ) -> None:
     """A project of its own (``SCRAPY_SETTINGS_MODULE``, beginning ``from settings import *``
     as the migration guide says) sets Redis and the seed key's type: the nodes read them, the
     ``crawler`` commands read only this project's settings. ``crawler seed`` pushed into
     another Redis database, as a list the nodes refused, and ``crawler status`` said NOT
-    STARTED while a node ran (an audit)."""
+    STARTED while a node ran (an audit). A scrapy-redis project names it in its scrapy.cfg,
+    as `scrapy crawl` reads it: the commands read only the variable, and the seeds went to a
+    list no node read (another audit)."""
     database = other_redis_url  # the module's, over the environment's (redis_client's)
     package = tmp_path / "ownproject"
     package.mkdir()
@@ -166,12 +169,16 @@ def test_the_commands_read_the_settings_module_the_nodes_read(
         f"REDIS_URL = {database!r}\n"
         "REDIS_START_URLS_AS_SET = True\n"
     )
-    env = {
-        "REDIS_URL": redis_url,
-        "SCRAPY_SETTINGS_MODULE": "ownproject.settings",
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
-    ok(crawler_process("seed", "pages", "http://own.test/", env=env))
+    env = {"REDIS_URL": redis_url}
+    if named_by == "scrapy.cfg":  # run in the project's folder, as `scrapy crawl` is
+        (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = ownproject.settings\n")
+        ok(crawler_process("seed", "pages", "http://own.test/", env=env, cwd=tmp_path))
+    else:
+        env |= {
+            "SCRAPY_SETTINGS_MODULE": "ownproject.settings",
+            "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
+        ok(crawler_process("seed", "pages", "http://own.test/", env=env))
     own = redis.Redis.from_url(database)
     try:
         assert own.type("pages:start_urls") == b"set"

@@ -1,15 +1,17 @@
 """Where the CLI finds Redis, Kafka and the spool: flags, else the project settings (the
-module ``SCRAPY_SETTINGS_MODULE`` names, as the nodes read it)."""
+module ``SCRAPY_SETTINGS_MODULE`` or ``scrapy.cfg`` names, as the nodes read it)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from scrapy.settings import Settings
+from scrapy.utils.conf import closest_scrapy_cfg, get_config
 
 from crawler.cli.spiders import spider_facts
 from crawler.frontier.admin import FrontierAdmin
@@ -23,17 +25,31 @@ from crawler.settings_values import get_float
 from settings.resolve import resolve_settings, uppercase_names
 
 
-def project_settings() -> dict[str, Any]:
-    """The settings the nodes read: the module ``SCRAPY_SETTINGS_MODULE`` names (a project
-    of the user's, which begins with ``from settings import *``), else this project's, with
-    the environment's overrides."""
+def settings_module() -> str:
+    """The settings module ``scrapy crawl`` would read here: ``SCRAPY_SETTINGS_MODULE``, else
+    the one the closest ``scrapy.cfg`` names in ``[settings]`` (its folder put on the path, as
+    Scrapy does; the commands read only the variable, and seeds went where no node read)."""
     module = os.environ.get("SCRAPY_SETTINGS_MODULE", "").strip()
+    project = os.environ.get("SCRAPY_PROJECT", "default")
+    config = get_config()
+    if module or not config.has_option("settings", project):
+        return module
+    if (closest := closest_scrapy_cfg()) and str(Path(closest).parent) not in sys.path:
+        sys.path.append(str(Path(closest).parent))
+    return config.get("settings", project).strip()
+
+
+def project_settings() -> dict[str, Any]:
+    """The settings the nodes read: the module ``settings_module`` names (a project of the
+    user's, which begins with ``from settings import *``), else this project's, with the
+    environment's overrides."""
+    module = settings_module()
     if not module or module == "settings":
         return resolve_settings(os.environ)
     try:
         return uppercase_names(importlib.import_module(module))
     except ImportError as exc:
-        raise SystemExit(f"SCRAPY_SETTINGS_MODULE={module!r} cannot be imported: {exc}") from exc
+        raise SystemExit(f"settings module {module!r} cannot be imported: {exc}") from exc
 
 
 def add_kafka_option(parser: argparse.ArgumentParser) -> None:
