@@ -219,6 +219,25 @@ def test_a_float_setting_that_is_not_finite_is_refused_by_name(bad: str) -> None
     assert unrefused == []
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"SEEDS_INVALID_KEY": ""}, "SEEDS_INVALID_KEY='' must not be empty"),
+        ({"SEEDS_INVALID_KEY": "%(name)s:start_urls"}, "is the seed key: invalid seeds would be"),
+        ({"REDIS_START_URLS_BATCH_SIZE": "0"}, r"REDIS_START_URLS_BATCH_SIZE, or the spider's"),
+    ],
+)
+def test_seed_keys_and_batches_that_cannot_work_are_refused_by_their_names(
+    given: dict[str, str], message: str
+) -> None:
+    """SEEDS_INVALID_KEY='' moved invalid seeds to a key named '', and the batch size was
+    refused as SEEDS_BATCH_SIZE to a user who gave scrapy-redis's name (an audit)."""
+    settings = from_command_line(given)
+    ClusterAddon().update_settings(settings)
+    with pytest.raises(ValueError, match=message):
+        SeedSettings.from_settings(settings, "spider")
+
+
 def test_a_list_setting_given_a_json_object_is_refused_by_name() -> None:
     """A list is comma-separated or a JSON array; an object was split on its commas."""
     lists = sorted(n for n, v in typed_defaults().items() if isinstance(v, list | tuple))

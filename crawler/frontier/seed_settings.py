@@ -92,10 +92,21 @@ class SeedSettings:
 
     def validate(self) -> None:
         if not self.seeds_key.strip():
-            raise ValueError("the seed key (SEEDS_KEY or the spider's redis_key) must not be empty")
+            raise ValueError(
+                "the seed key (SEEDS_KEY, REDIS_START_URLS_KEY or the spider's redis_key) must "
+                "not be empty"
+            )
+        if not self.invalid_key.strip():  # invalid seeds went to a key named ""
+            raise ValueError(f"SEEDS_INVALID_KEY={self.invalid_key!r} must not be empty")
+        if self.invalid_key == self.seeds_key:  # each would be read again, invalid for ever
+            raise ValueError(
+                f"SEEDS_INVALID_KEY={self.invalid_key!r} is the seed key: invalid seeds would be "
+                "read again as seeds; give it a key of its own"
+            )
         if self.batch_size < 1:
             raise ValueError(
-                f"SEEDS_BATCH_SIZE (or redis_batch_size)={self.batch_size} must be >= 1"
+                f"SEEDS_BATCH_SIZE (REDIS_START_URLS_BATCH_SIZE, or the spider's "
+                f"redis_batch_size)={self.batch_size} must be >= 1"
             )
         if self.max_bytes < 1:
             raise ValueError(f"SEEDS_MAX_BYTES={self.max_bytes} must be >= 1")
