@@ -113,6 +113,7 @@ class OutageGuard:
         self._max_delay = max_delay
         self._stop_deadline = stop_deadline
         self._down_since: float | None = None
+        self._back_at = 0.0  # when the last outage ended (monotonic)
         self._reason: str | None = None  # the last failure's outage reason
         self._writes = 0  # operations that may write on their way or retried now (``run``)
 
@@ -130,7 +131,9 @@ class OutageGuard:
         self._on_error(reason)
         self._reason = reason
         if self._down_since is None:
-            self._down_since = time.monotonic() if began is None else began
+            # an operation sent before the last outage ended begins this one when that ended
+            # (the "is back after" of a concurrent call's failure counted the last one again)
+            self._down_since = max(time.monotonic() if began is None else began, self._back_at)
             logger.warning(
                 "%s: Redis unavailable (%s); pausing and retrying: %s", self.component, reason, exc
             )
@@ -145,8 +148,9 @@ class OutageGuard:
             return
         if reads_only and self._reason in WRITES_REFUSED and self._writes:
             return
+        self._back_at = time.monotonic()
         logger.warning(
-            "%s: Redis is back after %.1fs", self.component, time.monotonic() - self._down_since
+            "%s: Redis is back after %.1fs", self.component, self._back_at - self._down_since
         )
         self._down_since = None
 

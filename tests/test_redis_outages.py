@@ -27,6 +27,7 @@ from redis.exceptions import (
     ResponseError,
     SlotNotCoveredError,
 )
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawler.cli.main import main
@@ -125,6 +126,24 @@ def test_an_outage_is_timed_from_the_call_that_met_it(caplog: pytest.LogCaptureF
         assert asyncio.run(guard.run(paused_then_back)) == "ok"
     (back,) = [r.getMessage() for r in caplog.records if "is back after" in r.getMessage()]
     assert float(back.rsplit(" ", 1)[1].rstrip("s")) >= 0.4, back
+
+
+def test_a_call_sent_before_an_outage_ended_times_the_next_from_that_end(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call sent during one outage and failing just after it ended began the next at its
+    sending: 'Redis is back after 30.7s', then in the same second 'unavailable' and 'is back
+    after 4.6s' (an audit, a Redis Cluster master killed)."""
+    guard = OutageGuard("politeness", on_error=lambda reason: None)
+    sent = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="crawler.redis_outage"):
+        guard.failed(RedisConnectionError("refused"))
+        time.sleep(0.3)
+        guard.succeeded()
+        guard.failed(RedisTimeoutError("Timeout reading from socket"), began=sent)
+        guard.succeeded()
+    backs = [r.getMessage() for r in caplog.records if "is back after" in r.getMessage()]
+    assert [float(back.rsplit(" ", 1)[1].rstrip("s")) < 0.3 for back in backs] == [False, True]
 
 
 @pytest.mark.parametrize(

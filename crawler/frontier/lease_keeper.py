@@ -187,8 +187,9 @@ class LeaseKeeper:
             )
             logger.warning(
                 "Returned %d expired leases to the queue (%s: nodes that stopped extending them, "
-                "killed, frozen or cut off from Redis; their pages are fetched again, so an item "
-                "of a page such a node had fetched may be delivered twice)",
+                "killed, frozen or cut off from Redis, or leases a live node no longer held, as "
+                "after a failover to a replica that was behind; their pages are fetched again, so "
+                "an item of a page such a node had fetched may be delivered twice)",
                 beat.reclaimed,
                 of,
             )
