@@ -19,7 +19,7 @@ from crawler.frontier.inspect import FailedRecord, PartInspector
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client, sync_client
 from tests.aio import run
-from tests.frontier_state import fingerprint_of
+from tests.frontier_state import fingerprint_of, queue_entries
 
 KEYS = FrontierKeys.for_spider("pages")
 LEASE_MS = 60_000
@@ -221,6 +221,27 @@ def test_a_retry_in_another_part_is_counted_in_part_0s_ledger(redis_client: redi
     assert not PartInspector(redis_client, part).retry(record, ledger=ledger)  # gone: not counted
     assert redis_client.hget(ledger, "retried") == b"1"
     assert redis_client.hlen(part.failed) == 0
+
+
+def test_a_request_retried_again_keeps_its_earlier_failure_reasons(
+    redis_client: redis.Redis,
+) -> None:
+    """A page retried after a download failure whose retry's callback raised: its meta said only
+    the last reason, so a spider that had recorded something at the first failure could not
+    know it (the zhihu spider counted such a list twice: a review)."""
+    part = FrontierKeys.for_spider("pages", part=0, count=1)
+    meta = {"failure_retried": "download/ConnectionLost", "failure_retried_before": ["zhihu/x"]}
+    stored = orjson.dumps(
+        {"reason": "spider_exception/KeyError", "request": {"url": "http://a.test/", "meta": meta}}
+    )
+    redis_client.hset(part.failed, "000000000001", stored)
+    record = FailedRecord("000000000001", stored, orjson.loads(stored))
+    assert PartInspector(redis_client, part).retry(record, compress=False)
+    ((_, body),) = queue_entries(redis_client, part)
+    assert codec.loads(body)["meta"] == {
+        "failure_retried": "spider_exception/KeyError",
+        "failure_retried_before": ["zhihu/x", "download/ConnectionLost"],
+    }
 
 
 def test_drop_asks_first_then_deletes(redis_url: str, redis_client: redis.Redis) -> None:

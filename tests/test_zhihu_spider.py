@@ -373,3 +373,53 @@ def test_a_page_retried_after_its_callback_raised_records_its_list_in_full() -> 
     assert stats is not None
     assert stats.get_value("zhihu/declared/root_comment") == 3
     assert stats.get_value("zhihu/collected/root_comment") == 3
+
+
+def test_a_list_counts_once_whatever_the_failures_of_its_page_retried_again() -> None:
+    """A page not fetched (recorded short), retried, whose callback then raised and was retried
+    again: `failure_retried` said only the last reason, and the list was counted twice (a
+    review). A page that never reached the downloader (a refused redirect) records it whole."""
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    not_fetched(zhihu, more, ConnectionLost("closed"))
+    again = {
+        **more.meta,
+        "failure_retried": "spider_exception/KeyError",
+        "failure_retried_before": ["download/ConnectionLost"],
+    }
+    rest = page(
+        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
+    )
+    parse(zhihu, more.url, rest, **again)
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    assert stats.get_value("zhihu/declared/root_comment") == 3
+
+    refused = spider()
+    parse(refused, ROOTS, first, **CONTENT)
+    parse(refused, more.url, rest, **{**more.meta, "failure_retried": "redirect/offsite"})
+    assert refused.crawler.stats is not None
+    assert refused.crawler.stats.get_value("zhihu/declared/root_comment") == 3
+
+
+def test_a_root_page_sent_again_counts_its_roots_child_lists_as_theirs() -> None:
+    """The root page of a list recorded short, sent again: a root with its 2 children embedded
+    recorded its child list less the root list's tally (declared -28, shortfall -29: a
+    review)."""
+    zhihu = spider()
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=30, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    not_fetched(zhihu, more, ConnectionLost("closed"))
+    with_children = comment("2", children=2, previews=[comment("21"), comment("22")])
+    rest = page([with_children], is_end=True, totals=30, next_url="")
+    parse(zhihu, more.url, rest, **{**more.meta, "failure_retried": "download/ConnectionLost"})
+    stats = zhihu.crawler.stats
+    assert stats is not None
+    counted = {
+        name: stats.get_value(f"zhihu/{name}/child_comment")
+        for name in ("declared", "collected", "shortfall", "short_lists")
+    }
+    assert counted == {"declared": 2, "collected": 2, "shortfall": 0, "short_lists": 0}

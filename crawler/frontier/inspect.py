@@ -35,6 +35,8 @@ RETRY_COUNT_META = "retry_times"  # Scrapy's RetryMiddleware count: a retried re
 # set on a failure record's request sent again, to its failure reason: a spider that counts its
 # own retries in meta starts them over, and one that recorded something of the failure knows
 FAILURE_RETRIED_META = "failure_retried"
+# the reasons of the request's earlier failure records, oldest first, when it is retried again
+FAILURES_BEFORE_META = "failure_retried_before"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,10 +183,11 @@ class PartInspector:
         """Enqueue the record's request again (at the tail of its priority's level; compressed
         or not, as ``FRONTIER_COMPRESS`` says) and remove the record; the request gets its full
         download retries again (meta ``retry_times`` removed), and meta ``failure_retried``, the
-        record's reason. Counted as ``retried`` in the
-        crawl ledger ``ledger`` when given (in the same step in part 0, whose hash tag the
-        ledger shares). Raises ``ValueError`` when the record holds no request that can be
-        queued; returns False when the record is gone or changed since it was read."""
+        record's reason (an earlier one's moves to the list ``failure_retried_before``). Counted
+        as ``retried`` in the crawl ledger ``ledger`` when given (in the same step in part 0,
+        whose hash tag the ledger shares). Raises ``ValueError`` when the record holds no
+        request that can be queued; returns False when the record is gone or changed since it
+        was read."""
         request = record.fields.get("request")
         if not isinstance(request, dict) or not isinstance(request.get("url"), str):
             raise ValueError("the record holds no readable request")
@@ -194,6 +197,9 @@ class PartInspector:
         meta = request.get("meta")
         kept = meta.items() if isinstance(meta, dict) else ()
         meta = {key: value for key, value in kept if key != RETRY_COUNT_META}
+        if isinstance(earlier := meta.get(FAILURE_RETRIED_META), str):
+            before = meta.get(FAILURES_BEFORE_META)
+            meta[FAILURES_BEFORE_META] = [*(before if isinstance(before, list) else []), earlier]
         request = {**request, "meta": {**meta, FAILURE_RETRIED_META: record.reason}}
         k = self.keys
         body = codec.stored(orjson.dumps(request), compress)

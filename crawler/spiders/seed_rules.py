@@ -36,6 +36,7 @@ PRIVILEGED_META = frozenset(
         "is_start_request",
         "browser",
         "failure_retried",  # set by `crawler failed retry` (crawler.frontier.inspect)
+        "failure_retried_before",
     }
 )
 PRIVILEGED_PREFIXES = ("dont_", "download_", "handle_httpstatus", "ftp_", "playwright", "session_")

@@ -274,7 +274,7 @@ class ZhihuSpider(ZhihuComments):
             return
         self._stat(f"retry/{error.problem.value}")
         meta = {key: response.meta[key] for key in CARRIED if key in response.meta}
-        if (recorded := recorded_before(response.meta)) is not None:
+        if (recorded := recorded_before(response.meta, endpoint)) is not None:
             meta[RECORDED] = recorded  # sent again from a failure record: still so
         retry = self._request(response.url, endpoint, {**meta, RETRIES: tries}, dont_filter=True)
         retry.priority = response.request.priority - 1 if response.request else -1

@@ -20,7 +20,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from crawler.frontier.inspect import FAILURE_RETRIED_META
+from crawler.frontier.inspect import FAILURE_RETRIED_META, FAILURES_BEFORE_META
 from crawler.spiders.base import RedisSpider
 from crawler.zhihu.completeness import TALLY, Completeness, Tally, stat_deltas
 from crawler.zhihu.items import ZhihuItem, ZhihuListItem, ZhihuUnparsedItem
@@ -70,21 +70,28 @@ MEMBER_LISTS = (  # creator mode: list endpoint, the profile's count of it
 )
 
 
-# failure reasons of a page whose list was not recorded short when it failed (its callback
-# raised; it could not be rebuilt): every other failure ended its list, recorded short
-UNRECORDED_FAILURES = ("spider_exception/", "decode/")
+# failure reasons of a page whose list was not recorded short when it failed: its callback
+# raised, it could not be rebuilt, it never reached the downloader (a redirect refused when
+# scheduled, a backlog record); at every other failure its errback or parse ended the list
+UNRECORDED_FAILURES = ("spider_exception/", "decode/", "redirect/", "spill/", "refill/")
 
 
-def recorded_before(meta: Mapping[str, Any]) -> Any:
-    """The tally its list was recorded short with, of a list page sent again from its failure
-    record (``crawler failed retry``): the chain's end records only what it adds to that. None
-    for any other page."""
+def recorded_before(meta: Mapping[str, Any], endpoint: str) -> Any:
+    """The tally the ``endpoint`` list of a page sent again from its failure records (``crawler
+    failed retry``) was recorded short with, when one of its failures recorded it: the chain's
+    end records only what it adds to that. None for any other page, or list (a root's child
+    list, recorded on its root comment's page)."""
+    if meta.get(ENDPOINT) != endpoint:
+        return None
     if RECORDED in meta:
         return meta[RECORDED]
-    retried = str(meta.get(FAILURE_RETRIED_META, ""))
-    if retried and not retried.startswith(UNRECORDED_FAILURES) and TALLY in meta:
-        return meta[TALLY]
-    return None
+    before = meta.get(FAILURES_BEFORE_META)
+    reasons = [*(before if isinstance(before, list) else []), meta.get(FAILURE_RETRIED_META)]
+    recorded = any(
+        isinstance(reason, str) and reason and not reason.startswith(UNRECORDED_FAILURES)
+        for reason in reasons
+    )
+    return meta[TALLY] if recorded and TALLY in meta else None
 
 
 class ZhihuChains(RedisSpider):
@@ -237,7 +244,7 @@ class ZhihuChains(RedisSpider):
         if not tally.declared:
             return
         deltas = self.completeness.record(endpoint, owner, tally)
-        if (recorded := recorded_before(meta)) is not None:
+        if (recorded := recorded_before(meta, endpoint)) is not None:
             before = stat_deltas(endpoint, Tally.of({TALLY: recorded}))
             deltas = {event: value - before.get(event, 0) for event, value in deltas.items()}
         for event, value in deltas.items():
@@ -258,7 +265,7 @@ class ZhihuChains(RedisSpider):
         url = found._replace(scheme=api.scheme, netloc=api.netloc).geturl()
         cursor = parse_qs(found.query).get("offset", [""])[0]
         more = {COUNT: count, CURSOR: cursor, **tally.meta(), **meta}
-        if (recorded := recorded_before(response.meta)) is not None:
+        if (recorded := recorded_before(response.meta, endpoint)) is not None:
             more[RECORDED] = recorded
         return self._follow(response, url, endpoint, **more)
 
