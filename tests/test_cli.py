@@ -244,7 +244,10 @@ def test_a_spool_replay_credits_the_crawl_its_messages_are_of(
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
     def credited(crawl: str) -> object:
-        return redis_client.hget(LedgerKeys.for_crawl("pages", crawl).total, "items/replayed")
+        fields = ["items/replayed", "items/delivered"]
+        replayed, delivered = redis_client.hmget(LedgerKeys.for_crawl("pages", crawl).total, fields)
+        assert replayed == delivered  # every one delivered
+        return replayed
 
     assert [credited(crawl) for crawl in ("c7", "c8", "default")] == [b"2", b"1", b"1"]
     spool.append(message(topic, 9, [("spider", b"pages"), ("crawl_id", b"c7")]), "x")

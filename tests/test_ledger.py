@@ -103,7 +103,7 @@ def test_a_spool_replay_is_not_counted_as_a_node_run(
             await client.aclose()
 
     asyncio.run(run())
-    add_replayed_to_ledger(redis_client, "pages", "c1", "node-a", 4)
+    add_replayed_to_ledger(redis_client, "pages", "c1", "node-a", {"items/replayed": 4})
     view = FrontierAdmin(redis_client, "pages").ledger("c1")
     assert (view["runs"], view["replays"], view["short_runs"]) == (1, 1, [])
     assert view["totals"]["items/replayed"] == 4
@@ -112,37 +112,62 @@ def test_a_spool_replay_is_not_counted_as_a_node_run(
     )
 
 
+class TimesOutFor:
+    """A script whose first ``times`` calls on key ``key`` run in Redis, then time out here."""
+
+    def __init__(self, script: Any, key: str, times: int) -> None:
+        self.script = script
+        self.key = key
+        self.times = times
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        result = await self.script(**kwargs)
+        if self.times > 0 and kwargs["keys"][0] == self.key:
+            self.times -= 1
+            raise redis.exceptions.TimeoutError("Timeout reading from socket")
+        return result
+
+
+@pytest.mark.parametrize("timed_out", ["own", "other"])
 def test_a_node_credits_a_replay_of_another_crawls_spool_to_that_crawl(
-    redis_url: str, redis_client: redis.Redis
+    redis_url: str, redis_client: redis.Redis, timed_out: str
 ) -> None:
-    """Messages of crawl c0 a node of c1 replayed are c0's ``items/replayed``, pushed as a
-    spool replay of c0's, added once however often a push is sent again."""
+    """Messages of crawl c0 a node of c1 replayed are c0's ``items/replayed`` (and, delivered,
+    its ``items/delivered``), pushed as a spool replay of c0's, added once however often a push
+    is sent again: the node's own push or c0's timing out after it ran."""
     extension = _extension(redis_url, "node-a:1")
     extension._replay_run = "node-a:replay-1"
     extension._spider = "pages"
     stats = extension.stats
+    c0 = LedgerKeys.for_crawl("pages", "c0")
 
     async def run() -> None:
         client = redis.asyncio.Redis.from_url(redis_url)
-        extension._script = RanThenTimedOut(
-            client.register_script(script_text("crawler.frontier", "ledger_push")), 1
-        )  # type: ignore[assignment]
+        script = client.register_script(script_text("crawler.frontier", "ledger_push"))
+        key = KEYS.total if timed_out == "own" else c0.total
+        extension._script = TimesOutFor(script, key, 2)  # type: ignore[assignment]
         try:
+            stats.set_value("kafka/delivered", 5)
             stats.set_value("kafka/replayed", 5)
-            stats.set_value("kafka/replay_of_crawl/c0", 3)
-            with pytest.raises(redis.exceptions.TimeoutError):
-                await extension.push()
-            stats.inc_value("kafka/replayed", 2)
-            stats.inc_value("kafka/replay_of_crawl/c0", 1)
+            stats.set_value("kafka/replay_of_crawl/delivered/c0", 3)
+            for _ in range(2):
+                with pytest.raises(redis.exceptions.TimeoutError):
+                    await extension.push()
+                stats.inc_value("kafka/replayed", 1)
+                stats.inc_value("kafka/delivered", 1)
+                stats.inc_value("kafka/replay_of_crawl/delivered/c0", 1)
+            stats.inc_value("kafka/replay_dead_lettered", 1)
+            stats.inc_value("kafka/replay_of_crawl/dead_lettered/c0", 1)
             await extension.push(final=True)
         finally:
             await client.aclose()
 
     asyncio.run(run())
-    assert redis_client.hget(KEYS.total, "items/replayed") == b"3"
-    c0 = FrontierAdmin(redis_client, "pages").ledger("c0")
-    assert c0["totals"]["items/replayed"] == 4
-    assert (c0["runs"], c0["replays"], c0["short_runs"]) == (0, 1, [])
+    own = redis_client.hmget(KEYS.total, ["items/replayed", "items/delivered"])
+    assert own == [b"2", b"2"]  # 7 + 1 replayed, 6 of them c0's; 7 delivered, 5 c0's
+    view = FrontierAdmin(redis_client, "pages").ledger("c0")
+    assert (view["totals"]["items/replayed"], view["totals"]["items/delivered"]) == (6, 5)
+    assert (view["runs"], view["replays"], view["short_runs"]) == (0, 1, [])
 
 
 def put_runs(client: redis.Redis, runs: dict[str, tuple[int, int, str]]) -> int:

@@ -461,9 +461,10 @@ def test_a_replayed_message_of_another_crawl_is_counted_for_that_crawl(tmp_path:
         item_sender.spool.append(OutgoingMessage("items", b"k", b"%d" % n, headers, 1), "x")
     item_sender.replay()
     FakeProducer.made[0].report_all(None)
-    assert counts["kafka/replayed"] == 4
-    assert counts["kafka/replay_of_crawl/c0"] == 2
-    assert ledger_fields(counts)["items/replayed"] == 2  # c1's own (one without a header)
+    assert counts["kafka/replayed"] == counts["kafka/delivered"] == 4
+    assert counts["kafka/replay_of_crawl/delivered/c0"] == 2
+    fields = ledger_fields(counts)  # c1's own (one without a header)
+    assert (fields["items/replayed"], fields["items/delivered"]) == (2, 2)
 
 
 def test_a_spool_counts_its_records_across_segments_a_block_at_a_time(

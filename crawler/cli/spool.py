@@ -7,7 +7,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -27,6 +27,7 @@ from crawler.cli.config import (
 from crawler.cli.spiders import require_spider, settings_as_nodes_read_them, spider_class
 from crawler.cli.status import add_crawl_options
 from crawler.extensions.ledger_layout import (
+    REPLAY_FIELDS,
     REPLAY_RUN,
     LedgerKeys,
     ledger_fields,
@@ -115,27 +116,32 @@ def ledger_redis(args: argparse.Namespace) -> SyncRedis | None:
 
 
 def add_replayed_to_ledger(
-    client: SyncRedis, spider: str, crawl_id: str, node_id: str, replayed: int
+    client: SyncRedis, spider: str, crawl_id: str, node_id: str, deltas: Mapping[str, int]
 ) -> None:
-    """Count the replayed messages in the crawl's ledger (``items/replayed``, which a node's
-    own replays add to in its pushes): one final push of a run of its own."""
+    """Count the replayed messages in the crawl's ledger (``items/replayed``, and of them
+    ``items/delivered``, which a node's own replays add to in its pushes): one final push of a
+    run of its own."""
     keys = LedgerKeys.for_crawl(spider, crawl_id)
     run = f"{node_id}{REPLAY_RUN}{uuid.uuid4().hex[:8]}"
-    args = push_args(run, 1, keys, state="final", every_ms=0, deltas={"items/replayed": replayed})
+    args = push_args(run, 1, keys, state="final", every_ms=0, deltas=deltas)
     client.register_script(script_text("crawler.frontier", "ledger_push"))(
         keys=[keys.total, keys.runs], args=args
     )
 
 
-def replayed_by_crawl(counts: Counter[str], crawl_id: str, override: bool) -> dict[str, int]:
-    """Crawl id -> the messages of it the replay took out of the spool (delivered or
-    dead-lettered): each message's crawl (its ``crawl_id`` header; ``crawl_id`` for none), or
-    all of them ``crawl_id``'s when ``--crawl`` named it (``override``)."""
-    by_crawl = {crawl_id: ledger_fields(counts)["items/replayed"]}
-    by_crawl.update(replayed_of_other_crawls(counts))
-    if override:
-        by_crawl = {crawl_id: sum(by_crawl.values())}
-    return {crawl: n for crawl, n in by_crawl.items() if n}
+def replayed_by_crawl(
+    counts: Counter[str], crawl_id: str, override: bool
+) -> dict[str, dict[str, int]]:
+    """Crawl id -> the messages of it the replay took out of the spool (``items/replayed``:
+    delivered or dead-lettered; ``items/delivered``): each message's crawl (its ``crawl_id``
+    header; ``crawl_id`` for none), or all of them ``crawl_id``'s when ``--crawl`` named it
+    (``override``)."""
+    fields = ledger_fields(counts)
+    by_crawl = {crawl_id: {name: fields[name] for name in REPLAY_FIELDS}}
+    for (crawl, field), n in replayed_of_other_crawls(counts).items():
+        credited = by_crawl.setdefault(crawl_id if override else crawl, {})
+        credited[field] = credited.get(field, 0) + n
+    return {crawl: got for crawl, got in by_crawl.items() if got.get("items/replayed")}
 
 
 async def replay_spool(
@@ -199,8 +205,8 @@ def run_replay(args: argparse.Namespace) -> int:
     left = asyncio.run(replay_spool(args, directory, node_id, crawl_id, counts))
     if ledger is not None:
         try:
-            for crawl, replayed in replayed_by_crawl(counts, crawl_id, bool(args.crawl)).items():
-                add_replayed_to_ledger(ledger, args.spider, crawl, node_id, replayed)
+            for crawl, credited in replayed_by_crawl(counts, crawl_id, bool(args.crawl)).items():
+                add_replayed_to_ledger(ledger, args.spider, crawl, node_id, credited)
         finally:
             ledger.close()
     # a replayed message Kafka did not take is spooled again as kafka/respooled; those purged

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TypeVar
 
 from redis.commands.core import AsyncScript
 from scrapy import Spider, signals
@@ -47,6 +48,8 @@ from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.settings_values import get_bool, get_float
 
 logger = logging.getLogger(__name__)
+
+K = TypeVar("K")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +80,9 @@ class Push:
     number: int
     deltas: dict[str, int]
     totals: dict[str, int]  # the node's counters this push brings the ledger to
-    other_crawls: dict[str, int]  # crawl id -> its replayed messages since the last push
-    other_totals: dict[str, int]
+    # (crawl id, field) -> the replayed messages of other crawls since the last push
+    other_crawls: dict[tuple[str, str], int]
+    other_totals: dict[tuple[str, str], int]
 
 
 class LedgerExtension:
@@ -88,7 +92,7 @@ class LedgerExtension:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self._pushed: dict[str, int] = {}
-        self._pushed_other: dict[str, int] = {}
+        self._pushed_other: dict[tuple[str, str], int] = {}
         self._pending: Push | None = None  # sent, not yet known to be added
         self._number = 0
         self._run = ""
@@ -199,9 +203,11 @@ class LedgerExtension:
             deltas=push.deltas,
         )
         await self._script(keys=[self._keys.total, self._keys.runs], args=args)
-        for crawl, replayed in push.other_crawls.items():
+        by_crawl: dict[str, dict[str, int]] = {}
+        for (crawl, field), delta in push.other_crawls.items():
+            by_crawl.setdefault(crawl, {})[field] = delta
+        for crawl, deltas in by_crawl.items():
             keys = LedgerKeys.for_crawl(self._spider, crawl)
-            deltas = {"items/replayed": replayed}
             other_args = push_args(
                 self._replay_run, push.number, keys, state="final", every_ms=0, deltas=deltas
             )
@@ -211,7 +217,7 @@ class LedgerExtension:
         self._pending = None
 
 
-def _changes(current: dict[str, int], pushed: dict[str, int]) -> dict[str, int]:
+def _changes(current: dict[K, int], pushed: dict[K, int]) -> dict[K, int]:
     """The counters of ``current`` that moved since ``pushed``, by how much."""
     return {
         field: value - pushed.get(field, 0)

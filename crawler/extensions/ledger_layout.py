@@ -50,6 +50,8 @@ SUMMED_FIELDS = {
     "items/replayed": ("kafka/replayed", "kafka/replay_dead_lettered"),
 }
 DEAD_LETTER_STATS = ("kafka/dead_lettered", "kafka/dead_lettered_file")
+# what a replay of spooled messages credits the crawl they are of (``replayed_of_other_crawls``)
+REPLAY_FIELDS = ("items/replayed", "items/delivered")
 FAILED_PREFIX = "frontier/failed/"  # also kept per reason as failed/<reason>
 SPOOLED_BY_PREFIX = "items/spooled_by/"  # + node id: the messages that node spooled
 KEPT_PREFIXES = LEDGER_PREFIXES  # kept per stat name: what lists declared and gave (completeness)
@@ -104,7 +106,8 @@ def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
     fields = {field: numbers.get(stat, 0) for field, stat in DIRECT_FIELDS.items()}
     for field, prefixes in SUMMED_FIELDS.items():
         fields[field] = sum(v for name, v in numbers.items() if name.startswith(prefixes))
-    fields["items/replayed"] -= sum(replayed_of_other_crawls(numbers).values())
+    for (_crawl, field), credited in replayed_of_other_crawls(numbers).items():
+        fields[field] -= credited  # their crawls' ledgers count them
     fields["items/dead_lettered"] = sum(numbers.get(stat, 0) for stat in DEAD_LETTER_STATS)
     for name, value in numbers.items():
         if name.startswith(FAILED_PREFIX):
@@ -114,11 +117,15 @@ def ledger_fields(stats: Mapping[str, object]) -> dict[str, int]:
     return fields
 
 
-def replayed_of_other_crawls(stats: Mapping[str, object]) -> dict[str, int]:
-    """Crawl id -> the messages of that crawl (not the node's) the node's replays took out of
-    its spool: added to that crawl's ``items/replayed``."""
-    return {
-        name[len(REPLAY_OF_CRAWL) :]: int(value)
-        for name, value in stats.items()
-        if name.startswith(REPLAY_OF_CRAWL) and isinstance(value, int | float)
-    }
+def replayed_of_other_crawls(stats: Mapping[str, object]) -> dict[tuple[str, str], int]:
+    """(crawl id, ledger field) -> what the node's replays took out of its spool of messages of
+    that crawl (not the node's): ``items/replayed``, and of those ``items/delivered`` (the
+    dead-lettered ones' dead-letter counts stay the node crawl's)."""
+    by_field: dict[tuple[str, str], int] = {}
+    for name, value in stats.items():
+        if not name.startswith(REPLAY_OF_CRAWL) or not isinstance(value, int | float):
+            continue
+        outcome, _, crawl = name[len(REPLAY_OF_CRAWL) :].partition("/")
+        for field in REPLAY_FIELDS if outcome == "delivered" else REPLAY_FIELDS[:1]:
+            by_field[(crawl, field)] = by_field.get((crawl, field), 0) + int(value)
+    return by_field

@@ -6,8 +6,9 @@ being written). A record that could be none of these (the disk is full) keeps it
 segment for a later replay: delivered records of it may be sent twice, none is lost.
 
 A record of another crawl than the node's (its ``crawl_id`` header), as a node started with a new
-``CRAWLER_CRAWL_ID`` finds them in its spool, is also counted as ``kafka/replay_of_crawl/<id>``:
-the ledger credits that crawl with it, not the node's.
+``CRAWLER_CRAWL_ID`` finds them in its spool, is also counted as
+``kafka/replay_of_crawl/<delivered|dead_lettered>/<id>``: the ledger credits that crawl with it,
+not the node's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ Settled = Callable[[str], None]
 Send = Callable[[OutgoingMessage, Settled], None]
 
 
-REPLAY_OF_CRAWL = "kafka/replay_of_crawl/"  # + crawl id: records of another crawl replayed
+# + "<outcome>/<crawl id>": records of another crawl replayed (delivered, or dead-lettered)
+REPLAY_OF_CRAWL = "kafka/replay_of_crawl/"
 
 
 class SpoolReplay:
@@ -75,7 +77,7 @@ class ReplaySettler:
             # DLQ, or the node's file
             count("kafka/replayed" if outcome == "delivered" else "kafka/replay_dead_lettered", 1)
             if self._other_crawl is not None:
-                count(REPLAY_OF_CRAWL + self._other_crawl, 1)
+                count(f"{REPLAY_OF_CRAWL}{outcome}/{self._other_crawl}", 1)
         self._segment.settled(kept=outcome == "requeue")
 
 
