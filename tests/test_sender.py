@@ -209,6 +209,9 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     assert pause_text(notice).startswith("KAFKA HAS NO TOPIC FOR SOME ITEMS since 1970-01-01")
     paused = PauseInfo(reason="max_outage", since=0.0, missing_topic=True)
     assert pause_text(paused).startswith("PAUSED (Kafka has no topic for some items since ")
+    item_sender.health.connection_error("_transport")  # the broker goes away too: said so
+    assert not item_sender.health.missing_topic
+    assert "Kafka unreachable at unused:1 (_transport)" in caplog.text
     # a dead letter whose dead-letter topic is missing: its original topic's check (which
     # creates items.dlq), not one for items.dlq (which would create items.dlq.dlq)
     item_sender.dead_letter(message(3), "schema", "$.n: bad", outcomes.append)

@@ -74,10 +74,13 @@ class BrokerHealth:
         has no topic for a message (``missing_topic``: the ERROR naming the topic is the
         sender's; the crawl waits for it as for a broker away, up to ``KAFKA_MAX_OUTAGE``)."""
         if self.down_since is not None:
-            return
-        self.down_since = self._clock() if since is None else since
+            if not (self.missing_topic and not missing_topic):
+                return
+            # an outage that began with a missing topic: the broker is away now too
+        else:
+            self.down_since = self._clock() if since is None else since
+            self._count("kafka/unreachable", 1)
         self.missing_topic = missing_topic
-        self._count("kafka/unreachable", 1)
         logger.warning(
             "Kafka %s (%s): items wait until %s (a new topic's for its check, the others in the "
             "producer and the spool); connection errors are counted in kafka/connection_errors",

@@ -255,22 +255,30 @@ class KafkaPipeline:
             self._paused = self._metrics.paused = pause
             engine.pause()
             self.stats.inc_value(f"kafka/crawl_paused/{pause}")
+            away, until = (
+                ("Kafka has no topic for some items", "it has")
+                if self.sender.health.missing_topic
+                else ("Kafka unreachable", "Kafka answers")
+            )
             if pause == "max_outage":
                 logger.error(
-                    "Kafka unreachable for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until "
-                    "Kafka answers",
+                    "%s for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until %s",
+                    away,
                     self.sender.outage_seconds(),
                     self.settings.max_outage,
+                    until,
                 )
             else:
                 logger.error(
-                    "Kafka unreachable and the spool cannot be written: crawl paused until "
-                    "Kafka answers"
+                    "%s and the spool cannot be written: crawl paused until %s", away, until
                 )
         elif pause is None and self._paused is not None:
             self._paused = self._metrics.paused = None
             engine.unpause()
-            logger.warning("Kafka answers again: crawl resumed")
+            logger.warning(
+                "Kafka %s: crawl resumed",
+                "takes items again" if self.sender.health.missing_topic else "answers again",
+            )
         if self._topics is not None:
             self._topics.follow(paused=self._paused is not None)
         if self._paused is not None:
