@@ -38,7 +38,7 @@ from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
 from crawler.per_node_limits import closespider_counts, download_delay, per_node_limits
 from crawler.redis_url import RedisConfig
-from crawler.scrapy_redis_given import given
+from crawler.scrapy_redis_given import given, object_path
 from crawler.scrapy_values import check_scrapy_values, whole_scrapy_integers
 from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
@@ -168,14 +168,15 @@ class ClusterAddon:
         if problem := reactor_problem(settings):
             raise ValueError(problem)
         scheduler = settings.get("SCHEDULER")
-        if (settings.getpriority("SCHEDULER") or 0) > 0 and scheduler != LEASING_SCHEDULER:
+        chosen = (settings.getpriority("SCHEDULER") or 0) > 0
+        if chosen and object_path(scheduler) != LEASING_SCHEDULER:  # a path, or the class
             raise ValueError(
                 f"SCHEDULER={scheduler!r} with REDIS_URL set: cluster mode needs "
                 f"{LEASING_SCHEDULER} (leases, shared dedup); remove the setting, or unset "
                 "REDIS_URL to crawl standalone with it"
             )
         dupefilter = settings.get("DUPEFILTER_CLASS")
-        if dupefilter != default_settings.DUPEFILTER_CLASS:
+        if object_path(dupefilter) != default_settings.DUPEFILTER_CLASS:
             raise ValueError(
                 f"DUPEFILTER_CLASS={dupefilter!r} with REDIS_URL set: LeasingScheduler "
                 "deduplicates in Redis and would ignore it; choose FRONTIER_DUPEFILTER "

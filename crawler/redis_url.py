@@ -198,7 +198,7 @@ def _path(path: str, topology: Topology, fail: Fail) -> tuple[str, int]:
     if len(parts) > 1:
         raise fail(f"path {path!r} has more parts than [/service]/db")
     db_text = parts[0] if parts else "0"
-    if not db_text.isdigit():
+    if not re.fullmatch(r"[0-9]+", db_text):  # isdigit() took other scripts' digits, "²"
         raise fail(f"database {db_text!r} is not a number >= 0")
     db = int(db_text)
     if topology is Topology.CLUSTER and db != 0:

@@ -93,6 +93,9 @@ def test_urls_parse(url: str, expected: RedisConfig) -> None:
         (f"redis+cluster://:{SECRET}@h/1", "a Redis Cluster has only database 0, not 1"),
         ("redis+sentinel://h", "names the master's service"),
         ("redis://h/x", "database 'x' is not a number"),
+        ("redis://h/１", "database '１' is not a number"),  # another script's digit (a review)
+        ("redis://h/²", "database '²' is not a number"),  # int() refused it, naming nothing
+        ("redis://h:６３７９", "'h:６３７９' is not host[:port]"),
         ("redis://h/0/1", "more parts than [/service]/db"),
         ("redis://h:99999", "port 99999 is not between 1 and 65535"),
         ("redis://h:port", "'h:port' is not host[:port]"),

@@ -437,6 +437,13 @@ def test_scrapy_redis_settings_given_as_classes_are_judged_as_their_paths() -> N
     from scrapy_redis.scheduler import Scheduler
 
     project({"REDIS_URL": "redis://h:1/0", "SCHEDULER_QUEUE_CLASS": PriorityQueue})
+    # and ours, or Scrapy's default dupefilter, as classes (refused as not themselves: a review)
+    from scrapy.dupefilters import RFPDupeFilter as ScrapyDupeFilter
+
+    from crawler.frontier.scheduler import LeasingScheduler
+
+    project({"REDIS_URL": "redis://h:1/0", "SCHEDULER": LeasingScheduler})
+    project({"REDIS_URL": "redis://h:1/0", "DUPEFILTER_CLASS": ScrapyDupeFilter})
     items = {"ITEM_PIPELINES": {RedisPipeline: 400}, "REDIS_ITEMS_KEY": "%(spider)s:items"}
     project({"REDIS_URL": "redis://h:1/0", **items})
     for refused, message in (

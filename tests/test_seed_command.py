@@ -170,9 +170,10 @@ def test_the_commands_read_the_settings_module_the_nodes_read(
         "REDIS_START_URLS_AS_SET = True\n"
     )
     env = {"REDIS_URL": redis_url}
-    if named_by == "scrapy.cfg":  # run in the project's folder, as `scrapy crawl` is
+    if named_by == "scrapy.cfg":  # in a folder of the project, as `scrapy crawl` may be run
         (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = ownproject.settings\n")
-        ok(crawler_process("seed", "pages", "http://own.test/", env=env, cwd=tmp_path))
+        (tmp_path / "docs").mkdir()  # not the project's folder: its module is found by the cfg
+        ok(crawler_process("seed", "pages", "http://own.test/", env=env, cwd=tmp_path / "docs"))
     else:
         env |= {
             "SCRAPY_SETTINGS_MODULE": "ownproject.settings",

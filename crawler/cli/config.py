@@ -25,31 +25,37 @@ from crawler.settings_values import get_float
 from settings.resolve import resolve_settings, uppercase_names
 
 
-def settings_module() -> str:
-    """The settings module ``scrapy crawl`` would read here: ``SCRAPY_SETTINGS_MODULE``, else
-    the one the closest ``scrapy.cfg`` names in ``[settings]`` (its folder put on the path, as
-    Scrapy does; the commands read only the variable, and seeds went where no node read)."""
+def settings_module() -> tuple[str, str]:
+    """The settings module ``scrapy crawl`` would read here, and where it is named:
+    ``SCRAPY_SETTINGS_MODULE``, else the closest ``scrapy.cfg``'s ``[settings]`` (its folder put
+    on the path, as Scrapy does; the commands read only the variable, and seeds went where no
+    node read). ("", "") for none."""
     module = os.environ.get("SCRAPY_SETTINGS_MODULE", "").strip()
     project = os.environ.get("SCRAPY_PROJECT", "default")
     config = get_config()
     if module or not config.has_option("settings", project):
-        return module
-    if (closest := closest_scrapy_cfg()) and str(Path(closest).parent) not in sys.path:
+        return module, "SCRAPY_SETTINGS_MODULE" if module else ""
+    closest = closest_scrapy_cfg()
+    if closest and str(Path(closest).parent) not in sys.path:
         sys.path.append(str(Path(closest).parent))
-    return config.get("settings", project).strip()
+    return config.get(
+        "settings", project
+    ).strip(), f"{closest or 'scrapy.cfg'} [settings] {project}"
 
 
 def project_settings() -> dict[str, Any]:
     """The settings the nodes read: the module ``settings_module`` names (a project of the
     user's, which begins with ``from settings import *``), else this project's, with the
     environment's overrides."""
-    module = settings_module()
+    module, named_in = settings_module()
     if not module or module == "settings":
         return resolve_settings(os.environ)
     try:
         return uppercase_names(importlib.import_module(module))
     except ImportError as exc:
-        raise SystemExit(f"settings module {module!r} cannot be imported: {exc}") from exc
+        raise SystemExit(
+            f"settings module {module!r} ({named_in}) cannot be imported: {exc}"
+        ) from exc
 
 
 def add_kafka_option(parser: argparse.ArgumentParser) -> None:

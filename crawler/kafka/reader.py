@@ -73,8 +73,9 @@ def iter_topic(
     pause or restart the read) as soon as the topic's metadata shows them; topics and
     partitions that appear later are picked up within ``PARTITION_CHECK`` seconds. A position
     the broker no longer has (the topic was deleted and made again, or retention deleted what
-    was not read yet) goes to the partition's first offset, not its end: nothing written
-    meanwhile is skipped.
+    was not read yet) goes to the partition's first offset, not its end, so what was written
+    before the reader noticed is read (a topic made again that already holds more messages
+    than the old position is read on from that position: its first ones are missed).
     """
     group = f"reader-{uuid.uuid4().hex}"
     options = {"enable.auto.commit": False, "auto.offset.reset": "earliest"}
