@@ -269,6 +269,13 @@ def test_an_account_without_its_password_is_said_at_start(
     ]
 
 
+def list_stats(zhihu: ZhihuSpider, name: str) -> tuple[Any, ...]:
+    """The node's declared, collected, shortfall and short lists of list ``name``."""
+    assert zhihu.crawler.stats is not None
+    events = ("declared", "collected", "shortfall", "short_lists")
+    return tuple(zhihu.crawler.stats.get_value(f"zhihu/{event}/{name}") for event in events)
+
+
 def rate_limited(zhihu: ZhihuSpider, url: str, **meta: Any) -> list[Any]:
     body = orjson.dumps({"error": {"code": 40362, "message": "too fast"}})
     request = Request(url, meta={"zhihu_source": "seed", **meta})
@@ -298,13 +305,20 @@ def test_a_list_page_sent_again_from_its_failure_record_completes_its_list_once(
         i for i in parse(zhihu, retry.url, rest, **retry.meta) if isinstance(i, ZhihuListItem)
     ]
     assert (done.declared, done.collected, done.shortfall) == (3, 3, 0)
-    stats = zhihu.crawler.stats
-    assert stats is not None
-    counted = {
-        name: stats.get_value(f"zhihu/{name}/root_comment")
-        for name in ("declared", "collected", "shortfall", "short_lists")
-    }
-    assert counted == {"declared": 3, "collected": 3, "shortfall": 0, "short_lists": 0}
+    assert list_stats(zhihu, "root_comment") == (3, 3, 0, 0)
+
+
+REST_OF_THREE = page(
+    [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
+)
+
+
+def second_of_three(zhihu: ZhihuSpider) -> Request:
+    """The request of the second page of a root comment list declaring 3 (one on the first)."""
+    following = ROOTS.replace("offset=", "offset=5_1_0")
+    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
+    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    return more
 
 
 def not_fetched(zhihu: ZhihuSpider, request: Request, error: Exception) -> list[Any]:
@@ -330,9 +344,7 @@ def test_a_list_page_that_cannot_be_fetched_ends_its_list_short(
     completeness said 100% with 20 of 30 answers (an audit). Sent again from its failure
     record, the chain's end counts the list once."""
     zhihu = spider()
-    following = ROOTS.replace("offset=", "offset=5_1_0")
-    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
-    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    more = second_of_three(zhihu)
     (short,) = not_fetched(zhihu, more, error)
     assert isinstance(short, ZhihuListItem)
     assert (short.list, short.declared, short.collected, short.shortfall) == (
@@ -346,29 +358,19 @@ def test_a_list_page_that_cannot_be_fetched_ends_its_list_short(
     assert stats.get_value("zhihu/not_fetched/root_comment") == 1
 
     again = {**more.meta, "failure_retried": reason}  # as `crawler failed retry` sends it
-    rest = page(
-        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
-    )
-    (done,) = [i for i in parse(zhihu, more.url, rest, **again) if isinstance(i, ZhihuListItem)]
+    (done,) = [
+        i for i in parse(zhihu, more.url, REST_OF_THREE, **again) if isinstance(i, ZhihuListItem)
+    ]
     assert (done.declared, done.collected, done.shortfall) == (3, 3, 0)
-    counted = {
-        name: stats.get_value(f"zhihu/{name}/root_comment")
-        for name in ("declared", "collected", "shortfall", "short_lists")
-    }
-    assert counted == {"declared": 3, "collected": 3, "shortfall": 0, "short_lists": 0}
+    assert list_stats(zhihu, "root_comment") == (3, 3, 0, 0)
 
 
 def test_a_page_retried_after_its_callback_raised_records_its_list_in_full() -> None:
     """A callback that raised recorded nothing: its page sent again records the whole list."""
     zhihu = spider()
-    following = ROOTS.replace("offset=", "offset=5_1_0")
-    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
-    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    more = second_of_three(zhihu)
     again = {**more.meta, "failure_retried": "spider_exception/KeyError"}
-    rest = page(
-        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
-    )
-    parse(zhihu, more.url, rest, **again)
+    parse(zhihu, more.url, REST_OF_THREE, **again)
     stats = zhihu.crawler.stats
     assert stats is not None
     assert stats.get_value("zhihu/declared/root_comment") == 3
@@ -380,26 +382,21 @@ def test_a_list_counts_once_whatever_the_failures_of_its_page_retried_again() ->
     again: `failure_retried` said only the last reason, and the list was counted twice (a
     review). A page that never reached the downloader (a refused redirect) records it whole."""
     zhihu = spider()
-    following = ROOTS.replace("offset=", "offset=5_1_0")
-    first = page([comment("1", previews=[])], is_end=False, totals=3, next_url=following)
-    (more,) = [r for r in parse(zhihu, ROOTS, first, **CONTENT) if isinstance(r, Request)]
+    more = second_of_three(zhihu)
     not_fetched(zhihu, more, ConnectionLost("closed"))
     again = {
         **more.meta,
         "failure_retried": "spider_exception/KeyError",
         "failure_retried_before": ["download/ConnectionLost"],
     }
-    rest = page(
-        [comment("2", previews=[]), comment("3", previews=[])], is_end=True, totals=3, next_url=""
-    )
-    parse(zhihu, more.url, rest, **again)
+    parse(zhihu, more.url, REST_OF_THREE, **again)
     stats = zhihu.crawler.stats
     assert stats is not None
     assert stats.get_value("zhihu/declared/root_comment") == 3
 
     refused = spider()
-    parse(refused, ROOTS, first, **CONTENT)
-    parse(refused, more.url, rest, **{**more.meta, "failure_retried": "redirect/offsite"})
+    second_of_three(refused)
+    parse(refused, more.url, REST_OF_THREE, **{**more.meta, "failure_retried": "redirect/offsite"})
     assert refused.crawler.stats is not None
     assert refused.crawler.stats.get_value("zhihu/declared/root_comment") == 3
 
@@ -416,10 +413,4 @@ def test_a_root_page_sent_again_counts_its_roots_child_lists_as_theirs() -> None
     with_children = comment("2", children=2, previews=[comment("21"), comment("22")])
     rest = page([with_children], is_end=True, totals=30, next_url="")
     parse(zhihu, more.url, rest, **{**more.meta, "failure_retried": "download/ConnectionLost"})
-    stats = zhihu.crawler.stats
-    assert stats is not None
-    counted = {
-        name: stats.get_value(f"zhihu/{name}/child_comment")
-        for name in ("declared", "collected", "shortfall", "short_lists")
-    }
-    assert counted == {"declared": 2, "collected": 2, "shortfall": 0, "short_lists": 0}
+    assert list_stats(zhihu, "child_comment") == (2, 2, 0, 0)
