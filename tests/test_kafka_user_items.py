@@ -107,6 +107,22 @@ def test_an_item_whose_schema_version_is_no_integer_is_dead_lettered(
     assert "Error processing" not in log
 
 
+def test_what_a_pipeline_returns_that_is_no_item_is_dead_lettered(
+    kafka_bootstrap: str, topic_template: str, tmp_path: Path
+) -> None:
+    """A user's pipeline that returned a str or None: KafkaPipeline raised TypeError ('No
+    adapter found'), counted as a user pipeline's error, with no dead letter (an audit)."""
+    pipelines = {"ITEM_PIPELINES": '{"tests.spiders.user_items.ReturnsWhatItSays": 100}'}
+    topic, log = crawl("not_items", kafka_bootstrap, topic_template, tmp_path, pipelines)
+    assert list(by_fragment(read_topic(kafka_bootstrap, topic, expected=1, timeout=30))) == ["good"]
+    dead = read_topic(kafka_bootstrap, f"{topic}.dlq", expected=2, timeout=30)
+    assert sorted(m.value for m in dead) == [b"'a bare string'", b"None"]
+    assert {m.headers["dlq_reason"] for m in dead} == {b"unencodable"}
+    assert b"a NoneType is not an item" in b" ".join(m.headers["dlq_error"] for m in dead)
+    assert "'kafka/rejected/unencodable': 2" in log
+    assert "Error processing" not in log and "pipeline/item_error" not in log
+
+
 def test_a_user_class_named_page_is_not_checked_against_the_builtin_page_schema(
     kafka_bootstrap: str, topic_template: str, tmp_path: Path
 ) -> None:

@@ -103,6 +103,9 @@ def test_an_unencodable_item_s_reason_says_where_it_is() -> None:
         item_json({"url": "http://h/", "n": 10**30, "raw": ["ok", b"\xff\x00raw"]})
     with pytest.raises(UnencodableItem, match=re.escape("$.m.k is of type object")):
         item_json({"url": "http://h/", "m": {"k": object()}})
+    # a frozenset (Scrapy's feeds refuse it too) was walked as a list the encoder writes
+    with pytest.raises(UnencodableItem, match=re.escape("$.v is of type frozenset")):
+        item_json({"url": "http://h/", "v": frozenset([1])})
 
 
 def test_an_integer_too_long_for_text_is_dead_lettered_unencodable() -> None:

@@ -73,6 +73,16 @@ class ItemEncoder:
             self._lone_surrogates(to.item_type)
         return message
 
+    def not_an_item(self, value: object, to: MessageFields) -> Rejected:
+        """What a spider or pipeline passed on that is no item (a str, a list, None: Scrapy's
+        feeds refuse it too): dead-lettered ``unencodable``, its value its Python repr."""
+        error = (
+            f"a {type(value).__qualname__} is not an item (items are dicts, scrapy.Item, "
+            "dataclass or attrs objects): yield one of those, or return one from the pipeline "
+            "that made it"
+        )
+        return Rejected("unencodable", error, self._message(_repr(value), {}, to, 1))
+
     def _message(
         self, value: bytes, fields: dict[str, Any], to: MessageFields, version: int | str
     ) -> OutgoingMessage:
@@ -119,11 +129,11 @@ class ItemEncoder:
         )
 
 
-def _repr(fields: dict[str, Any]) -> bytes:
-    """An ``unencodable`` dead letter's value: the item's Python repr (cut), or why there is
-    none (an integer of more than 4,300 digits has no text)."""
+def _repr(value: object) -> bytes:
+    """An ``unencodable`` dead letter's value: the item's (its fields') Python repr (cut), or
+    why there is none (an integer of more than 4,300 digits has no text)."""
     try:
-        text = repr(fields)[:MAX_DEAD_LETTER_REPR]
+        text = repr(value)[:MAX_DEAD_LETTER_REPR]
     except ValueError as exc:
         text = f"<no repr: {exc}>"
     return text.encode("utf-8", "backslashreplace")

@@ -38,7 +38,7 @@ def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping):
         for key, item in value.items():
             yield f"{path}.{str(key)[:100]}", item
-    elif isinstance(value, list | tuple | set | frozenset):
+    elif isinstance(value, list | tuple | set):  # as the encoder widens them (not frozenset)
         for index, item in enumerate(value):
             yield f"{path}[{index}]", item
 
@@ -70,7 +70,7 @@ def _unwritable(value: Any, path: str, encodes: Encodes) -> str | None:
 def _find(value: Any, path: str, outer: frozenset[int], encodes: Encodes) -> str | None:
     if isinstance(value, int) and value.bit_length() > LONGEST_INT_BITS:
         return f"{path} is an integer of more than 4,300 digits (Python writes none as text)"
-    if not isinstance(value, Mapping | list | tuple | set | frozenset):
+    if not isinstance(value, Mapping | list | tuple | set):
         return _unwritable(value, path, encodes)
     if id(value) in outer:
         return f"{path} is a {type(value).__name__} that contains itself (JSON cannot hold it)"

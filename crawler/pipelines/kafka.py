@@ -32,6 +32,7 @@ import time
 from functools import partial
 from typing import Any, NoReturn
 
+from itemadapter import is_item
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.statscollectors import StatsCollector
@@ -155,7 +156,12 @@ class KafkaPipeline:
             except TopicRefused as exc:
                 await self._refused(exc)
         to = MessageFields(spider.name, topic, item_type)
-        message = self.encoder.encode(item, item_fields(item), to)
+        # a str, a list or None a callback or pipeline passed on failed in ItemAdapter
+        message = (
+            self.encoder.encode(item, item_fields(item), to)
+            if is_item(item)
+            else self.encoder.not_an_item(item, to)
+        )
         if isinstance(message, Rejected):
             await self._reject(message.message, message.reason, message.error, item_type)
         settled = self._settlement()

@@ -59,6 +59,14 @@ class SlowOpen:
         return item
 
 
+class ReturnsWhatItSays:
+    """A user's pipeline that returns what an item's ``becomes`` says instead of it: a str, a
+    list, None (a pipeline that forgot its ``return``)."""
+
+    def process_item(self, item: Any) -> Any:
+        return item.get("becomes", item)
+
+
 class SlowStart:
     """A user's extension whose ``engine_started`` handler takes a while (scrapy-playwright's
     own handler launches its browser there)."""
@@ -94,6 +102,10 @@ class UserItemsSpider(RedisSpider):
             yield Page(url=url, title="mine")
         elif self.case == "odd_type":
             yield OddType(url=url)
+        elif self.case == "not_items":  # ReturnsWhatItSays turns two into no items
+            yield {"url": f"{url}#str", "becomes": "a bare string"}
+            yield {"url": f"{url}#none", "becomes": None}
+            yield {"url": f"{url}#good"}
         elif self.case == "shared_keys":  # a list page's rows, each given the page's url
             for row in range(3):
                 yield {"url": url, "row": row}
