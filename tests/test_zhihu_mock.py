@@ -314,9 +314,10 @@ def test_search_mixes_types_and_pages_to_an_empty_next(mock: ZhihuMock, client: 
         assert pages[-1]["paging"]["next"] == ""
         items = [item for page in pages for item in page["data"]]
         assert [i["id"] for i in items] == [e.id for e in entries]
-        results = [i for i in items if i["type"] == "search_result"]
+        results = [i for i in items if i["type"] in ("search_result", "zvideo")]
         kept = [e for e in entries if e.kind == "search_result"]
         assert [r["object"]["type"] for r in results] == [e.object_type for e in kept]
+        assert all(r["object"]["type"] == "zvideo" for r in results if r["type"] == "zvideo")
         assert {"koc_box", "knowledge_ad"} <= {i["type"] for i in items}
         assert all(f"<em>{keyword}</em>" in r["highlight"]["title"] for r in results[:1])
         if len(pages) > 1:
@@ -325,6 +326,13 @@ def test_search_mixes_types_and_pages_to_an_empty_next(mock: ZhihuMock, client: 
         assert {"hit_labels", "search_action_info", "strategy_res_list"} <= set(pages[0])
     types = {e.object_type for es in mock.data.search.values() for e in es if e.object_type}
     assert types == {"answer", "article", "question", "zvideo", "people"}
+    served = {
+        i["type"]
+        for keyword in mock.data.search
+        for page in walk(client, f"/api/v4/search_v3?{urlencode({'q': keyword, 'limit': 7})}")
+        for i in page["data"]
+    }
+    assert "zvideo" in served  # videos as entries of their own type, as the site answers some
 
 
 # HTML pages ---------------------------------------------------------------------------------
