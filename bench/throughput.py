@@ -33,13 +33,22 @@ from pathlib import Path
 import orjson
 
 from bench.docs_site import DocsSite
-from bench.frontier import FAST_LEASES, SCRAPY_REDIS, Target, Variant, crawl
+from bench.frontier import FAST_LEASES, SCRAPY_COMMANDS, SCRAPY_REDIS, Target, Variant, crawl
 from crawler.demo.run import services
 from crawler.demo.site import Site
 
 VARIANTS = [
     (Variant("plain Scrapy (memory)", "pages", {}, uses_redis=False, uses_kafka=False), 1),
-    (Variant("scrapy-redis 0.9.1", "scrapy_redis_pages", SCRAPY_REDIS, uses_kafka=False), 1),
+    (
+        Variant(
+            "scrapy-redis 0.9.1",
+            "scrapy_redis_pages",
+            SCRAPY_REDIS,
+            uses_kafka=False,
+            env=SCRAPY_COMMANDS,
+        ),
+        1,
+    ),
     (Variant("ours (leases)", "pages", FAST_LEASES, uses_kafka=False), 1),
     (Variant("ours (leases)", "pages", FAST_LEASES, uses_kafka=False), 2),
 ]
