@@ -26,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -85,6 +86,11 @@ class Outcome:
     @property
     def lost(self) -> int:
         return self.pages - self.received
+
+    @property
+    def rate(self) -> float:
+        """Pages a second, from the first page to the last."""
+        return self.pages / self.seconds if self.seconds else 0.0
 
     @property
     def duplicates(self) -> int:
@@ -217,19 +223,14 @@ def main() -> None:
         print("|---|---|---|---|---|")
         rates: dict[str, list[float]] = {variant.name: [] for variant in VARIANTS}
         received: dict[str, int] = {variant.name: args.pages for variant in VARIANTS}
+        one_node = partial(
+            crawl, nodes=1, redis_url=redis_url, bootstrap=bootstrap, workdir=workdir
+        )
         with Site(args.pages) as site:
             for _ in range(args.repeat):
                 for variant in VARIANTS:
-                    outcome = crawl(
-                        variant,
-                        site,
-                        nodes=1,
-                        redis_url=redis_url,
-                        bootstrap=bootstrap,
-                        workdir=workdir,
-                    )
-                    rate = outcome.pages / outcome.seconds if outcome.seconds else 0.0
-                    rates[variant.name].append(rate)
+                    outcome = one_node(variant, site)
+                    rates[variant.name].append(outcome.rate)
                     received[variant.name] = min(received[variant.name], outcome.received)
         baseline = statistics.median(rates[VARIANTS[0].name])
         for variant in VARIANTS:

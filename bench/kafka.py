@@ -23,6 +23,7 @@ import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,19 +148,14 @@ def main() -> None:
         print(f"# Crawl: 1 node, {args.pages}-page local site, Scrapy's own scheduler")
         print("| Kafka pipeline | pages/s | ratio |")
         print("|---|---|---|")
+        one_node = partial(
+            crawl, nodes=1, redis_url=redis_url, bootstrap=bootstrap, workdir=workdir
+        )
         with Site(args.pages) as site:
             rates = {}
             for name, kafka in (("off", False), ("on", True)):
                 variant = Variant(f"kafka {name}", "pages", {}, uses_redis=False, uses_kafka=kafka)
-                outcome = crawl(
-                    variant,
-                    site,
-                    nodes=1,
-                    redis_url=redis_url,
-                    bootstrap=bootstrap,
-                    workdir=workdir,
-                )
-                rates[name] = outcome.pages / outcome.seconds
+                rates[name] = one_node(variant, site).rate
                 print(f"| {name} | {rates[name]:.1f} | {rates[name] / rates['off']:.2f}x |")
 
 
