@@ -31,6 +31,9 @@ def spider(**settings: Any) -> ZhihuSpider:
     values |= {
         **settings,
         "REDIS_URL": "",
+        # each spider here is a crawler of its own, never closed: its metrics server held one of
+        # METRICS_PORTS for the rest of the session (41 of them, CI ran out)
+        "METRICS_ENABLED": False,
         "ZHIHU_PRIVACY": False,
         "ZHIHU_CREATORS": False,
         "ZHIHU_WWW_URL": "http://zhihu.test",
