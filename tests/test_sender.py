@@ -197,7 +197,7 @@ def test_unknown_topic_at_produce_is_spooled_not_dead_lettered(
     assert outcomes == ["spooled", "spooled"]
     # said as what it is: Kafka answered, it has no such topic (not "Kafka unreachable")
     assert "unreachable" not in caplog.text
-    assert "Kafka at unused:1 has no topic for some items (_unknown_topic)" in caplog.text
+    assert "Kafka has no topic for some items at unused:1 (_unknown_topic)" in caplog.text
     assert told == ["items", "items"]
     named = [r.getMessage() for r in caplog.records if "has no topic items" in r.getMessage()]
     assert len(named) == 1, caplog.text

@@ -30,6 +30,7 @@ from crawler.extensions.ledger_layout import (
     REPLAY_FIELDS,
     REPLAY_RUN,
     LedgerKeys,
+    fields_by_crawl,
     ledger_fields,
     push_args,
     replayed_of_other_crawls,
@@ -137,10 +138,12 @@ def replayed_by_crawl(
     header; ``crawl_id`` for none), or all of them ``crawl_id``'s when ``--crawl`` named it
     (``override``)."""
     fields = ledger_fields(counts)
-    by_crawl = {crawl_id: {name: fields[name] for name in REPLAY_FIELDS}}
-    for (crawl, field), n in replayed_of_other_crawls(counts).items():
-        credited = by_crawl.setdefault(crawl_id if override else crawl, {})
-        credited[field] = credited.get(field, 0) + n
+    credited = [((crawl_id, name), fields[name]) for name in REPLAY_FIELDS]
+    credited += [
+        ((crawl_id if override else crawl, field), n)
+        for (crawl, field), n in replayed_of_other_crawls(counts).items()
+    ]
+    by_crawl = fields_by_crawl(credited)
     return {crawl: got for crawl, got in by_crawl.items() if got.get("items/replayed")}
 
 

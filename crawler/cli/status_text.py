@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.cli.completeness import completeness_lines
 from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot
+from crawler.kafka.health import outage_words
 from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 from crawler.sessions.census import SessionCensus
 
@@ -176,9 +177,7 @@ def _named(runs: list[str]) -> str:
 
 def pause_text(pause: PauseInfo) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(pause["since"]))
-    kafka = (
-        "Kafka has no topic for some items" if pause.get("missing_topic") else "Kafka unreachable"
-    )
+    kafka = outage_words(bool(pause.get("missing_topic"))).away
     if pause["reason"] == KAFKA_AWAY:
         return f"{kafka.upper()} since {since} UTC (spooling its items, still crawling)"
     spool = ", its spool cannot be written" if pause["reason"] == "spool_error" else ""

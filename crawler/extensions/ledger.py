@@ -37,6 +37,7 @@ from crawler.extensions.ledger_layout import (
     REPLAY_RUN,
     SPOOLED_BY_PREFIX,
     LedgerKeys,
+    fields_by_crawl,
     ledger_fields,
     push_args,
     replayed_of_other_crawls,
@@ -203,10 +204,7 @@ class LedgerExtension:
             deltas=push.deltas,
         )
         await self._script(keys=[self._keys.total, self._keys.runs], args=args)
-        by_crawl: dict[str, dict[str, int]] = {}
-        for (crawl, field), delta in push.other_crawls.items():
-            by_crawl.setdefault(crawl, {})[field] = delta
-        for crawl, deltas in by_crawl.items():
+        for crawl, deltas in fields_by_crawl(push.other_crawls.items()).items():
             keys = LedgerKeys.for_crawl(self._spider, crawl)
             other_args = push_args(
                 self._replay_run, push.number, keys, state="final", every_ms=0, deltas=deltas

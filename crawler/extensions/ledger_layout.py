@@ -9,7 +9,7 @@ spider's hash tag, like the frontier keys. See docs/redis-keys.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from crawler.frontier.keys import glob_escape
@@ -129,3 +129,12 @@ def replayed_of_other_crawls(stats: Mapping[str, object]) -> dict[tuple[str, str
         for field in REPLAY_FIELDS if outcome == "delivered" else REPLAY_FIELDS[:1]:
             by_field[(crawl, field)] = by_field.get((crawl, field), 0) + int(value)
     return by_field
+
+
+def fields_by_crawl(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
+    """``((crawl id, field), n)`` pairs grouped by crawl: crawl id -> field -> their sum."""
+    grouped: dict[str, dict[str, int]] = {}
+    for (crawl, field), n in counts:
+        fields = grouped.setdefault(crawl, {})
+        fields[field] = fields.get(field, 0) + n
+    return grouped

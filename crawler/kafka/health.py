@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 logger = logging.getLogger(__name__)
 librdkafka_logger = logging.getLogger("crawler.kafka.librdkafka")
@@ -49,6 +49,27 @@ class LibrdkafkaLog:
 
 
 LIBRDKAFKA_LOG = LibrdkafkaLog()
+
+
+class OutageWords(NamedTuple):
+    """How an outage is said, in every log line and status that names one."""
+
+    away: str  # what is wrong
+    waits_for: str  # what the crawl waits for
+    back: str  # what Kafka does when it is over
+
+
+UNREACHABLE = OutageWords("Kafka unreachable", "Kafka answers", "answers again")
+MISSING_TOPIC = OutageWords(
+    "Kafka has no topic for some items",
+    "Kafka has the topic (see the ERROR naming it)",
+    "takes items again",
+)
+
+
+def outage_words(missing_topic: bool) -> OutageWords:
+    """An outage that began with a topic Kafka does not have, or a broker away."""
+    return MISSING_TOPIC if missing_topic else UNREACHABLE
 
 
 class BrokerHealth:
@@ -81,14 +102,14 @@ class BrokerHealth:
             self.down_since = self._clock() if since is None else since
             self._count("kafka/unreachable", 1)
         self.missing_topic = missing_topic
+        words = outage_words(missing_topic)
         logger.warning(
-            "Kafka %s (%s): items wait until %s (a new topic's for its check, the others in the "
+            "%s at %s (%s): items wait until %s (a new topic's for its check, the others in the "
             "producer and the spool); connection errors are counted in kafka/connection_errors",
-            f"at {self.bootstrap_servers} has no topic for some items"
-            if missing_topic
-            else f"unreachable at {self.bootstrap_servers}",
+            words.away,
+            self.bootstrap_servers,
             reason,
-            "it has (see the ERROR naming the topic)" if missing_topic else "it answers",
+            words.waits_for,
         )
 
     def connection_error(self, reason: str) -> None:
@@ -108,7 +129,7 @@ class BrokerHealth:
             return
         logger.warning(
             "Kafka %s after %.1fs (%d connection errors)",
-            "takes items again" if self.missing_topic else "answers again",
+            outage_words(self.missing_topic).back,
             self._clock() - self.down_since,
             self._errors,
         )

@@ -40,6 +40,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler.exceptions import ItemRequeued
 from crawler.extensions.metrics import PrometheusMetrics
+from crawler.kafka.health import outage_words
 from crawler.kafka.item_encoder import ItemEncoder, MessageFields, Rejected
 from crawler.kafka.messages import OutgoingMessage, item_fields, item_type_of
 from crawler.kafka.producer import message_timeout
@@ -261,29 +262,26 @@ class KafkaPipeline:
             self._paused = self._metrics.paused = pause
             engine.pause()
             self.stats.inc_value(f"kafka/crawl_paused/{pause}")
-            away, until = (
-                ("Kafka has no topic for some items", "it has")
-                if self.sender.health.missing_topic
-                else ("Kafka unreachable", "Kafka answers")
-            )
+            words = outage_words(self.sender.health.missing_topic)
             if pause == "max_outage":
                 logger.error(
                     "%s for %.0fs (KAFKA_MAX_OUTAGE=%s): crawl paused until %s",
-                    away,
+                    words.away,
                     self.sender.outage_seconds(),
                     self.settings.max_outage,
-                    until,
+                    words.waits_for,
                 )
             else:
                 logger.error(
-                    "%s and the spool cannot be written: crawl paused until %s", away, until
+                    "%s and the spool cannot be written: crawl paused until %s",
+                    words.away,
+                    words.waits_for,
                 )
         elif pause is None and self._paused is not None:
             self._paused = self._metrics.paused = None
             engine.unpause()
             logger.warning(
-                "Kafka %s: crawl resumed",
-                "takes items again" if self.sender.health.missing_topic else "answers again",
+                "Kafka %s: crawl resumed", outage_words(self.sender.health.missing_topic).back
             )
         if self._topics is not None:
             self._topics.follow(paused=self._paused is not None)
