@@ -60,10 +60,11 @@ def redis_url_setting(settings: BaseSettings) -> None:
 
 
 def _check_param_numbers(params: dict[str, Any]) -> None:
-    """REDIS_PARAMS' db is a whole number, its timeouts numbers of seconds above 0 (a bad one
-    stopped the start with "invalid literal for int()", or named the REDIS_URL made of it)."""
+    """REDIS_PARAMS' db is a whole number, its timeouts numbers of seconds above 0 or None,
+    redis-py's default (a bad one stopped the start with "invalid literal for int()", or named
+    the REDIS_URL made of it)."""
     for key in ("db", "socket_timeout", "socket_connect_timeout"):
-        if key not in params:
+        if key not in params or (key != "db" and params[key] is None):
             continue
         value = params[key]
         if key == "db":
@@ -75,7 +76,7 @@ def _check_param_numbers(params: dict[str, Any]) -> None:
             except (TypeError, ValueError):
                 valid = False
         if not valid:
-            wanted = "a database number (0, 1, ...)" if key == "db" else "seconds, above 0"
+            wanted = "a database number (0, 1, ...)" if key == "db" else "seconds above 0, or None"
             raise ValueError(f"REDIS_PARAMS[{key!r}]={value!r} is not {wanted}")
 
 
@@ -108,7 +109,7 @@ def _url_options(settings: BaseSettings, params: dict[str, Any]) -> None:
             )
         path = str(int(params["db"]))
     timeouts = ("socket_timeout", "socket_connect_timeout")
-    options = [(name, str(params[name])) for name in timeouts if name in params]
+    options = [(name, str(params[name])) for name in timeouts if params.get(name) is not None]
     if options:
         query = "&".join(filter(None, [query, urlencode(options)]))
     rebuilt = f"{scheme}://{netloc}/{path}" + (f"?{query}" if query else "")

@@ -292,10 +292,16 @@ def test_scrapy_redis_seed_settings_map_to_ours() -> None:
         ({"REDIS_PARAMS": {"url": "redis://h:2/1"}}, "redis://h:2/1"),
         ({"REDIS_URL": "redis://h:1", "REDIS_PARAMS": {"db": 5}}, "redis://h:1/5"),
         ({"REDIS_URL": "redis://h:1/5", "REDIS_PARAMS": {"db": 5}}, "redis://h:1/5"),
+        # None is redis-py's own default (no timeout): what a URL without the option means
+        (
+            {"REDIS_HOST": "h", "REDIS_PARAMS": {"socket_timeout": None, "db": 2}},
+            "redis://h:6379/2",
+        ),
+        ({"REDIS_URL": "redis://h:1/0", "REDIS_PARAMS": {"socket_connect_timeout": None}}, None),
     ],
 )
-def test_connection_settings_become_redis_url(values: dict[str, Any], url: str) -> None:
-    assert project(values).get("REDIS_URL") == url
+def test_connection_settings_become_redis_url(values: dict[str, Any], url: str | None) -> None:
+    assert project(values).get("REDIS_URL") == (url or values["REDIS_URL"])
 
 
 def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -462,7 +468,10 @@ def test_scrapy_redis_settings_given_as_classes_are_judged_as_their_paths() -> N
         ({"db": "abc"}, r"REDIS_PARAMS\['db'\]='abc' is not a database number"),
         ({"db": -1}, r"REDIS_PARAMS\['db'\]=-1 is not a database number"),
         ({"socket_timeout": "abc"}, r"REDIS_PARAMS\['socket_timeout'\]='abc' is not seconds"),
-        ({"socket_connect_timeout": 0}, r"'socket_connect_timeout'\]=0 is not seconds, above 0"),
+        (
+            {"socket_connect_timeout": 0},
+            r"'socket_connect_timeout'\]=0 is not seconds above 0, or None",
+        ),
     ],
 )
 def test_redis_params_that_are_no_numbers_are_refused_by_name(
