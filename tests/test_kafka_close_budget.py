@@ -14,7 +14,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from crawler.pipelines.kafka import KafkaPipeline
-from settings import base
+from tests.base_values import base_values
 
 
 class Stopping(Spider):
@@ -40,7 +40,7 @@ class SlowKafka:
 def test_the_drain_at_closing_and_the_one_at_close_share_one_flush_timeout(
     tmp_path: Path,
 ) -> None:
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "KAFKA_FLUSH_TIMEOUT": 0.6}
     crawler = get_crawler(Stopping, values)
     crawler.spider = Stopping()
@@ -64,7 +64,7 @@ class Odd(Spider):
 
 def test_a_spider_whose_topic_kafka_cannot_name_is_refused_at_start() -> None:
     """It was refused (kafka_topic_refused) only at its first item, after pages were crawled."""
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     crawler = get_crawler(Odd, values)
     crawler.spider = Odd()
@@ -88,7 +88,7 @@ def test_a_topic_template_no_spider_name_mends_says_to_change_it(
 ) -> None:
     """A template that gives no spider a topic name Kafka takes: renaming the spider is not
     the advice."""
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     values |= {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", setting: template}
     crawler = get_crawler(Books, values)
     crawler.spider = Books()
@@ -112,7 +112,7 @@ def test_a_spider_name_that_would_put_its_spool_elsewhere_is_refused(
 ) -> None:
     """The spool is ``KAFKA_SPOOL_DIR/<spider>``: a name with ``..`` or a leading ``/``
     (Scrapy takes any) wrote it outside that folder (an audit); a ``/`` inside nests it."""
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     values |= {
         "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
         "KAFKA_TOPIC_TEMPLATE": "shop-items",

@@ -37,8 +37,8 @@ from crawler.politeness.delays import CrawlDelays
 from crawler.politeness.limiter import Limiter, LocalLimiter, Penalty, Rate, RedisLimiter
 from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
-from settings import base
 from settings.resolve import SETTING_PREFIX, resolve_settings
+from tests.base_values import base_values
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 T = TypeVar("T")
@@ -329,7 +329,7 @@ def test_a_wait_for_a_turn_ends_at_a_stop_only() -> None:
     """``scrapy shell`` drives an engine outside a crawl (``crawler.crawling`` stays False): a
     fetch that must wait for its site's turn waits there, as it does in a crawl; a stopping
     engine (or one closing its spider) ends the wait with the request not fetched."""
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     crawler = get_crawler(Shell, {**values, "REDIS_URL": ""})
     middleware = ClusterRateLimitMiddleware.from_crawler(crawler)
     slot = SimpleNamespace(closing=None)
@@ -354,7 +354,7 @@ def test_a_wait_for_a_turn_ends_at_a_stop_only() -> None:
 
 def standalone_limiter(settings: Mapping[str, str] | None = None) -> ClusterRateLimitMiddleware:
     """The limiter of a node without Redis, with the project's settings and ``settings``."""
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     crawler = get_crawler(Shell, {**values, "REDIS_URL": "", **(settings or {})})
     middleware = ClusterRateLimitMiddleware.from_crawler(crawler)
     middleware._delays = CrawlDelays()  # no robots.txt middleware: no engine here

@@ -13,7 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.demo.site import Site
 from crawler.middlewares.robots import SharedRobotsTxtMiddleware
-from settings import base
+from tests.base_values import base_values
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 ROBOTS = "User-agent: *\nCrawl-delay: 0.1\nDisallow: /p/7.html\n"
@@ -110,7 +110,7 @@ class Shop(Spider):
     ],
 )
 def test_a_cache_key_without_the_site_is_refused_at_start(key: str, said: str) -> None:
-    values = {name: value for name, value in vars(base).items() if name.isupper()}
+    values = base_values()
     crawler = get_crawler(Shop, {**values, "ROBOTSTXT_OBEY": True, "ROBOTSTXT_CACHE_KEY": key})
     with pytest.raises(ValueError, match=f"ROBOTSTXT_CACHE_KEY={re.escape(repr(key))} {said}"):
         SharedRobotsTxtMiddleware.from_crawler(crawler)

@@ -20,11 +20,11 @@ from crawler.cli.seed import check, describe, to_push, unread_warning
 from crawler.cli.seed_check import Outcome, SeedChecker
 from crawler.spiders.base import RedisSpider
 from crawler.spiders.pages import PagesSpider
-from settings import base
+from tests.base_values import base_values
 from tests.cli_process import crawler_process, ok
 from tests.cluster import running_nodes
 
-SETTINGS = {name: value for name, value in vars(base).items() if name.isupper()}
+SETTINGS = base_values()
 
 
 class Picky(RedisSpider):

@@ -21,19 +21,16 @@ from crawler.spiders.zhihu import ZhihuSpider
 from crawler.zhihu.items import ZhihuCommentItem, ZhihuListItem, ZhihuUnparsedItem
 from crawler.zhihu.middleware import ZhihuApiMiddleware
 from crawler.zhihu.parsers import UNPARSED_MAX_CHARS
-from settings import base
+from tests.base_values import base_values
 
 API = "http://zhihu.test/api/v4"
 
 
 def spider(**settings: Any) -> ZhihuSpider:
-    values = {k: v for k, v in vars(base).items() if k.isupper()}
+    values = base_values()
     values |= {
         **settings,
         "REDIS_URL": "",
-        # each spider here is a crawler of its own, never closed: its metrics server held one of
-        # METRICS_PORTS for the rest of the session (41 of them, CI ran out)
-        "METRICS_ENABLED": False,
         "ZHIHU_PRIVACY": False,
         "ZHIHU_CREATORS": False,
         "ZHIHU_WWW_URL": "http://zhihu.test",
