@@ -71,9 +71,7 @@ POLITENESS_KEY = "politeness:{%(site)s}"  # str: Redis hash per site
 
 # --- Seeds -------------------------------------------------------------------
 SEEDS_KEY = "%(name)s:start_urls"  # str: key users push seeds into (plain URL or JSON)
-SEEDS_TYPE = (
-    "list"  # str: list (LPUSH, taken in order) | set (SADD, SPOP) | zset (ZADD, highest first)
-)
+SEEDS_TYPE = "list"  # str: list (LPUSH, taken in order) | set (SADD) | zset (ZADD, highest first)
 SEEDS_INVALID_KEY = "%(name)s:start_urls:invalid"  # str: list of rejected seeds with reasons
 SEEDS_BATCH_SIZE = 16  # int >= 1: seeds taken per Redis round trip
 SEEDS_DONT_FILTER = True  # bool: seeds bypass dedup (pushing one again crawls it again)

@@ -286,8 +286,18 @@ def test_settings_errors_name_the_setting() -> None:
     assert SessionSettings.from_mapping({"SESSIONS_MAX_STRIKES": "5"}).max_strikes == 5
     with pytest.raises(ValueError, match="SESSIONS_MAX_STRIKES=0 must be >= 1"):
         SessionSettings.from_mapping({"SESSIONS_MAX_STRIKES": 0})
-    with pytest.raises(ValueError, match="SESSIONS_TTL='soon' is not a float"):
+    with pytest.raises(ValueError, match="SESSIONS_TTL='soon' is not a number"):
         SessionSettings.from_mapping({"SESSIONS_TTL": "soon"})
+    # whole numbers however written, as every integer setting; a fraction or a bool was read
+    # as another number without a word, and "3.0" failed the start (an audit)
+    assert SessionSettings.from_mapping({"SESSIONS_MAX_STRIKES": "3.0"}).max_strikes == 3
+    for given in (2.7, True):
+        with pytest.raises(
+            ValueError, match=f"SESSIONS_MAX_PER_MINUTE={given!r} is not an integer"
+        ):
+            SessionSettings.from_mapping({"SESSIONS_MAX_PER_MINUTE": given})
+    with pytest.raises(ValueError, match="SESSIONS_COOLDOWN=True is not a number"):
+        SessionSettings.from_mapping({"SESSIONS_COOLDOWN": True})
     with pytest.raises(ValueError, match="platform='a b'"):
         MemorySessionStore()._live("a b", "x")
 

@@ -145,7 +145,10 @@ def settings(**overrides: Any) -> Settings:
     ("overrides", "message"),
     [
         ({"ZHIHU_MAX_ANSWERS": "-1"}, "ZHIHU_MAX_ANSWERS=-1 must be >= 0"),
-        ({"ZHIHU_MAX_COMMENTS": "many"}, "ZHIHU_MAX_COMMENTS='many' is not a valid int"),
+        ({"ZHIHU_MAX_COMMENTS": "many"}, "ZHIHU_MAX_COMMENTS='many' is not an integer"),
+        # Scrapy's getint read 2.7 as 2 and True as 1, without a word (an audit)
+        ({"ZHIHU_PAGE_SIZE": 2.7}, "ZHIHU_PAGE_SIZE=2.7 is not an integer"),
+        ({"ZHIHU_MAX_RETRIES": True}, "ZHIHU_MAX_RETRIES=True is not an integer"),
         ({"ZHIHU_API_URL": "ftp://x"}, "ZHIHU_API_URL='ftp://x' must be an http(s) URL"),
         ({"ZHIHU_ANSWER_SORT": "best"}, "ZHIHU_ANSWER_SORT='best' must be one of"),
         ({"ZHIHU_ENDPOINTS": {"nope": "x"}}, "ZHIHU_ENDPOINTS['nope']='x': unknown endpoint"),
@@ -154,7 +157,7 @@ def settings(**overrides: Any) -> Settings:
         ({"ZHIHU_CHALLENGE_TIMEOUT": "0"}, "ZHIHU_CHALLENGE_TIMEOUT=0.0 must be > 0"),
         (
             {"ZHIHU_CHALLENGE_TIMEOUT": "soon"},
-            "ZHIHU_CHALLENGE_TIMEOUT='soon' is not a valid float",
+            "ZHIHU_CHALLENGE_TIMEOUT='soon' is not a number",
         ),
         ({"ZHIHU_CHALLENGE_BROWSER": "True"}, "BROWSER_EXECUTABLE='' must name the Chromium"),
     ],
@@ -162,6 +165,12 @@ def settings(**overrides: Any) -> Settings:
 def test_bad_settings_name_the_setting(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         ZhihuSettings.from_settings(settings(**overrides))
+
+
+def test_whole_numbers_are_read_however_written() -> None:
+    """As every integer setting: "3.0" failed the start ("is not a valid int")."""
+    config = ZhihuSettings.from_settings(settings(ZHIHU_PAGE_SIZE="10.0", ZHIHU_MAX_ANSWERS=3.0))
+    assert (config.page_size, config.max_answers) == (10, 3)
 
 
 def test_endpoint_templates_follow_the_base_urls() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from crawler.settings_values import finite
+from crawler.settings_values import finite, int_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +44,21 @@ class SessionSettings:
             raw = values.get(name)
             if raw is None:
                 continue
-            kind = {"float": float, "int": int, "str": str}[str(spec.type)]
-            try:
-                kwargs[spec.name] = kind(raw)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}={raw!r} is not a {spec.type}") from None
-            if kind is float:
-                finite(name, raw, kwargs[spec.name])
+            kwargs[spec.name] = {"float": _seconds, "int": int_value, "str": _text}[str(spec.type)](
+                name, raw
+            )
         return cls(**kwargs)
+
+
+def _seconds(name: str, raw: Any) -> float:
+    try:
+        if isinstance(raw, bool):
+            raise TypeError(raw)
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    return finite(name, raw, value)
+
+
+def _text(_name: str, raw: Any) -> str:
+    return str(raw)

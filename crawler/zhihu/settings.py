@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from crawler.settings_values import ListSettings, finite, get_typed_list, text
+from crawler.settings_values import (
+    ListSettings,
+    get_bool,
+    get_dict,
+    get_float,
+    get_int,
+    get_typed_list,
+    text,
+)
 from crawler.zhihu.urls import DEFAULT_ENDPOINTS, Endpoints
 
 SORTS = frozenset({"default", "created", "updated"})
@@ -26,16 +34,6 @@ class SettingsLike(ListSettings, Protocol):
     def getint(self, name: str, default: int = 0) -> int: ...
     def getfloat(self, name: str, default: float = 0.0) -> float: ...
     def getdict(self, name: str, default: dict[Any, Any] | None = None) -> dict[Any, Any]: ...
-
-
-def _read(settings: SettingsLike, getter: str, name: str, default: Any) -> Any:
-    try:
-        value = getattr(settings, getter)(name, default)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={settings.get(name)!r} is not a valid {getter[3:]}") from None
-    if isinstance(value, float):
-        return finite(name, settings.get(name), value)
-    return value
 
 
 def _base_url(name: str, value: str) -> str:
@@ -79,7 +77,7 @@ class ZhihuSettings:
         www = _base_url("ZHIHU_WWW_URL", str(settings.get("ZHIHU_WWW_URL") or ""))
         zhuanlan = _base_url("ZHIHU_ZHUANLAN_URL", str(settings.get("ZHIHU_ZHUANLAN_URL") or ""))
         api = _base_url("ZHIHU_API_URL", str(settings.get("ZHIHU_API_URL") or ""))
-        overrides: Mapping[str, Any] = _read(settings, "getdict", "ZHIHU_ENDPOINTS", {})
+        overrides: Mapping[str, Any] = get_dict(settings, "ZHIHU_ENDPOINTS")
         hosts = {h.lower() for h in get_typed_list(settings, "ZHIHU_SEED_HOSTS", text, "hosts")}
         hosts |= {urlsplit(url).netloc.lower() for url in (www, zhuanlan, api)}
         values = cls(
@@ -91,23 +89,23 @@ class ZhihuSettings:
             signer=str(settings.get("ZHIHU_SIGNER") or ""),
             api_version=str(settings.get("ZHIHU_API_VERSION") or ""),
             user_agent=str(settings.get("ZHIHU_USER_AGENT") or DEFAULT_USER_AGENT),
-            comments=_read(settings, "getbool", "ZHIHU_COMMENTS", True),
-            creators=_read(settings, "getbool", "ZHIHU_CREATORS", True),
-            creator_content=_read(settings, "getbool", "ZHIHU_CREATOR_CONTENT", True),
-            max_answers=_read(settings, "getint", "ZHIHU_MAX_ANSWERS", 0),
-            max_comments=_read(settings, "getint", "ZHIHU_MAX_COMMENTS", 0),
-            page_size=_read(settings, "getint", "ZHIHU_PAGE_SIZE", 20),
-            comment_page_size=_read(settings, "getint", "ZHIHU_COMMENT_PAGE_SIZE", 20),
+            comments=get_bool(settings, "ZHIHU_COMMENTS", True),
+            creators=get_bool(settings, "ZHIHU_CREATORS", True),
+            creator_content=get_bool(settings, "ZHIHU_CREATOR_CONTENT", True),
+            max_answers=get_int(settings, "ZHIHU_MAX_ANSWERS", 0),
+            max_comments=get_int(settings, "ZHIHU_MAX_COMMENTS", 0),
+            page_size=get_int(settings, "ZHIHU_PAGE_SIZE", 20),
+            comment_page_size=get_int(settings, "ZHIHU_COMMENT_PAGE_SIZE", 20),
             answer_sort=str(settings.get("ZHIHU_ANSWER_SORT") or "default"),
             comment_order=str(settings.get("ZHIHU_COMMENT_ORDER") or "score"),
-            max_retries=_read(settings, "getint", "ZHIHU_MAX_RETRIES", 5),
-            sessions=_read(settings, "getbool", "ZHIHU_SESSIONS", True),
+            max_retries=get_int(settings, "ZHIHU_MAX_RETRIES", 5),
+            sessions=get_bool(settings, "ZHIHU_SESSIONS", True),
             accounts=tuple(get_typed_list(settings, "ZHIHU_ACCOUNTS", text, "account names")),
             password_env=str(settings.get("ZHIHU_PASSWORD_ENV") or ""),
-            privacy=_read(settings, "getbool", "ZHIHU_PRIVACY", True),
+            privacy=get_bool(settings, "ZHIHU_PRIVACY", True),
             privacy_key=str(settings.get("ZHIHU_PRIVACY_KEY") or ""),
-            challenge_browser=_read(settings, "getbool", "ZHIHU_CHALLENGE_BROWSER", False),
-            challenge_timeout=_read(settings, "getfloat", "ZHIHU_CHALLENGE_TIMEOUT", 30.0),
+            challenge_browser=get_bool(settings, "ZHIHU_CHALLENGE_BROWSER", False),
+            challenge_timeout=get_float(settings, "ZHIHU_CHALLENGE_TIMEOUT", 30.0),
             browser_executable=str(settings.get("BROWSER_EXECUTABLE") or ""),
         )
         values.validate()
