@@ -24,8 +24,9 @@ from crawler.cli.dead_letters import add_dead_letter_options, dead_letter_settin
 from crawler.cli.spiders import require_spider, spider_facts
 from crawler.cli.status_text import QUIET_SECONDS, render
 from crawler.extensions.ledger_layout import SPOOLED_BY_PREFIX
-from crawler.frontier.admin import LedgerView, Snapshot, discover_spiders
+from crawler.frontier.admin import Snapshot, discover_spiders
 from crawler.frontier.layout import old_layout_keys
+from crawler.frontier.ledger_view import LedgerView
 from crawler.frontier.start_claim import start_key
 from crawler.kafka.dead_letters import DeadLetterError, DeadLetterQueues, dead_letter_topics
 from crawler.lua import text

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from crawler.cli.completeness import completeness_lines
-from crawler.frontier.admin import LedgerView, NodeInfo, Snapshot
+from crawler.frontier.admin import NodeInfo, Snapshot
+from crawler.frontier.ledger_view import LedgerView
 from crawler.kafka.health import outage_words
 from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 from crawler.sessions.census import SessionCensus
