@@ -42,12 +42,13 @@ SET_UP_NOT_RECORDED = (
 @dataclass(frozen=True, slots=True)
 class SpiderState:
     attributes: dict[str, int]  # the spider's attributes: name -> id of the value
-    receivers: dict[Any, frozenset[int]]  # signal -> ids of the receivers connected for it
+    # signal -> the receivers connected for it (pydispatch's references to them)
+    receivers: dict[Any, tuple[Any, ...]]
 
     @classmethod
     def of(cls, crawler: Crawler, spider: Spider) -> SpiderState:
         connected = dispatcher.connections.get(id(crawler.signals.sender), {})
-        receivers = {signal: frozenset(map(id, found)) for signal, found in connected.items()}
+        receivers = {signal: tuple(found) for signal, found in connected.items()}
         return cls({name: id(value) for name, value in vars(spider).items()}, receivers)
 
 
@@ -86,10 +87,9 @@ class StartSetUp:
             for name, value in now.attributes.items()
             if before.attributes.get(name) != value
         )
-        connected = dispatcher.connections.get(id(self._crawler.signals.sender), {})
-        for signal, ids in now.receivers.items():
-            added = ids - before.receivers.get(signal, frozenset())
-            new = [found for found in connected.get(signal, ()) if id(found) in added]
+        for signal, found in now.receivers.items():
+            known = set(map(id, before.receivers.get(signal, ())))
+            new = [receiver for receiver in found if id(receiver) not in known]
             if any(self._spiders(receiver) for receiver in dispatcher.liveReceivers(new)):
                 name = SIGNAL_NAMES.get(id(signal), "a signal of your own")
                 self._found.add(f"a handler of {name}")
