@@ -123,7 +123,7 @@ async def bounded(url: str, bootstrap: str, args: argparse.Namespace) -> Run:
         topic=TOPIC,
         bootstrap=bootstrap,
         replication=1,
-        flush_timeout=60.0,
+        ack_timeout=60.0,
     )
     backlog = Backlog([frontier], settings, lease_ms=600_000)
     try:

@@ -52,7 +52,7 @@ def kafka(module_kafka: KafkaBroker) -> KafkaBroker:
 
 
 def settings(
-    broker: KafkaBroker, topic: str, flush_timeout: float = 10.0, queue_max: int = MAX
+    broker: KafkaBroker, topic: str, ack_timeout: float = 10.0, queue_max: int = MAX
 ) -> BacklogSettings:
     return BacklogSettings(
         queue_max=queue_max,
@@ -61,7 +61,7 @@ def settings(
         topic=topic,
         bootstrap=broker.bootstrap_servers,
         replication=1,
-        flush_timeout=flush_timeout,
+        ack_timeout=ack_timeout,
     )
 
 
@@ -257,7 +257,7 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     async def scenario() -> tuple[int, int]:
         client = async_client(redis_url, max_connections=8)
         node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic, flush_timeout=2.0), lease_ms=60_000)
+        backlog = Backlog([node], settings(kafka, topic, ack_timeout=2.0), lease_ms=60_000)
         try:
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
@@ -283,6 +283,46 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     stored = read_topic(kafka.bootstrap_servers, topic, expected=spilled, timeout=30)
     bodies = Counter(orjson.loads(message.value)["request"]["url"] for message in stored)
     assert len(bodies) == 100 - MAX  # the lowest-priority 60, none twice in Redis and Kafka
+
+
+def test_a_spill_the_broker_acknowledges_late_is_in_kafka_only(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A spill gave up after KAFKA_FLUSH_TIMEOUT and put its requests back in the queue while
+    librdkafka still held their messages: written when the broker answered, each was queued in
+    Redis and waited in Kafka, and was crawled twice (an audit: a page 8 times with
+    KAFKA_FLUSH_TIMEOUT=0). A spill waits for the outcome of each message it sent."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = "backlog-late"
+
+    async def scenario() -> tuple[Step, int, list[str]]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        # (the spill waited KAFKA_FLUSH_TIMEOUT; at 0 every acknowledgement came late)
+        backlog = Backlog([node], settings(kafka, topic), lease_ms=60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            late = await backlog.step()
+            spilled = late.spilled
+            crawled: list[str] = []
+            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
+            while time.monotonic() < deadline:
+                crawled += await crawl_queued([node])
+                spilled += (await backlog.step()).spilled
+                if len(crawled) >= 100 and not await pending_requests(client, [keys]):
+                    break
+                await asyncio.sleep(0.05)
+            return late, spilled, crawled
+        finally:
+            await backlog.close()
+            await client.aclose()
+
+    late, spilled, crawled = asyncio.run(scenario())
+    assert (late.spilled, late.refused) == (100 - MAX, 0)
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+    high = sum(high for _, high in end_offsets(kafka.bootstrap_servers, topic).values())
+    assert high == spilled == 100 - MAX  # no message Redis kept too
 
 
 def test_a_request_taken_to_spill_that_cannot_be_read_fails_with_a_record(

@@ -48,7 +48,13 @@ from crawler.frontier.client import FrontierClient
 from crawler.frontier.pending import waiting_by_topic
 from crawler.frontier.refusal import BacklogTopicTaken
 from crawler.kafka.health import LIBRDKAFKA_LOG
-from crawler.kafka.producer import NO_AUTO_CREATION, ItemProducer, producer_config
+from crawler.kafka.producer import (
+    DEFAULT_PRODUCER_CONFIG,
+    NO_AUTO_CREATION,
+    ItemProducer,
+    message_timeout,
+    producer_config,
+)
 from crawler.kafka.topics import topic_from_template
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
@@ -72,7 +78,9 @@ class BacklogSettings:
     topic: str  # FRONTIER_BACKLOG_TOPIC, formatted with the spider's name
     bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
     replication: int  # KAFKA_TOPIC_REPLICATION
-    flush_timeout: float  # seconds a spill waits for the broker's acknowledgements
+    # seconds the backlog producer gives a message before librdkafka fails it (its
+    # message.timeout.ms): a spill waits for the outcome of every message it sent
+    ack_timeout: float = message_timeout(DEFAULT_PRODUCER_CONFIG)
     compress: bool = True  # FRONTIER_COMPRESS: how requests read back are stored in Redis
     security: Mapping[str, Any] = field(default_factory=dict)  # of KAFKA_PRODUCER_CONFIG
 
@@ -129,7 +137,13 @@ class Backlog:
         self.lease_ms = lease_ms
         self.producer = ItemProducer(  # the topic is made here, never by the broker
             producer_config(
-                settings.bootstrap, {**settings.security, **NO_AUTO_CREATION, "linger.ms": 5}
+                settings.bootstrap,
+                {
+                    **settings.security,
+                    **NO_AUTO_CREATION,
+                    "linger.ms": 5,
+                    "message.timeout.ms": round(settings.ack_timeout * 1000),
+                },
             )
         )
         self._spill = Spill(self.clients, self.producer, settings, lease_ms)

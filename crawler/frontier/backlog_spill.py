@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+REPORT_SLACK = 5.0  # seconds past the message timeout a spill waits for librdkafka's reports
+
 
 def _entries(flat: list[bytes]) -> list[tuple[str, str, bytes]]:
     """spill_take.lua's answer: (lease id, score, body) of each request taken."""
@@ -81,6 +83,9 @@ class Spill:
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
             rest = [lease_id for lease_id, _, _ in entries if lease_id not in settled]
             if rest:
+                # none of their messages is to be written once they are queued again (one in
+                # flight this very moment may be: Kafka would hold it too)
+                self.producer.purge()
                 await asyncio.shield(self._give_back(keys, rest, acked))
 
     async def _produce(
@@ -103,6 +108,7 @@ class Spill:
             return delivered
 
         broken: list[Finish] = []
+        sent = 0
         for lease_id, score, body in entries:
             try:
                 value = spill_message(score, body)  # JSON in Kafka, however stored
@@ -115,7 +121,16 @@ class Spill:
             )
             if not self.producer.send(message, report(lease_id)):
                 break  # the local queue is full (large requests): the rest stay queued
-        left = await self.producer.drain(self.settings.flush_timeout)
+            sent += 1
+        # Every message sent has its outcome within the producer's message timeout (librdkafka
+        # fails it then): a lease given back while its message may still be written would be
+        # queued in Redis and in Kafka, crawled twice. Past it (never, but for a stall), what
+        # is still out is purged and goes back, said so: Kafka may hold it as well.
+        unsettled, waited = 0, self.settings.ack_timeout + REPORT_SLACK
+        if sent:
+            unsettled = await self.producer.drain(waited)
+        if unsettled:
+            self.producer.purge()
         answered = {*acked, *failed, *(finish.lease_id for finish in broken)}
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if broken:
@@ -133,12 +148,15 @@ class Spill:
         settled.update(acked, back)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
-                "Kafka did not acknowledge %d of %d requests spilled from %s (%d still in "
-                "flight): they stay queued in Redis",
+                "Kafka did not acknowledge %d of %d requests spilled from %s: they stay queued "
+                "in Redis%s",
                 len(back),
                 len(entries),
                 keys.tag,
-                left,
+                f" ({unsettled} had no outcome after {waited:.0f}s and were purged: Kafka may "
+                "hold them too, and they may be crawled twice)"
+                if unsettled
+                else "",
             )
         return len(acked), len(back), len(broken)
 

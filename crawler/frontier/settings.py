@@ -74,7 +74,6 @@ class FrontierSettings:
                 topic=settings.get("FRONTIER_BACKLOG_TOPIC") or "",
                 bootstrap=settings.get("KAFKA_BOOTSTRAP_SERVERS") or "",
                 replication=get_int(settings, "KAFKA_TOPIC_REPLICATION"),
-                flush_timeout=get_float(settings, "KAFKA_FLUSH_TIMEOUT"),
                 compress=get_bool(settings, "FRONTIER_COMPRESS"),
                 security=security,
             ),
