@@ -123,6 +123,7 @@ class Step:
     refill_skipped: int = 0  # read again after a reader died before committing them: skipped
     refill_lost: int = 0  # gone from the topic before they were read back (its retention)
     topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
+    unsure: int = 0  # of the refused, sent and failed as timed out or purged: maybe in Kafka too
 
 
 class Backlog:
@@ -247,23 +248,23 @@ class Backlog:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
             depths = [int(n or 0) for n in await pipe.execute()]
-        spilled = refused = undecodable = 0
-        for keys, depth in zip(self.parts, depths, strict=True):
-            if depth > self.settings.queue_max:
-                done, failed, broken = await self._spill.part(keys)
-                spilled, refused = spilled + done, refused + failed
-                undecodable += broken
+        spills = [
+            await self._spill.part(keys)
+            for keys, depth in zip(self.parts, depths, strict=True)
+            if depth > self.settings.queue_max
+        ]
         read = await self._refill.assigned(self.consumer, depths)
         return Step(
-            spilled,
+            sum(spill.spilled for spill in spills),
             read.requests,
-            refused,
+            sum(spill.refused for spill in spills),
             read.read_errors,
-            undecodable,
+            sum(spill.damaged for spill in spills),
             read.unreadable,
             read.skipped,
             read.lost,
             lost + read.topic_lost,
+            sum(spill.unsure for spill in spills),
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -295,6 +296,7 @@ class Backlog:
                     ("frontier/spilled", step.spilled),
                     ("frontier/refilled", step.refilled),
                     ("frontier/spill_refused", step.refused),
+                    ("frontier/spill_unsure", step.unsure),
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),
                     ("frontier/refill_undecodable", step.refill_undecodable),

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, Message
@@ -32,11 +33,35 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REPORT_SLACK = 5.0  # seconds past the message timeout a spill waits for librdkafka's reports
+# a message that failed so may have reached the broker all the same (librdkafka's "possibly
+# persisted"): its request goes back to the queue, and may come back from Kafka too
+UNSURE_ERRORS = frozenset(
+    {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._PURGE_INFLIGHT}
+)
 
 
 def _entries(flat: list[bytes]) -> list[tuple[str, str, bytes]]:
     """spill_take.lua's answer: (lease id, score, body) of each request taken."""
     return [(text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)]
+
+
+@dataclass(frozen=True, slots=True)
+class SpillCounts:
+    spilled: int = 0  # acknowledged by Kafka: out of Redis
+    refused: int = 0  # given back to the queue
+    damaged: int = 0  # unreadable: failed, with a record
+    unsure: int = 0  # of the refused, sent and failed as timed out or purged: maybe in Kafka too
+
+
+@dataclass(slots=True)
+class _Outcomes:
+    """What became of each lease of one spill, as the delivery reports come in."""
+
+    acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
+    failed: list[str] = field(default_factory=list)
+    unsure: list[str] = field(default_factory=list)  # failed after they may have been written
+    sent: set[str] = field(default_factory=set)
+    settled: set[str] = field(default_factory=set)  # spilled, failed or given back
 
 
 class Spill:
@@ -56,8 +81,8 @@ class Spill:
         self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
         self._done = redis.register_script(frontier_script("backlog_count", "spill_done"))
 
-    async def part(self, keys: FrontierKeys) -> tuple[int, int, int]:
-        """Spill the part's requests beyond the bound: (spilled, given back, damaged)."""
+    async def part(self, keys: FrontierKeys) -> SpillCounts:
+        """Spill the part's requests beyond the bound."""
         take = asyncio.ensure_future(
             self._take(
                 keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
@@ -74,41 +99,45 @@ class Spill:
             raise
         entries = _entries(flat)
         if not entries:
-            return 0, 0, 0
-        acked: dict[str, int] = {}  # lease id -> the offset Kafka gave its message
-        failed: list[str] = []
-        settled: set[str] = set()  # spilled, failed or given back: no longer this spill's
+            return SpillCounts()
+        out = _Outcomes()
         try:
-            return await self._produce(keys, entries, acked, failed, settled)
+            return await self._produce(keys, entries, out)
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
-            rest = [lease_id for lease_id, _, _ in entries if lease_id not in settled]
+            rest = [lease_id for lease_id, _, _ in entries if lease_id not in out.settled]
             if rest:
-                # none of their messages is to be written once they are queued again (one in
-                # flight this very moment may be: Kafka would hold it too)
+                # none of their messages is to be written once they are queued again: those
+                # the broker was sent may be, all the same (a purge cannot take them back)
+                out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                await asyncio.shield(self._give_back(keys, rest, acked))
+                await asyncio.shield(self._give_back(keys, rest, out.acked))
+                unsure = [lease_id for lease_id in out_there if lease_id not in out.acked]
+                if unsure:
+                    logger.warning(
+                        "A spill from %s was cut short: %d requests sent to Kafka without an "
+                        "outcome go back to the queue; Kafka may hold them too, and they may "
+                        "be crawled twice",
+                        keys.tag,
+                        len(unsure),
+                    )
 
     async def _produce(
-        self,
-        keys: FrontierKeys,
-        entries: list[tuple[str, str, bytes]],
-        acked: dict[str, int],
-        failed: list[str],
-        settled: set[str],
-    ) -> tuple[int, int, int]:
-        """Produce the requests taken to spill, then settle each lease (in ``settled``)."""
+        self, keys: FrontierKeys, entries: list[tuple[str, str, bytes]], out: _Outcomes
+    ) -> SpillCounts:
+        """Produce the requests taken to spill, then settle each lease (in ``out.settled``)."""
 
         def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
             def delivered(error: KafkaError | None, message: Message) -> None:
-                if error is not None:
-                    failed.append(lease_id)
-                else:
-                    acked[lease_id] = message.offset() or 0
+                if error is None:
+                    out.acked[lease_id] = message.offset() or 0
+                    return
+                out.failed.append(lease_id)
+                if error.code() in UNSURE_ERRORS:
+                    out.unsure.append(lease_id)
 
             return delivered
 
         broken: list[Finish] = []
-        sent = 0
         for lease_id, score, body in entries:
             try:
                 value = spill_message(score, body)  # JSON in Kafka, however stored
@@ -121,21 +150,18 @@ class Spill:
             )
             if not self.producer.send(message, report(lease_id)):
                 break  # the local queue is full (large requests): the rest stay queued
-            sent += 1
+            out.sent.add(lease_id)
         # Every message sent has its outcome within the producer's message timeout (librdkafka
         # fails it then): a lease given back while its message may still be written would be
         # queued in Redis and in Kafka, crawled twice. Past it (never, but for a stall), what
-        # is still out is purged and goes back, said so: Kafka may hold it as well.
-        unsettled, waited = 0, self.settings.ack_timeout + REPORT_SLACK
-        if sent:
-            unsettled = await self.producer.drain(waited)
-        if unsettled:
+        # is still out is purged.
+        if out.sent and await self.producer.drain(self.settings.ack_timeout + REPORT_SLACK):
             self.producer.purge()
-        answered = {*acked, *failed, *(finish.lease_id for finish in broken)}
+        answered = {*out.acked, *out.failed, *(finish.lease_id for finish in broken)}
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if broken:
             await self.clients[keys.part].complete_many(broken, [])
-            settled.update(finish.lease_id for finish in broken)
+            out.settled.update(finish.lease_id for finish in broken)
             logger.error(
                 "%d requests taken to spill from %s cannot be read (damaged stored data): "
                 "failed, with their records in %s",
@@ -143,9 +169,9 @@ class Spill:
                 keys.tag,
                 keys.failed,
             )
-        back = failed + unanswered
-        await self._give_back(keys, [*acked, *back], acked)
-        settled.update(acked, back)
+        back = out.failed + unanswered
+        await self._give_back(keys, [*out.acked, *back], out.acked)
+        out.settled.update(out.acked, back)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
                 "Kafka did not acknowledge %d of %d requests spilled from %s: they stay queued "
@@ -153,12 +179,12 @@ class Spill:
                 len(back),
                 len(entries),
                 keys.tag,
-                f" ({unsettled} had no outcome after {waited:.0f}s and were purged: Kafka may "
-                "hold them too, and they may be crawled twice)"
-                if unsettled
+                f"; {len(out.unsure)} of them were sent and timed out or were purged: Kafka may "
+                "hold them too, and they may be crawled twice (frontier/spill_unsure)"
+                if out.unsure
                 else "",
             )
-        return len(acked), len(back), len(broken)
+        return SpillCounts(len(out.acked), len(back), len(broken), len(out.unsure))
 
     async def _give_back(
         self, keys: FrontierKeys, leases: list[str], acked: dict[str, int]
