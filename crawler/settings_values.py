@@ -67,13 +67,18 @@ def get_int(settings: ListSettings, name: str, default: int = 0) -> int:
 
 
 def get_float(settings: ListSettings, name: str, default: float = 0.0) -> float:
-    """Scrapy's ``getfloat``; NaN and infinity are refused too (NaN passes every range check,
-    each comparison being false, and neither is a duration, a rate or a size)."""
+    return float_value(name, settings.get(name, default))
+
+
+def float_value(name: str, value: Any) -> float:
+    """``value`` read as Scrapy's ``getfloat`` reads it, its error naming the setting ``name``;
+    NaN and infinity are refused too (NaN passes every range check, each comparison being
+    false, and neither is a duration, a rate or a size)."""
     try:
-        value = settings.getfloat(name, default)
+        number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={settings.get(name)!r} is not a number") from None
-    return finite(name, settings.get(name), value)
+        raise ValueError(f"{name}={value!r} is not a number") from None
+    return finite(name, value, number)
 
 
 def finite(name: str, given: object, value: float) -> float:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from crawler.settings_values import finite, int_value
+from crawler.settings_values import float_value, int_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,20 +44,10 @@ class SessionSettings:
             raw = values.get(name)
             if raw is None:
                 continue
-            kwargs[spec.name] = {"float": _seconds, "int": int_value, "str": _text}[str(spec.type)](
-                name, raw
-            )
+            kwargs[spec.name] = {"float": float_value, "int": int_value, "str": _text}[
+                str(spec.type)
+            ](name, raw)
         return cls(**kwargs)
-
-
-def _seconds(name: str, raw: Any) -> float:
-    try:
-        if isinstance(raw, bool):
-            raise TypeError(raw)
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={raw!r} is not a number") from None
-    return finite(name, raw, value)
 
 
 def _text(_name: str, raw: Any) -> str:
