@@ -124,6 +124,7 @@ class Step:
     refill_lost: int = 0  # gone from the topic before they were read back (its retention)
     topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
     unsure: int = 0  # of the refused, sent and failed as timed out or purged: maybe in Kafka too
+    refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
 
 
 class Backlog:
@@ -265,6 +266,7 @@ class Backlog:
             read.lost,
             lost + read.topic_lost,
             sum(spill.unsure for spill in spills),
+            read.requeued,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -297,6 +299,7 @@ class Backlog:
                     ("frontier/refilled", step.refilled),
                     ("frontier/spill_refused", step.refused),
                     ("frontier/spill_unsure", step.unsure),
+                    ("frontier/refill_requeued_skipped", step.refill_requeued),
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),
                     ("frontier/refill_undecodable", step.refill_undecodable),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -42,16 +42,11 @@ class Refilled:
     skipped: int = 0  # read again after a reader died before committing them: queued already
     lost: int = 0  # never read back: gone from the topic before they were (its retention)
     topic_lost: int = 0  # waited in a topic made again (deleted by hand) before it was found
+    # written all the same after a spill had put their requests back in the queue: skipped
+    requeued: int = 0
 
     def __add__(self, other: Refilled) -> Refilled:
-        return Refilled(
-            self.requests + other.requests,
-            self.read_errors + other.read_errors,
-            self.unreadable + other.unreadable,
-            self.skipped + other.skipped,
-            self.lost + other.lost,
-            self.topic_lost + other.topic_lost,
-        )
+        return Refilled(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
 def say_topic_lost(topic: str, lost: int) -> None:
@@ -137,14 +132,14 @@ class Refill:
         keys = self.parts[part]
         entries: list[str | bytes] = []
         for message in found:
-            offset = str(message.offset())
+            offset, key = str(message.offset()), message.key() or b""
             try:
                 score, request = read_back(message.value() or b"")
             except UnreadableMessage as exc:
                 record = codec.failure_json("refill/undecodable", self.node_id, exc.kept, str(exc))
-                entries += [offset, "", record]
+                entries += [offset, key, "", record]
                 continue
-            entries += [offset, score, codec.stored(request, self.settings.compress)]
+            entries += [offset, key, score, codec.stored(request, self.settings.compress)]
         topic = self.settings.topic
         # as the last fetch gave it (no request to the broker); unknown: -1
         watermarks = await asyncio.to_thread(
@@ -152,8 +147,9 @@ class Refill:
         )
         high = watermarks[1] if watermarks else -1
         queue = [keys.queue_levels, keys.queue_count]
-        queued, failed, skipped, restarted, gap, topic_lost = await self._back(
-            keys=[*queue, keys.backlog, keys.failed, keys.backlog_read, keys.backlog_written],
+        offsets = [keys.backlog_read, keys.backlog_written]
+        queued, failed, skipped, restarted, gap, topic_lost, requeued = await self._back(
+            keys=[*queue, keys.backlog, keys.failed, *offsets, keys.backlog_unsure],
             args=[topic, max(-1, high), f"backlog-{part}-", *entries],
         )
         if topic_lost:
@@ -191,4 +187,15 @@ class Refill:
                 topic,
                 part,
             )
-        return Refilled(int(queued), 0, int(failed), int(skipped), int(gap), int(topic_lost))
+        if requeued:
+            logger.warning(
+                "%d messages read back from %s (partition %d) were written after a spill had "
+                "put their requests back in the queue (timed out or purged once sent): skipped, "
+                "so each is crawled once",
+                requeued,
+                topic,
+                part,
+            )
+        return Refilled(
+            int(queued), 0, int(failed), int(skipped), int(gap), int(topic_lost), int(requeued)
+        )

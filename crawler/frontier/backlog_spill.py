@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 REPORT_SLACK = 5.0  # seconds past the message timeout a spill waits for librdkafka's reports
 # a message that failed so may have reached the broker all the same (librdkafka's "possibly
-# persisted"): its request goes back to the queue, and may come back from Kafka too
+# persisted"): its request goes back to the queue, and its message is skipped if read back
 UNSURE_ERRORS = frozenset(
     {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._PURGE_INFLIGHT}
 )
@@ -110,13 +110,13 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                await asyncio.shield(self._give_back(keys, rest, out.acked))
                 unsure = [lease_id for lease_id in out_there if lease_id not in out.acked]
+                await asyncio.shield(self._give_back(keys, rest, out.acked, unsure))
                 if unsure:
                     logger.warning(
                         "A spill from %s was cut short: %d requests sent to Kafka without an "
-                        "outcome go back to the queue; Kafka may hold them too, and they may "
-                        "be crawled twice",
+                        "outcome go back to the queue (should Kafka have written them, they are "
+                        "skipped when read back)",
                         keys.tag,
                         len(unsure),
                     )
@@ -170,7 +170,7 @@ class Spill:
                 keys.failed,
             )
         back = out.failed + unanswered
-        await self._give_back(keys, [*out.acked, *back], out.acked)
+        await self._give_back(keys, [*out.acked, *back], out.acked, out.unsure)
         out.settled.update(out.acked, back)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
@@ -179,19 +179,31 @@ class Spill:
                 len(back),
                 len(entries),
                 keys.tag,
-                f"; {len(out.unsure)} of them were sent and timed out or were purged: Kafka may "
-                "hold them too, and they may be crawled twice (frontier/spill_unsure)"
+                f"; {len(out.unsure)} of them were sent and timed out or were purged: should "
+                "Kafka have written them all the same, they are skipped when read back "
+                "(frontier/spill_unsure)"
                 if out.unsure
                 else "",
             )
         return SpillCounts(len(out.acked), len(back), len(broken), len(out.unsure))
 
     async def _give_back(
-        self, keys: FrontierKeys, leases: list[str], acked: dict[str, int]
+        self,
+        keys: FrontierKeys,
+        leases: list[str],
+        acked: dict[str, int],
+        unsure: Sequence[str] = (),
     ) -> None:
         """Finish a spill's ``leases``: those Kafka acknowledged (``acked``, with their
         offsets) leave Redis and are counted in the backlog, the others go back to the queue;
-        either script leaves a lease finished already alone."""
+        either script leaves a lease finished already alone. The ``unsure`` ones, whose
+        messages Kafka may have written all the same, are recorded first: their messages, if
+        read back, are skipped (``spill_back.lua``), so each request is crawled once."""
+        unsure = [lease_id for lease_id in unsure if lease_id not in acked]
+        if unsure:
+            await self.clients[keys.part].redis.hset(
+                keys.backlog_unsure, mapping=dict.fromkeys(unsure, 1)
+            )
         acknowledged = set(acked)
         spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
         back = [lease_id for lease_id in leases if lease_id not in acknowledged]

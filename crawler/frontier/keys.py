@@ -49,6 +49,9 @@ class FrontierKeys:
     backlog_topic: str  # the Kafka topic the crawl spills to (read in part 0)
     backlog_read: str  # hash: backlog topic -> the part's next offset to read back
     backlog_written: str  # hash: backlog topic -> the part's next offset written (acknowledged)
+    # hash: lease id -> 1, of spilled requests put back in the queue while Kafka may have written
+    # their messages all the same (timed out or purged after they were sent): skipped if read back
+    backlog_unsure: str
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -83,6 +86,7 @@ class FrontierKeys:
             backlog_topic=f"{tag}:backlog:topic",
             backlog_read=f"{tag}:backlog:read",
             backlog_written=f"{tag}:backlog:written",
+            backlog_unsure=f"{tag}:backlog:unsure",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -145,6 +149,7 @@ class FrontierKeys:
             self.backlog_topic,
             self.backlog_read,
             self.backlog_written,
+            self.backlog_unsure,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,
