@@ -573,17 +573,39 @@ def test_report_counts_bloom_drops_apart_and_sums_them_up(
     expected = f"about {state.false_positive_rate:.2f} of them false positives (1 new URLs"
     assert "1 requests dropped as maybe seen" in caplog.text
     assert expected in caplog.text
-    assert "above FRONTIER_BLOOM_ERROR_RATE" not in caplog.text
+    assert "over capacity" not in caplog.text
     bloom.completed(Completion("done", 0, (0,)), children[:1])
     bloom.bloom_state(BloomState(layout, slices=len(layout), count=layout[-1].capacity * 8))
     with caplog.at_level(logging.INFO, logger="crawler.frontier.dedup_report"):
         bloom.summary()
-    assert "above FRONTIER_BLOOM_ERROR_RATE=0.001" in caplog.text
+    assert "the filter was sized for: its last slice is over capacity" in caplog.text
+    assert "made by a node with another" not in caplog.text
 
     exact = DedupReport(stats, CONFIGS["exact"])
     exact.completed(Completion("done", 1, (0, 1)), children)
     assert stats.get_value("dupefilter/filtered") == 2
     assert stats.get_value("dupefilter/bloom_maybe_seen") == 2
+
+
+def test_a_node_whose_bloom_settings_are_not_the_filters_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A node joining a crawl whose filter another node made with another error rate ran with
+    no word, then warned that a slice 22% full was over capacity (it compared the filter's
+    estimate with its own FRONTIER_BLOOM_ERROR_RATE: an audit)."""
+    stats = get_crawler().stats
+    assert stats is not None
+    joining = DedupReport(stats, CONFIGS["bloom"])  # capacity 1000, rate 0.001
+    layout = bloom_layout(1000, 0.9)  # the filter's: made by the first node
+    child = NewRequest(fingerprint("a"), 0.0, b'{"url": "http://a/"}')
+    with caplog.at_level(logging.INFO, logger="crawler.frontier.dedup_report"):
+        for _ in range(2):
+            joining.completed(Completion("done", 0, (0,)), [child])
+            joining.bloom_state(BloomState(layout, slices=1, count=220))
+            joining.summary()
+    assert caplog.text.count("made by a node with another FRONTIER_DEDUP_CAPACITY") == 1
+    assert "this node's (1000, 0.001)" in caplog.text
+    assert "over capacity" not in caplog.text
 
 
 def test_bloom_crawl_gets_every_page_exactly_once(

@@ -214,6 +214,15 @@ class BloomState:
         return self.count / self.layout[self.slices - 1].capacity if self.slices else 0.0
 
     @property
+    def designed_rate(self) -> float:
+        """The rate with every slice in use full: what the filter was sized for so far (by
+        the ``FRONTIER_BLOOM_ERROR_RATE`` of the node that made it)."""
+        miss = 1.0
+        for piece in self.layout[: self.slices]:
+            miss *= 1 - piece.false_positive_rate(piece.capacity)
+        return 1 - miss
+
+    @property
     def false_positive_rate(self) -> float:
         """Expected chance that a new fingerprint is taken for a seen one."""
         miss = 1.0

@@ -23,7 +23,7 @@ from scrapy.utils.request import referer_str
 from crawler.frontier import codec
 from crawler.frontier.client import Completion, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
-from crawler.frontier.dedup_bloom import BloomState
+from crawler.frontier.dedup_bloom import BloomState, bloom_layout
 
 logger = logging.getLogger(__name__)
 # Where Scrapy's RFPDupeFilter logs its duplicates, in its words (its tests pin them down).
@@ -76,6 +76,8 @@ class DedupReport:
         self.debug = debug  # DUPEFILTER_DEBUG: log every filtered request, not only the first
         self._logged_one = False
         self.bloom = config.mode is DedupMode.BLOOM
+        self._layout = bloom_layout(config.capacity, config.error_rate) if self.bloom else ()
+        self._layout_seen = False  # the filter's layout compared with this node's
         self._state: BloomState | None = None
         self._maybe_seen = 0  # Bloom drops since the last summary
         self._inserted = 0  # fingerprints the Bloom filter took since the last summary
@@ -129,12 +131,31 @@ class DedupReport:
 
     def bloom_state(self, state: BloomState) -> None:
         """The filter as read on a heartbeat: gauges, and the summary when it is due."""
+        if state.layout and not self._layout_seen:
+            self._layout_seen = True
+            self._check_layout(state)
         self._state = state
         self.stats.set_value("dupefilter/bloom_fill", round(state.fill, 6))
         self.stats.set_value("dupefilter/bloom_fp_rate", state.false_positive_rate)
         self.stats.set_value("dupefilter/bloom_slices", state.slices)
         if time.monotonic() - self._last_summary >= SUMMARY_INTERVAL:
             self.summary()
+
+    def _check_layout(self, state: BloomState) -> None:
+        """Say once that the crawl's filter is not the one this node's settings make."""
+        if state.layout == self._layout:
+            return
+        first = state.layout[0]
+        logger.warning(
+            "Bloom dupefilter: the crawl's filter was made by a node with another "
+            "FRONTIER_DEDUP_CAPACITY or FRONTIER_BLOOM_ERROR_RATE than this node's (%d, %s): "
+            "it keeps its own layout (a first slice for %d URLs at a false-positive rate "
+            "of %.3g), and this node's settings are not used",
+            self.config.capacity,
+            self.config.error_rate,
+            first.capacity,
+            first.false_positive_rate(first.capacity),
+        )
 
     def summary(self) -> None:
         """Log the Bloom drops since the last summary (none logged when there were none)."""
@@ -157,11 +178,12 @@ class DedupReport:
             self._state.slices,
             100 * self._state.fill,
         )
-        if rate > self.config.error_rate:
+        designed = self._state.designed_rate
+        if rate > designed:  # this node's FRONTIER_BLOOM_ERROR_RATE may not be the filter's
             logger.warning(
-                "Bloom dupefilter: estimated false-positive rate %.3g is above "
-                "FRONTIER_BLOOM_ERROR_RATE=%s: its last slice is over capacity; purge it or "
-                "use a larger FRONTIER_DEDUP_CAPACITY next crawl",
+                "Bloom dupefilter: estimated false-positive rate %.3g is above the %.3g the "
+                "filter was sized for: its last slice is over capacity; purge it or use a larger "
+                "FRONTIER_DEDUP_CAPACITY next crawl",
                 rate,
-                self.config.error_rate,
+                designed,
             )
