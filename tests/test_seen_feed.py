@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 from scrapy.settings import Settings
 
 from crawler.demo.site import Site
@@ -222,6 +222,22 @@ def test_a_node_that_cannot_reach_kafka_keeps_crawling_and_says_so(
     stats = asyncio.run(scenario())
     assert stats["frontier/seen_feed/sent"] == 1
     assert "Seen feed open error on topic seen-nowhere" in caplog.text
+
+
+def test_fingerprints_kafka_did_not_take_are_counted_and_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """They were counted in frontier/seen_feed/lost with no line (an audit)."""
+    settings = SeenFeedSettings(
+        enabled=True, topic="seen-untaken", bootstrap="127.0.0.1:1", replication=1
+    )
+    node = Node(settings, "node-a", "e1")
+    report = node.feed._delivery_report(3)
+    for _ in range(2):  # the WARNING once a minute at most, every one counted
+        report(KafkaError(KafkaError._MSG_TIMED_OUT), None)  # type: ignore[arg-type]
+    asyncio.run(node.feed.close())
+    assert node.stats["frontier/seen_feed/lost"] == 6
+    assert caplog.text.count("Seen feed: Kafka did not take 3 fingerprints") == 1
 
 
 def test_an_entry_learned_late_never_outlives_the_dedup_ttl() -> None:

@@ -155,6 +155,14 @@ class SeenFeed:
         def delivered(error: KafkaError | None, _message: Message) -> None:
             if error is not None:
                 self.stats.inc_value("frontier/seen_feed/lost", count)
+                self._log_rarely(
+                    "Seen feed: Kafka did not take %d fingerprints sent to topic %s (%s): the "
+                    "other nodes send those links to Redis, which drops them "
+                    "(frontier/seen_feed/lost)",
+                    count,
+                    self.settings.topic,
+                    error.str(),
+                )
 
         return delivered
 
