@@ -17,6 +17,7 @@ import redis
 
 from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
+from crawler.devservices._proc import log_tail
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
@@ -303,7 +304,11 @@ def test_kafka_down_past_max_outage_pauses_then_resumes_the_crawl(
     messages = read_topic(
         own_kafka.bootstrap_servers, topic_template.format(spider="pages"), expected=site.pages
     )
-    assert {orjson.loads(m.value)["url"] for m in messages} == site.all_urls()
+    missing = site.all_urls() - {orjson.loads(m.value)["url"] for m in messages}
+    # seen once in CI (a page's item not in the topic): keep what explains it
+    broker_log = log_tail(own_kafka.log_path, 120)
+    assert not missing, f"not in Kafka: {sorted(missing)}\n{logs(tmp_path)}\n{broker_log}"
+    assert len(messages) >= site.pages
     assert "'kafka/crawl_paused/max_outage': 1" in log.read_text()
 
 
