@@ -36,7 +36,7 @@ from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import DeliveryReport
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.lua import text
-from crawler.redis_connection import async_client
+from crawler.redis_connection import AsyncRedis, async_client
 from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 from tests.frontier_state import fingerprint_of, queued
@@ -80,6 +80,26 @@ async def crawl_queued(nodes: Sequence[FrontierClient]) -> list[str]:
             urls.append(codec.loads(lease.body)["url"])
             await node.complete_many([Finish(lease.id, "done")], [])
     return urls
+
+
+async def crawl_through(
+    client: AsyncRedis, nodes: Sequence[FrontierClient], backlog: Backlog, count: int
+) -> tuple[list[str], Step]:
+    """Lease everything, stepping the backlog as a node does, until ``count`` requests were
+    crawled and none is left (60 s at most: the group's first assignment takes seconds): the
+    URLs crawled, and the steps' ``spilled`` and ``refill_requeued`` summed."""
+    crawled: list[str] = []
+    spilled = requeued = 0
+    parts = [node.keys for node in nodes]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        crawled += await crawl_queued(nodes)
+        step = await backlog.step()
+        spilled, requeued = spilled + step.spilled, requeued + step.refill_requeued
+        if len(crawled) >= count and not await pending_requests(client, parts):
+            break
+        await asyncio.sleep(0.05)
+    return crawled, Step(spilled, 0, 0, refill_requeued=requeued)
 
 
 @pytest.mark.parametrize(("bound", "count"), [(MAX, 300), (1, 12)])
@@ -271,21 +291,7 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
             assert queued(redis_client, keys) == 100  # nothing left Redis unacknowledged
             assert redis_client.zcard(keys.leases) == 0
             kafka.resume()
-            crawled: list[str] = []
-            after = Step(0, 0, 0)
-            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
-            while time.monotonic() < deadline:
-                crawled += await crawl_queued([node])
-                step = await backlog.step()
-                after = Step(
-                    after.spilled + step.spilled,
-                    0,
-                    0,
-                    refill_requeued=after.refill_requeued + step.refill_requeued,
-                )
-                if len(crawled) >= 100 and not await pending_requests(client, [keys]):
-                    break
-                await asyncio.sleep(0.05)
+            crawled, after = await crawl_through(client, [node], backlog, 100)
             return paused, after, crawled
         finally:
             kafka.resume()
@@ -327,16 +333,8 @@ def test_a_spill_the_broker_acknowledges_late_is_in_kafka_only(
             kafka.pause()  # answers again after 4 s (a spill waited 2 s: KAFKA_FLUSH_TIMEOUT)
             asyncio.get_running_loop().call_later(4.0, kafka.resume)
             late = await backlog.step()
-            spilled = late.spilled
-            crawled: list[str] = []
-            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
-            while time.monotonic() < deadline:
-                crawled += await crawl_queued([node])
-                spilled += (await backlog.step()).spilled
-                if len(crawled) >= 100 and not await pending_requests(client, [keys]):
-                    break
-                await asyncio.sleep(0.05)
-            return late, spilled, crawled
+            crawled, after = await crawl_through(client, [node], backlog, 100)
+            return late, late.spilled + after.spilled, crawled
         finally:
             kafka.resume()
             await backlog.close()
