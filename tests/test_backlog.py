@@ -28,15 +28,16 @@ from crawler.devservices import KafkaBroker
 from crawler.frontier import backlog as backlog_module
 from crawler.frontier import codec
 from crawler.frontier.backlog import Backlog, BacklogSettings, Step
+from crawler.frontier.backlog_spill import REPORT_SLACK
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
-from crawler.frontier.keys import FrontierKeys, frontier_parts
+from crawler.frontier.keys import FrontierKeys, frontier_parts, glob_escape
 from crawler.frontier.partitions import part_of
 from crawler.frontier.pending import pending_requests
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import DeliveryReport
 from crawler.kafka.reader import end_offsets, read_topic
 from crawler.lua import text
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_connection import AsyncRedis, async_client, server_time_ms
 from tests.cli_process import crawler_process
 from tests.cluster import logs, running_nodes, tracebacks, wait_for_exit
 from tests.frontier_state import fingerprint_of, queued
@@ -65,11 +66,11 @@ def settings(
     )
 
 
-def request(n: int) -> NewRequest:
+def request(n: int, site: str = "site") -> NewRequest:
     """Stored compressed (FRONTIER_COMPRESS's default) or as JSON (before it, or with it off)."""
-    url = f"http://site{n % 7}.test/p/{n}"
+    url = f"http://{site}{n % 7}.test/p/{n}"
     body = codec.dumps({"url": url}, compress=n % 2 == 0)
-    return NewRequest(fingerprint_of(url), float(n), body, site=f"site{n % 7}.test")
+    return NewRequest(fingerprint_of(url), float(n), body, site=f"{site}{n % 7}.test")
 
 
 async def crawl_queued(nodes: Sequence[FrontierClient]) -> list[str]:
@@ -308,6 +309,81 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     assert after.refill_requeued == high - after.spilled
     # what it did not write stays recorded (a few bytes each)
     assert redis_client.hlen(keys.backlog_unsure) == 100 - MAX - after.refill_requeued
+
+
+def test_a_record_of_a_timed_out_spill_skips_no_message_of_another_request(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """Redis lost its data while 60 spilled requests waited in Kafka: the part's lease
+    counter started over, so a timed-out spill afterwards recorded the keys of those 60
+    messages, which were then skipped as its own: lost (a review). A message's key is its
+    spill's own."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = "backlog-wiped"
+
+    def urls(site: str) -> Counter[str]:
+        return Counter(codec.loads(request(n, site).body)["url"] for n in range(100))
+
+    async def scenario() -> tuple[Step, list[str]]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic, ack_timeout=2.0), lease_ms=60_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n, "a") for n in range(100)])
+            assert (await backlog.step()).spilled == 100 - MAX
+            for key in redis_client.scan_iter(match=f"{glob_escape(keys.tag)}*"):
+                redis_client.delete(key)  # a restart without persistence: Kafka keeps its 60
+            await node.complete(None, "done", [request(n, "b") for n in range(100)])
+            kafka.pause()  # past the message timeout: the spill does not know what Kafka took
+            stalled = await backlog.step()
+            kafka.resume()
+            crawled, _ = await crawl_through(client, [node], backlog, 160)
+            return stalled, crawled
+        finally:
+            kafka.resume()
+            await backlog.close()
+            await client.aclose()
+
+    stalled, crawled = asyncio.run(scenario())
+    assert stalled.unsure == 100 - MAX
+    counts = Counter(crawled)
+    assert max(counts.values()) == 1
+    assert {url for url in counts if "//b" in url} == set(urls("b"))
+    # the 60 that waited in Kafka (the 40 queued in Redis were lost with it)
+    assert len({url for url in counts if "//a" in url} & set(urls("a"))) == 100 - MAX
+
+
+def test_a_spills_leases_outlast_its_wait_for_the_broker(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """They had the node's FRONTIER_LEASE_TIMEOUT (15 s at its least) while a spill waits up
+    to 35 s: expired, reclaimed and crawled from Redis, and crawled again from Kafka once it
+    took their messages (a review: 60 pages twice with a lease of 3 s and a broker away 4.5 s)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> float:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, "backlog-leases"), lease_ms=3_000)
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            kafka.pause()
+            step = asyncio.ensure_future(backlog.step())
+            while not redis_client.zcard(keys.leases):
+                await asyncio.sleep(0.01)
+            deadline = min(float(score) for _, score in redis_client.zscan_iter(keys.leases))
+            now_ms = server_time_ms(redis_client, keys.epoch)
+            kafka.resume()
+            assert (await step).spilled == 100 - MAX
+            return (deadline - now_ms) / 1000
+        finally:
+            kafka.resume()
+            await backlog.close()
+            await client.aclose()
+
+    assert asyncio.run(scenario()) > 10.0 + REPORT_SLACK  # the helper's ack_timeout, and more
 
 
 def test_a_spill_the_broker_acknowledges_late_is_in_kafka_only(

@@ -237,7 +237,8 @@ def test_fingerprints_kafka_did_not_take_are_counted_and_said(
         report(KafkaError(KafkaError._MSG_TIMED_OUT), None)  # type: ignore[arg-type]
     asyncio.run(node.feed.close())
     assert node.stats["frontier/seen_feed/lost"] == 6
-    assert caplog.text.count("Seen feed: Kafka did not take 3 fingerprints") == 1
+    assert caplog.text.count("Seen feed: 3 fingerprints not shared") == 1
+    assert "(Kafka did not take them: " in caplog.text
 
 
 def test_an_entry_learned_late_never_outlives_the_dedup_ttl() -> None:

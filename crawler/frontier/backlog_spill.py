@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -57,11 +58,18 @@ class SpillCounts:
 class _Outcomes:
     """What became of each lease of one spill, as the delivery reports come in."""
 
+    # the spill's own prefix of its messages' keys: a lease id alone comes again once the
+    # part's counter starts over (Redis lost its data) while older messages wait in Kafka
+    spill: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
     failed: list[str] = field(default_factory=list)
     unsure: list[str] = field(default_factory=list)  # failed after they may have been written
     sent: set[str] = field(default_factory=set)
     settled: set[str] = field(default_factory=set)  # spilled, failed or given back
+
+    def key(self, lease_id: str) -> str:
+        """The key of the message of ``lease_id``'s request: unique to this spill."""
+        return f"{self.spill}:{lease_id}"
 
 
 class Spill:
@@ -76,7 +84,9 @@ class Spill:
         self.node_id = clients[0].node_id
         self.producer = producer
         self.settings = settings
-        self.lease_ms = lease_ms
+        # a spill's leases outlast its wait for the broker: one that expired meanwhile would be
+        # reclaimed and crawled from Redis while Kafka took its message too
+        self.lease_ms = max(lease_ms, round((settings.ack_timeout + REPORT_SLACK + 10) * 1000))
         redis = clients[0].redis
         self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
         self._done = redis.register_script(frontier_script("backlog_count", "spill_done"))
@@ -110,7 +120,7 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                unsure = [lease_id for lease_id in out_there if lease_id not in out.acked]
+                unsure = [out.key(lease_id) for lease_id in out_there if lease_id not in out.acked]
                 await asyncio.shield(self._give_back(keys, rest, out.acked, unsure))
                 if unsure:
                     logger.warning(
@@ -146,7 +156,7 @@ class Spill:
                 broken.append(Finish(lease_id, "failed", record))
                 continue
             message = OutgoingMessage(
-                self.settings.topic, lease_id.encode(), value, [], 0, partition=keys.part
+                self.settings.topic, out.key(lease_id).encode(), value, [], 0, partition=keys.part
             )
             if not self.producer.send(message, report(lease_id)):
                 break  # the local queue is full (large requests): the rest stay queued
@@ -170,7 +180,8 @@ class Spill:
                 keys.failed,
             )
         back = out.failed + unanswered
-        await self._give_back(keys, [*out.acked, *back], out.acked, out.unsure)
+        unsure = [out.key(lease_id) for lease_id in out.unsure]
+        await self._give_back(keys, [*out.acked, *back], out.acked, unsure)
         out.settled.update(out.acked, back)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
@@ -192,17 +203,17 @@ class Spill:
         keys: FrontierKeys,
         leases: list[str],
         acked: dict[str, int],
-        unsure: Sequence[str] = (),
+        unsure_keys: Sequence[str] = (),
     ) -> None:
         """Finish a spill's ``leases``: those Kafka acknowledged (``acked``, with their
         offsets) leave Redis and are counted in the backlog, the others go back to the queue;
-        either script leaves a lease finished already alone. The ``unsure`` ones, whose
-        messages Kafka may have written all the same, are recorded first: their messages, if
-        read back, are skipped (``spill_back.lua``), so each request is crawled once."""
-        unsure = [lease_id for lease_id in unsure if lease_id not in acked]
-        if unsure:
+        either script leaves a lease finished already alone. The messages of ``unsure_keys``,
+        sent to Kafka and not acknowledged, which it may have written all the same, are
+        recorded first: read back, they are skipped (``spill_back.lua``), so each request is
+        crawled once."""
+        if unsure_keys:
             await self.clients[keys.part].redis.hset(
-                keys.backlog_unsure, mapping=dict.fromkeys(unsure, 1)
+                keys.backlog_unsure, mapping=dict.fromkeys(unsure_keys, 1)
             )
         acknowledged = set(acked)
         spilled = [lease_id for lease_id in leases if lease_id in acknowledged]

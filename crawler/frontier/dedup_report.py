@@ -148,13 +148,12 @@ class DedupReport:
         first = state.layout[0]
         logger.warning(
             "Bloom dupefilter: the crawl's filter was made by a node with another "
-            "FRONTIER_DEDUP_CAPACITY or FRONTIER_BLOOM_ERROR_RATE than this node's (%d, %s): "
-            "it keeps its own layout (a first slice for %d URLs at a false-positive rate "
-            "of %.3g), and this node's settings are not used",
+            "FRONTIER_DEDUP_CAPACITY or FRONTIER_BLOOM_ERROR_RATE than this node's (%d, %s), or "
+            "by another version: it keeps its own layout (a first slice for %d URLs), and this "
+            "node's settings are not used (give every node the same ones)",
             self.config.capacity,
             self.config.error_rate,
             first.capacity,
-            first.false_positive_rate(first.capacity),
         )
 
     def summary(self) -> None:

@@ -49,8 +49,9 @@ class FrontierKeys:
     backlog_topic: str  # the Kafka topic the crawl spills to (read in part 0)
     backlog_read: str  # hash: backlog topic -> the part's next offset to read back
     backlog_written: str  # hash: backlog topic -> the part's next offset written (acknowledged)
-    # hash: lease id -> 1, of spilled requests put back in the queue while Kafka may have written
-    # their messages all the same (timed out or purged after they were sent): skipped if read back
+    # hash: message key ('<spill id>:<lease id>') -> 1, of spilled requests put back in the queue
+    # while Kafka may have written their messages all the same (timed out or purged after they
+    # were sent): skipped if read back
     backlog_unsure: str
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)

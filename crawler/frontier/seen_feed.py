@@ -150,21 +150,26 @@ class SeenFeed:
                 self._error("publish", exc)
                 sent = False
             self.stats.inc_value(f"frontier/seen_feed/{'sent' if sent else 'dropped'}", count)
+            if not sent:
+                self._not_shared(count, "the producer's local queue is full", "dropped")
 
     def _delivery_report(self, count: int) -> Callable[[KafkaError | None, Message], None]:
         def delivered(error: KafkaError | None, _message: Message) -> None:
             if error is not None:
                 self.stats.inc_value("frontier/seen_feed/lost", count)
-                self._log_rarely(
-                    "Seen feed: Kafka did not take %d fingerprints sent to topic %s (%s): the "
-                    "other nodes send those links to Redis, which drops them "
-                    "(frontier/seen_feed/lost)",
-                    count,
-                    self.settings.topic,
-                    error.str(),
-                )
+                self._not_shared(count, f"Kafka did not take them: {error.str()}", "lost")
 
         return delivered
+
+    def _not_shared(self, count: int, why: str, stat: str) -> None:
+        self._log_rarely(
+            "Seen feed: %d fingerprints not shared through topic %s (%s): the other nodes send "
+            "those links to Redis, which drops them (frontier/seen_feed/%s)",
+            count,
+            self.settings.topic,
+            why,
+            stat,
+        )
 
     async def run(self, epoch: Callable[[], str], learn: Callable[[str, float], bool]) -> None:
         """Find the topic (creating it), then read it from its end for as long as the node

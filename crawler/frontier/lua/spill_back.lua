@@ -8,11 +8,11 @@
 -- behind); one below the next offset to read means the topic was made again (deleted by
 -- hand) before a node's look found it (lua/backlog_mend.lua): its offsets start over, the
 -- requests that waited in the topic that was said lost, as the look says them. A message of a
--- spill that put its request back in the queue not knowing whether Kafka wrote it (its lease
--- id, the message's key, in the unsure hash) is skipped too: the request is queued already.
+-- spill that put its request back in the queue not knowing whether Kafka wrote it (its key,
+-- '<spill id>:<lease id>', in the unsure hash) is skipped too: the request is queued already.
 -- lua/queue.lua and lua/backlog_count.lua come before this body.
 -- KEYS: 1 queue levels, 2 queue count, 3 backlog (count), 4 failed (hash id -> failure JSON),
---       5 backlog read, 6 backlog written (hashes topic -> offset), 7 unsure (hash lease id -> 1)
+--       5 backlog read, 6 backlog written (hashes topic -> offset), 7 unsure (hash message key -> 1)
 -- ARGV: 1 topic, 2 the partition's high watermark (-1: unknown), 3 the failure ids' prefix,
 --       then quadruples offset, key, score (an integer's text; '' for a message that is not a
 --       spilled request), request as stored (or that message's failure JSON)
