@@ -39,6 +39,7 @@ from crawler.politeness.settings import PolitenessSettings
 from crawler.redis_outage import OutageGuard
 from settings.resolve import SETTING_PREFIX, resolve_settings
 from tests.base_values import base_values
+from tests.clock_steps import ClockWatch
 from tests.cluster import logs, running_nodes, wait_for_exit
 
 T = TypeVar("T")
@@ -105,6 +106,11 @@ def per_second(times: list[float]) -> list[int]:
 def test_three_nodes_share_one_rate_limit(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
+    """3 nodes at 20 req/s for the cluster: at most 20 + burst in any second at the site. The
+    limiter keeps Redis's time, the site its monotonic clock: the seconds a step of the wall
+    clock touched (``tests.clock_steps``) are said and left out. A step ahead lets the requests
+    booked before it go with those booked after (a CI run once counted 33, then 24, 39 and 29 in
+    a second, with 20 in every second before them)."""
     rate, burst = 20, 5
     settings = {"POLITENESS_RATE": str(rate), "POLITENESS_BURST": str(burst)}
     env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
@@ -113,6 +119,7 @@ def test_three_nodes_share_one_rate_limit(
         running_nodes(
             3, workdir=tmp_path, env=env, settings={**settings, "CRAWLER_STANDALONE_FEED": ""}
         ) as nodes,
+        ClockWatch() as clock,
     ):
         redis_client.lpush("pages:start_urls", site.url(0))
         deadline = time.monotonic() + 40
@@ -122,11 +129,14 @@ def test_three_nodes_share_one_rate_limit(
             time.sleep(0.2)
         times = list(site.hit_times)
     assert all(node.returncode is not None for node in nodes)
-    counts = per_second(times)[1:31]  # 30 whole seconds after the first request
-    print(f"requests per second: {counts}")
-    assert max(counts) <= rate + burst - 1, counts
-    assert abs(statistics.mean(counts) - rate) <= rate * 0.1, counts
-    assert len(set(node_id for node_id in ("node-0", "node-1", "node-2"))) == 3
+    assert times, logs(tmp_path)
+    stepped = clock.touched_seconds(times[0], before=0, after=2)
+    counted = {second: n for second, n in enumerate(per_second(times)) if 1 <= second <= 30}
+    counts = [n for second, n in counted.items() if second not in stepped]
+    print(f"requests per second: {list(counted.values())}; wall clock steps: {clock.steps}")
+    assert len(counts) >= 20, f"the wall clock stepped {clock.steps}: too few seconds left"
+    assert max(counts) <= rate + burst - 1, counted
+    assert abs(statistics.mean(counts) - rate) <= rate * 0.1, counted
     for index in range(3):
         assert "'politeness/delayed'" in (tmp_path / f"node-{index}.log").read_text(), logs(
             tmp_path

@@ -16,7 +16,8 @@ or the ``download_slot`` a spider gave a request (``site_for``).
 Without ``REDIS_URL`` (standalone) the same limiter runs in memory. In cluster
 mode a Redis outage (:mod:`crawler.redis_outage`) pauses requests until Redis
 answers again: limiting per node meanwhile would multiply a site's rate by the
-number of nodes.
+number of nodes. Redis's clock is the limiter's: a step of it ahead lets the requests already
+booked go with the next ones, once.
 
 Waits and cooldowns also go to the node's metrics (``crawler_politeness_wait_seconds``,
 ``crawler_politeness_cooldown_seconds``). Stats: ``politeness/reserved``, ``politeness/delayed``,
