@@ -123,7 +123,7 @@ class Step:
     refill_skipped: int = 0  # read again after a reader died before committing them: skipped
     refill_lost: int = 0  # gone from the topic before they were read back (its retention)
     topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
-    unsure: int = 0  # of the refused, sent and failed as timed out or purged: maybe in Kafka too
+    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
     refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
 
 

@@ -51,7 +51,7 @@ class SpillCounts:
     spilled: int = 0  # acknowledged by Kafka: out of Redis
     refused: int = 0  # given back to the queue
     damaged: int = 0  # unreadable: failed, with a record
-    unsure: int = 0  # of the refused, sent and failed as timed out or purged: maybe in Kafka too
+    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
 
 
 @dataclass(slots=True)
@@ -180,6 +180,8 @@ class Spill:
                 keys.failed,
             )
         back = out.failed + unanswered
+        # sent and not answered even after the purge: as unsure as a timed-out one
+        out.unsure += [lease_id for lease_id in unanswered if lease_id in out.sent]
         unsure = [out.key(lease_id) for lease_id in out.unsure]
         await self._give_back(keys, [*out.acked, *back], out.acked, unsure)
         out.settled.update(out.acked, back)
@@ -190,9 +192,9 @@ class Spill:
                 len(back),
                 len(entries),
                 keys.tag,
-                f"; {len(out.unsure)} of them were sent and timed out or were purged: should "
-                "Kafka have written them all the same, they are skipped when read back "
-                "(frontier/spill_unsure)"
+                f"; {len(out.unsure)} of them were sent and timed out, were purged or had no "
+                "outcome: should Kafka have written them all the same, they are skipped when read "
+                "back (frontier/spill_unsure)"
                 if out.unsure
                 else "",
             )
