@@ -59,3 +59,7 @@ class ClockWatch:
             for at, _moved in self.steps
             for offset in range(-before, after + 1)
         }
+
+    def stepped_between(self, start: float, end: float) -> bool:
+        """Whether the wall clock stepped between two ``time.monotonic()`` readings."""
+        return any(start <= at <= end for at, _moved in self.steps)

@@ -158,13 +158,16 @@ def test_a_429_seen_by_one_node_slows_every_node(
     with (
         Site(300, answer_once=limited) as site,
         running_nodes(3, workdir=tmp_path, env=env, settings=settings) as nodes,
+        ClockWatch() as clock,
     ):
         redis_client.lpush("pages:start_urls", site.url(0))
         assert wait_for_exit(nodes, timeout=180) == [0, 0, 0], logs(tmp_path)
     ((answered_at, _path, status),) = site.special_answers
     assert status == 429
     during = [t for t in site.hit_times if answered_at + 0.3 < t < answered_at + 2.9]
-    assert during == [], f"{len(during)} requests inside the Retry-After window"
+    # the cooldown runs on Redis's clock: a step of the wall clock cuts it short
+    if not clock.stepped_between(answered_at - 1, answered_at + 3):
+        assert during == [], f"{len(during)} requests inside the Retry-After window"
     assert site.hits["/p/40.html"] == 2  # retried after the cooldown
     penalized = [
         index
