@@ -17,7 +17,9 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
 - one deadline for the last Redis work of every component at a stop (short during an
   outage, so Ctrl-C stops a node in seconds whatever Redis is doing);
 - supervision of background loops: a loop that crashes is logged with its traceback,
-  counted (``node/loop_crashed/<name>``) and restarted.
+  counted (``node/loop_crashed/<name>``) and restarted;
+- a watch on Redis's clock (:mod:`crawler.redis_clock`): a step of it is said in a WARNING
+  and counted (``redis/clock_step/ahead``, ``redis/clock_step/back``).
 
 Without ``REDIS_URL`` (standalone) it is not configured and :meth:`of` returns None.
 """
@@ -38,6 +40,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
+from crawler.redis_clock import Step, step_message, watch
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
@@ -75,6 +78,7 @@ class NodeContext:
         self._guards: dict[str, OutageGuard] = {}
         self._loops: set[asyncio.Task[None]] = set()
         self._crawler = crawler
+        crawler.signals.connect(self._watch_clock, signal=signals.engine_started)
         crawler.signals.connect(self._close, signal=signals.engine_stopped)
 
     @classmethod
@@ -178,6 +182,13 @@ class NodeContext:
         self._loops.add(task)
         task.add_done_callback(self._loops.discard)
         return task
+
+    def _watch_clock(self) -> None:
+        def stepped(step: Step) -> None:
+            self.stats.inc_value(f"redis/clock_step/{step.direction}")
+            logger.warning("%s", step_message(step))
+
+        self.supervise("redis_clock", lambda: watch(lambda: self.now_ms("redis_clock"), stepped))
 
     async def _close(self) -> None:
         for task in list(self._loops):

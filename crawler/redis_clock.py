@@ -1,0 +1,95 @@
+"""Steps of Redis's clock, as one node sees them (no Scrapy imports).
+
+Leases, rate limits, cooldowns and session times all run on Redis server time. A step of that
+clock (an NTP step, a virtual machine resumed from a snapshot and set right) moves them all at
+once: a step ahead may make leases look expired early (another node then reclaims them: their
+pages are crawled twice; ``heartbeat.lua`` keeps a node whose own beat came late from reclaiming)
+and lets requests booked before it go with those booked after; a step back holds them.
+``ClockWatch`` reads Redis's clock now and then and compares how far it moved with how far the
+node's monotonic clock did; ``watch`` is the node's loop (``NodeContext`` runs it) that says a
+step in a WARNING. A node's own pause looks the same from the node: Redis's time ran on while
+its leases were not extended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+logger = logging.getLogger(__name__)
+
+LOOK_EVERY: Final = 10.0  # seconds between two readings of Redis's clock
+STEP: Final = 1.0  # seconds the two clocks must part (beyond the readings' round trips) to tell
+
+Direction = Literal["ahead", "back"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    seconds: float  # how far Redis's clock moved against the node's (negative: back)
+    over: float  # seconds of the node's clock between the two readings
+
+    @property
+    def direction(self) -> Direction:
+        return "ahead" if self.seconds > 0 else "back"
+
+
+class ClockWatch:
+    """Readings of Redis's clock (ms), each with the node's monotonic clock before and after it."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float, int] | None = None
+
+    def reading(self, before: float, after: float, redis_ms: int) -> Step | None:
+        """Record one reading; the step since the last one, if the clocks parted by more than
+        ``STEP`` beyond what the two round trips leave unknown."""
+        last, self._last = self._last, (before, after, redis_ms)
+        if last is None:
+            return None
+        last_before, last_after, last_ms = last
+        redis_moved = (redis_ms - last_ms) / 1000
+        # Redis read its clock somewhere within each round trip
+        least, most = before - last_after, after - last_before
+        if redis_moved > most + STEP:
+            return Step(redis_moved - most, after - last_after)
+        if redis_moved < least - STEP:
+            return Step(redis_moved - least, after - last_after)
+        return None
+
+
+async def watch(
+    redis_time_ms: Callable[[], Awaitable[int]],
+    stepped: Callable[[Step], None],
+    *,
+    every: float = LOOK_EVERY,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """Read Redis's clock every ``every`` seconds, for ever; ``stepped`` hears of each step."""
+    clock = ClockWatch()
+    while True:
+        before = monotonic()
+        redis_ms = await redis_time_ms()
+        if (step := clock.reading(before, monotonic(), redis_ms)) is not None:
+            stepped(step)
+        await asyncio.sleep(every)
+
+
+def step_message(step: Step) -> str:
+    """The WARNING of a step."""
+    if step.direction == "ahead":
+        effect = (
+            "leases may have looked expired early (another node then reclaims them: pages "
+            "crawled twice) and requests booked at a site before it went with those after"
+        )
+    else:
+        effect = "leases, rate limits and cooldowns hold that much longer"
+    return (
+        f"Redis's clock moved {abs(step.seconds):.1f}s {step.direction} of this node's in "
+        f"{step.over:.0f}s (a step of the Redis host's clock, or this node's machine paused): "
+        f"leases, rate limits, cooldowns and sessions run on it; {effect} "
+        f"(redis/clock_step/{step.direction})"
+    )

@@ -1,0 +1,100 @@
+"""A step of Redis's clock is told apart from slow round trips, and a node says it."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable
+
+import pytest
+from scrapy import signals
+from scrapy.utils.test import get_crawler
+
+from crawler import node_context
+from crawler.node_context import NodeContext
+from crawler.redis_clock import ClockWatch, Step, step_message, watch
+from crawler.redis_connection import async_client
+
+
+def test_readings_that_move_together_are_no_step() -> None:
+    clock = ClockWatch()
+    assert clock.reading(100.0, 100.001, 5_000_000) is None  # the first: nothing to compare
+    assert clock.reading(110.0, 110.001, 5_010_000) is None
+    # Redis answered 4 s late (a stall, an outage): its clock moved as far as the round trip
+    assert clock.reading(120.0, 124.0, 5_023_500) is None
+
+
+def test_a_step_ahead_and_a_step_back_are_told_with_their_size() -> None:
+    clock = ClockWatch()
+    clock.reading(100.0, 100.001, 5_000_000)
+    ahead = clock.reading(110.0, 110.001, 5_013_000)
+    assert ahead is not None
+    assert (ahead.direction, round(ahead.seconds, 1), round(ahead.over)) == ("ahead", 3.0, 10)
+    back = clock.reading(120.0, 120.001, 5_020_000)
+    assert back is not None
+    assert (back.direction, round(back.seconds, 1)) == ("back", -3.0)
+    assert "moved 3.0s back of this node's in 10s" in step_message(back)
+
+
+def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
+    """On the real Redis clock, with the node's clock falling 3 s behind after two readings."""
+    steps: list[Step] = []
+
+    async def main() -> None:
+        client = async_client(redis_url)
+
+        async def redis_time_ms() -> int:
+            seconds, micros = await client.time()
+            return int(seconds) * 1000 + int(micros) // 1000
+
+        readings = 0
+
+        def node_clock() -> float:
+            nonlocal readings
+            readings += 1
+            return time.monotonic() - (3.0 if readings > 4 else 0.0)
+
+        task = asyncio.ensure_future(
+            watch(redis_time_ms, steps.append, every=0.05, monotonic=node_clock)
+        )
+        try:
+            deadline = time.monotonic() + 5
+            while not steps and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+            await client.aclose()
+
+    asyncio.run(main())
+    assert [(step.direction, round(step.seconds)) for step in steps] == [("ahead", 3)]
+
+
+def test_a_node_warns_of_a_step_and_counts_it(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = 0
+
+    def node_clock() -> float:
+        nonlocal calls
+        calls += 1
+        return time.monotonic() + (4.0 if calls > 2 else 0.0)  # Redis's clock looks 4 s back
+
+    fast: Callable[..., object] = functools.partial(watch, every=0.02, monotonic=node_clock)
+    monkeypatch.setattr(node_context, "watch", fast)
+    crawler = get_crawler(settings_dict={"REDIS_URL": redis_url, "REDIS_MAX_CONNECTIONS": 4})
+    context = NodeContext(crawler)
+
+    async def main() -> None:
+        crawler.signals.send_catch_log(signals.engine_started)
+        deadline = time.monotonic() + 5
+        while not context.stats.get_value("redis/clock_step/back") and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await crawler.signals.send_catch_log_async(signals.engine_stopped)
+
+    with caplog.at_level(logging.WARNING, logger="crawler.node_context"):
+        asyncio.run(main())
+    assert context.stats.get_value("redis/clock_step/back") == 1
+    assert "Redis's clock moved 4.0s back of this node's" in caplog.text
+    assert "(redis/clock_step/back)" in caplog.text
