@@ -46,13 +46,18 @@ def _runs(fields: dict[str, str]) -> dict[str, dict[str, str]]:
     return runs
 
 
+def _silent(last: dict[str, str], now_ms: float) -> bool:
+    """Whether a run's last push is more than three of its intervals old."""
+    return now_ms - float(last.get("at", 0)) > 3 * float(last.get("every", 0))
+
+
 def _pushing(runs: dict[str, dict[str, str]], alive: set[str], now_ms: float) -> bool:
-    """Whether a live node pushes to this ledger now: a run of an alive node id whose last
-    push is less than three of its intervals old, and not its final one."""
+    """Whether a live node pushes to this ledger now: a run of an alive node id that is not
+    silent (``_silent``) and whose last push was not its final one."""
     return any(
         run.rpartition(":")[0] in alive
         and last.get("state") != "final"
-        and now_ms - float(last.get("at", 0)) <= 3 * float(last.get("every", 0))
+        and not _silent(last, now_ms)
         for run, last in runs.items()
     )
 
@@ -96,10 +101,7 @@ def read_ledger(
     pushes_again = {run for node, run in newest.items() if node in alive}
     unfinished = [run for run, last in sorted(runs.items()) if last.get("state") != "final"]
     short = [  # silent for three pushes, and not to push again
-        run
-        for run in unfinished
-        if now * 1000 - float(runs[run].get("at", 0)) > 3 * float(runs[run].get("every", 0))
-        and run not in pushes_again
+        run for run in unfinished if _silent(runs[run], now * 1000) and run not in pushes_again
     ]
     return LedgerView(
         crawl_id=crawl_id,
