@@ -352,6 +352,52 @@ def test_a_spill_message_with_no_outcome_even_after_the_purge_is_recorded_unsure
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
+def test_a_report_that_comes_after_a_spill_recorded_its_message_unsure_loses_nothing(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka: KafkaBroker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spill recorded its unanswered messages unsure, then (while it wrote that record)
+    another part's spill, sharing the producer, polled it and their acknowledgements came:
+    the spill dropped those requests from Redis as spilled, and their messages, read back,
+    were skipped as unsure: lost (a review). A lease recorded unsure goes back to the queue
+    whatever report comes after."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    topic = "backlog-late-report"
+    monkeypatch.setattr("crawler.frontier.backlog_spill.REPORT_SLACK", 0.5 - 10.0)
+
+    async def scenario() -> tuple[Step, list[str]]:
+        client = async_client(redis_url, max_connections=8)
+        node = FrontierClient(client, keys, "n1")
+        backlog = Backlog([node], settings(kafka, topic, ack_timeout=10.0), lease_ms=60_000)
+        monkeypatch.setattr(backlog.producer, "purge", lambda: None)
+        record = client.hset
+
+        async def record_then_reports(name: str, **kwargs: Any) -> Any:
+            kafka.resume()
+            assert await backlog.producer.drain(8.0) == 0  # the acknowledgements come now
+            return await record(name, **kwargs)
+
+        try:
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            kafka.pause()
+            monkeypatch.setattr(client, "hset", record_then_reports)
+            late = await backlog.step()
+            monkeypatch.setattr(client, "hset", record)
+            crawled, _ = await crawl_through(client, [node], backlog, 100)
+            return late, crawled
+        finally:
+            kafka.resume()
+            await backlog.close()
+            await client.aclose()
+
+    late, crawled = asyncio.run(scenario())
+    assert (late.spilled, late.refused, late.unsure) == (0, 60, 60)
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+
+
 def test_a_record_of_a_timed_out_spill_skips_no_message_of_another_request(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:

@@ -66,6 +66,8 @@ class _Outcomes:
     unsure: list[str] = field(default_factory=list)  # failed after they may have been written
     sent: set[str] = field(default_factory=set)
     settled: set[str] = field(default_factory=set)  # spilled, failed or given back
+    # recorded unsure: queued again whatever report comes after (its message is to be skipped)
+    marked: set[str] = field(default_factory=set)
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""
@@ -105,7 +107,7 @@ class Spill:
             with contextlib.suppress(Exception):
                 taken = _entries(await take)
                 if taken:
-                    await self._give_back(keys, [lease_id for lease_id, _, _ in taken], {})
+                    await self._give_back(keys, [lease_id for lease_id, _, _ in taken], _Outcomes())
             raise
         entries = _entries(flat)
         if not entries:
@@ -120,8 +122,12 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                unsure = [out.key(lease_id) for lease_id in out_there if lease_id not in out.acked]
-                await asyncio.shield(self._give_back(keys, rest, out.acked, unsure))
+                unsure = [
+                    lease_id
+                    for lease_id in out_there
+                    if lease_id not in out.acked or lease_id in out.marked
+                ]
+                await asyncio.shield(self._give_back(keys, rest, out, unsure))
                 if unsure:
                     logger.warning(
                         "A spill from %s was cut short: %d requests sent to Kafka without an "
@@ -182,9 +188,9 @@ class Spill:
         back = out.failed + unanswered
         # sent and not answered even after the purge: as unsure as a timed-out one
         out.unsure += [lease_id for lease_id in unanswered if lease_id in out.sent]
-        unsure = [out.key(lease_id) for lease_id in out.unsure]
-        await self._give_back(keys, [*out.acked, *back], out.acked, unsure)
-        out.settled.update(out.acked, back)
+        given = [*out.acked, *back]
+        spilled = await self._give_back(keys, given, out, out.unsure)
+        out.settled.update(given)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
                 "Kafka did not acknowledge %d of %d requests spilled from %s: they stay queued "
@@ -198,28 +204,31 @@ class Spill:
                 if out.unsure
                 else "",
             )
-        return SpillCounts(len(out.acked), len(back), len(broken), len(out.unsure))
+        return SpillCounts(len(spilled), len(back), len(broken), len(out.unsure))
 
     async def _give_back(
         self,
         keys: FrontierKeys,
         leases: list[str],
-        acked: dict[str, int],
-        unsure_keys: Sequence[str] = (),
-    ) -> None:
-        """Finish a spill's ``leases``: those Kafka acknowledged (``acked``, with their
+        out: _Outcomes,
+        unsure: Sequence[str] = (),
+    ) -> list[str]:
+        """Finish a spill's ``leases``: those Kafka acknowledged (in ``out.acked``, with their
         offsets) leave Redis and are counted in the backlog, the others go back to the queue;
-        either script leaves a lease finished already alone. The messages of ``unsure_keys``,
-        sent to Kafka and not acknowledged, which it may have written all the same, are
+        either script leaves a lease finished already alone. The messages of the ``unsure``
+        leases, sent to Kafka and not acknowledged, which it may have written all the same, are
         recorded first: read back, they are skipped (``spill_back.lua``), so each request is
-        crawled once."""
-        if unsure_keys:
+        crawled once; such a lease goes back to the queue whatever report comes after
+        (``out.marked``), or its request would be in neither. Returns the leases spilled."""
+        out.marked.update(unsure)
+        # read now: a report that comes during the calls below changes nothing of this one
+        acked = {lease_id: at for lease_id, at in out.acked.items() if lease_id not in out.marked}
+        if unsure:
             await self.clients[keys.part].redis.hset(
-                keys.backlog_unsure, mapping=dict.fromkeys(unsure_keys, 1)
+                keys.backlog_unsure, mapping=dict.fromkeys(map(out.key, unsure), 1)
             )
-        acknowledged = set(acked)
-        spilled = [lease_id for lease_id in leases if lease_id in acknowledged]
-        back = [lease_id for lease_id in leases if lease_id not in acknowledged]
+        spilled = [lease_id for lease_id in leases if lease_id in acked]
+        back = [lease_id for lease_id in leases if lease_id not in acked]
         if spilled:
             written = max(acked.values()) + 1
             offsets = [keys.backlog_read, keys.backlog_written]
@@ -230,3 +239,4 @@ class Spill:
         if back:
             requeue = [Finish(lease_id, "requeue") for lease_id in back]
             await self.clients[keys.part].complete_many(requeue, [])
+        return spilled
