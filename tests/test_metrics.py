@@ -174,6 +174,7 @@ def test_collector_turns_stats_into_metrics() -> None:
         "seeds/redis_error": 1,
         "frontier/redis_error": 6,
         "seeds/invalid/json": 2,
+        "redis/clock_step/ahead": 1,
         "memusage/max": 1.5e6,
         "start_time": object(),  # not numeric: left out
         "finish_reason": "finished",
@@ -201,6 +202,7 @@ def test_collector_turns_stats_into_metrics() -> None:
         ("crawler_redis_errors_total", (("component", "seeds"),)): 1,
         ("crawler_redis_errors_total", (("component", "frontier"),)): 6,
         ("crawler_seeds_invalid_total", (("reason", "json"),)): 2,
+        ("crawler_redis_clock_steps_total", (("direction", "ahead"),)): 1,
     }
     for (name, extra), want in expected.items():
         assert value(found, name, **LABELS, **dict(extra)) == want, (name, extra)

@@ -112,6 +112,12 @@ FAMILIES = (
         "component",
     ),
     _family(
+        "crawler_redis_clock_steps",
+        "Steps of Redis's clock against this node's, by direction (ahead, back)",
+        r"redis/clock_step/(.+)",
+        "direction",
+    ),
+    _family(
         "crawler_seeds_invalid",
         "Seeds rejected and moved to the invalid list, by reason",
         r"seeds/invalid/(.+)",
