@@ -40,7 +40,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
-from crawler.redis_clock import Step, step_message, watch
+from crawler.redis_clock import Step, step_message, time_ms, watch
 from crawler.redis_connection import AsyncRedis, async_client
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
@@ -152,8 +152,7 @@ class NodeContext:
 
     async def now_ms(self, component: str) -> int:
         """The cluster clock: Redis server time in milliseconds, through outages."""
-        seconds, micros = await self.guard(component).run(self.redis.time, reads_only=True)
-        return int(seconds) * 1000 + int(micros) // 1000
+        return await self.guard(component).run(lambda: time_ms(self.redis), reads_only=True)
 
     def supervise(
         self, name: str, loop: Callable[[], Coroutine[Any, Any, None]]
@@ -188,7 +187,7 @@ class NodeContext:
             self.stats.inc_value(f"redis/clock_step/{step.direction}")
             logger.warning("%s", step_message(step))
 
-        self.supervise("redis_clock", lambda: watch(lambda: self.now_ms("redis_clock"), stepped))
+        self.supervise("redis_clock", lambda: watch(lambda: time_ms(self.redis), stepped))
 
     async def _close(self) -> None:
         for task in list(self._loops):

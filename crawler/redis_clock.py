@@ -8,7 +8,8 @@ and lets requests booked before it go with those booked after; a step back holds
 ``ClockWatch`` reads Redis's clock now and then and compares how far it moved with how far the
 node's monotonic clock did; ``watch`` is the node's loop (``NodeContext`` runs it) that says a
 step in a WARNING. A node's own pause looks the same from the node: Redis's time ran on while
-its leases were not extended.
+its leases were not extended. On a Redis Cluster it reads the clock of redis-py's default node
+(``TIME`` goes there): a new default node (after a failover) whose clock differs shows as a step.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from crawler.redis_connection import AsyncRedis
+from crawler.redis_outage import REDIS_FAILURES, outage_reason
 
 logger = logging.getLogger(__name__)
 
@@ -61,20 +65,37 @@ class ClockWatch:
         return None
 
 
+async def time_ms(client: AsyncRedis) -> int:
+    """Redis server time in milliseconds (``TIME``)."""
+    seconds, micros = await client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 async def watch(
-    redis_time_ms: Callable[[], Awaitable[int]],
+    read_ms: Callable[[], Awaitable[int]],
     stepped: Callable[[Step], None],
     *,
     every: float = LOOK_EVERY,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Read Redis's clock every ``every`` seconds, for ever; ``stepped`` hears of each step."""
+    """Read Redis's clock every ``every`` seconds, for ever; ``stepped`` hears of each step.
+    Each reading is one call, timed alone: one that meets an outage is left out (the next is
+    compared with the last that answered; retries would widen the bounds by the outage and
+    hide a step), one that fails otherwise (an ACL without ``TIME``) ends the watch, said."""
     clock = ClockWatch()
     while True:
         before = monotonic()
-        redis_ms = await redis_time_ms()
-        if (step := clock.reading(before, monotonic(), redis_ms)) is not None:
-            stepped(step)
+        try:
+            redis_ms = await read_ms()
+        except (*REDIS_FAILURES, OSError) as exc:
+            if outage_reason(exc) is None:
+                logger.warning(
+                    "Cannot read Redis's clock (%s): this node does not watch it for steps", exc
+                )
+                return
+        else:
+            if (step := clock.reading(before, monotonic(), redis_ms)) is not None:
+                stepped(step)
         await asyncio.sleep(every)
 
 

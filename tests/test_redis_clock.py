@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.utils.test import get_crawler
 
@@ -69,6 +71,48 @@ def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
 
     asyncio.run(main())
     assert [(step.direction, round(step.seconds)) for step in steps] == [("ahead", 3)]
+
+
+def test_a_reading_that_meets_an_outage_is_left_out_and_a_step_across_it_is_told() -> None:
+    """Retried through the outage, a reading's bounds widened by the outage and hid a step of
+    30 s (a review): each reading is one call, timed alone."""
+    steps: list[Step] = []
+    # node clock: before and after each call that answers (the failed one reads it once)
+    node = iter([0.0, 0.001, 10.0, 20.0, 20.001, 30.0, 90.0, 90.001])
+    answers: list[int | Exception] = [
+        1_000_000,
+        RedisConnectionError("Connection refused"),
+        1_050_000,  # 30 s more than the node's 20 s: the step happened during the outage
+        1_120_000,
+    ]
+
+    async def read_ms() -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def main() -> None:
+        task = asyncio.ensure_future(
+            watch(read_ms, steps.append, every=0, monotonic=lambda: next(node))
+        )
+        while answers:
+            await asyncio.sleep(0)
+        task.cancel()
+
+    asyncio.run(main())
+    assert [(step.direction, round(step.seconds)) for step in steps] == [("ahead", 30)]
+
+
+def test_a_clock_that_cannot_be_read_ends_the_watch_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def read_ms() -> int:
+        raise ResponseError("NOPERM User crawler has no permissions to run the 'time' command")
+
+    with caplog.at_level(logging.WARNING, logger="crawler.redis_clock"):
+        asyncio.run(watch(read_ms, lambda step: None, every=0))  # returns: no restart loop
+    assert caplog.text.count("Cannot read Redis's clock (NOPERM") == 1
 
 
 def test_a_node_warns_of_a_step_and_counts_it(
