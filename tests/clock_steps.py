@@ -9,6 +9,7 @@ test can tell which seconds of its measurement they touched.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from types import TracebackType
 
 SAMPLE_EVERY = 0.01  # seconds between two readings of both clocks
 STEP = 0.05  # seconds the wall clock must move against the monotonic one to count as a step
+TIGHT = 0.002  # seconds one reading of both clocks may take (a longer one is left out)
 
 
 @dataclass
@@ -43,23 +45,31 @@ class ClockWatch:
             self._thread.join(timeout=5)
 
     def _watch(self) -> None:
-        offset = time.time() - time.monotonic()
+        offset: float | None = None
         while not self._stop.wait(SAMPLE_EVERY):
-            now = time.monotonic()
-            moved = time.time() - now - offset
+            first = time.monotonic()
+            wall = time.time()
+            last = time.monotonic()
+            if last - first > TIGHT:
+                continue  # the thread was held between its readings: no reading
+            if offset is None:
+                offset = wall - first
+                continue
+            moved = wall - first - offset
             if abs(moved) >= STEP:
-                self.steps.append((now, moved))
+                self.steps.append((first, moved))
                 offset += moved
 
     def touched_seconds(self, start: float, before: int, after: int) -> set[int]:
         """The whole seconds after ``start`` (a ``time.monotonic()``) from ``before`` seconds
-        before each step to ``after`` seconds after it."""
+        before each step to ``after`` seconds after it, and as many more as a step back took
+        away (Redis's time then waits that long)."""
         return {
             int(at - start) + offset
-            for at, _moved in self.steps
-            for offset in range(-before, after + 1)
+            for at, moved in self.steps
+            for offset in range(-before, after + math.ceil(max(0.0, -moved)) + 1)
         }
 
-    def stepped_between(self, start: float, end: float) -> bool:
-        """Whether the wall clock stepped between two ``time.monotonic()`` readings."""
-        return any(start <= at <= end for at, _moved in self.steps)
+    def stepped_ahead_between(self, start: float, end: float) -> list[tuple[float, float]]:
+        """The steps ahead of the wall clock between two ``time.monotonic()`` readings."""
+        return [(at, moved) for at, moved in self.steps if start <= at <= end and moved > 0]
