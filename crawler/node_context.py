@@ -50,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 LOOP_RESTART_DELAY = 1.0  # seconds before a crashed loop starts again
 OUTAGE_CLOSE_BUDGET = 3.0  # seconds all last Redis work at a stop may take during an outage
+# seconds a cancelled loop has to finish what it shields (a spill giving its leases back)
+LOOP_CANCEL_GRACE = 3.0
 
 
 class NodeContext:
@@ -189,7 +191,15 @@ class NodeContext:
 
         self.supervise("redis_clock", lambda: watch(lambda: time_ms(self.redis), stepped))
 
-    async def _close(self) -> None:
-        for task in list(self._loops):
+    async def stop_loops(self, *tasks: asyncio.Task[None]) -> None:
+        """Cancel ``tasks`` (every loop when none is given) and give them
+        ``LOOP_CANCEL_GRACE`` to finish what they shield, before Redis is closed under them."""
+        stopping = set(tasks or self._loops)
+        for task in stopping:
             task.cancel()
+        if stopping:
+            await asyncio.wait(stopping, timeout=LOOP_CANCEL_GRACE)
+
+    async def _close(self) -> None:
+        await self.stop_loops()
         await self.redis.aclose()

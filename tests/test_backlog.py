@@ -358,11 +358,12 @@ def test_a_report_that_comes_after_a_spill_recorded_its_message_unsure_loses_not
     kafka: KafkaBroker,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A spill recorded its unanswered messages unsure, then (while it wrote that record)
-    another part's spill, sharing the producer, polled it and their acknowledgements came:
-    the spill dropped those requests from Redis as spilled, and their messages, read back,
-    were skipped as unsure: lost (a review). A lease recorded unsure goes back to the queue
-    whatever report comes after."""
+    """A spill recorded its unanswered messages unsure, and their acknowledgements came while
+    it wrote that record (a stop: the backlog's close drains the producer while the cancelled
+    spill gives its leases back; or a purge that did not take back what was on the wire): the
+    spill dropped those requests from Redis as spilled, and their messages, read back, were
+    skipped as unsure: lost (a review). A lease recorded unsure goes back to the queue
+    whatever report comes after. Here the record's call drains the producer itself."""
     (keys,) = frontier_parts(SPIDER, 1)
     topic = "backlog-late-report"
     monkeypatch.setattr("crawler.frontier.backlog_spill.REPORT_SLACK", 0.5 - 10.0)

@@ -281,6 +281,6 @@ class FrontierAdmission:
         if self._backlog_loop is not None:
             left = self.context.close_deadline() - time.monotonic()
             await asyncio.wait({self._backlog_loop}, timeout=max(0.0, left))
-            self._backlog_loop.cancel()
+            await self.context.stop_loops(self._backlog_loop)  # its leases back before the close
         if self.backlog is not None:
             await self.backlog.close()

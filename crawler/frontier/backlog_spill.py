@@ -122,10 +122,12 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                unsure = [
+                unsure = [  # not those that failed for sure (their messages were not written)
                     lease_id
                     for lease_id in out_there
-                    if lease_id not in out.acked or lease_id in out.marked
+                    if lease_id in out.marked
+                    or (lease_id not in out.acked and lease_id not in out.failed)
+                    or lease_id in out.unsure
                 ]
                 await asyncio.shield(self._give_back(keys, rest, out, unsure))
                 if unsure:
@@ -173,8 +175,6 @@ class Spill:
         # is still out is purged.
         if out.sent and await self.producer.drain(self.settings.ack_timeout + REPORT_SLACK):
             self.producer.purge()
-        answered = {*out.acked, *out.failed, *(finish.lease_id for finish in broken)}
-        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         if broken:
             await self.clients[keys.part].complete_many(broken, [])
             out.settled.update(finish.lease_id for finish in broken)
@@ -185,6 +185,8 @@ class Spill:
                 keys.tag,
                 keys.failed,
             )
+        answered = {*out.acked, *out.failed, *(finish.lease_id for finish in broken)}
+        unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         back = out.failed + unanswered
         # sent and not answered even after the purge: as unsure as a timed-out one
         out.unsure += [lease_id for lease_id in unanswered if lease_id in out.sent]
