@@ -9,7 +9,8 @@ and lets requests booked before it go with those booked after; a step back holds
 node's monotonic clock did; ``watch`` is the node's loop (``NodeContext`` runs it) that says a
 step in a WARNING. A node's own pause looks the same from the node: Redis's time ran on while
 its leases were not extended. On a Redis Cluster it reads the clock of redis-py's default node
-(``TIME`` goes there): a new default node (after a failover) whose clock differs shows as a step.
+(``TIME`` goes there): a new default node (after a failover) whose clock differs shows as a step,
+as does a Sentinel failover to a master whose clock differs (the leases then run on it too).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from redis.exceptions import ResponseError
 
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import REDIS_FAILURES, outage_reason
@@ -79,16 +82,17 @@ async def watch(
     monotonic: Callable[[], float] = time.monotonic,
 ) -> None:
     """Read Redis's clock every ``every`` seconds, for ever; ``stepped`` hears of each step.
-    Each reading is one call, timed alone: one that meets an outage is left out (the next is
-    compared with the last that answered; retries would widen the bounds by the outage and
-    hide a step), one that fails otherwise (an ACL without ``TIME``) ends the watch, said."""
+    Each reading is one call, timed alone and given ``every`` seconds at most: one that meets
+    an outage or any error but a refusal is left out (the next is compared with the last that
+    answered; retries would widen the bounds by the outage and hide a step), one Redis refuses
+    (an ACL without ``TIME``) ends the watch, said."""
     clock = ClockWatch()
     while True:
         before = monotonic()
         try:
-            redis_ms = await read_ms()
-        except (*REDIS_FAILURES, OSError) as exc:
-            if outage_reason(exc) is None:
+            redis_ms = await asyncio.wait_for(read_ms(), timeout=every or None)
+        except (TimeoutError, *REDIS_FAILURES, OSError) as exc:
+            if isinstance(exc, ResponseError) and outage_reason(exc) is None:
                 logger.warning(
                     "Cannot read Redis's clock (%s): this node does not watch it for steps", exc
                 )
