@@ -314,63 +314,22 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     assert redis_client.hlen(keys.backlog_unsure) == 100 - MAX - after.refill_requeued
 
 
-def test_a_spill_message_with_no_outcome_even_after_the_purge_is_recorded_unsure(
-    redis_url: str,
-    redis_client: redis.Redis,
-    kafka: KafkaBroker,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A spill that waited past the message timeout purges what is still out; a message the
-    purge could not take back (no outcome reported yet) went back to the queue unrecorded, and
-    the broker wrote it once it answered: read back and crawled twice. Here the wait is cut to
-    half a second and the purge leaves everything out (librdkafka's purge of messages on the
-    wire is not sure to report them at once)."""
+def spill_left_unanswered(
+    redis_url: str, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch, *, late_reports: bool
+) -> tuple[Step, list[str]]:
+    """100 requests (60 beyond the bound) spilled while the broker is paused: the spill waits
+    half a second, and its purge leaves every message out (librdkafka's purge of messages on the
+    wire is not sure to report them at once); then the broker answers and writes them, and all
+    is crawled through the backlog. ``late_reports``: their acknowledgements come while the
+    spill writes its unsure record (its call drains the producer). The spill's step and the
+    URLs crawled."""
     (keys,) = frontier_parts(SPIDER, 1)
-    topic = "backlog-unanswered"
     monkeypatch.setattr("crawler.frontier.backlog_spill.REPORT_SLACK", 0.5 - 10.0)
 
     async def scenario() -> tuple[Step, list[str]]:
         client = async_client(redis_url, max_connections=8)
         node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic, ack_timeout=10.0), lease_ms=60_000)
-        monkeypatch.setattr(backlog.producer, "purge", lambda: None)
-        try:
-            await backlog.open()
-            await node.complete(None, "done", [request(n) for n in range(100)])
-            kafka.pause()
-            unanswered = await backlog.step()
-            kafka.resume()  # the broker writes what the producer still held
-            crawled, _ = await crawl_through(client, [node], backlog, 100)
-            return unanswered, crawled
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
-
-    unanswered, crawled = asyncio.run(scenario())
-    assert (unanswered.spilled, unanswered.refused, unanswered.unsure) == (0, 60, 60)
-    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
-
-
-def test_a_report_that_comes_after_a_spill_recorded_its_message_unsure_loses_nothing(
-    redis_url: str,
-    redis_client: redis.Redis,
-    kafka: KafkaBroker,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A spill recorded its unanswered messages unsure, and their acknowledgements came while
-    it wrote that record (a stop: the backlog's close drains the producer while the cancelled
-    spill gives its leases back; or a purge that did not take back what was on the wire): the
-    spill dropped those requests from Redis as spilled, and their messages, read back, were
-    skipped as unsure: lost (a review). A lease recorded unsure goes back to the queue
-    whatever report comes after. Here the record's call drains the producer itself."""
-    (keys,) = frontier_parts(SPIDER, 1)
-    topic = "backlog-late-report"
-    monkeypatch.setattr("crawler.frontier.backlog_spill.REPORT_SLACK", 0.5 - 10.0)
-
-    async def scenario() -> tuple[Step, list[str]]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
+        topic = f"backlog-unanswered-{late_reports}"
         backlog = Backlog([node], settings(kafka, topic, ack_timeout=10.0), lease_ms=60_000)
         monkeypatch.setattr(backlog.producer, "purge", lambda: None)
         record = client.hset
@@ -384,18 +343,43 @@ def test_a_report_that_comes_after_a_spill_recorded_its_message_unsure_loses_not
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             kafka.pause()
-            monkeypatch.setattr(client, "hset", record_then_reports)
-            late = await backlog.step()
+            if late_reports:
+                monkeypatch.setattr(client, "hset", record_then_reports)
+            unanswered = await backlog.step()
             monkeypatch.setattr(client, "hset", record)
+            kafka.resume()  # the broker writes what the producer still held
             crawled, _ = await crawl_through(client, [node], backlog, 100)
-            return late, crawled
+            return unanswered, crawled
         finally:
             kafka.resume()
             await backlog.close()
             await client.aclose()
 
-    late, crawled = asyncio.run(scenario())
-    assert (late.spilled, late.refused, late.unsure) == (0, 60, 60)
+    return asyncio.run(scenario())
+
+
+def test_a_spill_message_with_no_outcome_even_after_the_purge_is_recorded_unsure(
+    redis_url: str, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spill that waited past the message timeout purges what is still out; a message the
+    purge could not take back (no outcome reported yet) went back to the queue unrecorded, and
+    the broker wrote it once it answered: read back and crawled twice."""
+    step, crawled = spill_left_unanswered(redis_url, kafka, monkeypatch, late_reports=False)
+    assert (step.spilled, step.refused, step.unsure) == (0, 60, 60)
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+
+
+def test_a_report_that_comes_after_a_spill_recorded_its_message_unsure_loses_nothing(
+    redis_url: str, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spill recorded its unanswered messages unsure, and their acknowledgements came while
+    it wrote that record (a stop: the backlog's close drains the producer while the cancelled
+    spill gives its leases back; or a purge that did not take back what was on the wire): the
+    spill dropped those requests from Redis as spilled, and their messages, read back, were
+    skipped as unsure: lost (a review). A lease recorded unsure goes back to the queue
+    whatever report comes after."""
+    step, crawled = spill_left_unanswered(redis_url, kafka, monkeypatch, late_reports=True)
+    assert (step.spilled, step.refused, step.unsure) == (0, 60, 60)
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
