@@ -73,6 +73,16 @@ class _Outcomes:
         """The key of the message of ``lease_id``'s request: unique to this spill."""
         return f"{self.spill}:{lease_id}"
 
+    def maybe_written(self, lease_id: str) -> bool:
+        """Whether Kafka may hold the message of ``lease_id`` though the spill cannot count it
+        as spilled: sent, and not acknowledged (or recorded unsure already) nor failed for sure
+        (a timeout or a purge after it was sent is no sure failure)."""
+        if lease_id in self.marked:
+            return True
+        if lease_id not in self.sent or lease_id in self.acked:
+            return False
+        return lease_id not in self.failed or lease_id in self.unsure
+
 
 class Spill:
     def __init__(
@@ -120,15 +130,8 @@ class Spill:
             if rest:
                 # none of their messages is to be written once they are queued again: those
                 # the broker was sent may be, all the same (a purge cannot take them back)
-                out_there = [lease_id for lease_id in rest if lease_id in out.sent]
                 self.producer.purge()
-                unsure = [  # not those that failed for sure (their messages were not written)
-                    lease_id
-                    for lease_id in out_there
-                    if lease_id in out.marked
-                    or (lease_id not in out.acked and lease_id not in out.failed)
-                    or lease_id in out.unsure
-                ]
+                unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
                 await asyncio.shield(self._give_back(keys, rest, out, unsure))
                 if unsure:
                     logger.warning(
@@ -188,10 +191,10 @@ class Spill:
         answered = {*out.acked, *out.failed, *(finish.lease_id for finish in broken)}
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         back = out.failed + unanswered
-        # sent and not answered even after the purge: as unsure as a timed-out one
-        out.unsure += [lease_id for lease_id in unanswered if lease_id in out.sent]
+        # timed out, purged, or sent and not answered even after the purge
+        unsure = [lease_id for lease_id in back if out.maybe_written(lease_id)]
         given = [*out.acked, *back]
-        spilled = await self._give_back(keys, given, out, out.unsure)
+        spilled = await self._give_back(keys, given, out, unsure)
         out.settled.update(given)
         if back:  # Kafka did not take them: they stay queued in Redis
             logger.warning(
@@ -200,13 +203,13 @@ class Spill:
                 len(back),
                 len(entries),
                 keys.tag,
-                f"; {len(out.unsure)} of them were sent and timed out, were purged or had no "
+                f"; {len(unsure)} of them were sent and timed out, were purged or had no "
                 "outcome: should Kafka have written them all the same, they are skipped when read "
                 "back (frontier/spill_unsure)"
-                if out.unsure
+                if unsure
                 else "",
             )
-        return SpillCounts(len(spilled), len(back), len(broken), len(out.unsure))
+        return SpillCounts(len(spilled), len(back), len(broken), len(unsure))
 
     async def _give_back(
         self,
