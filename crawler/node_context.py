@@ -40,8 +40,8 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
-from crawler.redis_clock import Step, step_message, time_ms, watch
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_clock import Step, step_message, watch
+from crawler.redis_connection import AsyncRedis, async_client, time_ms
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
 from crawler.settings_values import get_float, get_int

@@ -24,7 +24,6 @@ from typing import Final, Literal
 
 from redis.exceptions import ResponseError
 
-from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import REDIS_FAILURES, outage_reason
 
 logger = logging.getLogger(__name__)
@@ -66,12 +65,6 @@ class ClockWatch:
         if redis_moved < least - STEP:
             return Step(redis_moved - least, after - last_after)
         return None
-
-
-async def time_ms(client: AsyncRedis) -> int:
-    """Redis server time in milliseconds (``TIME``)."""
-    seconds, micros = await client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
 
 
 async def watch(

@@ -156,7 +156,18 @@ def sync_client(
 _SERVER_TIME_SCRIPT = "return redis.call('TIME')"
 
 
+def _milliseconds(reply: Any) -> int:
+    """A ``TIME`` reply (seconds, microseconds) as epoch milliseconds."""
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def server_time_ms(client: SyncRedis, key: str) -> int:
     """Redis server time (epoch milliseconds) of the server that holds ``key``."""
-    seconds, micros = client.eval(_SERVER_TIME_SCRIPT, 1, key)
-    return int(seconds) * 1000 + int(micros) // 1000
+    return _milliseconds(client.eval(_SERVER_TIME_SCRIPT, 1, key))
+
+
+async def time_ms(client: AsyncRedis) -> int:
+    """Redis server time (epoch milliseconds), by ``TIME`` (on a cluster: redis-py's default
+    node)."""
+    return _milliseconds(await client.time())

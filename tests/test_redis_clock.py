@@ -16,8 +16,8 @@ from scrapy.utils.test import get_crawler
 
 from crawler import node_context
 from crawler.node_context import NodeContext
-from crawler.redis_clock import ClockWatch, Step, step_message, time_ms, watch
-from crawler.redis_connection import AsyncRedis, async_client
+from crawler.redis_clock import ClockWatch, Step, step_message, watch
+from crawler.redis_connection import AsyncRedis, async_client, time_ms
 
 
 def test_readings_that_move_together_are_no_step() -> None:
@@ -47,10 +47,6 @@ def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
     async def main() -> None:
         client = async_client(redis_url)
 
-        async def redis_time_ms() -> int:
-            seconds, micros = await client.time()
-            return int(seconds) * 1000 + int(micros) // 1000
-
         readings = 0
 
         def node_clock() -> float:
@@ -59,7 +55,7 @@ def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
             return time.monotonic() - (3.0 if readings > 4 else 0.0)
 
         task = asyncio.ensure_future(
-            watch(redis_time_ms, steps.append, every=0.05, monotonic=node_clock)
+            watch(lambda: time_ms(client), steps.append, every=0.05, monotonic=node_clock)
         )
         try:
             deadline = time.monotonic() + 5
