@@ -70,6 +70,11 @@ class ClockWatch:
             for offset in range(-before, after + math.ceil(max(0.0, -moved)) + 1)
         }
 
-    def stepped_ahead_between(self, start: float, end: float) -> list[tuple[float, float]]:
-        """The steps ahead of the wall clock between two ``time.monotonic()`` readings."""
-        return [(at, moved) for at, moved in self.steps if start <= at <= end and moved > 0]
+    def steady_between(self, start: float, end: float, what: str) -> bool:
+        """Whether the wall clock took no step ahead between two ``time.monotonic()`` readings
+        (a step ahead cuts short what runs on Redis's clock); if it did, says that ``what`` is
+        not checked."""
+        ahead = [(at, moved) for at, moved in self.steps if start <= at <= end and moved > 0]
+        if ahead:
+            print(f"{what} is not checked: the wall clock stepped {ahead}")
+        return not ahead
