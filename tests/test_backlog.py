@@ -5,6 +5,7 @@ module's own that a test pauses mid-spill; then nodes crawl a site through the b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import subprocess
@@ -12,7 +13,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,31 @@ def request(n: int, site: str = "site") -> NewRequest:
     return NewRequest(fingerprint_of(url), float(n), body, site=f"{site}{n % 7}.test")
 
 
+@contextlib.asynccontextmanager
+async def spilling(
+    redis_url: str,
+    kafka: KafkaBroker,
+    parts: Sequence[FrontierKeys],
+    topic: str,
+    *,
+    ack_timeout: float = 10.0,
+    queue_max: int = MAX,
+    lease_ms: int = 60_000,
+) -> AsyncIterator[tuple[AsyncRedis, list[FrontierClient], Backlog]]:
+    """Node ``n1`` over ``parts``, spilling to ``topic``: its Redis client, a frontier client
+    a part and its backlog (not opened: a test may set things up first). Closed at the end,
+    the broker resumed first (a test may have paused it)."""
+    client = async_client(redis_url, max_connections=8)
+    nodes = [FrontierClient(client, keys, "n1") for keys in parts]
+    backlog = Backlog(nodes, settings(kafka, topic, ack_timeout, queue_max), lease_ms=lease_ms)
+    try:
+        yield client, nodes, backlog
+    finally:
+        kafka.resume()
+        await backlog.close()
+        await client.aclose()
+
+
 async def crawl_queued(nodes: Sequence[FrontierClient]) -> list[str]:
     """Lease what each node can (25 at most) and finish every lease as done: their URLs."""
     urls: list[str] = []
@@ -115,10 +141,11 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
     assert spilled > 0
 
     async def scenario() -> list[str]:
-        client = async_client(redis_url, max_connections=8)
-        nodes = [FrontierClient(client, keys, "n1") for keys in parts]
-        backlog = Backlog(nodes, settings(kafka, topic, queue_max=bound), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, parts, topic, queue_max=bound) as (
+            client,
+            nodes,
+            backlog,
+        ):
             await backlog.open()
             by_part: dict[int, list[NewRequest]] = {0: [], 1: []}
             for n in range(count):
@@ -130,18 +157,8 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
             for keys, found in zip(parts, by_part.values(), strict=True):
                 assert queued(redis_client, keys) == min(bound, len(found))  # the bound holds
             assert await pending_requests(client, parts) == count  # spilled ones count as queued
-            crawled: list[str] = []
-            deadline = time.monotonic() + 60  # the group's first assignment takes seconds
-            while time.monotonic() < deadline:  # lease everything, stepping as a node does
-                crawled += await crawl_queued(nodes)
-                await backlog.step()
-                if len(crawled) >= count and not await pending_requests(client, parts):
-                    break
-                await asyncio.sleep(0.05)
+            crawled, _ = await crawl_through(client, nodes, backlog, count)
             return crawled
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     crawled = asyncio.run(scenario())
     counts = Counter(crawled)
@@ -161,29 +178,27 @@ def test_a_spill_cancelled_as_its_take_answers_gives_its_leases_back(
     (keys,) = frontier_parts(SPIDER, 1)
 
     async def scenario() -> None:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, "backlog-cut-answer"), lease_ms=60_000)
-        take = backlog._spill._take
-        step: asyncio.Future[Step] | None = None
+        async with spilling(redis_url, kafka, [keys], "backlog-cut-answer") as (
+            _,
+            (node,),
+            backlog,
+        ):
+            take = backlog._spill._take
+            step: asyncio.Future[Step] | None = None
 
-        async def answered_then_cancelled(**kwargs: Any) -> object:
-            answer = await take(**kwargs)  # the script ran: its leases are held
-            assert step is not None
-            step.cancel()  # a stop lands as the answer comes back
-            await asyncio.sleep(0)
-            return answer
+            async def answered_then_cancelled(**kwargs: Any) -> object:
+                answer = await take(**kwargs)  # the script ran: its leases are held
+                assert step is not None
+                step.cancel()  # a stop lands as the answer comes back
+                await asyncio.sleep(0)
+                return answer
 
-        try:
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             backlog._spill._take = answered_then_cancelled  # type: ignore[assignment]
             step = asyncio.ensure_future(backlog.step())
             with pytest.raises(asyncio.CancelledError):
                 await step
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     asyncio.run(scenario())
     assert redis_client.zcard(keys.leases) == 0
@@ -205,10 +220,7 @@ def test_a_spill_cut_short_gives_its_leases_back(
     topic = f"backlog-cut-{how}"
 
     async def scenario() -> None:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], topic) as (_, (node,), backlog):
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             if how == "cancelled":
@@ -233,9 +245,6 @@ def test_a_spill_cut_short_gives_its_leases_back(
                 monkeypatch.setattr(backlog.producer, "send", no_such_partition)
                 with pytest.raises(KafkaException):
                     await backlog.step()
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     asyncio.run(scenario())
     assert redis_client.zcard(keys.leases) == 0
@@ -254,17 +263,11 @@ def test_a_backlog_topic_with_fewer_partitions_than_parts_is_grown(
     topic = "backlog-grown"
 
     async def scenario() -> int:
-        client = async_client(redis_url, max_connections=8)
-        nodes = [FrontierClient(client, keys, "n1") for keys in parts]
-        backlog = Backlog(nodes, settings(kafka, topic, queue_max=5), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, parts, topic, queue_max=5) as (_, nodes, backlog):
             await backlog.producer.ensure_topics([topic], 1, 1)  # the earlier crawl's
             await backlog.open()
             await nodes[2].complete(None, "done", [request(n) for n in range(20)])
             return (await backlog.step()).spilled
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     assert asyncio.run(scenario()) == 15
     assert redis_client.zcard(parts[2].leases) == 0
@@ -281,10 +284,11 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
     topic = "backlog-paused"
 
     async def scenario() -> tuple[Step, Step, list[str]]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic, ack_timeout=2.0), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], topic, ack_timeout=2.0) as (
+            client,
+            (node,),
+            backlog,
+        ):
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             kafka.pause()  # the broker stops answering mid-crawl
@@ -294,10 +298,6 @@ def test_a_spill_kafka_does_not_acknowledge_stays_in_redis(
             kafka.resume()
             crawled, after = await crawl_through(client, [node], backlog, 100)
             return paused, after, crawled
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
 
     paused, after, crawled = asyncio.run(scenario())
     assert (paused.spilled, paused.refused) == (0, 100 - MAX)
@@ -327,19 +327,16 @@ def spill_left_unanswered(
     monkeypatch.setattr("crawler.frontier.backlog_spill.REPORT_SLACK", 0.5 - 10.0)
 
     async def scenario() -> tuple[Step, list[str]]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
         topic = f"backlog-unanswered-{late_reports}"
-        backlog = Backlog([node], settings(kafka, topic, ack_timeout=10.0), lease_ms=60_000)
-        monkeypatch.setattr(backlog.producer, "purge", lambda: None)
-        record = client.hset
+        async with spilling(redis_url, kafka, [keys], topic) as (client, (node,), backlog):
+            monkeypatch.setattr(backlog.producer, "purge", lambda: None)
+            record = client.hset
 
-        async def record_then_reports(name: str, **kwargs: Any) -> Any:
-            kafka.resume()
-            assert await backlog.producer.drain(8.0) == 0  # the acknowledgements come now
-            return await record(name, **kwargs)
+            async def record_then_reports(name: str, **kwargs: Any) -> Any:
+                kafka.resume()
+                assert await backlog.producer.drain(8.0) == 0  # the acknowledgements come now
+                return await record(name, **kwargs)
 
-        try:
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             kafka.pause()
@@ -350,10 +347,6 @@ def spill_left_unanswered(
             kafka.resume()  # the broker writes what the producer still held
             crawled, _ = await crawl_through(client, [node], backlog, 100)
             return unanswered, crawled
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
 
     return asyncio.run(scenario())
 
@@ -397,10 +390,11 @@ def test_a_record_of_a_timed_out_spill_skips_no_message_of_another_request(
         return Counter(codec.loads(request(n, site).body)["url"] for n in range(100))
 
     async def scenario() -> tuple[Step, list[str]]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic, ack_timeout=2.0), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], topic, ack_timeout=2.0) as (
+            client,
+            (node,),
+            backlog,
+        ):
             await backlog.open()
             await node.complete(None, "done", [request(n, "a") for n in range(100)])
             assert (await backlog.step()).spilled == 100 - MAX
@@ -412,10 +406,6 @@ def test_a_record_of_a_timed_out_spill_skips_no_message_of_another_request(
             kafka.resume()
             crawled, _ = await crawl_through(client, [node], backlog, 160)
             return stalled, crawled
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
 
     stalled, crawled = asyncio.run(scenario())
     assert stalled.unsure == 100 - MAX
@@ -435,10 +425,11 @@ def test_a_spills_leases_outlast_its_wait_for_the_broker(
     (keys,) = frontier_parts(SPIDER, 1)
 
     async def scenario() -> float:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, "backlog-leases"), lease_ms=3_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], "backlog-leases", lease_ms=3_000) as (
+            _,
+            (node,),
+            backlog,
+        ):
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(100)])
             kafka.pause()
@@ -450,10 +441,6 @@ def test_a_spills_leases_outlast_its_wait_for_the_broker(
             kafka.resume()
             assert (await step).spilled == 100 - MAX
             return (deadline - now_ms) / 1000
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
 
     assert asyncio.run(scenario()) > 10.0 + REPORT_SLACK  # the helper's ack_timeout, and more
 
@@ -470,10 +457,11 @@ def test_a_spill_the_broker_acknowledges_late_is_in_kafka_only(
     topic = "backlog-late"
 
     async def scenario() -> tuple[Step, int, list[str]]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, topic, ack_timeout=15.0), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], topic, ack_timeout=15.0) as (
+            client,
+            (node,),
+            backlog,
+        ):
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(MAX)])
             assert (await backlog.step()).spilled == 0  # the topic checked, nothing to spill
@@ -483,10 +471,6 @@ def test_a_spill_the_broker_acknowledges_late_is_in_kafka_only(
             late = await backlog.step()
             crawled, after = await crawl_through(client, [node], backlog, 100)
             return late, late.spilled + after.spilled, crawled
-        finally:
-            kafka.resume()
-            await backlog.close()
-            await client.aclose()
 
     late, spilled, crawled = asyncio.run(scenario())
     assert (late.spilled, late.refused) == (100 - MAX, 0)
@@ -504,16 +488,10 @@ def test_a_request_taken_to_spill_that_cannot_be_read_fails_with_a_record(
     damaged = replace(request(99), body=codec.COMPRESSED + b"\xff\xff")  # spilled first
 
     async def scenario() -> Step:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, "backlog-damaged"), lease_ms=60_000)
-        try:
+        async with spilling(redis_url, kafka, [keys], "backlog-damaged") as (_, (node,), backlog):
             await backlog.open()
             await node.complete(None, "done", [request(n) for n in range(99)] + [damaged])
             return await backlog.step()
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     step = asyncio.run(scenario())
     assert (step.spilled, step.refused, step.undecodable) == (100 - MAX - 1, 0, 1)
@@ -549,10 +527,8 @@ def test_a_backlog_message_that_cannot_be_read_back_fails_with_a_record(
     async def read_back(expected: int) -> Step:
         """Step until ``expected`` messages were taken, and 10 steps since the consumer was
         given its partition (a restart must not read them again)."""
-        client = async_client(redis_url, max_connections=8)
-        backlog = Backlog([FrontierClient(client, keys, "n1")], settings(kafka, topic), 60_000)
         refilled = unreadable = assigned_steps = 0
-        try:
+        async with spilling(redis_url, kafka, [keys], topic) as (_, _, backlog):
             await backlog.open()
             if expected:  # the first run: the topic is new
                 producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
@@ -569,9 +545,6 @@ def test_a_backlog_message_that_cannot_be_read_back_fails_with_a_record(
                 )
                 assigned_steps += bool(backlog.consumer.assignment())
             return Step(0, refilled, 0, refill_undecodable=unreadable)
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     with caplog.at_level(logging.ERROR, logger="crawler.frontier.backlog"):
         first = asyncio.run(read_back(7))
@@ -600,27 +573,21 @@ def test_requests_the_producer_has_no_room_for_stay_queued_in_redis(
     room = 15
 
     async def scenario() -> tuple[int, int]:
-        client = async_client(redis_url, max_connections=8)
-        node = FrontierClient(client, keys, "n1")
-        backlog = Backlog([node], settings(kafka, "backlog-full"), lease_ms=60_000)
-        send = backlog.producer.send
-        taken = [0]
+        async with spilling(redis_url, kafka, [keys], "backlog-full") as (_, (node,), backlog):
+            send = backlog.producer.send
+            taken = [0]
 
-        def send_with_little_room(
-            message: OutgoingMessage, on_delivery: DeliveryReport, *, alone: bool = False
-        ) -> bool:
-            taken[0] += 1
-            return taken[0] <= room and send(message, on_delivery)
+            def send_with_little_room(
+                message: OutgoingMessage, on_delivery: DeliveryReport, *, alone: bool = False
+            ) -> bool:
+                taken[0] += 1
+                return taken[0] <= room and send(message, on_delivery)
 
-        try:
             await backlog.open()
             backlog.producer.send = send_with_little_room  # type: ignore[method-assign]
             await node.complete(None, "done", [request(n) for n in range(100)])
             step = await backlog.step()
             return step.spilled, step.refused
-        finally:
-            await backlog.close()
-            await client.aclose()
 
     with caplog.at_level(logging.WARNING, logger="crawler.frontier.backlog"):
         assert asyncio.run(scenario()) == (room, 100 - MAX - room)
@@ -641,21 +608,16 @@ def test_kafka_errors_while_reading_back_are_logged_and_counted(
     monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", float("inf"))
 
     async def scenario() -> int:
-        client = async_client(redis_url, max_connections=8)
-        backlog = Backlog(
-            [FrontierClient(client, keys, "n1")], settings(kafka, "never-made"), 60_000
-        )
-        backlog.consumer.subscribe(["never-made"])  # joined, but the topic does not exist
-        try:
-            for _ in range(100):
-                if errors := (await backlog.step()).read_errors:
-                    return errors
-                await asyncio.sleep(0.1)
-            raise AssertionError("no Kafka error reached the backlog")
-        finally:
-            backlog.consumer.close()  # subscribed here, not by open()
-            await backlog.close()
-            await client.aclose()
+        async with spilling(redis_url, kafka, [keys], "never-made") as (_, _, backlog):
+            backlog.consumer.subscribe(["never-made"])  # joined, but the topic does not exist
+            try:
+                for _ in range(100):
+                    if errors := (await backlog.step()).read_errors:
+                        return errors
+                    await asyncio.sleep(0.1)
+                raise AssertionError("no Kafka error reached the backlog")
+            finally:
+                backlog.consumer.close()  # subscribed here, not by open()
 
     with caplog.at_level("WARNING", logger="crawler.frontier.backlog"):
         assert asyncio.run(scenario()) >= 1
