@@ -416,6 +416,46 @@ def test_a_record_of_a_timed_out_spill_skips_no_message_of_another_request(
     assert len({url for url in counts if "//a" in url} & set(urls("a"))) == 100 - MAX
 
 
+def test_a_spill_whose_leases_another_node_reclaimed_leaves_their_messages_skipped(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """Kafka acknowledged a spill's messages after its leases had expired (the node stalled,
+    or Redis's clock stepped ahead) and another node had reclaimed them: spill_done.lua left
+    those requests queued, as it must, but the spill counted them as spilled and their
+    messages were read back: each of those pages crawled twice (a review). Their messages are
+    recorded to be skipped, and they are counted apart."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> tuple[Step, list[str]]:
+        async with spilling(redis_url, kafka, [keys], "backlog-reclaimed") as (
+            client,
+            (node,),
+            backlog,
+        ):
+            other = FrontierClient(client, keys, "n2")
+            done = backlog._spill._done
+
+            async def reclaimed_then_done(**kwargs: Any) -> object:
+                leases = [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]
+                redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired
+                beat = await other.heartbeat([], 60_000, 60_000, 1000, await other.open_epoch())
+                assert beat.reclaimed == 100 - MAX
+                return await done(**kwargs)
+
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            backlog._spill._done = reclaimed_then_done  # type: ignore[assignment]
+            step = await backlog.step()
+            backlog._spill._done = done
+            crawled, _ = await crawl_through(client, [node], backlog, 100)
+            return step, crawled
+
+    step, crawled = asyncio.run(scenario())
+    assert step.spilled == 0
+    assert (step.spilled, step.spill_reclaimed) == (0, 100 - MAX)
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+
+
 def test_a_spills_leases_outlast_its_wait_for_the_broker(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:

@@ -125,6 +125,7 @@ class Step:
     topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
     unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
     refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
+    spill_reclaimed: int = 0  # acknowledged after another node reclaimed them: queued, skipped
 
 
 class Backlog:
@@ -267,6 +268,7 @@ class Backlog:
             lost + read.topic_lost,
             sum(spill.unsure for spill in spills),
             read.requeued,
+            sum(spill.reclaimed for spill in spills),
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -299,6 +301,7 @@ class Backlog:
                     ("frontier/refilled", step.refilled),
                     ("frontier/spill_refused", step.refused),
                     ("frontier/spill_unsure", step.unsure),
+                    ("frontier/spill_reclaimed", step.spill_reclaimed),
                     ("frontier/refill_requeued_skipped", step.refill_requeued),
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),

@@ -52,6 +52,7 @@ class SpillCounts:
     refused: int = 0  # given back to the queue
     damaged: int = 0  # unreadable: failed, with a record
     unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
+    reclaimed: int = 0  # in Kafka, and reclaimed by another node first: skipped when read back
 
 
 @dataclass(slots=True)
@@ -60,7 +61,7 @@ class _Outcomes:
 
     # the spill's own prefix of its messages' keys: a lease id alone comes again once the
     # part's counter starts over (Redis lost its data) while older messages wait in Kafka
-    spill: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    prefix: str = field(default_factory=lambda: f"{uuid.uuid4().hex[:16]}:")
     acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
     failed: list[str] = field(default_factory=list)
     unsure: list[str] = field(default_factory=list)  # failed after they may have been written
@@ -68,10 +69,11 @@ class _Outcomes:
     settled: set[str] = field(default_factory=set)  # spilled, failed or given back
     # recorded unsure: queued again whatever report comes after (its message is to be skipped)
     marked: set[str] = field(default_factory=set)
+    reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""
-        return f"{self.spill}:{lease_id}"
+        return self.prefix + lease_id
 
     def maybe_written(self, lease_id: str) -> bool:
         """Whether Kafka may hold the message of ``lease_id`` though the spill cannot count it
@@ -209,7 +211,7 @@ class Spill:
                 if unsure
                 else "",
             )
-        return SpillCounts(len(spilled), len(back), len(broken), len(unsure))
+        return SpillCounts(spilled, len(back), len(broken), len(unsure), out.reclaimed)
 
     async def _give_back(
         self,
@@ -217,14 +219,16 @@ class Spill:
         leases: list[str],
         out: _Outcomes,
         unsure: Sequence[str] = (),
-    ) -> list[str]:
+    ) -> int:
         """Finish a spill's ``leases``: those Kafka acknowledged (in ``out.acked``, with their
         offsets) leave Redis and are counted in the backlog, the others go back to the queue;
         either script leaves a lease finished already alone. The messages of the ``unsure``
         leases, sent to Kafka and not acknowledged, which it may have written all the same, are
         recorded first: read back, they are skipped (``spill_back.lua``), so each request is
         crawled once; such a lease goes back to the queue whatever report comes after
-        (``out.marked``), or its request would be in neither. Returns the leases spilled."""
+        (``out.marked``), or its request would be in neither. An acknowledged lease another
+        node reclaimed meanwhile (it expired) stays queued, its message recorded the same way
+        (``spill_done.lua``; counted in ``out.reclaimed``). Returns how many were spilled."""
         out.marked.update(unsure)
         # read now: a report that comes during the calls below changes nothing of this one
         acked = {lease_id: at for lease_id, at in out.acked.items() if lease_id not in out.marked}
@@ -234,14 +238,27 @@ class Spill:
             )
         spilled = [lease_id for lease_id in leases if lease_id in acked]
         back = [lease_id for lease_id in leases if lease_id not in acked]
+        dropped = 0
         if spilled:
             written = max(acked.values()) + 1
             offsets = [keys.backlog_read, keys.backlog_written]
-            await self._done(
-                keys=[keys.leases, keys.inflight, keys.backlog, *offsets],
-                args=[self.node_id, self.settings.topic, written, *spilled],
+            dropped = int(
+                await self._done(
+                    keys=[keys.leases, keys.inflight, keys.backlog, *offsets, keys.backlog_unsure],
+                    args=[self.node_id, self.settings.topic, written, out.prefix, *spilled],
+                )
             )
+            if reclaimed := len(spilled) - dropped:
+                out.reclaimed += reclaimed
+                logger.warning(
+                    "%d requests spilled from %s had been reclaimed by another node when Kafka "
+                    "acknowledged them (their leases expired: this node stalled, or the Redis "
+                    "server's clock stepped ahead): they stay queued in Redis, and their "
+                    "messages are skipped when read back (frontier/spill_reclaimed)",
+                    reclaimed,
+                    keys.tag,
+                )
         if back:
             requeue = [Finish(lease_id, "requeue") for lease_id in back]
             await self.clients[keys.part].complete_many(requeue, [])
-        return spilled
+        return dropped
