@@ -215,14 +215,16 @@ def test_a_spill_cut_short_gives_its_leases_back(
     """A node stopped while a spill waited for the broker (the loop is cancelled at close), or
     a send that raised (a partition the topic lacks), left the leases spill_take.lua gave it:
     the crawl showed STALLED until they expired, then crawled those pages twice (an audit: 15
-    duplicates). They go back to the queue at once."""
+    duplicates). They go back to the queue at once; a damaged one among them is failed with
+    its record first (it went back to the queue, to be taken and failed by the next spill)."""
     (keys,) = frontier_parts(SPIDER, 1)
     topic = f"backlog-cut-{how}"
+    damaged = replace(request(99), body=codec.COMPRESSED + b"\xff\xff")  # spilled first
 
     async def scenario() -> None:
         async with spilling(redis_url, kafka, [keys], topic) as (_, (node,), backlog):
             await backlog.open()
-            await node.complete(None, "done", [request(n) for n in range(100)])
+            await node.complete(None, "done", [request(n) for n in range(99)] + [damaged])
             if how == "cancelled":
 
                 async def broker_never_answers(timeout: float) -> int:
@@ -250,7 +252,9 @@ def test_a_spill_cut_short_gives_its_leases_back(
     assert redis_client.zcard(keys.leases) == 0
     # those Kafka acknowledged before the purge (reports served by it) are spilled, as they are
     spilled = int(redis_client.get(keys.backlog) or 0)
-    assert queued(redis_client, keys) + spilled == 100
+    assert queued(redis_client, keys) + spilled == 99
+    (record,) = [orjson.loads(value) for value in redis_client.hvals(keys.failed)]
+    assert record["reason"] == "spill/undecodable"
 
 
 def test_a_backlog_topic_with_fewer_partitions_than_parts_is_grown(

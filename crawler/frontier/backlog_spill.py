@@ -160,14 +160,25 @@ class Spill:
 
             return delivered
 
+        values: list[tuple[str, bytes]] = []
         broken: list[Finish] = []
         for lease_id, score, body in entries:
             try:
-                value = spill_message(score, body)  # JSON in Kafka, however stored
+                values.append((lease_id, spill_message(score, body)))  # JSON, however stored
             except ValueError as exc:
                 record = codec.failure_json("spill/undecodable", self.node_id, body, str(exc))
                 broken.append(Finish(lease_id, "failed", record))
-                continue
+        if broken:  # first: a spill cut short later would put them back in the queue
+            await self.clients[keys.part].complete_many(broken, [])
+            out.settled.update(finish.lease_id for finish in broken)
+            logger.error(
+                "%d requests taken to spill from %s cannot be read (damaged stored data): "
+                "failed, with their records in %s",
+                len(broken),
+                keys.tag,
+                keys.failed,
+            )
+        for lease_id, value in values:
             message = OutgoingMessage(
                 self.settings.topic, out.key(lease_id).encode(), value, [], 0, partition=keys.part
             )
@@ -180,17 +191,7 @@ class Spill:
         # is still out is purged.
         if out.sent and await self.producer.drain(self.settings.ack_timeout + REPORT_SLACK):
             self.producer.purge()
-        if broken:
-            await self.clients[keys.part].complete_many(broken, [])
-            out.settled.update(finish.lease_id for finish in broken)
-            logger.error(
-                "%d requests taken to spill from %s cannot be read (damaged stored data): "
-                "failed, with their records in %s",
-                len(broken),
-                keys.tag,
-                keys.failed,
-            )
-        answered = {*out.acked, *out.failed, *(finish.lease_id for finish in broken)}
+        answered = {*out.acked, *out.failed, *out.settled}  # settled: the damaged ones
         unanswered = [lease_id for lease_id, _, _ in entries if lease_id not in answered]
         back = out.failed + unanswered
         # timed out, purged, or sent and not answered even after the purge
