@@ -171,3 +171,25 @@ async def time_ms(client: AsyncRedis) -> int:
     """Redis server time (epoch milliseconds), by ``TIME`` (on a cluster: redis-py's default
     node)."""
     return _milliseconds(await client.time())
+
+
+async def masters_time_ms(client: AsyncRedis) -> dict[str, int]:
+    """The server time (epoch milliseconds) of each master, read at once: on a cluster by its
+    name (``host:port``; each keeps its own clock, and the keys it holds run on it) and of the
+    masters that answered (the first error is raised when none did), else under ``""``."""
+    if not isinstance(client, redis.asyncio.RedisCluster):
+        return {"": await time_ms(client)}
+    await client.initialize()
+    masters = client.get_primaries()
+    replies = await asyncio.gather(
+        *(client.execute_command("TIME", target_nodes=master) for master in masters),
+        return_exceptions=True,
+    )
+    answered = {
+        master.name: _milliseconds(reply)
+        for master, reply in zip(masters, replies, strict=True)
+        if not isinstance(reply, BaseException)
+    }
+    if not answered:
+        raise next(reply for reply in replies if isinstance(reply, BaseException))
+    return answered
