@@ -84,12 +84,13 @@ async def spilling(
     ack_timeout: float = 10.0,
     queue_max: int = MAX,
     lease_ms: int = 60_000,
+    node_id: str = "n1",
 ) -> AsyncIterator[tuple[AsyncRedis, list[FrontierClient], Backlog]]:
-    """Node ``n1`` over ``parts``, spilling to ``topic``: its Redis client, a frontier client
-    a part and its backlog (not opened: a test may set things up first). Closed at the end,
-    the broker resumed first (a test may have paused it)."""
+    """A node over ``parts``, spilling to ``topic``: its Redis client, a frontier client a
+    part and its backlog (not opened: a test may set things up first). Closed at the end, the
+    broker resumed first (a test may have paused it)."""
     client = async_client(redis_url, max_connections=8)
-    nodes = [FrontierClient(client, keys, "n1") for keys in parts]
+    nodes = [FrontierClient(client, keys, node_id) for keys in parts]
     backlog = Backlog(nodes, settings(kafka, topic, ack_timeout, queue_max), lease_ms=lease_ms)
     try:
         yield client, nodes, backlog
@@ -666,6 +667,55 @@ def test_kafka_errors_while_reading_back_are_logged_and_counted(
     with caplog.at_level("WARNING", logger="crawler.frontier.backlog"):
         assert asyncio.run(scenario()) >= 1
     assert "Backlog read: " in caplog.text and "never-made" in caplog.text
+
+
+def test_live_nodes_that_keep_another_bound_are_said_once(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka: KafkaBroker,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nodes given different FRONTIER_QUEUE_MAX pass requests back and forth through Kafka
+    (each spills above its own bound, reads back below half of its own), and nothing said so.
+    Each node now says the live nodes' other bounds once (a node whose beat lapsed is not
+    counted, and the record of one gone is dropped)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    monkeypatch.setattr(backlog_module, "TOPIC_CHECK_SECONDS", 0.0)  # a look every step
+    redis_client.hset(keys.backlog_bounds, mapping={"lapsed": 7, "gone": 8})
+    lapsed = server_time_ms(redis_client, keys.nodes) - 60_000  # its beat a minute late
+    redis_client.zadd(keys.nodes, {"lapsed": lapsed})
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        topic = "backlog-bounds"
+        async with (
+            spilling(redis_url, kafka, [keys], topic) as (_, (one,), first),
+            spilling(redis_url, kafka, [keys], topic, queue_max=10, node_id="n2") as (
+                _,
+                (two,),
+                second,
+            ),
+        ):
+            for node in (one, two):
+                await node.heartbeat([], 60_000, 60_000, 0, await node.open_epoch())
+            await first.open()
+            await second.open()
+            said: tuple[list[int], list[int]] = ([], [])
+            for backlog in (first, second, first, second, first):
+                said[backlog is second].append((await backlog.step()).bounds_differ)
+            return said
+
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.backlog_bounds"):
+        said_first, said_second = asyncio.run(scenario())
+    # n1's first look came before n2 recorded its bound; n2's first look finds n1's
+    assert (said_first, said_second) == ([0, 1, 0], [1, 0])
+    assert (
+        "Nodes of this crawl keep FRONTIER_QUEUE_MAX=10 (n2) where this node keeps 40"
+        in caplog.text
+    )
+    assert "FRONTIER_QUEUE_MAX=40 (n1) where this node keeps 10" in caplog.text
+    assert caplog.text.count("Nodes of this crawl keep") == 2
+    assert sorted(map(text, redis_client.hkeys(keys.backlog_bounds))) == ["lapsed", "n1", "n2"]
 
 
 def test_nodes_crawl_a_site_through_the_backlog_every_page_once(

@@ -24,7 +24,8 @@ read back (both moved only forward, in the same calls: ``lua/backlog_count.lua``
 itself whatever order the nodes' calls land in, and wherever a node dies between Kafka and
 Redis. Every 10 s a node looks at its topic: made again if deleted (the requests that waited in
 it said lost), and a node whose topic is no longer the crawl's recorded one (a node started
-since with another, while nothing waited) stops (``BacklogTopicTaken``).
+since with another, while nothing waited) stops (``BacklogTopicTaken``); and live nodes keeping
+another ``FRONTIER_QUEUE_MAX`` are said (``crawler.frontier.backlog_bounds``).
 
 The idle check and ``crawler status`` count the backlog as queued, so nodes do not stop
 while requests wait in Kafka. Kafka's blocking calls run in threads.
@@ -42,6 +43,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from crawler.frontier.backlog_bounds import BoundsLook
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
@@ -126,6 +128,7 @@ class Step:
     unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
     refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
     spill_reclaimed: int = 0  # acknowledged after another node reclaimed them: queued, skipped
+    bounds_differ: int = 0  # 1: live nodes were found keeping another FRONTIER_QUEUE_MAX (said)
 
 
 class Backlog:
@@ -162,6 +165,7 @@ class Backlog:
         )
         self._refill = Refill(self.redis, self.parts, settings, self.node_id)
         self._mend = self.redis.register_script(frontier_script("backlog_count", "backlog_mend"))
+        self._bounds = BoundsLook(self.redis, self.parts[0], self.node_id, settings.queue_max)
         self._topic_checked = 0.0  # time.monotonic() of the last look (the first step looks)
         self._subscribed = False
         self._stopping = asyncio.Event()  # the node stops: no new step
@@ -233,12 +237,13 @@ class Backlog:
 
     async def step(self) -> Step:
         """Spill every part over its bound, refill the assigned parts under half of it (and,
-        every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_check_record``, ``_make_topic``,
-        ``_mend_offsets``)."""
-        lost = 0
+        every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_check_record``, the other nodes'
+        bounds, ``_make_topic``, ``_mend_offsets``)."""
+        lost = bounds_differ = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
             self._topic_checked = time.monotonic()
             await self._check_record()
+            bounds_differ = int(await self._bounds.look())
             try:
                 await self._make_topic(timeout=5.0)
                 lost = await self._mend_offsets()
@@ -269,6 +274,7 @@ class Backlog:
             sum(spill.unsure for spill in spills),
             read.requeued,
             sum(spill.reclaimed for spill in spills),
+            bounds_differ,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -302,6 +308,7 @@ class Backlog:
                     ("frontier/spill_refused", step.refused),
                     ("frontier/spill_unsure", step.unsure),
                     ("frontier/spill_reclaimed", step.spill_reclaimed),
+                    ("frontier/backlog_bounds_differ", step.bounds_differ),
                     ("frontier/refill_requeued_skipped", step.refill_requeued),
                     ("frontier/backlog_read_error", step.read_errors),
                     ("frontier/spill_undecodable", step.undecodable),

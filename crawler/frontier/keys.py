@@ -53,6 +53,7 @@ class FrontierKeys:
     # while Kafka may have written their messages all the same (timed out or purged after they
     # were sent): skipped if read back
     backlog_unsure: str
+    backlog_bounds: str  # hash: node -> its FRONTIER_QUEUE_MAX, while it runs (read in part 0)
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -88,6 +89,7 @@ class FrontierKeys:
             backlog_read=f"{tag}:backlog:read",
             backlog_written=f"{tag}:backlog:written",
             backlog_unsure=f"{tag}:backlog:unsure",
+            backlog_bounds=f"{tag}:backlog:bounds",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -151,6 +153,7 @@ class FrontierKeys:
             self.backlog_read,
             self.backlog_written,
             self.backlog_unsure,
+            self.backlog_bounds,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,
