@@ -42,13 +42,14 @@ def test_a_step_ahead_and_a_step_back_are_told_with_their_size() -> None:
     assert "moved 3.0s back of this node's in 10s" in step_message(back)
 
 
-def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
-    """On the real Redis clock, with the node's clock falling 3 s behind after two readings."""
+def steps_of_a_node_falling_behind(url: str, count: int) -> list[Step]:
+    """The steps the watch tells on the real clocks of the Redis at ``url`` (every master's),
+    with the node's clock falling 3 s behind after two readings (``count`` of them, or what came
+    within 5 s)."""
     steps: list[Step] = []
 
     async def main() -> None:
-        client = async_client(redis_url)
-
+        client = async_client(url)
         readings = 0
 
         def node_clock() -> float:
@@ -61,14 +62,21 @@ def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
         )
         try:
             deadline = time.monotonic() + 5
-            while not steps and time.monotonic() < deadline:
+            while len(steps) < count and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
         finally:
             task.cancel()
             await client.aclose()
 
     asyncio.run(main())
-    assert [(step.direction, round(step.seconds)) for step in steps] == [("ahead", 3)]
+    return steps
+
+
+def test_the_watch_reads_redis_and_tells_a_step(redis_url: str) -> None:
+    steps = steps_of_a_node_falling_behind(redis_url, 1)
+    assert [(step.direction, round(step.seconds), step.server) for step in steps] == [
+        ("ahead", 3, "")
+    ]
 
 
 def test_a_reading_that_meets_an_outage_is_left_out_and_a_step_across_it_is_told() -> None:
@@ -161,29 +169,7 @@ def test_on_a_cluster_the_watch_reads_every_master(redis_cluster_url: str) -> No
     site's bookings run on the clock of the master that holds them: the watch read one (redis-py's
     default node), and a step of any other went unsaid. With the node's clock falling 3 s behind,
     each of the three masters tells its step, by its name."""
-    steps: list[Step] = []
-
-    async def main() -> None:
-        client = async_client(redis_cluster_url)
-        readings = 0
-
-        def node_clock() -> float:
-            nonlocal readings
-            readings += 1
-            return time.monotonic() - (3.0 if readings > 4 else 0.0)
-
-        task = asyncio.ensure_future(
-            watch(lambda: masters_time_ms(client), steps.append, every=0.05, monotonic=node_clock)
-        )
-        try:
-            deadline = time.monotonic() + 5
-            while len(steps) < 3 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-        finally:
-            task.cancel()
-            await client.aclose()
-
-    asyncio.run(main())
+    steps = steps_of_a_node_falling_behind(redis_cluster_url, 3)
     assert sorted((step.direction, round(step.seconds)) for step in steps) == [("ahead", 3)] * 3
     assert len({step.server for step in steps}) == 3
     assert all(
