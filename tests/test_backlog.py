@@ -22,6 +22,7 @@ import orjson
 import pytest
 import redis
 from confluent_kafka import KafkaError, KafkaException, Producer
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from crawler.demo.nodes import REPO_ROOT
 from crawler.demo.site import Site
@@ -203,6 +204,48 @@ def test_a_spill_cancelled_as_its_take_answers_gives_its_leases_back(
 
     asyncio.run(scenario())
     assert redis_client.zcard(keys.leases) == 0
+
+
+@pytest.mark.parametrize("how", ["cancelled", "reply lost"])
+def test_a_spill_cut_short_as_its_leases_are_dropped_loses_nothing(
+    redis_url: str, kafka: KafkaBroker, how: str
+) -> None:
+    """spill_done.lua ran, and the spill was cut short before its answer came (a stop, or the
+    reply lost to a connection error): the spill gives back what it had not settled, and so
+    calls spill_done.lua again for the same leases, which are gone by then. Taken for leases
+    another node reclaimed, their messages would be skipped when read back: lost."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> list[str]:
+        async with spilling(redis_url, kafka, [keys], f"backlog-done-{how[:5]}") as (
+            client,
+            (node,),
+            backlog,
+        ):
+            done = backlog._spill._done
+            step: asyncio.Future[Step] | None = None
+
+            async def ran_then_cut_short(**kwargs: Any) -> object:
+                await done(**kwargs)
+                backlog._spill._done = done
+                if how == "reply lost":
+                    raise RedisConnectionError("Connection reset by peer")
+                assert step is not None
+                step.cancel()
+                await asyncio.sleep(0)
+                raise AssertionError("not cancelled")
+
+            await backlog.open()
+            await node.complete(None, "done", [request(n) for n in range(100)])
+            backlog._spill._done = ran_then_cut_short  # type: ignore[assignment]
+            step = asyncio.ensure_future(backlog.step())
+            with pytest.raises((asyncio.CancelledError, RedisConnectionError)):
+                await step
+            crawled, _ = await crawl_through(client, [node], backlog, 100)
+            return crawled
+
+    crawled = asyncio.run(scenario())
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
 @pytest.mark.parametrize("how", ["cancelled", "raised"])

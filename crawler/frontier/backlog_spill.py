@@ -70,6 +70,7 @@ class _Outcomes:
     # recorded unsure: queued again whatever report comes after (its message is to be skipped)
     marked: set[str] = field(default_factory=set)
     reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
+    dropping: set[str] = field(default_factory=set)  # given to spill_done.lua at least once
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""
@@ -243,13 +244,24 @@ class Spill:
         if spilled:
             written = max(acked.values()) + 1
             offsets = [keys.backlog_read, keys.backlog_written]
+            # A call again for leases an earlier one may have dropped (its answer lost to a
+            # stop or a connection error) cannot tell them from leases another node reclaimed:
+            # it records none (such a reclaimed request is crawled twice, never lost).
+            again = not out.dropping.isdisjoint(spilled)
+            out.dropping.update(spilled)
             dropped = int(
                 await self._done(
                     keys=[keys.leases, keys.inflight, keys.backlog, *offsets, keys.backlog_unsure],
-                    args=[self.node_id, self.settings.topic, written, out.prefix, *spilled],
+                    args=[
+                        self.node_id,
+                        self.settings.topic,
+                        written,
+                        "" if again else out.prefix,
+                        *spilled,
+                    ],
                 )
             )
-            if reclaimed := len(spilled) - dropped:
+            if not again and (reclaimed := len(spilled) - dropped):
                 out.reclaimed += reclaimed
                 logger.warning(
                     "%d requests spilled from %s had been reclaimed by another node when Kafka "

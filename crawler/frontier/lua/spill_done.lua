@@ -8,7 +8,9 @@
 -- KEYS: 1 leases, 2 inflight, 3 backlog (count), 4 backlog read, 5 backlog written (hashes
 --       topic -> offset), 6 unsure (hash message key -> 1)
 -- ARGV: 1 node, 2 topic, 3 the highest offset Kafka gave the spill + 1, 4 the spill's prefix of
---       its messages' keys ('<spill id>:'), 5.. lease ids (the node's, from spill_take.lua)
+--       its messages' keys ('<spill id>:'; '' records none: a call again for leases an earlier
+--       call may have dropped, whose answer was lost), 5.. lease ids (the node's, from
+--       spill_take.lua)
 -- Returns the number dropped.
 local prefix, dropped, lost, seen = ARGV[1] .. '\t', {}, {}, {}
 for from = 5, #ARGV, 1000 do
@@ -19,7 +21,7 @@ for from = 5, #ARGV, 1000 do
       seen[id] = true
       if records[n] and string.sub(records[n], 1, #prefix) == prefix then
         dropped[#dropped + 1] = id
-      else
+      elseif ARGV[4] ~= '' then
         lost[#lost + 1] = ARGV[4] .. id
         lost[#lost + 1] = 1
       end
