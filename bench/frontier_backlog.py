@@ -35,7 +35,8 @@ from bench.frontier_load import fresh_redis
 from bench.load_workload import SPIDER, link_request
 from crawler.demo.run import kafka_service
 from crawler.frontier import codec
-from crawler.frontier.backlog import Backlog, BacklogSettings
+from crawler.frontier.backlog import Backlog
+from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.client import Finish, FrontierClient, NewRequest
 from crawler.frontier.dedup import DedupConfig, DedupMode
 from crawler.frontier.keys import FrontierKeys

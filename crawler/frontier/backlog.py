@@ -37,81 +37,32 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_bounds import BoundsLook
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
+from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.pending import waiting_by_topic
 from crawler.frontier.refusal import BacklogTopicTaken
 from crawler.kafka.health import LIBRDKAFKA_LOG
-from crawler.kafka.producer import (
-    DEFAULT_PRODUCER_CONFIG,
-    NO_AUTO_CREATION,
-    ItemProducer,
-    message_timeout,
-    producer_config,
-)
-from crawler.kafka.topics import topic_from_template
+from crawler.kafka.producer import NO_AUTO_CREATION, ItemProducer, producer_config
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 from crawler.redis_outage import OutageGuard
 
 logger = logging.getLogger(__name__)
 
-MAX_SPILL_BATCH = 100_000  # librdkafka's queue.buffering.max.messages (its default)
 TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (missing, or made again)
 
 
 class Stats(Protocol):
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class BacklogSettings:
-    queue_max: int  # FRONTIER_QUEUE_MAX: queued requests a part keeps in Redis (0 = no bound)
-    batch: int  # FRONTIER_SPILL_BATCH: requests spilled or read back per part and step
-    interval: float  # FRONTIER_SPILL_INTERVAL: seconds between steps
-    topic: str  # FRONTIER_BACKLOG_TOPIC, formatted with the spider's name
-    bootstrap: str  # KAFKA_BOOTSTRAP_SERVERS
-    replication: int  # KAFKA_TOPIC_REPLICATION
-    # seconds the backlog producer gives a message before librdkafka fails it (its
-    # message.timeout.ms): a spill waits for the outcome of every message it sent
-    ack_timeout: float = message_timeout(DEFAULT_PRODUCER_CONFIG)
-    compress: bool = True  # FRONTIER_COMPRESS: how requests read back are stored in Redis
-    security: Mapping[str, Any] = field(default_factory=dict)  # of KAFKA_PRODUCER_CONFIG
-
-    def validate(self) -> None:
-        if self.queue_max < 0:
-            raise ValueError(f"FRONTIER_QUEUE_MAX={self.queue_max} must be >= 0 (0: no bound)")
-        if not self.queue_max:
-            return
-        if not self.bootstrap:
-            raise ValueError(
-                f"FRONTIER_QUEUE_MAX={self.queue_max} spills to Kafka, but "
-                "KAFKA_BOOTSTRAP_SERVERS is empty: set it, or FRONTIER_QUEUE_MAX=0"
-            )
-        if not 1 <= self.batch <= MAX_SPILL_BATCH:
-            raise ValueError(
-                f"FRONTIER_SPILL_BATCH={self.batch} must be >= 1"
-                if self.batch < 1
-                else f"FRONTIER_SPILL_BATCH={self.batch} must be <= {MAX_SPILL_BATCH} (the Kafka "
-                "producer's local queue holds that many messages, and a spill waits for all)"
-            )
-        if self.interval <= 0:
-            raise ValueError(f"FRONTIER_SPILL_INTERVAL={self.interval} must be > 0")
-        if "{spider}" not in self.topic:
-            raise ValueError(
-                f"FRONTIER_BACKLOG_TOPIC={self.topic!r} must hold {{spider}}: each spider needs "
-                "its own backlog topic (and consumer group); a shared one hands one spider's "
-                "spilled requests to another spider's nodes"
-            )
-        topic_from_template("FRONTIER_BACKLOG_TOPIC", self.topic, "spider")
 
 
 @dataclass(frozen=True, slots=True)

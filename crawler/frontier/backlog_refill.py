@@ -18,18 +18,15 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from crawler.frontier import codec
+from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_topic import UnreadableMessage, read_back
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import frontier_script
 from crawler.redis_connection import AsyncRedis
-
-if TYPE_CHECKING:
-    from crawler.frontier.backlog import BacklogSettings
 
 logger = logging.getLogger(__name__)
 

@@ -16,20 +16,17 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, Message
 
 from crawler.frontier import codec
+from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_topic import spill_message
 from crawler.frontier.client import Finish, FrontierClient
 from crawler.frontier.keys import FrontierKeys
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
 from crawler.lua import frontier_script, text
-
-if TYPE_CHECKING:
-    from crawler.frontier.backlog import BacklogSettings
 
 logger = logging.getLogger(__name__)
 

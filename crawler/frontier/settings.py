@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
 
-from crawler.frontier.backlog import BacklogSettings
+from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.keys import braced_name
 from crawler.frontier.partitions import check_partitions
