@@ -186,9 +186,10 @@ class Refill:
             )
         if requeued:
             logger.warning(
-                "%d messages read back from %s (partition %d) were written after a spill had "
-                "put their requests back in the queue (timed out or purged once sent): skipped, "
-                "so each is crawled once",
+                "%d messages read back from %s (partition %d) are of requests queued in Redis "
+                "already (their spill timed out or was purged once sent, or their leases were "
+                "reclaimed by another node before Kafka acknowledged them): skipped, so each is "
+                "crawled once",
                 requeued,
                 topic,
                 part,

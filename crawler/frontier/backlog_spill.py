@@ -56,6 +56,9 @@ class SpillCounts:
 class _Outcomes:
     """What became of each lease of one spill, as the delivery reports come in."""
 
+    # the part's epoch when the spill began ('' without one): Redis that lost its data since
+    # has lost the spill's leases too, which are then not another node's
+    epoch: str = ""
     # the spill's own prefix of its messages' keys: a lease id alone comes again once the
     # part's counter starts over (Redis lost its data) while older messages wait in Kafka
     prefix: str = field(default_factory=lambda: f"{uuid.uuid4().hex[:16]}:")
@@ -105,6 +108,7 @@ class Spill:
 
     async def part(self, keys: FrontierKeys) -> SpillCounts:
         """Spill the part's requests beyond the bound."""
+        epoch = text(await self.clients[keys.part].redis.get(keys.epoch) or b"")
         take = asyncio.ensure_future(
             self._take(
                 keys=[keys.queue_levels, keys.queue_count, keys.seq, keys.leases, keys.inflight],
@@ -122,7 +126,7 @@ class Spill:
         entries = _entries(flat)
         if not entries:
             return SpillCounts()
-        out = _Outcomes()
+        out = _Outcomes(epoch)
         try:
             return await self._produce(keys, entries, out)
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
@@ -246,19 +250,14 @@ class Spill:
             # it records none (such a reclaimed request is crawled twice, never lost).
             again = not out.dropping.isdisjoint(spilled)
             out.dropping.update(spilled)
-            dropped = int(
-                await self._done(
-                    keys=[keys.leases, keys.inflight, keys.backlog, *offsets, keys.backlog_unsure],
-                    args=[
-                        self.node_id,
-                        self.settings.topic,
-                        written,
-                        "" if again else out.prefix,
-                        *spilled,
-                    ],
-                )
+            prefix = "" if again else out.prefix
+            unsure_keys = [keys.backlog_unsure, keys.epoch]
+            reply = await self._done(
+                keys=[keys.leases, keys.inflight, keys.backlog, *offsets, *unsure_keys],
+                args=[self.node_id, self.settings.topic, written, prefix, out.epoch, *spilled],
             )
-            if not again and (reclaimed := len(spilled) - dropped):
+            dropped, reclaimed = map(int, reply)
+            if reclaimed:
                 out.reclaimed += reclaimed
                 logger.warning(
                     "%d requests spilled from %s had been reclaimed by another node when Kafka "

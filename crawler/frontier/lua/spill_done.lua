@@ -4,16 +4,19 @@
 -- atomically. A lease the node no longer holds (it expired and another node reclaimed it: its
 -- request is queued again, or crawled) is left alone, and its message's key is recorded in the
 -- unsure hash, so that the message, read back, is skipped (lua/spill_back.lua): each request is
--- crawled once. lua/backlog_count.lua comes before this body.
+-- crawled once. Not when the part's epoch is no longer the spill's: Redis lost its data, the
+-- leases with it, and the message is the request's only copy.
+-- lua/backlog_count.lua comes before this body.
 -- KEYS: 1 leases, 2 inflight, 3 backlog (count), 4 backlog read, 5 backlog written (hashes
---       topic -> offset), 6 unsure (hash message key -> 1)
+--       topic -> offset), 6 unsure (hash message key -> 1), 7 epoch
 -- ARGV: 1 node, 2 topic, 3 the highest offset Kafka gave the spill + 1, 4 the spill's prefix of
 --       its messages' keys ('<spill id>:'; '' records none: a call again for leases an earlier
---       call may have dropped, whose answer was lost), 5.. lease ids (the node's, from
---       spill_take.lua)
--- Returns the number dropped.
+--       call may have dropped, whose answer was lost), 5 the part's epoch when the spill began,
+--       6.. lease ids (the node's, from spill_take.lua)
+-- Returns {dropped, recorded as reclaimed}.
 local prefix, dropped, lost, seen = ARGV[1] .. '\t', {}, {}, {}
-for from = 5, #ARGV, 1000 do
+local record = ARGV[4] ~= '' and redis.call('GET', KEYS[7]) == ARGV[5]
+for from = 6, #ARGV, 1000 do
   local ids = {unpack(ARGV, from, math.min(#ARGV, from + 999))}
   local records = redis.call('HMGET', KEYS[2], unpack(ids))
   for n, id in ipairs(ids) do
@@ -21,7 +24,7 @@ for from = 5, #ARGV, 1000 do
       seen[id] = true
       if records[n] and string.sub(records[n], 1, #prefix) == prefix then
         dropped[#dropped + 1] = id
-      elseif ARGV[4] ~= '' then
+      elseif record then
         lost[#lost + 1] = ARGV[4] .. id
         lost[#lost + 1] = 1
       end
@@ -40,4 +43,4 @@ if tonumber(ARGV[3]) > backlog_offset(KEYS[5], ARGV[2]) then
   redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 end
 backlog_recount(KEYS[3], KEYS[4], KEYS[5])
-return #dropped
+return {#dropped, #lost / 2}
