@@ -40,7 +40,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.acks import AckTracker
 from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
-from crawler.redis_clock import Step, step_message, watch
+from crawler.redis_clock import READ_TIMEOUT, Step, step_message, watch
 from crawler.redis_connection import AsyncRedis, async_client, masters_time_ms, time_ms
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.redis_url import RedisConfig
@@ -189,7 +189,10 @@ class NodeContext:
             self.stats.inc_value(f"redis/clock_step/{step.direction}")
             logger.warning("%s", step_message(step))
 
-        self.supervise("redis_clock", lambda: watch(lambda: masters_time_ms(self.redis), stepped))
+        self.supervise(
+            "redis_clock",
+            lambda: watch(lambda: masters_time_ms(self.redis, READ_TIMEOUT), stepped),
+        )
 
     async def stop_loops(self, *tasks: asyncio.Task[None]) -> None:
         """Cancel ``tasks`` (every loop when none is given) and give them

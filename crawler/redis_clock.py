@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 LOOK_EVERY: Final = 10.0  # seconds between two readings of Redis's clock
 STEP: Final = 1.0  # seconds the two clocks must part (beyond the readings' round trips) to tell
+READ_TIMEOUT: Final = 5.0  # seconds a master's reading may take before it is left out
 
 Direction = Literal["ahead", "back"]
 

@@ -173,16 +173,20 @@ async def time_ms(client: AsyncRedis) -> int:
     return _milliseconds(await client.time())
 
 
-async def masters_time_ms(client: AsyncRedis) -> dict[str, int]:
+async def masters_time_ms(client: AsyncRedis, timeout: float | None = None) -> dict[str, int]:
     """The server time (epoch milliseconds) of each master, read at once: on a cluster by its
     name (``host:port``; each keeps its own clock, and the keys it holds run on it) and of the
-    masters that answered (the first error is raised when none did), else under ``""``."""
+    masters that answered, each within ``timeout`` seconds (the first error is raised when none
+    did), else under ``""``."""
     if not isinstance(client, redis.asyncio.RedisCluster):
-        return {"": await time_ms(client)}
+        return {"": await asyncio.wait_for(time_ms(client), timeout)}
     await client.initialize()
     masters = client.get_primaries()
     replies = await asyncio.gather(
-        *(client.execute_command("TIME", target_nodes=master) for master in masters),
+        *(
+            asyncio.wait_for(client.execute_command("TIME", target_nodes=master), timeout)
+            for master in masters
+        ),
         return_exceptions=True,
     )
     answered = {
