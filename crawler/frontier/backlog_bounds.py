@@ -6,7 +6,8 @@ twice, but the work is wasted (about 3 trips a request for bounds of 5 and 300 i
 rolling change of the bound passes through such a mix, so it is said, not refused: at each of
 its looks at the backlog topic a node records its bound (``{<spider>}:backlog:bounds``,
 ``lua/backlog_bounds.lua``) and says in a WARNING when live nodes keep others, once for each
-set of other bounds.
+set of other bounds. A node without the bound runs no backlog and records none (it is refused
+while requests wait in the backlog: ``crawler.frontier.admission``).
 """
 
 from __future__ import annotations
