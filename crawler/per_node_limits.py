@@ -3,7 +3,9 @@ equivalent where there is one, said once at start where there is none (``Cluster
 
 A ``DOWNLOAD_DELAY`` (setting or the spider's ``download_delay``) and each ``DOWNLOAD_SLOTS``
 delay become cluster-wide rates of the politeness limiter (``POLITENESS_RATE``,
-``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster; a negative
+``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster (with
+``RANDOMIZE_DOWNLOAD_DELAY``, a delay's rate spreads its requests as Scrapy does:
+``POLITENESS_JITTER``); a negative
 delay (Scrapy's 0) stops the start, a delay kept per node (``POLITENESS_ENABLED=False``) or one
 a site's own rate outranks is said. AutoThrottle, ``CONCURRENT_REQUESTS_PER_DOMAIN`` and
 ``_PER_IP``, a slot's concurrency and the ``CLOSESPIDER_*`` counts hold per node: a warning
@@ -69,6 +71,7 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
     rate_priority = settings.getpriority("POLITENESS_RATE") or 0
     if not given(settings, "POLITENESS_RATE") or priority > rate_priority:
         settings.set("POLITENESS_RATE", 1 / delay, priority=priority)
+        randomized(settings, priority)
         if sites := sorted(map(str, get_dict(settings, "POLITENESS_SITE_RATES"))):
             logger.warning(
                 "POLITENESS_SITE_RATES keeps its own rate for %s over DOWNLOAD_DELAY=%g, which "
@@ -166,4 +169,13 @@ def _slot_delays(settings: BaseSettings, slots: dict[str, object]) -> list[str]:
     if paced:
         priority = settings.getpriority("DOWNLOAD_SLOTS") or 0
         settings.set("POLITENESS_SITE_RATES", rates, priority=priority)
+        randomized(settings, priority)
     return paced
+
+
+def randomized(settings: BaseSettings, priority: int) -> None:
+    """A delay made a rate: Scrapy waits 0.5 to 1.5 times a delay (``RANDOMIZE_DOWNLOAD_DELAY``,
+    on by default), so the limiter spreads each request as much (``POLITENESS_JITTER``, unless
+    given; it spreads every site's requests, the mean rate unchanged)."""
+    if get_bool(settings, "RANDOMIZE_DOWNLOAD_DELAY") and not given(settings, "POLITENESS_JITTER"):
+        settings.set("POLITENESS_JITTER", 0.5, priority=priority)

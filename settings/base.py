@@ -60,6 +60,7 @@ COMMANDS_MODULE = "crawler.commands"
 POLITENESS_ENABLED = True  # bool
 POLITENESS_RATE = 4.0  # float req/s per site, all nodes together, or {"rate": r, "burst": b}
 POLITENESS_BURST = 1  # int >= 1: requests a site may get at once after a quiet time
+POLITENESS_JITTER = 0.0  # float [0, 1): each request's spacing times a random 1 +- this
 POLITENESS_SITE_RATES: dict[str, object] = {}  # "host[:port]" -> rate or {"rate": r, "burst": b}
 POLITENESS_PENALTY_STATUSES = [429, 503]  # list: statuses that cool a site down
 POLITENESS_COOLDOWN = 5.0  # float s: first cooldown; doubles for strikes in the window

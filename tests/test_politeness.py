@@ -72,6 +72,24 @@ def test_reservations_space_requests_after_the_burst(backend: str, redis_url: st
 
 
 @pytest.mark.parametrize("backend", ["local", "redis"])
+def test_a_spread_scales_the_room_a_request_leaves_after_it(backend: str, redis_url: str) -> None:
+    """POLITENESS_JITTER's spreads (RANDOMIZE_DOWNLOAD_DELAY's, in the cluster): each request
+    leaves its interval times its spread before the next one's slot."""
+
+    async def scenario(limiter: Limiter) -> list[float]:
+        rate = Rate(10.0)
+        return [
+            await limiter.reserve("site:1", rate, PENALTY, spread)
+            for spread in (1.5, 0.5, 1.0, 1.0)
+        ]
+
+    got = with_limiter(backend, redis_url, scenario)
+    # each a few ms less: the calls themselves take that long
+    for wait, want in zip(got, [0.0, 0.15, 0.2, 0.3], strict=True):
+        assert want - 0.02 <= wait <= want, got
+
+
+@pytest.mark.parametrize("backend", ["local", "redis"])
 def test_penalty_cools_down_then_recovers_gradually(backend: str, redis_url: str) -> None:
     async def scenario(limiter: Limiter) -> tuple[float, float, float, float]:
         first = await limiter.penalize("site:1", 0.0, PENALTY)
@@ -372,6 +390,35 @@ def standalone_limiter(settings: Mapping[str, str] | None = None) -> ClusterRate
     middleware = ClusterRateLimitMiddleware.from_crawler(crawler)
     middleware._delays = CrawlDelays()  # no robots.txt middleware: no engine here
     return middleware
+
+
+@pytest.mark.parametrize(("jitter", "low", "high"), [("0.5", 0.5, 1.5), ("0", 1.0, 1.0)])
+def test_each_request_draws_its_spread_from_the_jitter(
+    jitter: str, low: float, high: float
+) -> None:
+    """``POLITENESS_JITTER``: each request books its slot with a spread drawn in 1 +- it."""
+    middleware = standalone_limiter({"POLITENESS_JITTER": jitter, "POLITENESS_RATE": "1000"})
+    spreads: list[float] = []
+    reserve = middleware.local.reserve
+
+    async def recorded(site: str, rate: Rate, penalty: Penalty, spread: float = 1.0) -> float:
+        spreads.append(spread)
+        return await reserve(site, rate, penalty, spread)
+
+    middleware.local.reserve = recorded  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        for n in range(40):
+            await middleware.pace(Request(f"http://shop.test/{n}"))
+
+    asyncio.run(scenario())
+    assert all(low <= spread <= high for spread in spreads)
+    assert len(set(spreads)) == (40 if low < high else 1)
+
+
+def test_a_jitter_of_one_or_more_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"POLITENESS_JITTER=1.0 must be in \[0, 1\)"):
+        standalone_limiter({"POLITENESS_JITTER": "1"})
 
 
 def test_hosts_a_spider_groups_in_one_download_slot_share_one_cluster_rate() -> None:

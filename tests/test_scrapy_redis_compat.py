@@ -491,6 +491,19 @@ def test_a_download_delay_becomes_the_cluster_wide_rate_unless_one_is_given() ->
     assert project({"REDIS_URL": "redis://h:1/0"}).getfloat("POLITENESS_RATE") == 4.0
 
 
+def test_a_download_delay_randomized_as_scrapy_does_spreads_the_cluster_s_requests() -> None:
+    """Scrapy waits 0.5 to 1.5 times DOWNLOAD_DELAY (RANDOMIZE_DOWNLOAD_DELAY, on by default);
+    the cluster-wide rate it became paced an even 1/delay, and the setting went unsaid (audit
+    AS). Such a rate spreads its requests as much (POLITENESS_JITTER), the same on average."""
+    cluster = {"REDIS_URL": "redis://h:1/0", "DOWNLOAD_DELAY": 0.5}
+    assert project(cluster).getfloat("POLITENESS_JITTER") == 0.5
+    plain = {**cluster, "RANDOMIZE_DOWNLOAD_DELAY": False}
+    assert project(plain).getfloat("POLITENESS_JITTER") == 0.0
+    assert project({**cluster, "POLITENESS_JITTER": 0.2}).getfloat("POLITENESS_JITTER") == 0.2
+    # a rate given as such is paced evenly unless told otherwise
+    assert project({"REDIS_URL": "redis://h:1/0"}).getfloat("POLITENESS_JITTER") == 0.0
+
+
 class PacedSpider(scrapy.Spider):
     name = "paced"
     download_delay = 2  # Scrapy's spider attribute (deprecated for DOWNLOAD_DELAY, still read)
@@ -677,6 +690,7 @@ def test_a_download_slot_delay_becomes_its_cluster_wide_rate() -> None:
         "shop.test": 0.5,
         "shop:checkout": 1,
     }
+    assert cluster.getfloat("POLITENESS_JITTER") == 0.5  # Scrapy randomizes slot delays too
     assert project({"DOWNLOAD_SLOTS": slots}).getdict("POLITENESS_SITE_RATES") == {}
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import random
 import time
 from urllib.parse import urlsplit
 
@@ -147,7 +148,9 @@ class ClusterRateLimitMiddleware:
         site = site_for(request)  # a slot's rate, with its host's robots.txt Crawl-delay
         rate = self.delays.apply(site_of_netloc(url.netloc), self.settings.rate_for(site))
         while True:
-            wait = await self._limited("reserve", site, rate, self.settings.penalty)
+            jitter = self.settings.jitter
+            spread = random.uniform(1 - jitter, 1 + jitter) if jitter else 1.0
+            wait = await self._limited("reserve", site, rate, self.settings.penalty, spread)
             self.stats.inc_value("politeness/reserved")
             self.metrics.politeness_wait.observe(wait)
             if wait <= 0:

@@ -1,7 +1,8 @@
 """Per-site rate limiters: Redis-backed for the cluster, in-memory for one process.
 
 Both implement the same algorithm (GCRA with reservations): ``reserve`` books
-the site's next slot and returns how long to wait for it; ``cooling`` says how
+the site's next slot and returns how long to wait for it (a request leaves its
+interval times its ``spread`` before the next slot: ``POLITENESS_JITTER``); ``cooling`` says how
 long a cooldown has left (a request that waited checks it before it goes, so a
 penalty also holds back slots booked before it); ``penalize`` starts
 a shared cooldown (doubling for repeated strikes, at least ``Retry-After``)
@@ -44,7 +45,9 @@ READ_ONLY_CALLS: Final = frozenset({"cooling"})
 
 
 class Limiter(Protocol):
-    async def reserve(self, site: str, rate: Rate, penalty: Penalty) -> float: ...
+    async def reserve(
+        self, site: str, rate: Rate, penalty: Penalty, spread: float = 1.0
+    ) -> float: ...
 
     async def penalize(self, site: str, retry_after: float, penalty: Penalty) -> float: ...
 
@@ -61,9 +64,9 @@ class RedisLimiter:
     def key(self, site: str) -> str:
         return self._key_template % {"site": site}
 
-    async def reserve(self, site: str, rate: Rate, penalty: Penalty) -> float:
+    async def reserve(self, site: str, rate: Rate, penalty: Penalty, spread: float = 1.0) -> float:
         wait_ms = await self._reserve(
-            keys=[self.key(site)], args=[rate.interval_ms, rate.burst, penalty.recovery]
+            keys=[self.key(site)], args=[rate.interval_ms, rate.burst, penalty.recovery, spread]
         )
         return int(wait_ms) / 1000.0
 
@@ -101,7 +104,7 @@ class LocalLimiter:
     def __init__(self) -> None:
         self._sites: dict[str, _SiteState] = {}
 
-    async def reserve(self, site: str, rate: Rate, penalty: Penalty) -> float:
+    async def reserve(self, site: str, rate: Rate, penalty: Penalty, spread: float = 1.0) -> float:
         now = time.monotonic()
         state = self._sites.setdefault(site, _SiteState(updated=now))
         if state.factor < 1:
@@ -110,8 +113,9 @@ class LocalLimiter:
         tau = interval * (rate.burst - 1)
         if state.cooldown > now:
             state.tat = max(state.tat, state.cooldown + tau)
-        new_tat = max(state.tat, now) + interval
-        wait = max(0.0, new_tat - interval - tau - now, state.cooldown - now)
+        booked = max(state.tat, now)
+        new_tat = booked + interval * spread
+        wait = max(0.0, booked - tau - now, state.cooldown - now)
         state.tat, state.updated = new_tat, now
         return wait
 

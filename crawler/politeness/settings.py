@@ -154,6 +154,7 @@ class PolitenessSettings:
     penalty: Penalty
     penalty_statuses: frozenset[int]
     key_template: str
+    jitter: float = 0.0  # POLITENESS_JITTER: a request's spacing is its interval times 1 +- it
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PolitenessSettings:
@@ -197,6 +198,7 @@ class PolitenessSettings:
                 )
             ),
             key_template=settings.get("POLITENESS_KEY"),
+            jitter=get_float(settings, "POLITENESS_JITTER"),
         )
         values.validate()
         return values
@@ -213,6 +215,11 @@ class PolitenessSettings:
         ):
             if value < 0:
                 raise ValueError(f"{name}={value} must be >= 0")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(
+                f"POLITENESS_JITTER={self.jitter} must be in [0, 1): each request's spacing is "
+                "the site's interval times a random factor between 1 - it and 1 + it"
+            )
         if "%(site)s" not in self.key_template:
             raise ValueError(f"POLITENESS_KEY={self.key_template!r} must contain %(site)s")
 
