@@ -108,7 +108,15 @@ def closespider_counts(settings: BaseSettings) -> None:
 
 def per_node_limits(settings: BaseSettings) -> None:
     """Scrapy's download limits that each node keeps alone: said once at start, with what
-    holds cluster-wide instead (the politeness limiter, per site)."""
+    holds cluster-wide instead (the politeness limiter, per site). A limit below 1 stops the
+    start: Scrapy takes it and never downloads (its node would hold its leases and ignore a
+    first SIGTERM: an audit)."""
+    for name in ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN"):
+        if (limit := get_int(settings, name)) < 1:
+            raise ValueError(
+                f"{name}={limit} must be >= 1: a node with it never downloads (Scrapy takes it "
+                "and waits for ever)"
+            )
     instead = (
         "the cluster-wide limit of a site is POLITENESS_RATE, POLITENESS_SITE_RATES and "
         "POLITENESS_BURST (docs/settings.md)"

@@ -120,6 +120,18 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
             "redis://127.0.0.1:1/0",
             "DOWNLOAD_DELAY=-1.0 must be a number of seconds >= 0",
         ),
+        # Scrapy takes them and never downloads: a node held its leases and outlived a SIGTERM
+        # (audit AS)
+        (
+            "CONCURRENT_REQUESTS_PER_DOMAIN=0",
+            "redis://127.0.0.1:1/0",
+            "CONCURRENT_REQUESTS_PER_DOMAIN=0 must be >= 1: a node with it never downloads",
+        ),
+        (
+            "CONCURRENT_REQUESTS=-1",
+            "redis://127.0.0.1:1/0",
+            "CONCURRENT_REQUESTS=-1 must be >= 1",
+        ),
         # refused as the crawler is built, not as the engine opens the spider (where it came
         # chained under Scrapy's 'Engine slot not assigned')
         (

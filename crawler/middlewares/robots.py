@@ -2,7 +2,8 @@
 
 Scrapy's ``RobotsTxtMiddleware``, with the robots.txt body of each site cached
 in Redis (``ROBOTSTXT_CACHE_KEY``, ``ROBOTSTXT_CACHE_TTL``): the first node to
-need it downloads it, every other node parses the cached copy. 2xx and 4xx
+need it downloads it, every other node parses the cached copy (nodes that need it at the same
+moment, before the first copy is stored, each download it: nothing claims the download). 2xx and 4xx
 answers are cached (a 4xx means "no rules"); 5xx and errors are not. The
 ``Crawl-delay`` for our user agent slows the site in the cluster-wide limiter.
 Without ``REDIS_URL`` it behaves like Scrapy's middleware. Requests that arrive while a
