@@ -59,7 +59,10 @@ def require_spider(name: str, settings: Mapping[str, Any]) -> None:
     if name not in known:
         raise SystemExit(
             f"crawler: no spider {name!r} in this project (SPIDER_MODULES); "
-            f"its spiders: {', '.join(known) or 'none'}"
+            f"its spiders: {', '.join(known) or 'none'}. A spider run with `scrapy runspider "
+            f"FILE`: `scrapy purge {name}` purges it, and the commands take it once its module "
+            "is in SPIDER_MODULES (CRAWLER_SETTING_SPIDER_MODULES=crawler.spiders,<module>, "
+            "with its directory on PYTHONPATH)"
         )
 
 
