@@ -33,6 +33,16 @@ from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 Report = Callable[[KafkaError | None, Any], None]
 
 
+class Delivered:
+    """The message a delivery report gives: where Kafka wrote it (None: no offset given)."""
+
+    def __init__(self, offset: int | None) -> None:
+        self._offset = offset
+
+    def offset(self) -> int | None:
+        return self._offset
+
+
 class FakeProducer:
     """Keeps messages until the test decides their fate."""
 
@@ -61,10 +71,10 @@ class FakeProducer:
         for _message, report in queued:
             report(KafkaError(KafkaError._PURGE_QUEUE), None)
 
-    def report_all(self, error: KafkaError | None) -> None:
+    def report_all(self, error: KafkaError | None, offset: int | None = 0) -> None:
         queued, self.queued = self.queued, []
         for _message, report in queued:
-            report(error, None)
+            report(error, Delivered(offset))
 
     def refuse_all(self, error: KafkaError) -> None:
         """Kafka refuses each queued message for good; a batch's refusal, again when each is
@@ -141,6 +151,49 @@ def test_fatal_error_recreates_the_producer_and_spools_its_queue(tmp_path: Path)
     FakeProducer.made[1].report_all(None)
     assert counts["kafka/replayed"] == 3
     assert list(item_sender.spool.directory.glob("*.jsonl")) == []
+
+
+def test_a_delivery_without_an_offset_is_sent_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """librdkafka reports a batch that failed (``Not leader for partition``, at a new topic's
+    first produce) delivered when a batch sent after it succeeds ("implicitly acked"), without
+    an offset; a broker that had no state for the producer wrote the later batch, and not the
+    first (a reproduction: 1 and 3 items acknowledged and missing from the topic). A report
+    without an offset is no proof: the message is spooled and sent again (at least once)."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(n) for n in range(3)], outcomes)
+    producer = FakeProducer.made[0]
+    first, *rest = producer.queued
+    producer.queued = [first]
+    with caplog.at_level(logging.WARNING, logger="crawler.kafka.sender"):
+        producer.report_all(None, offset=None)  # implicitly acked
+    producer.queued = rest
+    producer.report_all(None)
+    assert outcomes == ["spooled", "delivered", "delivered"]
+    assert counts["kafka/delivered"] == 2
+    assert counts["kafka/unproven_ack"] == 1
+    assert "without an offset" in caplog.text
+    item_sender.replay()
+    ((again, _),) = producer.queued
+    assert again.value == message(0).value
+
+
+def test_a_dead_letter_delivered_without_an_offset_is_spooled_for_the_dlq(tmp_path: Path) -> None:
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(1)], outcomes)
+    producer = FakeProducer.made[0]
+    producer.refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
+    producer.report_all(None, offset=None)  # the dead letter, implicitly acked
+    assert outcomes == ["spooled"]
+    assert (counts["kafka/unproven_ack"], counts["kafka/dead_lettered"]) == (1, 0)
+    (segment,) = item_sender.spool.directory.glob("*.jsonl")
+    (record,) = [decode_record(line) for line in segment.read_bytes().splitlines()]
+    assert (record.message.topic, record.reason) == ("items.dlq", "unproven_ack")
 
 
 def test_too_large_goes_to_the_dlq_then_the_local_file(tmp_path: Path) -> None:
@@ -255,7 +308,7 @@ def test_a_replayed_message_that_cannot_be_spooled_again_keeps_its_segment(
     assert outcomes == ["spooled", "spooled"]
     item_sender.replay()
     (_, delivered), (_, failed) = producer.queued
-    delivered(None, None)
+    delivered(None, Delivered(0))
     with monkeypatch.context() as patch:
         enospc_after_half(patch)
         failed(KafkaError(KafkaError._MSG_TIMED_OUT), None)

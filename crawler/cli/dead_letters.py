@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from confluent_kafka import KafkaError, Message
 
 from crawler.cli import numbers
 from crawler.cli.config import add_kafka_option, kafka_bootstrap, kafka_security, project_settings
@@ -29,6 +30,7 @@ from crawler.kafka.dead_letters import (
     Span,
     original_timestamp,
 )
+from crawler.kafka.errors import unproven
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer, producer_config
 from crawler.kafka.replayable import replay_refusal
@@ -200,9 +202,9 @@ def run_replay(args: argparse.Namespace, queues: DeadLetterQueues, dlq: str) -> 
         )
         where = (message.partition, message.offset)
 
-        def report(error: object, _: object, where: tuple[int, int] = where) -> None:
+        def report(error: KafkaError | None, sent: Message, where: tuple[int, int] = where) -> None:
             outstanding.discard(where)
-            if error is not None:
+            if error is not None or unproven(error, sent):  # not handled: read again next time
                 failed.append(where)
 
         outstanding.add(where)

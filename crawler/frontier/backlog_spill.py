@@ -24,6 +24,7 @@ from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_topic import spill_message
 from crawler.frontier.client import Finish, FrontierClient
 from crawler.frontier.keys import FrontierKeys
+from crawler.kafka.errors import unproven
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
 from crawler.lua import frontier_script, text
@@ -153,11 +154,11 @@ class Spill:
 
         def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
             def delivered(error: KafkaError | None, message: Message) -> None:
-                if error is None:
+                if error is None and not unproven(error, message):
                     out.acked[lease_id] = message.offset() or 0
                     return
                 out.failed.append(lease_id)
-                if error.code() in UNSURE_ERRORS:
+                if error is None or error.code() in UNSURE_ERRORS:  # maybe written all the same
                     out.unsure.append(lease_id)
 
             return delivered
@@ -208,9 +209,9 @@ class Spill:
                 len(back),
                 len(entries),
                 keys.tag,
-                f"; {len(unsure)} of them were sent and timed out, were purged or had no "
-                "outcome: should Kafka have written them all the same, they are skipped when read "
-                "back (frontier/spill_unsure)"
+                f"; {len(unsure)} of them were sent and timed out, were purged, had no outcome "
+                "or were acknowledged without an offset: should Kafka have written them all the "
+                "same, they are skipped when read back (frontier/spill_unsure)"
                 if unsure
                 else "",
             )

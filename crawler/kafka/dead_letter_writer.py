@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from crawler.kafka.errors import BATCH_ERRORS, error_reason, is_permanent
+from crawler.kafka.errors import BATCH_ERRORS, error_reason, is_permanent, unproven
 from crawler.kafka.health import Count
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
@@ -35,6 +35,7 @@ ORIGINAL_TIMESTAMP_HEADER = "dlq_original_timestamp"  # ms; the dead letter has 
 DLQ_HEADERS = (ORIGINAL_TOPIC_HEADER, REASON_HEADER, ERROR_HEADER, ORIGINAL_TIMESTAMP_HEADER)
 # spools a message whose send failed for now (the sender's, which settles it)
 Transient = Callable[[OutgoingMessage, KafkaError, Settled | None], None]
+Unproven = Callable[[OutgoingMessage, Settled | None], None]
 
 
 def settle(on_settled: Settled | None, outcome: str) -> None:
@@ -62,13 +63,16 @@ class DeadLetterWriter:
         dead_letter_file: Path,
         producer: Callable[[], ItemProducer],
         count: Count,
+        *,
         transient: Transient,
+        unproven: Unproven,
     ) -> None:
         self._template = dlq_topic_template
         self._file = JsonLinesLog(dead_letter_file)
         self._producer = producer
         self._count = count
         self._transient = transient
+        self._unproven = unproven  # a report of success without an offset (errors.unproven)
 
     def send(
         self, message: OutgoingMessage, reason: str, error: str, on_settled: Settled | None
@@ -99,8 +103,10 @@ class DeadLetterWriter:
         else as the sender's ``transient`` settles it (``spooled``, or ``requeue``). A batch
         the topic refused (``BATCH_ERRORS``) is sent again a message at a time (``alone``)."""
 
-        def report(failure: KafkaError | None, _: Message) -> None:
-            if failure is None:
+        def report(failure: KafkaError | None, delivered: Message) -> None:
+            if unproven(failure, delivered):
+                self._unproven(dlq, on_settled)
+            elif failure is None:
                 self._count("kafka/dead_lettered", 1)
                 settle(on_settled, "dead_lettered")
             elif not alone and failure.code() in BATCH_ERRORS:

@@ -7,7 +7,7 @@ node's file); any other is transient (spooled and replayed).
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Message
 
 # delivery reports of these are permanent; every other failed report is transient
 PERMANENT_ERRORS = frozenset(
@@ -52,6 +52,15 @@ UNKNOWN_TOPIC_ERRORS = frozenset({KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 # transient failures of the node's own making, which say nothing of the broker: no outage
 LOCAL_ERRORS = PURGED | {KafkaError._QUEUE_FULL}
+
+
+def unproven(error: KafkaError | None, message: Message) -> bool:
+    """A delivery report of success without an offset: librdkafka's "implicit acknowledgement"
+    of a batch that failed (``Not leader for partition``, as at a new topic's first produce)
+    once a batch sent after it succeeded. A broker with no state for the producer may have
+    written the later batch only (a reproduction: 1 and 3 of 400 items acknowledged so and not
+    in the topic): no proof that Kafka holds the message."""
+    return error is None and message.offset() is None
 
 
 def is_permanent(error: KafkaError, *, at_produce: bool = False) -> bool:

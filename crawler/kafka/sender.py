@@ -3,7 +3,9 @@
 Every message ends in exactly one settled outcome, reported to its
 ``on_settled`` callback:
 
-- ``delivered``: acknowledged by the broker;
+- ``delivered``: acknowledged by the broker, at an offset (a report without one, which
+  librdkafka gives a batch that failed once a batch sent after it succeeded, is no proof: the
+  message is spooled and sent again);
 - ``spooled``: a transient failure (broker unreachable, timed out, purged at
   shutdown); written to the local spool (fsynced), replayed later;
 - ``dead_lettered``: a permanent failure (too large, invalid); sent to the
@@ -44,6 +46,7 @@ from crawler.kafka.errors import (
     UNKNOWN_TOPIC_ERRORS,
     error_reason,
     is_permanent,
+    unproven,
 )
 from crawler.kafka.health import BrokerHealth, Count
 from crawler.kafka.messages import OutgoingMessage
@@ -107,10 +110,12 @@ class ItemSender:
             config.dead_letter_file,
             lambda: self.producer,
             count,
-            self._transient,
+            transient=self._transient,
+            unproven=self._unproven,
         )
         self._topics: set[str] = set()  # topics sent to: a probe checks their leaders
         self._missing_topics: set[str] = set()  # topics Kafka said it has not: logged once
+        self._unproven_said = False  # a delivery without an offset: said once per node
         self._last_replay = 0.0
         self._last_report = time.monotonic()  # a delivery report came, or nothing was pending
         self._last_probe = 0.0
@@ -149,9 +154,12 @@ class ItemSender:
     ) -> Callable[[KafkaError | None, Message], None]:
         sent = time.monotonic()
 
-        def report(error: KafkaError | None, _: Message) -> None:
+        def report(error: KafkaError | None, delivered: Message) -> None:
             self._last_report = time.monotonic()
-            if error is None:
+            if unproven(error, delivered):
+                self.health.answered()
+                self._unproven(message, on_settled)
+            elif error is None:
                 if self._observe_delivery is not None:
                     self._observe_delivery(self._last_report - sent)
                 self.health.answered()
@@ -165,6 +173,21 @@ class ItemSender:
                 self._transient(message, error, on_settled)
 
         return report
+
+    def _unproven(self, message: OutgoingMessage, on_settled: Settled | None) -> None:
+        """librdkafka reported ``message`` delivered without an offset (``errors.unproven``):
+        spooled, and sent again (at least once). Not an outage: the broker answered."""
+        self._count("kafka/unproven_ack", 1)
+        if not self._unproven_said:
+            self._unproven_said = True
+            logger.warning(
+                "Kafka's client reported a message delivered without an offset (librdkafka's "
+                "implicit acknowledgement of a batch that failed): it may not be in %s, so it "
+                "is sent again through the spool and may be there twice (kafka/unproven_ack "
+                "counts such messages)",
+                message.topic,
+            )
+        self._spool(message, "unproven_ack", on_settled)
 
     def _send_alone(
         self, message: OutgoingMessage, error: KafkaError, on_settled: Settled | None
