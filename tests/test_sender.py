@@ -129,6 +129,15 @@ def send_all(item_sender: ItemSender, messages: list[OutgoingMessage], outcomes:
     asyncio.run(scenario())
 
 
+def sent(tmp_path: Path, count: int) -> tuple[ItemSender, Counter[str], list[str]]:
+    """A sender that sent ``count`` messages, none reported yet; its counts and outcomes."""
+    counts: Counter[str] = Counter()
+    outcomes: list[str] = []
+    item_sender = sender(tmp_path, counts)
+    send_all(item_sender, [message(n) for n in range(count)], outcomes)
+    return item_sender, counts, outcomes
+
+
 def test_fatal_error_recreates_the_producer_and_spools_its_queue(tmp_path: Path) -> None:
     counts: Counter[str] = Counter()
     outcomes: list[str] = []
@@ -161,10 +170,7 @@ def test_a_delivery_without_an_offset_is_sent_again(
     an offset; a broker that had no state for the producer wrote the later batch, and not the
     first (a reproduction: 1 and 3 items acknowledged and missing from the topic). A report
     without an offset is no proof: the message is spooled and sent again (at least once)."""
-    counts: Counter[str] = Counter()
-    outcomes: list[str] = []
-    item_sender = sender(tmp_path, counts)
-    send_all(item_sender, [message(n) for n in range(3)], outcomes)
+    item_sender, counts, outcomes = sent(tmp_path, 3)
     producer = FakeProducer.made[0]
     first, *rest = producer.queued
     producer.queued = [first]
@@ -182,10 +188,7 @@ def test_a_delivery_without_an_offset_is_sent_again(
 
 
 def test_a_dead_letter_delivered_without_an_offset_is_spooled_for_the_dlq(tmp_path: Path) -> None:
-    counts: Counter[str] = Counter()
-    outcomes: list[str] = []
-    item_sender = sender(tmp_path, counts)
-    send_all(item_sender, [message(1)], outcomes)
+    item_sender, counts, outcomes = sent(tmp_path, 1)
     producer = FakeProducer.made[0]
     producer.refuse_all(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
     producer.report_all(None, offset=None)  # the dead letter, implicitly acked
