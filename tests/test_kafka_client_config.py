@@ -212,6 +212,26 @@ def test_bootstrap_servers_in_the_producer_config_is_refused_naming_the_setting(
         KafkaPipelineSettings.from_crawler(MagicMock(settings=settings))
 
 
+@pytest.mark.parametrize("acks", ["0", 0])
+def test_a_producer_that_waits_for_no_acknowledgement_is_refused_naming_the_setting(
+    acks: object,
+) -> None:
+    """With acks=0 (idempotence off) no delivery report gives an offset: the broker answers
+    nothing, so nothing proves an item reached Kafka (each such report would be sent again
+    for ever: kafka/unproven_ack)."""
+    settings = Settings(resolve_settings({}))
+    overrides = {"enable.idempotence": False, "acks": acks}
+    settings.setdict(
+        {
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+            "KAFKA_PRODUCER_CONFIG": orjson.dumps(overrides).decode(),
+        },
+        priority="cmdline",
+    )
+    with pytest.raises(ValueError, match=r"KAFKA_PRODUCER_CONFIG.*acks=0.*acks=all"):
+        KafkaPipelineSettings.from_crawler(MagicMock(settings=settings))
+
+
 def test_the_time_librdkafka_holds_a_message_is_read_as_it_applies_it() -> None:
     """Messages waiting for a topic's check go to the spool once Kafka has been away that long:
     message.timeout.ms or its alias delivery.timeout.ms, whichever comes later, as librdkafka

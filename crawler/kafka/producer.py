@@ -73,13 +73,20 @@ def checked_producer_config(
     bootstrap_servers: str, overrides: Mapping[str, Any], setting: str = "KAFKA_PRODUCER_CONFIG"
 ) -> dict[str, Any]:
     """``producer_config``, after librdkafka has accepted it (a producer is built and dropped:
-    it checks every property, and that ``acks`` agrees with idempotence); ValueError naming
-    ``setting`` when it does not."""
+    it checks every property, and that ``acks`` agrees with idempotence), and with ``acks``
+    above 0; ValueError naming ``setting`` when it does not."""
     if given := sorted(BROKER_LIST_KEYS & set(overrides)):
         raise ValueError(
             f"{setting} sets {', '.join(given)}: give the brokers in KAFKA_BOOTSTRAP_SERVERS "
             "(the node's log, its other clients and the crawler CLI use it)"
         )
+    for name in ("acks", "request.required.acks"):  # librdkafka's two names for it
+        if str(overrides.get(name, "")).strip() == "0":
+            raise ValueError(
+                f"{setting} sets {name}=0: the broker would acknowledge nothing, so nothing "
+                "could prove an item reached Kafka (a delivery report without an offset is "
+                "sent again); use acks=all (the default) or 1"
+            )
     config = producer_config(bootstrap_servers, overrides)
     try:
         Producer(config)
