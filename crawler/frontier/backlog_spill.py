@@ -154,12 +154,13 @@ class Spill:
 
         def report(lease_id: str) -> Callable[[KafkaError | None, Message], None]:
             def delivered(error: KafkaError | None, message: Message) -> None:
-                if error is None and not unproven(error, message):
-                    out.acked[lease_id] = message.offset() or 0
+                if error is not None or unproven(error, message):
+                    out.failed.append(lease_id)
+                    # an error that may leave it written, or no offset: maybe written all the same
+                    if error is None or error.code() in UNSURE_ERRORS:
+                        out.unsure.append(lease_id)
                     return
-                out.failed.append(lease_id)
-                if error is None or error.code() in UNSURE_ERRORS:  # maybe written all the same
-                    out.unsure.append(lease_id)
+                out.acked[lease_id] = message.offset() or 0
 
             return delivered
 
