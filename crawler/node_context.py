@@ -19,7 +19,10 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
 - supervision of background loops: a loop that crashes is logged with its traceback,
   counted (``node/loop_crashed/<name>``) and restarted;
 - a watch on Redis's clock (:mod:`crawler.redis_clock`): a step of it is said in a WARNING
-  and counted (``redis/clock_step/ahead``, ``redis/clock_step/back``).
+  and counted (``redis/clock_step/ahead``, ``redis/clock_step/back``);
+- on a Sentinel URL, the sentinels' failover messages (:mod:`crawler.redis_master_watch`):
+  commands wait while a failover is under way and go to the new master once it is named
+  (a WARNING, ``redis/master_switched``).
 
 Without ``REDIS_URL`` (standalone) it is not configured and :meth:`of` returns None.
 """
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import redis.asyncio
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -42,8 +46,9 @@ from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
 from crawler.redis_clock import READ_TIMEOUT, Step, step_message, watch
 from crawler.redis_connection import AsyncRedis, async_client, masters_time_ms, time_ms
+from crawler.redis_master_watch import Switch, follow_master
 from crawler.redis_outage import GaveUp, OutageGuard
-from crawler.redis_url import RedisConfig
+from crawler.redis_url import RedisConfig, Topology
 from crawler.settings_values import get_float, get_int
 
 logger = logging.getLogger(__name__)
@@ -81,6 +86,7 @@ class NodeContext:
         self._loops: set[asyncio.Task[None]] = set()
         self._crawler = crawler
         crawler.signals.connect(self._watch_clock, signal=signals.engine_started)
+        crawler.signals.connect(self._follow_master, signal=signals.engine_started)
         crawler.signals.connect(self._close, signal=signals.engine_stopped)
 
     @classmethod
@@ -193,6 +199,24 @@ class NodeContext:
             "redis_clock",
             lambda: watch(lambda: masters_time_ms(self.redis, READ_TIMEOUT), stepped),
         )
+
+    def _follow_master(self) -> None:
+        if self.config.topology is not Topology.SENTINEL:
+            return
+        assert isinstance(self.redis, redis.asyncio.Redis)
+        client = self.redis
+
+        def switched(switch: Switch) -> None:
+            self.stats.inc_value("redis/master_switched")
+            logger.warning(
+                "Redis Sentinel made %s:%d the master of %r (it was %s:%d): this node's "
+                "Redis commands go there now",
+                *switch.new,
+                switch.service,
+                *switch.old,
+            )
+
+        self.supervise("redis_master", lambda: follow_master(self.config, client, switched))
 
     async def stop_loops(self, *tasks: asyncio.Task[None]) -> None:
         """Cancel ``tasks`` (every loop when none is given) and give them

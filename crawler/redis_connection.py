@@ -15,6 +15,7 @@ import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from crawler.redis_master_watch import HoldingPool
 from crawler.redis_url import RedisConfig, Topology
 
 AsyncRedis: TypeAlias = redis.asyncio.Redis | redis.asyncio.RedisCluster
@@ -31,8 +32,9 @@ def _config(
 # -- asyncio ----------------------------------------------------------------------------------
 
 
-class _SentinelPool(redis.asyncio.sentinel.SentinelConnectionPool):
-    """Closes the client's sentinel connections with the client (redis-py leaves them open)."""
+class _SentinelPool(HoldingPool):
+    """Closes the client's sentinel connections with the client (redis-py leaves them open);
+    holds new commands through a failover (:func:`crawler.redis_master_watch.follow_master`)."""
 
     async def aclose(self) -> None:
         await super().aclose()

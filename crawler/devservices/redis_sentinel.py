@@ -1,7 +1,9 @@
-"""A local Redis Sentinel setup: one master and one ``redis-server <conf> --sentinel``.
+"""A local Redis Sentinel setup: one master, optionally one replica of it, and one
+``redis-server <conf> --sentinel``.
 
 The sentinel monitors the master under a service name (quorum 1); clients find the master
-through it (``redis+sentinel://host:port/<service>/<db>``). Sentinel rewrites its config
+through it (``redis+sentinel://host:port/<service>/<db>``). With a replica, ``SENTINEL
+FAILOVER <service>`` promotes it (tests of a planned failover). Sentinel rewrites its config
 file, so the file lives in the sentinel's data folder.
 """
 
@@ -63,10 +65,12 @@ class RedisSentinelConfig:
     data_dir: Path
     host: str = "127.0.0.1"
     service: str = SERVICE
+    replica_port: int | None = None
 
 
 class LocalSentinel(ProcessGroup):
-    """A master and its sentinel; :attr:`url` is a ``redis+sentinel://`` URL (db 0)."""
+    """A master (and its replica, when a port is given) and their sentinel; :attr:`url` is a
+    ``redis+sentinel://`` URL (db 0)."""
 
     start_timeout = 30.0
 
@@ -78,6 +82,19 @@ class LocalSentinel(ProcessGroup):
                 data_dir=config.data_dir / "master",
                 host=config.host,
                 appendonly=False,
+            )
+        )
+        self.replica = (
+            None
+            if config.replica_port is None
+            else RedisServer(
+                RedisServerConfig(
+                    port=config.replica_port,
+                    data_dir=config.data_dir / "replica",
+                    host=config.host,
+                    appendonly=False,
+                    extra_args=("--replicaof", config.host, str(config.master_port)),
+                )
             )
         )
         self.sentinel = SentinelServer(
@@ -97,11 +114,15 @@ class LocalSentinel(ProcessGroup):
         return f"redis+sentinel://{cfg.host}:{cfg.sentinel_port}/{cfg.service}/0"
 
     def start(self, timeout: float = start_timeout) -> None:
-        """Start the master, then the sentinel; wait until the sentinel names the master."""
+        """Start the master (and the replica, once it is in sync), then the sentinel, which
+        finds the replica in the master's first answer; wait until it names the master."""
         started = time.monotonic()
         deadline = started + timeout
         try:
             self.master.start(timeout)
+            if self.replica is not None:
+                self.replica.start(max(1.0, deadline - time.monotonic()))
+                self._wait_replica_in_sync(deadline)
             self.sentinel.start(max(1.0, deadline - time.monotonic()))
             self._wait_master_known(deadline)
         except BaseException:
@@ -111,18 +132,43 @@ class LocalSentinel(ProcessGroup):
 
     def stop(self) -> None:
         self.sentinel.stop()
+        if self.replica is not None:
+            self.replica.stop()
         self.master.stop()
 
-    def _wait_master_known(self, deadline: float) -> None:
+    def _wait_replica_in_sync(self, deadline: float) -> None:
         cfg = self.config
-        client = redis.Redis(host=cfg.host, port=cfg.sentinel_port, socket_timeout=5.0)
+        client = redis.Redis(host=cfg.host, port=cfg.replica_port or 0, socket_timeout=5.0)
+        try:
+            while client.info("replication").get("master_link_status") != "up":
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"the replica on port {cfg.replica_port} is not in sync")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def _wait_master_known(self, deadline: float) -> None:
+        """Until the sentinel sees the master up (and the replica, able to take over)."""
+        cfg = self.config
+        client = redis.Redis(
+            host=cfg.host, port=cfg.sentinel_port, socket_timeout=5.0, decode_responses=True
+        )
         try:
             while True:
                 state = client.sentinel_master(cfg.service)
-                if isinstance(state, dict) and state["is_master"] and not state["is_sdown"]:
+                master_up = isinstance(state, dict) and state["is_master"] and not state["is_sdown"]
+                if master_up and (cfg.replica_port is None or self._replica_known(client)):
                     return
                 if time.monotonic() >= deadline:
                     raise RuntimeError(f"sentinel at {self.url} does not see its master: {state}")
                 time.sleep(0.05)
         finally:
             client.close()
+
+    def _replica_known(self, client: redis.Redis) -> bool:
+        return any(
+            int(replica["port"]) == self.config.replica_port
+            and replica["flags"] == "slave"
+            and replica.get("master-link-status") == "ok"
+            for replica in client.sentinel_slaves(self.config.service)
+        )
