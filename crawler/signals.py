@@ -3,9 +3,10 @@ hand the spider's own ``spider_idle`` handlers the signal in cluster mode."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-from pydispatch import dispatcher  # type: ignore[import-untyped]
+from pydispatch import dispatcher, saferef  # type: ignore[import-untyped]
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
@@ -23,21 +24,30 @@ cluster_idle = object()
 
 def user_receivers(crawler: Crawler, signal: object) -> list[Any]:
     """The receivers of ``signal`` that are neither Scrapy's nor the project's."""
-    receivers = dispatcher.liveReceivers(dispatcher.getAllReceivers(crawler.signals.sender, signal))
-    return [
-        receiver
-        for receiver in receivers
-        if not str(getattr(receiver, "__module__", "")).startswith(("scrapy.", "crawler."))
-    ]
+    return [receiver for receiver, _ in _user_connections(crawler, signal)]
+
+
+def _user_connections(crawler: Crawler, signal: object) -> list[tuple[Any, bool]]:
+    """Each user receiver of ``signal``, and whether it was connected weakly (the default;
+    ``weak=False`` keeps a lambda or closure alive, and must be given to disconnect it)."""
+    connections = []
+    for entry in dispatcher.getAllReceivers(crawler.signals.sender, signal):
+        weak = isinstance(entry, weakref.ReferenceType | saferef.BoundMethodWeakref)
+        receiver = entry() if weak else entry
+        module = str(getattr(receiver, "__module__", ""))
+        if receiver is not None and not module.startswith(("scrapy.", "crawler.")):
+            connections.append((receiver, weak))
+    return connections
 
 
 def move_user_idle_handlers(crawler: Crawler) -> list[Any]:
-    """Connect the user's ``spider_idle`` receivers to ``cluster_idle`` instead; returns them."""
-    moved = user_receivers(crawler, signals.spider_idle)
-    for receiver in moved:
-        crawler.signals.disconnect(receiver, signal=signals.spider_idle)
-        crawler.signals.connect(receiver, signal=cluster_idle)
-    return moved
+    """Connect the user's ``spider_idle`` receivers to ``cluster_idle`` instead, as weakly or
+    strongly as they were; returns them."""
+    moved = _user_connections(crawler, signals.spider_idle)
+    for receiver, weak in moved:
+        crawler.signals.disconnect(receiver, signal=signals.spider_idle, weak=weak)
+        crawler.signals.connect(receiver, signal=cluster_idle, weak=weak)
+    return [receiver for receiver, _ in moved]
 
 
 def send_idle(crawler: Crawler, signal: object, spider: Spider) -> str | None:

@@ -325,13 +325,15 @@ def test_requests_a_spider_idle_handler_crawls_are_fetched_on_a_single_node(
     assert "'cluster_idle/dont_filter': 5" in run.logs()
 
 
+@pytest.mark.parametrize("case", ["idle_count", "idle_count_strong"])
 def test_a_spider_idle_handler_is_called_when_the_cluster_is_idle_not_when_its_node_is(
-    tmp_path: Path, redis_url: str, kafka_bootstrap: str
+    tmp_path: Path, redis_url: str, kafka_bootstrap: str, case: str
 ) -> None:
     """Scrapy calls spider_idle handlers once the crawl is over; a node called them each time
-    it ran dry while others crawled (work in phases ran its phases early, out of order)."""
+    it ran dry while others crawled (work in phases ran its phases early, out of order), and
+    still did so for a handler connected with ``weak=False``."""
     run, reference, _ = compare(
-        tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": "idle_count"}
+        tmp_path, redis_url, kafka_bootstrap, spider="u_cases", arguments={"case": case}
     )
     assert sorted(run.items) == sorted(reference)
     assert re.findall(r"spider_idle handler calls: (\d+)", run.logs()) == ["1", "1"]

@@ -21,7 +21,8 @@
   ``crawler.engine.crawl()`` and raises ``DontCloseSpider`` (Scrapy's documented use of the
   signal for work in phases);
 - ``idle_count``: a ``spider_idle`` handler that only counts its calls, logged when the spider
-  closes (standalone Scrapy calls it once, when the crawl is over);
+  closes (standalone Scrapy calls it once, when the crawl is over); ``idle_count_strong``: the
+  same handler as a lambda connected with ``weak=False`` (how a closure is kept alive);
 - anything else: the plain crawl (for the middleware cases and retries).
 """
 
@@ -75,6 +76,10 @@ class CasesSpider(scrapy.Spider):
             crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         if spider.case == "idle_count":
             crawler.signals.connect(spider.count_idle, signal=signals.spider_idle)
+        if spider.case == "idle_count_strong":
+            counting = lambda: spider.count_idle()  # noqa: E731, PLW0108 - a closure that only weak=False keeps
+            crawler.signals.connect(counting, signal=signals.spider_idle, weak=False)
+        if spider.case.startswith("idle_count"):
             crawler.signals.connect(spider.report_idle, signal=signals.spider_closed)
         return spider
 
