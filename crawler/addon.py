@@ -25,14 +25,20 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.misc import load_object
 from scrapy.utils.python import without_none_values
 
-from crawler import feed_storage, node_files, scrapy_redis_compat, standalone_commands
+from crawler import (
+    browser_settings,
+    feed_storage,
+    node_files,
+    scrapy_redis_compat,
+    standalone_commands,
+)
 from crawler.addon_check import reactor_problem
 from crawler.component_orders import (
     check_downloader_middleware_orders,
     check_pipeline_orders,
     check_spider_middleware_orders,
 )
-from crawler.download_handler import PLAIN_HANDLERS, missing_browser
+from crawler.download_handler import PLAIN_HANDLERS
 from crawler.frontier.settings import FrontierSettings
 from crawler.kafka.bootstrap import check_bootstrap_servers
 from crawler.node import resolve_crawl_id
@@ -42,7 +48,7 @@ from crawler.scrapy_redis_given import given, object_path
 from crawler.scrapy_values import check_scrapy_values, whole_scrapy_integers
 from crawler.session_spider import check_session_spider
 from crawler.setting_names import misspelt, require_project_settings
-from crawler.settings_values import component_path, get_bool, get_dict, get_int
+from crawler.settings_values import component_path, get_bool
 
 logger = logging.getLogger(__name__)
 LEASING_SCHEDULER = "crawler.frontier.scheduler.LeasingScheduler"
@@ -144,8 +150,7 @@ class ClusterAddon:
             if problem := node_files.job_dir_problem(settings.get("JOBDIR") or ""):
                 raise ValueError(problem)
         self._download_handlers(settings)
-        if get_bool(settings, "BROWSER_ENABLED"):
-            self._browser(settings)
+        browser_settings.apply(settings)
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
             check_bootstrap_servers(str(settings.get("KAFKA_BOOTSTRAP_SERVERS")))
             check_pipeline_orders(settings)
@@ -270,38 +275,3 @@ class ClusterAddon:
             },
             max(given, SETTINGS_PRIORITIES["addon"]),
         )
-
-    @staticmethod
-    def _browser(settings: BaseSettings) -> None:
-        pages, contexts = (
-            get_int(settings, "BROWSER_MAX_PAGES"),
-            get_int(settings, "BROWSER_MAX_CONTEXTS"),
-        )
-        if pages < 1 or contexts < 0:
-            raise ValueError(
-                f"BROWSER_MAX_PAGES={pages} must be >= 1 and BROWSER_MAX_CONTEXTS={contexts} "
-                ">= 0 (0: no limit)"
-            )
-        launch = {
-            "executable_path": settings.get("BROWSER_EXECUTABLE"),
-            "headless": True,
-            **get_dict(settings, "PLAYWRIGHT_LAUNCH_OPTIONS"),  # yours win
-        }
-        given = settings.getpriority("PLAYWRIGHT_LAUNCH_OPTIONS") or 0
-        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", launch, max(given, SETTINGS_PRIORITIES["addon"]))
-        # a persistent context (user_data_dir) is launched from its own arguments alone
-        named = get_dict(settings, "PLAYWRIGHT_CONTEXTS")
-        persistent = {
-            name: {**{key: launch[key] for key in ("executable_path", "headless")}, **given_kwargs}
-            for name, given_kwargs in named.items()
-            if isinstance(given_kwargs, dict) and "user_data_dir" in given_kwargs
-        }
-        if persistent:
-            priority = max(settings.getpriority("PLAYWRIGHT_CONTEXTS") or 0, given)
-            settings.set("PLAYWRIGHT_CONTEXTS", {**named, **persistent}, priority)
-        if why := missing_browser(launch):
-            logger.warning("%s", why)
-        settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
-        if contexts:  # a spider naming more contexts than that waits for one to be closed
-            settings.set("PLAYWRIGHT_MAX_CONTEXTS", contexts, "addon")
-        settings.set("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages, "addon")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from pathlib import Path
 
 import orjson
@@ -85,12 +86,100 @@ def test_a_handler_scrapy_runs_with_a_warning_or_an_error_is_run_so(
         assert text in log
 
 
-def browser_settings(values: dict[str, object]) -> Settings:
+def browser_settings(
+    values: dict[str, object], cmdline: dict[str, object] | None = None
+) -> Settings:
     """A node's settings once the add-on has set scrapy-playwright's from BROWSER_*."""
     settings = Settings(resolve_settings({}))
     settings.setdict(values, priority="project")
+    settings.setdict(cmdline or {}, priority="cmdline")
     ClusterAddon().update_settings(settings)
     return settings
+
+
+@pytest.mark.parametrize(
+    ("values", "cmdline", "pages", "said"),
+    [
+        ({}, {}, 2, ""),
+        (
+            {"PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": 1},
+            {},
+            1,
+            "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT=1 is used, not BROWSER_MAX_PAGES=2",
+        ),
+        (
+            {"PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": 1},
+            {"BROWSER_MAX_PAGES": 5},
+            5,
+            "BROWSER_MAX_PAGES=5 replaces PLAYWRIGHT_MAX_PAGES_PER_CONTEXT=1",
+        ),
+        (
+            {},
+            {"PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": 3},
+            3,
+            "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT=3 is used",
+        ),
+        ({"PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": 2}, {}, 2, ""),
+    ],
+    ids=[
+        "ours",
+        "project_s_own",
+        "ours_from_the_command_line",
+        "own_from_the_command_line",
+        "same",
+    ],
+)
+def test_scrapy_playwright_s_page_limit_given_beside_ours_is_never_silently_ignored(
+    values: dict[str, object],
+    cmdline: dict[str, object],
+    pages: int,
+    said: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A project's PLAYWRIGHT_MAX_PAGES_PER_CONTEXT silently beat BROWSER_MAX_PAGES, even one
+    given with -s (an audit): the one given at the higher priority is used, and a difference
+    is said."""
+    with caplog.at_level(logging.WARNING, logger="crawler.browser_settings"):
+        settings = browser_settings(values, cmdline)
+    assert settings.getint("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT") == pages
+    assert said in caplog.text
+    if not said:
+        assert "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT" not in caplog.text
+    contexts = browser_settings({"PLAYWRIGHT_MAX_CONTEXTS": 4}, {"BROWSER_MAX_CONTEXTS": 2})
+    assert contexts.getint("PLAYWRIGHT_MAX_CONTEXTS") == 2
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        (
+            {"PLAYWRIGHT_BROWSER_TYPE": "firefox"},
+            "PLAYWRIGHT_BROWSER_TYPE='firefox': nodes render with Chromium",
+        ),
+        (
+            {
+                "BROWSER_ENABLED": False,
+                "DOWNLOAD_HANDLERS": {
+                    "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+                },
+            },
+            "BROWSER_ENABLED=False, but DOWNLOAD_HANDLERS names scrapy-playwright's handler "
+            "for https",
+        ),
+    ],
+    ids=["firefox", "browser_off_with_scrapy_playwright_s_handler"],
+)
+def test_browser_settings_that_cannot_work_are_refused_at_start(
+    values: dict[str, object], refusal: str
+) -> None:
+    """Both were silently ignored (an audit): Firefox was launched with the Chromium binary
+    (every page failed, "Running as root without --no-sandbox"), and scrapy-playwright's own
+    handler rendered every page with the browser off."""
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        browser_settings(values)
+    assert browser_settings({"PLAYWRIGHT_BROWSER_TYPE": "chromium"})["PLAYWRIGHT_BROWSER_TYPE"] == (
+        "chromium"
+    )
 
 
 def test_the_browser_settings_keep_what_scrapy_playwright_users_give() -> None:
@@ -133,7 +222,7 @@ def test_a_persistent_context_is_launched_with_the_node_s_chromium() -> None:
 def test_a_missing_chromium_is_named_at_start_and_no_browser_is_started(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+    with caplog.at_level(logging.WARNING, logger="crawler.browser_settings"):
         browser_settings({"BROWSER_EXECUTABLE": "/nonexistent/chromium"})
     assert "BROWSER_EXECUTABLE='/nonexistent/chromium' is not an executable file" in caplog.text
     launch = {"executable_path": "/nonexistent/chromium"}  # as the add-on sets it
