@@ -1,4 +1,4 @@
-"""Scrapy's own boolean and number settings, checked as the crawler starts.
+"""Scrapy's own boolean and number settings (and lists of numbers), checked as the crawler starts.
 
 Scrapy's getters raise an error that names no setting, from whichever component reads the
 value first (a traceback); these checks name it. A number Scrapy reads with ``getint`` given
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings, default_settings
 
-from crawler.settings_values import get_bool, get_float, int_value
+from crawler.settings_values import get_bool, get_float, get_list, int_value
 
 # Scrapy's boolean settings, read at start (a bad value is refused naming the setting); one
 # whose default is a number is a switch too (TELNETCONSOLE_ENABLED=1: "maybe" failed the start
@@ -92,6 +92,28 @@ def whole_scrapy_integers(settings: BaseSettings, *, refuse: bool) -> None:
         settings.set(name, whole, priority=settings.getpriority(name) or 0)
 
 
+# Scrapy's lists of status codes that Scrapy 2.19 reads with getlist and does not convert:
+# "-s HTTPERROR_ALLOWED_CODES=403" gave ["403"], which no status (an int) is in
+# (RETRY_HTTP_CODES and HTTPCACHE_IGNORE_HTTP_CODES are read with int())
+SCRAPY_INTEGER_LISTS = ("HTTPERROR_ALLOWED_CODES",)
+
+
+def whole_scrapy_integer_lists(settings: BaseSettings) -> None:
+    """Each of ``SCRAPY_INTEGER_LISTS`` given as text (``403,404`` or a JSON array) or with
+    text items is set to its list of integers, at the priority it was given with; an item
+    that is not a whole number is refused naming the setting."""
+    for name in SCRAPY_INTEGER_LISTS:
+        given = settings[name]
+        if isinstance(given, list | tuple) and all(_is_int(code) for code in given):
+            continue
+        codes = [int_value(name, code) for code in get_list(settings, name)]
+        settings.set(name, codes, priority=settings.getpriority(name) or 0)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_scrapy_values(settings: BaseSettings) -> None:
     """Refuse, naming the setting, a Scrapy boolean or number setting Scrapy cannot read (or
     would read as another number); set its whole numbers given as text to the numbers."""
@@ -100,3 +122,4 @@ def check_scrapy_values(settings: BaseSettings) -> None:
     for name in SCRAPY_NUMBERS:
         get_float(settings, name)
     whole_scrapy_integers(settings, refuse=True)
+    whole_scrapy_integer_lists(settings)

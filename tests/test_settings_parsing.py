@@ -18,6 +18,7 @@ import orjson
 import pytest
 import scrapy
 from scrapy.settings import Settings
+from scrapy.spidermiddlewares.httperror import HttpErrorMiddleware
 from scrapy.utils.conf import arglist_to_dict
 from scrapy.utils.test import get_crawler
 
@@ -285,6 +286,20 @@ def test_a_scrapy_boolean_setting_that_does_not_parse_is_refused_by_name() -> No
         settings = from_command_line({name: "maybe"})
         with pytest.raises(ValueError, match=f"{name}='maybe' is not a boolean"):
             ClusterAddon().update_settings(settings)
+
+
+def test_scrapy_s_allowed_status_codes_given_as_text_are_read_as_numbers() -> None:
+    """``-s HTTPERROR_ALLOWED_CODES=403`` gave Scrapy ``["403"]``, which no status (an int) is
+    in: a 403 still went to the errback, here as in plain Scrapy (an audit), silently."""
+    for given in ("403,404", '["403", 404]', "[403, 404]"):
+        settings = from_command_line({"HTTPERROR_ALLOWED_CODES": given})
+        ClusterAddon().update_settings(settings)
+        assert settings.getlist("HTTPERROR_ALLOWED_CODES") == [403, 404]
+        assert settings.getpriority("HTTPERROR_ALLOWED_CODES") == 40
+        allowed = HttpErrorMiddleware(settings).handle_httpstatus_list
+        assert 403 in allowed
+    with pytest.raises(ValueError, match="HTTPERROR_ALLOWED_CODES='forbidden' is not an integer"):
+        ClusterAddon().update_settings(from_command_line({"HTTPERROR_ALLOWED_CODES": "forbidden"}))
 
 
 def test_a_spiders_download_delay_that_is_no_number_is_refused_by_name() -> None:
