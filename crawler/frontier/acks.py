@@ -36,6 +36,7 @@ class LeaseState:
     failure: str | None = None
     error: str | None = None  # the failure's detail, for its record
     repeats: int = 0  # failures of the same reason after the first
+    cause: BaseException | None = None  # the last exception recorded (each counts once)
     requeue_reason: str | None = None
     void: bool = False  # the frontier was purged under it: its output is not written
     answered: bool = False  # its response or failure reached the spider (``answer``)
@@ -119,12 +120,21 @@ class AckTracker:
         if state is not None:
             state.answered = True
 
-    def fail(self, lease_id: str, reason: str, error: str | None = None) -> None:
+    def fail(
+        self,
+        lease_id: str,
+        reason: str,
+        error: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
         """Record why the request failed; the first reason wins, and its detail counts the
-        failures of the same reason after it (a page's eight requests not stored)."""
+        failures of the same reason after it (a page's eight requests not stored). An
+        exception (``cause``) recorded again, as a callback's reaches the lease by the
+        output, ``process_spider_exception`` and ``spider_error``, counts once."""
         state = self._leases.get(lease_id)
-        if state is None:
+        if state is None or (cause is not None and cause is state.cause):
             return
+        state.cause = cause or state.cause
         if state.failure is None:
             state.failure = reason
             state.error = error

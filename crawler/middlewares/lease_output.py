@@ -6,7 +6,7 @@ them (Scrapy hands callback output to its workers through a queue, so the
 output ends before its requests are scheduled); it holds the lease for every
 item until the pipelines settle it, and releases the callback's own hold when
 the output ends. Callback errors mark the lease failed with
-``spider_exception/<ExceptionClass>`` (not ``CloseSpider``: a wish to stop, not an error).
+``spider_exception/<ExceptionClass>`` (``CloseSpider`` too: the page's output ends there).
 
 Items are matched to their lease through the response that Scrapy's
 ``item_scraped`` / ``item_dropped`` / ``item_error`` signals carry (its
@@ -85,11 +85,14 @@ def fail_page(crawler: Crawler, response: Response, reason: str, error: str) -> 
 
 
 def fail(tracker: AckTracker, lease_id: str, exc: Exception) -> None:
-    """Record a callback's exception as the lease's failure, except ``CloseSpider``: Scrapy
-    takes it as the spider's wish to stop (the node closes with its reason), not an error;
-    the page's output so far stands and its lease is done."""
-    if not isinstance(exc, CloseSpider):  # the record says why (credentials masked in it)
-        tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}", str(exc) or None)
+    """Record a callback's exception as the lease's failure (the record says why, credentials
+    masked in it). ``CloseSpider`` too, with its reason: Scrapy takes it as the spider's wish
+    to stop, and the node closes, but the page's output ends where it was raised while the
+    other nodes crawl on; done, its links not yet yielded were lost without a word and the
+    crawl said finished (an audit). Failed, ``crawler status`` counts it and ``crawler failed
+    <spider> retry`` crawls it again."""
+    error = exc.reason if isinstance(exc, CloseSpider) else str(exc)
+    tracker.fail(lease_id, f"spider_exception/{type(exc).__name__}", str(error) or None, exc)
 
 
 async def track_output(
