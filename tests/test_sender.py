@@ -24,9 +24,11 @@ from crawler.kafka.sender import ItemSender, SenderConfig
 from crawler.kafka.spool import (
     JsonLinesLog,
     Spool,
+    claim,
     dead_letter_file,
     decode_record,
     encode_record,
+    report_left,
 )
 from crawler.pipelines.pause_notice import KAFKA_AWAY, PauseInfo
 
@@ -534,3 +536,21 @@ def test_a_spool_counts_its_records_across_segments_a_block_at_a_time(
     (tmp_path / "b.jsonl").write_bytes(b'{"n":333}\n')
     (tmp_path / "notes.txt").write_bytes(b"not\na\nsegment\n")
     assert Spool(tmp_path, "n1").records() == 3
+
+
+def test_what_a_closing_node_says_is_left_leaves_out_what_another_process_holds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two nodes share a spool folder: a node closing while the other replays a segment told
+    the operator to replay that segment's records too (an audit)."""
+    (tmp_path / "free.jsonl").write_bytes(b'{"n":1}\n{"n":2}\n')
+    (tmp_path / "replayed.jsonl").write_bytes(b'{"n":3}\n{"n":4}\n{"n":5}\n')
+    spool = Spool(tmp_path, "n1")
+    held = claim(tmp_path / "replayed.jsonl")  # as the other node's replay holds it
+    assert held is not None
+    with held, caplog.at_level(logging.INFO, logger="crawler.kafka.spool"):
+        assert spool.left() == (2, 3)
+        report_left(spool, "pages", "spool")
+    assert "2 items left in the spool" in caplog.text
+    assert "3 items in the spool" in caplog.text and "another process on this host" in caplog.text
+    assert spool.left() == (5, 0)  # released: the other node stopped before sending them

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from typing import IO, Any
 import orjson
 
 from crawler.kafka.messages import OutgoingMessage
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +186,25 @@ class Spool:
         total = 0
         for path in self.directory.glob("*.jsonl"):
             with contextlib.suppress(FileNotFoundError), path.open("rb") as handle:
-                while block := handle.read(COUNT_BLOCK):
-                    total += block.count(b"\n")
+                total += _lines(handle)
         return total
+
+    def left(self) -> tuple[int, int]:
+        """Records left for a replay (in this spool's segments and in those no process holds),
+        and records in segments another process on this host writes or replays now."""
+        left = held = 0
+        for path in self.directory.glob("*.jsonl"):
+            handle = None if path == self.writing() else claim(path)
+            if handle is not None:
+                with handle:
+                    left += _lines(handle)
+                continue
+            with contextlib.suppress(FileNotFoundError), path.open("rb") as reading:
+                if path == self.writing():
+                    left += _lines(reading)
+                else:
+                    held += _lines(reading)
+        return left, held
 
     def size(self) -> int:
         """Bytes of every segment (read from other threads: one replayed meanwhile is gone)."""
@@ -194,6 +213,35 @@ class Spool:
             with contextlib.suppress(FileNotFoundError):
                 total += path.stat().st_size
         return total
+
+
+def report_left(spool: Spool, spider: str, spool_dir: Path | str) -> None:
+    """Say, as a node closes, what its spool folder still holds for a replay (a WARNING with
+    the command), and what other processes on this host write or replay now (INFO)."""
+    left, held = spool.left()
+    if left:
+        logger.warning(
+            "%d items left in the spool (%s), not in Kafka yet: send them with `crawler "
+            "spool replay %s --dir %s` on this host, or start a node here",
+            left,
+            spool.directory,
+            spider,
+            spool_dir,
+        )
+    if held:
+        logger.info(
+            "%d items in the spool (%s) are in segments another process on this host writes "
+            "or replays now",
+            held,
+            spool.directory,
+        )
+
+
+def _lines(handle: IO[bytes]) -> int:
+    lines = 0
+    while block := handle.read(COUNT_BLOCK):
+        lines += block.count(b"\n")
+    return lines
 
 
 def claim(segment: Path) -> IO[bytes] | None:

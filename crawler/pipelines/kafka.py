@@ -46,7 +46,7 @@ from crawler.kafka.messages import OutgoingMessage, item_fields, item_type_of
 from crawler.kafka.producer import message_timeout
 from crawler.kafka.schemas import SchemaRegistry
 from crawler.kafka.sender import ItemSender, SenderConfig
-from crawler.kafka.spool import dead_letter_file
+from crawler.kafka.spool import dead_letter_file, report_left
 from crawler.kafka.topics import TopicChecker, TopicRefused
 from crawler.metrics.node import NodeMetrics
 from crawler.node_context import NodeContext
@@ -340,17 +340,9 @@ class KafkaPipeline:
         if self._topics is not None:
             self._topics.release()  # nothing waits for a check any more
         self._spooled_at_close(await self._sender.close(self._flush_left()))
-        if left := self._sender.spool.records():
-            spider = self.crawler.spider
-            assert spider is not None
-            logger.warning(
-                "%d items left in the spool (%s), not in Kafka yet: send them with `crawler "
-                "spool replay %s --dir %s` on this host, or start a node here",
-                left,
-                self._sender.spool.directory,
-                spider.name,
-                self.settings.spool_dir,
-            )
+        spider = self.crawler.spider
+        assert spider is not None
+        report_left(self._sender.spool, spider.name, self.settings.spool_dir)
 
 
 def _resolve(settled: asyncio.Future[str], outcome: str) -> None:
