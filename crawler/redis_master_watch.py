@@ -16,8 +16,10 @@ service:
   (a sentinel that has not heard yet may answer first, for a second or two), closes the
   pool's idle connections, marks those in use to close once their command is done, and lets
   the held commands go: they connect to the new master;
-- ``-failover-abort-*`` or ``+failover-end-for-timeout``, or nothing for ``HOLD_MAX``
-  seconds: the commands go on, to whichever server the sentinels name.
+- ``-failover-abort-*`` or ``+failover-end-for-timeout`` from every sentinel that began one
+  (in an unplanned failover several try, and those that lose the election give up while the
+  winner goes on), or nothing for ``HOLD_MAX`` seconds: the commands go on, to whichever
+  server the sentinels name.
 
 A failover while no sentinel can be heard is followed as redis-py does, when the old master
 refuses writes.
@@ -110,15 +112,22 @@ class FailoverFollower:
         self.moving = asyncio.Lock()
         self.followed: Address | None = None  # the last master moved to (every sentinel says)
         self.hold_ends: asyncio.TimerHandle | None = None
+        # sentinels (host:port) that began a failover not yet ended: several may try at once
+        # (an unplanned failover), and one that loses the election gives up while another goes on
+        self.failing_over: set[str] = set()
 
-    async def heard(self, channel: str, data: bytes | str) -> None:
+    async def heard(self, channel: str, data: bytes | str, sentinel: str = "") -> None:
+        """One message of ``sentinel``'s."""
         if channel == SWITCHED:
             if (switch := parsed_switch(data)) and switch.service == self.service:
                 await self._move(switch)
         elif service_of_event(data) == self.service:
             if channel == BEGUN:
+                self.failing_over.add(sentinel)
                 self._hold()
-            else:
+                return
+            self.failing_over.discard(sentinel)
+            if not self.failing_over and not self.pool.released.is_set():
                 logger.warning("Redis Sentinel ended the failover of %r: %s", self.service, channel)
                 self.release()
 
@@ -144,6 +153,8 @@ class FailoverFollower:
         self.release()
 
     def release(self) -> None:
+        """Let the held commands go (and those to come)."""
+        self.failing_over.clear()
         if self.hold_ends is not None:
             self.hold_ends.cancel()
             self.hold_ends = None
@@ -203,9 +214,10 @@ async def follow_master(
         follower.release()  # never leave commands held
 
 
-async def _listen(
-    host: str, port: int, kwargs: dict[str, Any], heard: Callable[[str, Any], Awaitable[None]]
-) -> None:
+Heard = Callable[[str, Any, str], Awaitable[None]]  # channel, data, the sentinel's host:port
+
+
+async def _listen(host: str, port: int, kwargs: dict[str, Any], heard: Heard) -> None:
     """Hear the failover messages of one sentinel, again and again after it goes away."""
     while True:
         sentinel = redis.asyncio.Redis(host=host, port=port, **kwargs)
@@ -213,7 +225,7 @@ async def _listen(
             async with sentinel.pubsub() as pubsub:
                 await pubsub.subscribe(BEGUN, SWITCHED, *ENDED)
                 await pubsub.psubscribe(ABORTED)
-                await _messages(pubsub, heard)
+                await _messages(pubsub, heard, f"{host}:{port}")
         except (RedisError, OSError) as exc:
             logger.debug("Sentinel %s:%d not heard: %s", host, port, exc)
         finally:
@@ -221,9 +233,7 @@ async def _listen(
         await asyncio.sleep(RETRY_DELAY)
 
 
-async def _messages(
-    pubsub: redis.asyncio.client.PubSub, heard: Callable[[str, Any], Awaitable[None]]
-) -> None:
+async def _messages(pubsub: redis.asyncio.client.PubSub, heard: Heard, sentinel: str) -> None:
     """Pass each message on; ping after ``QUIET_PING`` of silence and return (to subscribe
     again) when nothing at all came back within ``PING_ANSWER`` after it."""
     last = time.monotonic()
@@ -234,7 +244,7 @@ async def _messages(
         if message is not None:
             last, pinged = now, False
             if message["type"] in ("message", "pmessage"):
-                await heard(_text(message["channel"]), message["data"])
+                await heard(_text(message["channel"]), message["data"], sentinel)
         elif not pinged and now - last >= QUIET_PING:
             await pubsub.ping()
             pinged, last = True, now

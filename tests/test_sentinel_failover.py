@@ -117,6 +117,13 @@ def test_commands_wait_from_the_failover_s_start_to_its_end(
             assert not waiting.done()
             await follower.heard(*ended)
             assert await asyncio.wait_for(waiting, 5.0)
+            # two sentinels try (an unplanned failover); the one that gives up ends no hold
+            await follower.heard(*BEGUN, "s1:26379")
+            await follower.heard(*BEGUN, "s2:26379")
+            await follower.heard(*ended, "s2:26379")
+            assert not await _answers_within(0.5, client)
+            await follower.heard(*ended, "s1:26379")
+            assert await _answers_within(5.0, client)
         finally:
             follower.release()
             await client.aclose()
