@@ -175,6 +175,8 @@ def test_collector_turns_stats_into_metrics() -> None:
         "frontier/redis_error": 6,
         "seeds/invalid/json": 2,
         "redis/clock_step/ahead": 1,
+        "redis/master_switched": 1,
+        "kafka/unproven_ack": 2,
         "memusage/max": 1.5e6,
         "start_time": object(),  # not numeric: left out
         "finish_reason": "finished",
@@ -203,6 +205,8 @@ def test_collector_turns_stats_into_metrics() -> None:
         ("crawler_redis_errors_total", (("component", "frontier"),)): 6,
         ("crawler_seeds_invalid_total", (("reason", "json"),)): 2,
         ("crawler_redis_clock_steps_total", (("direction", "ahead"),)): 1,
+        ("crawler_redis_master_switches_total", ()): 1,
+        ("crawler_kafka_unproven_acks_total", ()): 2,
     }
     for (name, extra), want in expected.items():
         assert value(found, name, **LABELS, **dict(extra)) == want, (name, extra)

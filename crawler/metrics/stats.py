@@ -68,6 +68,11 @@ FAMILIES = (
     ),
     _family("crawler_kafka_spooled", "Messages written to the local spool", r"kafka/spooled"),
     _family(
+        "crawler_kafka_unproven_acks",
+        "Messages the broker reported delivered without an offset: spooled and sent again",
+        r"kafka/unproven_ack",
+    ),
+    _family(
         "crawler_dead_letters",
         "Messages dead-lettered, to the dead-letter topic or the local file",
         r"kafka/dead_lettered(?:_file)?",
@@ -116,6 +121,11 @@ FAMILIES = (
         "Steps of Redis's clock against this node's, by direction (ahead, back)",
         r"redis/clock_step/(.+)",
         "direction",
+    ),
+    _family(
+        "crawler_redis_master_switches",
+        "Moves of this node's Redis connections to the master Sentinel named after a failover",
+        r"redis/master_switched",
     ),
     _family(
         "crawler_seeds_invalid",
