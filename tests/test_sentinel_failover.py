@@ -218,12 +218,13 @@ def test_a_sentinel_that_is_away_is_listened_to_once_it_answers(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_nodes_crawl_through_a_planned_failover_fetching_every_page_once(
-    sentinel_with_replica: LocalSentinel, tmp_path: Path
+@pytest.mark.parametrize("failover", ["planned", "master_killed"])
+def test_nodes_crawl_through_a_failover_fetching_every_page_once(
+    sentinel_with_replica: LocalSentinel, tmp_path: Path, failover: str
 ) -> None:
-    """Two nodes crawl while the operator runs ``SENTINEL FAILOVER``: they hold their commands
-    through it and go on with the new master, no write of theirs lost (no ``writes_lost``,
-    so nothing crawled again) and every page fetched once."""
+    """Two nodes crawl while the operator runs ``SENTINEL FAILOVER`` (or the master is
+    killed): they hold their commands through it and go on with the new master, no write of
+    theirs lost (no ``writes_lost``, so nothing crawled again) and every page fetched once."""
     setup = sentinel_with_replica
     sentinel = _server(setup, setup.config.sentinel_port)
     settings = {
@@ -239,7 +240,10 @@ def test_nodes_crawl_through_a_planned_failover_fetching_every_page_once(
         deadline = time.monotonic() + 60
         while sum(site.hits.values()) < site.pages // 5 and time.monotonic() < deadline:
             time.sleep(0.05)
-        sentinel.sentinel_failover(SERVICE)
+        if failover == "planned":
+            sentinel.sentinel_failover(SERVICE)
+        else:
+            setup.master.stop()
 
     with Site(200, delay=0.3) as site:
         failing_over = threading.Thread(target=fail_over_midway, args=(site,))
