@@ -53,7 +53,9 @@ def apply(settings: BaseSettings) -> None:
             "package); remove PLAYWRIGHT_BROWSER_TYPE, or set BROWSER_ENABLED=False and take "
             "scrapy-playwright out of DOWNLOAD_HANDLERS to render nothing"
         )
-    settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", "addon")
+    # scrapy-playwright looks the type up as given: "Chromium" passed the check and failed
+    given = settings.getpriority("PLAYWRIGHT_BROWSER_TYPE") or 0
+    settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", max(given, ADDON))
     _launch_options(settings)
     _limit(settings, "BROWSER_MAX_PAGES", "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages)
     if contexts:  # a spider naming more contexts than that waits for one to be closed

@@ -21,8 +21,9 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
 - a watch on Redis's clock (:mod:`crawler.redis_clock`): a step of it is said in a WARNING
   and counted (``redis/clock_step/ahead``, ``redis/clock_step/back``);
 - on a Sentinel URL, the sentinels' failover messages (:mod:`crawler.redis_master_watch`):
-  commands wait while a failover is under way and go to the new master once it is named
-  (a WARNING, ``redis/master_switched``).
+  commands wait while a failover is under way and go to the new master once it is promoted
+  (a WARNING, ``redis/master_switched``; a sentinel that cannot be heard, a WARNING and
+  ``redis/sentinel_unheard``).
 
 Without ``REDIS_URL`` (standalone) it is not configured and :meth:`of` returns None.
 """
@@ -216,7 +217,12 @@ class NodeContext:
                 *switch.old,
             )
 
-        self.supervise("redis_master", lambda: follow_master(self.config, client, switched))
+        def unheard(_sentinel: str) -> None:
+            self.stats.inc_value("redis/sentinel_unheard")
+
+        self.supervise(
+            "redis_master", lambda: follow_master(self.config, client, switched, unheard)
+        )
 
     async def stop_loops(self, *tasks: asyncio.Task[None]) -> None:
         """Cancel ``tasks`` (every loop when none is given) and give them

@@ -1,28 +1,32 @@
 """Following a Redis Sentinel failover as the sentinels run it (no Scrapy imports).
 
 redis-py's Sentinel client asks the sentinels for the master only when it opens a connection;
-connections already open go on to the old master until they fail. In a planned failover
-(``SENTINEL FAILOVER``) the old master answers as a master for about 10 s after the replica
-was promoted, until the sentinels make it a replica, and what a node writes there meanwhile is
-lost then (the node finds out, ``frontier/writes_lost``, and crawls again what it held).
+connections already open go on to the old master until they fail. In a failover the old master
+may answer as a master for many seconds after the replica was promoted: until the sentinels
+have reconfigured every other replica (each may need a full sync) and then made the old master a
+replica. What a node writes there meanwhile is lost then (the node finds out,
+``frontier/writes_lost``, and crawls again what it held).
 
-:func:`follow_master` listens on every sentinel of the URL to the failover of the URL's
-service:
+:func:`follow_master` listens to every sentinel of the URL, and to the other sentinels they know
+of (``SENTINEL SENTINELS``, looked up every ``SENTINELS_LOOK`` seconds): a failover is run, and
+announced, by one sentinel alone. For the URL's service:
 
-- ``+try-failover`` (a failover begins, before any replica is promoted): the pool holds new
-  commands (:class:`HoldingPool`); those already sent finish on the old master, which
-  passes them to its replica as ever;
-- ``+switch-master``: it waits until the sentinels name the new master to a client that asks
-  (a sentinel that has not heard yet may answer first, for a second or two), closes the
-  pool's idle connections, marks those in use to close once their command is done, and lets
-  the held commands go: they connect to the new master;
-- ``-failover-abort-*`` or ``+failover-end-for-timeout`` from every sentinel that began one
-  (in an unplanned failover several try, and those that lose the election give up while the
-  winner goes on), or nothing for ``HOLD_MAX`` seconds: the commands go on, to whichever
-  server the sentinels name.
+- ``+try-failover`` (before any replica is promoted): the pool holds new commands
+  (:class:`HoldingPool`); those already sent finish on the old master, which passes them to
+  its replica as ever;
+- ``+promoted-slave`` (the replica answers as the master): the pool's connections go to it at
+  once, though the sentinels name it to clients only at ``+switch-master``, and the commands
+  go on: idle connections close now, those in use once their command is answered;
+- ``+switch-master``: once the sentinels name the new master, connections are again opened to
+  whichever master they name (and moved there now, when the promotion was not heard);
+- ``-failover-abort-*`` from every sentinel that began a failover (in a failover of a master
+  that failed several try, and those that lose the election give up while the winner goes
+  on), or nothing for ``HOLD_MAX`` seconds: the commands go on, to whichever server the
+  sentinels name.
 
-A failover while no sentinel can be heard is followed as redis-py does, when the old master
-refuses writes.
+A sentinel that cannot be heard (unreachable, or an ACL user without access to its channels)
+is said once in a WARNING; a failover it runs is then followed as redis-py does, when the old
+master refuses writes.
 """
 
 from __future__ import annotations
@@ -37,28 +41,35 @@ from typing import Any
 import redis.asyncio
 import redis.asyncio.client
 import redis.asyncio.sentinel
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from crawler.redis_url import RedisConfig, Topology
 
 logger = logging.getLogger(__name__)
 
-BEGUN = "+try-failover"
-SWITCHED = "+switch-master"
-ENDED = ("+failover-end-for-timeout",)
+BEGUN, PROMOTED, SWITCHED = "+try-failover", "+promoted-slave", "+switch-master"
 ABORTED = "-failover-abort-*"  # a pattern: every reason a failover is given up for
-HOLD_MAX = 10.0  # seconds commands are held at most, whatever the sentinels say
+HOLD_MAX = 10.0  # seconds commands are held at most before a promotion, whatever is said
+PIN_MAX = 180.0  # seconds a promoted replica is used before the sentinels name it (their
+# failover-timeout's default: the switch comes within it)
+NAMED_MAX = 30.0  # seconds the sentinels may take to name the master one announced
+SAME_MOVE = 60.0  # seconds within which a move to the same master is the same (each sentinel
+# announces it)
+SENTINELS_LOOK = 30.0  # seconds between looks for sentinels the URL does not name
 QUIET_PING = 10.0  # seconds without a message before the watch pings its sentinel
 PING_ANSWER = 5.0  # seconds a ping's answer may take before the sentinel counts as away
-RETRY_DELAY = 1.0  # seconds before a sentinel that could not be heard is tried again
+RETRY_MAX = 30.0  # seconds at most between tries of a sentinel that could not be heard
 NAMED_POLL = 0.05
 
 Address = tuple[str, int]
+Heard = Callable[[str, Any, str], Awaitable[None]]  # channel, data, the sentinel's host:port
 
 
 @dataclass(frozen=True)
 class Switch:
-    """A ``+switch-master`` message: ``service`` moved from ``old`` to ``new``."""
+    """A move of ``service``'s master from ``old`` to ``new``."""
 
     service: str
     old: Address
@@ -66,16 +77,29 @@ class Switch:
 
 
 class HoldingPool(redis.asyncio.sentinel.SentinelConnectionPool):
-    """A Sentinel pool whose new commands wait while :func:`follow_master` holds them."""
+    """A Sentinel pool whose new commands wait while :func:`follow_master` holds them, and
+    whose connections go to a promoted replica the sentinels do not name yet."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.released = asyncio.Event()
         self.released.set()
+        self.promoted: Address | None = None
+        self.promoted_at = 0.0
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         await self.released.wait()
         return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+
+    async def get_master_address(self) -> Any:
+        if self.promoted is not None and time.monotonic() - self.promoted_at > PIN_MAX:
+            self.promoted = None
+        if self.promoted is None:
+            return await super().get_master_address()  # type: ignore[no-untyped-call]
+        if self.master_address != self.promoted:
+            self.master_address = self.promoted
+            await self.disconnect(inuse_connections=False)
+        return self.promoted
 
 
 def parsed_switch(data: bytes | str) -> Switch | None:
@@ -98,6 +122,14 @@ def service_of_event(data: bytes | str) -> str | None:
     return None
 
 
+def parsed_promotion(data: bytes | str) -> Switch | None:
+    """``slave <name> <ip> <port> @ <service> <old-ip> <old-port>``; None for anything else."""
+    parts = _text(data).split()
+    if len(parts) != 8 or parts[4] != "@" or not (parts[3].isdigit() and parts[7].isdigit()):
+        return None
+    return Switch(parts[5], (parts[6], int(parts[7])), (parts[2], int(parts[3])))
+
+
 def _text(data: bytes | str) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
 
@@ -109,18 +141,21 @@ class FailoverFollower:
         self.service = service
         self.pool = pool
         self.switched = switched
-        self.moving = asyncio.Lock()
-        self.followed: Address | None = None  # the last master moved to (every sentinel says)
         self.hold_ends: asyncio.TimerHandle | None = None
-        # sentinels (host:port) that began a failover not yet ended: several may try at once
-        # (an unplanned failover), and one that loses the election gives up while another goes on
+        # sentinels (host:port) that began a failover not yet ended or given up
         self.failing_over: set[str] = set()
+        self.moved: tuple[Address, float] | None = None  # the last master moved to, and when
 
     async def heard(self, channel: str, data: bytes | str, sentinel: str = "") -> None:
         """One message of ``sentinel``'s."""
         if channel == SWITCHED:
             if (switch := parsed_switch(data)) and switch.service == self.service:
-                await self._move(switch)
+                await self._named(switch)
+        elif channel == PROMOTED:
+            if (promotion := parsed_promotion(data)) and promotion.service == self.service:
+                self.pool.promoted, self.pool.promoted_at = promotion.new, time.monotonic()
+                await self._move(promotion)
+                self.release()
         elif service_of_event(data) == self.service:
             if channel == BEGUN:
                 self.failing_over.add(sentinel)
@@ -146,7 +181,7 @@ class FailoverFollower:
 
     def _held_too_long(self) -> None:
         logger.warning(
-            "Redis Sentinel named no new master of %r within %gs: Redis commands go on",
+            "Redis Sentinel promoted no replica of %r within %gs: Redis commands go on",
             self.service,
             HOLD_MAX,
         )
@@ -161,17 +196,33 @@ class FailoverFollower:
         self.pool.released.set()
 
     async def _move(self, switch: Switch) -> None:
-        async with self.moving:
-            if self.followed != switch.new and await self._named(switch.new):
-                await self.pool.run_proactive_reconnect()
-                self.followed = switch.new
-                self.switched(switch)
+        """Close the connections to any other server (each announcement of a move once)."""
+        now = time.monotonic()
+        if (
+            self.moved is not None
+            and self.moved[0] == switch.new
+            and now - self.moved[1] < SAME_MOVE
+        ):
+            return
+        await self.pool.run_proactive_reconnect()
+        self.moved = (switch.new, now)
+        self.switched(switch)
+
+    async def _named(self, switch: Switch) -> None:
+        """Once the sentinels name ``switch.new`` to a client that asks, connections go where
+        they say again (moved there now if the promotion was not heard); until then a
+        promoted replica keeps them. If they do not within ``NAMED_MAX``, connections go
+        where they name."""
+        named = await self._wait_named(switch.new)
+        promoted, self.pool.promoted = self.pool.promoted, None
+        if not named:
+            await self.pool.run_proactive_reconnect()
+        elif promoted != switch.new:
+            await self._move(switch)
         self.release()
 
-    async def _named(self, new: Address) -> bool:
-        """Wait until the sentinels name ``new`` to a client that asks; False when they do
-        not before the hold ends."""
-        deadline = time.monotonic() + HOLD_MAX
+    async def _wait_named(self, new: Address) -> bool:
+        deadline = time.monotonic() + NAMED_MAX
         while True:
             try:
                 host, port = await self.pool.sentinel_manager.discover_master(self.service)
@@ -182,55 +233,95 @@ class FailoverFollower:
             if time.monotonic() >= deadline:
                 logger.warning(
                     "A sentinel announced %s:%d as the master of %r, but the sentinels did not "
-                    "name it within %gs; connections move when the old master refuses writes",
+                    "name it within %gs; connections go where they name",
                     *new,
                     self.service,
-                    HOLD_MAX,
+                    NAMED_MAX,
                 )
                 return False
             await asyncio.sleep(NAMED_POLL)
 
 
 async def follow_master(
-    config: RedisConfig, client: redis.asyncio.Redis, switched: Callable[[Switch], None]
+    config: RedisConfig,
+    client: redis.asyncio.Redis,
+    switched: Callable[[Switch], None],
+    unheard: Callable[[str], None] = lambda _: None,
 ) -> None:
     """Hold ``client``'s commands through each failover of ``config.service`` and move its
-    connections to the new master, calling ``switched`` once per move; runs until
-    cancelled, never raises."""
+    connections to the new master, calling ``switched`` once per move and ``unheard`` with a
+    sentinel (``host:port``) that cannot be heard; runs until cancelled, never raises."""
     if config.topology is not Topology.SENTINEL:
         raise ValueError(f"{config.topology.value} URL: there are no sentinels to listen to")
     pool = client.connection_pool
     if not isinstance(pool, HoldingPool):
         raise TypeError(f"{client!r} is not a client of crawler.redis_connection")
     follower = FailoverFollower(config.service, pool, switched)
+    listeners: dict[Address, asyncio.Task[None]] = {}
+
+    def listen(addresses: list[Address]) -> None:
+        for address in addresses:
+            if address not in listeners:
+                listening = _listen(address, config.sentinel_kwargs(), follower.heard, unheard)
+                listeners[address] = asyncio.ensure_future(listening)
+
     try:
-        await asyncio.gather(
-            *(
-                _listen(host, port, config.sentinel_kwargs(), follower.heard)
-                for host, port in config.hosts
-            )
-        )
+        listen(list(config.hosts))
+        while True:
+            listen(await _sentinels_known(pool, config.service))
+            await asyncio.sleep(SENTINELS_LOOK)
     finally:
+        for task in listeners.values():
+            task.cancel()
+        await asyncio.gather(*listeners.values(), return_exceptions=True)
         follower.release()  # never leave commands held
 
 
-Heard = Callable[[str, Any, str], Awaitable[None]]  # channel, data, the sentinel's host:port
+async def _sentinels_known(pool: HoldingPool, service: str) -> list[Address]:
+    """The sentinels that the URL's sentinels know monitor ``service`` too."""
+    known: list[Address] = []
+    for sentinel in pool.sentinel_manager.sentinels:
+        try:
+            entries = await sentinel.sentinel_sentinels(service)
+        except RedisError as exc:
+            logger.debug("Sentinel %r did not list its peers: %s", sentinel, exc)
+            continue
+        known.extend((str(entry["ip"]), int(entry["port"])) for entry in entries)
+    return known
 
 
-async def _listen(host: str, port: int, kwargs: dict[str, Any], heard: Heard) -> None:
+async def _listen(
+    address: Address, kwargs: dict[str, Any], heard: Heard, unheard: Callable[[str], None]
+) -> None:
     """Hear the failover messages of one sentinel, again and again after it goes away."""
+    host, port = address
+    name, delay, said = f"{host}:{port}", 1.0, False
     while True:
-        sentinel = redis.asyncio.Redis(host=host, port=port, **kwargs)
+        # no retries of redis-py's own (seconds of backoff before a failure is seen)
+        sentinel = redis.asyncio.Redis(host=host, port=port, retry=Retry(NoBackoff(), 0), **kwargs)
         try:
             async with sentinel.pubsub() as pubsub:
-                await pubsub.subscribe(BEGUN, SWITCHED, *ENDED)
+                await pubsub.subscribe(BEGUN, PROMOTED, SWITCHED)
                 await pubsub.psubscribe(ABORTED)
-                await _messages(pubsub, heard, f"{host}:{port}")
+                if said:
+                    logger.info("Sentinel %s is heard again", name)
+                said, delay = False, 1.0
+                await _messages(pubsub, heard, name)
         except (RedisError, OSError) as exc:
-            logger.debug("Sentinel %s:%d not heard: %s", host, port, exc)
+            if not said:
+                unheard(name)
+                logger.warning(
+                    "Sentinel %s cannot be heard (%s): a failover it runs is followed only once "
+                    "the old master refuses writes, and writes of its last seconds may be lost "
+                    "(a sentinel ACL user needs its channels: &* or allchannels)",
+                    name,
+                    exc,
+                )
+            said = True
         finally:
             await sentinel.aclose()
-        await asyncio.sleep(RETRY_DELAY)
+        await asyncio.sleep(delay)
+        delay = min(RETRY_MAX, delay * 2)
 
 
 async def _messages(pubsub: redis.asyncio.client.PubSub, heard: Heard, sentinel: str) -> None:

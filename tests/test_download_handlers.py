@@ -177,9 +177,9 @@ def test_browser_settings_that_cannot_work_are_refused_at_start(
     handler rendered every page with the browser off."""
     with pytest.raises(ValueError, match=re.escape(refusal)):
         browser_settings(values)
-    assert browser_settings({"PLAYWRIGHT_BROWSER_TYPE": "chromium"})["PLAYWRIGHT_BROWSER_TYPE"] == (
-        "chromium"
-    )
+    for given in ("chromium", "Chromium"):  # scrapy-playwright takes the name as given
+        chosen = browser_settings({"PLAYWRIGHT_BROWSER_TYPE": given})["PLAYWRIGHT_BROWSER_TYPE"]
+        assert chosen == "chromium"
 
 
 def test_the_browser_settings_keep_what_scrapy_playwright_users_give() -> None:

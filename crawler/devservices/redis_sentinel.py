@@ -66,11 +66,13 @@ class RedisSentinelConfig:
     host: str = "127.0.0.1"
     service: str = SERVICE
     replica_port: int | None = None
+    other_sentinel_port: int | None = None  # a second sentinel, which the URL does not name
 
 
 class LocalSentinel(ProcessGroup):
-    """A master (and its replica, when a port is given) and their sentinel; :attr:`url` is a
-    ``redis+sentinel://`` URL (db 0)."""
+    """A master (and its replica, when a port is given) and their sentinel (and a second one,
+    when a port is given); :attr:`url` is a ``redis+sentinel://`` URL (db 0) naming the
+    first."""
 
     start_timeout = 30.0
 
@@ -97,16 +99,21 @@ class LocalSentinel(ProcessGroup):
                 )
             )
         )
-        self.sentinel = SentinelServer(
-            RedisServerConfig(
-                port=config.sentinel_port,
-                data_dir=config.data_dir / "sentinel",
-                host=config.host,
-                appendonly=False,
-            ),
-            config.service,
-            (config.host, config.master_port),
-        )
+        self.sentinels = [
+            SentinelServer(
+                RedisServerConfig(
+                    port=port,
+                    data_dir=config.data_dir / f"sentinel-{port}",
+                    host=config.host,
+                    appendonly=False,
+                ),
+                config.service,
+                (config.host, config.master_port),
+            )
+            for port in (config.sentinel_port, config.other_sentinel_port)
+            if port is not None
+        ]
+        self.sentinel = self.sentinels[0]
 
     @property
     def url(self) -> str:
@@ -123,7 +130,8 @@ class LocalSentinel(ProcessGroup):
             if self.replica is not None:
                 self.replica.start(max(1.0, deadline - time.monotonic()))
                 self._wait_replica_in_sync(deadline)
-            self.sentinel.start(max(1.0, deadline - time.monotonic()))
+            for sentinel in self.sentinels:
+                sentinel.start(max(1.0, deadline - time.monotonic()))
             self._wait_master_known(deadline)
         except BaseException:
             self.stop()
@@ -131,7 +139,8 @@ class LocalSentinel(ProcessGroup):
         logger.info("Redis Sentinel up at %s (%.1fs)", self.url, time.monotonic() - started)
 
     def stop(self) -> None:
-        self.sentinel.stop()
+        for sentinel in self.sentinels:
+            sentinel.stop()
         if self.replica is not None:
             self.replica.stop()
         self.master.stop()
@@ -148,7 +157,8 @@ class LocalSentinel(ProcessGroup):
             client.close()
 
     def _wait_master_known(self, deadline: float) -> None:
-        """Until the sentinel sees the master up (and the replica, able to take over)."""
+        """Until the sentinel sees the master up (and the replica, able to take over, and the
+        other sentinel)."""
         cfg = self.config
         client = redis.Redis(
             host=cfg.host, port=cfg.sentinel_port, socket_timeout=5.0, decode_responses=True
@@ -157,13 +167,21 @@ class LocalSentinel(ProcessGroup):
             while True:
                 state = client.sentinel_master(cfg.service)
                 master_up = isinstance(state, dict) and state["is_master"] and not state["is_sdown"]
-                if master_up and (cfg.replica_port is None or self._replica_known(client)):
+                if (
+                    master_up
+                    and (cfg.replica_port is None or self._replica_known(client))
+                    and self._peers_known(client)
+                ):
                     return
                 if time.monotonic() >= deadline:
                     raise RuntimeError(f"sentinel at {self.url} does not see its master: {state}")
                 time.sleep(0.05)
         finally:
             client.close()
+
+    def _peers_known(self, client: redis.Redis) -> bool:
+        peers = client.sentinel_sentinels(self.config.service)
+        return isinstance(peers, list) and len(peers) == len(self.sentinels) - 1
 
     def _replica_known(self, client: redis.Redis) -> bool:
         return any(

@@ -124,7 +124,7 @@ FAMILIES = (
     ),
     _family(
         "crawler_redis_master_switches",
-        "Moves of this node's Redis connections to the master Sentinel named after a failover",
+        "Moves of this node's Redis connections to a new master in a Sentinel failover",
         r"redis/master_switched",
     ),
     _family(
