@@ -395,6 +395,18 @@ def test_a_spider_name_with_a_brace_is_refused_where_it_breaks_the_hash_tags(
     ClusterAddon(get_crawler(spider)).update_settings(plain)  # one Redis, one part: it works
 
 
+def test_a_spider_name_with_a_hash_is_refused_in_cluster_mode() -> None:
+    """Part n of a spider's frontier in parts is ``{<spider>#<n>}``: a spider named
+    ``axq#1`` crawled in part 1 of spider ``axq`` (2 parts), their pages and items mixed, and
+    ``crawler purge axq`` deleted the other's dedup and records (an audit)."""
+    spider = type("Hashed", (scrapy.Spider,), {"name": "axq#1"})
+    settings = from_command_line({"KAFKA_TOPIC_TEMPLATE": "shop-items", **CLUSTER})
+    with pytest.raises(ValueError, match=re.escape("spider 'axq#1' has a '#'")) as said:
+        ClusterAddon(get_crawler(spider)).update_settings(settings)
+    assert "spider 'axq' with FRONTIER_PARTITIONS" in str(said.value)
+    assert "rename the spider" in str(said.value)
+
+
 def test_no_part_tag_is_searched_for_ever() -> None:
     with pytest.raises(ValueError, match="has a brace"):
         part_tag("shop_{x}", 1, 4)

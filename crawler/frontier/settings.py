@@ -99,6 +99,13 @@ class FrontierSettings:
             where = ""
         if where and (problem := braced_name(spider, where)):
             raise ValueError(problem)
+        if "#" in spider:  # whatever this spider's parts: another spider may have parts
+            raise ValueError(
+                f"spider {spider!r} has a '#', which names the parts of a frontier split into "
+                f"parts ({{<spider>#<n>}}: part n): its keys would be those of a part of "
+                f"spider {spider.split('#', 1)[0]!r} with FRONTIER_PARTITIONS, the two crawls "
+                "mixed and a purge of either deleting both; rename the spider"
+            )
         if self.backlog.queue_max:
             topic_from_template("FRONTIER_BACKLOG_TOPIC", self.backlog.topic, spider)
         if self.seen_feed.enabled:
