@@ -1,13 +1,13 @@
 """Exit status 1 for a node that stopped because it may not crawl (a refusal), not done.
 
-A node refused by the frontier (``FrontierRefused``: another partition count, an old layout,
-a Kafka backlog it would not read, or read in another topic, a scrapy-redis queue left in
-Redis, a frontier write that failed for good), stopped by a topic Kafka refuses
-for good, by a local feed file another node writes (``crawler.feed_storage``) or by a
-``CRAWLER_SESSION_KEY`` that cannot read the stored sessions closes its
-spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0 then,
-as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took the
-node for done. The project's versions of both commands exit 1 for those finish reasons, and
+A node refused by the frontier (``FrontierRefused``: another partition count, an old layout, a
+Kafka backlog it would not read, or read in another topic, items sent to other topics than its
+crawl's, a scrapy-redis queue left in Redis, a frontier write that failed for good), stopped by
+a topic Kafka refuses for good, by a local feed file another node writes
+(``crawler.feed_storage``) or by a ``CRAWLER_SESSION_KEY`` that cannot read the stored sessions
+closes its spider with a finish reason of its own; Scrapy's ``crawl`` and ``runspider`` exited 0
+then, as for a finished crawl, so a supervisor (systemd, a Kubernetes Job, a shell script) took
+the node for done. The project's versions of both commands exit 1 for those finish reasons, and
 for a node that saw the frontier lose its data (``frontier/epoch_lost``), whatever its reason.
 
 A setting the project refuses at start (a ``ValueError`` or ``NotConfigured`` raised by its own
@@ -45,6 +45,7 @@ from crawler.frontier.refusal import (
     BacklogTopicChanged,
     BacklogUnread,
     FrontierRefused,
+    ItemTopicsChanged,
     ScrapyRedisQueueLeft,
     WriteFailed,
 )
@@ -63,6 +64,7 @@ REFUSED_FINISH_REASONS = frozenset(
                 OldLayout,
                 BacklogUnread,
                 BacklogTopicChanged,
+                ItemTopicsChanged,
                 ScrapyRedisQueueLeft,
                 WriteFailed,
                 NodeIdInUse,

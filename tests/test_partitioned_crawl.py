@@ -17,6 +17,7 @@ import pytest
 import redis
 
 from crawler.demo.site import Site
+from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.partitions import part_of
 from crawler.kafka.reader import read_topic
@@ -139,15 +140,18 @@ def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_noth
     assert left == [], left
 
 
-def refused_node(redis_url: str, kafka_bootstrap: str, topic_template: str, workdir: Path) -> str:
-    """One node of 2 parts on a site: it is refused, fetches nothing and exits 1; its log."""
+def refused_node(
+    redis_url: str, kafka_bootstrap: str, topic_template: str, workdir: Path, parts: int = 2
+) -> str:
+    """One node of ``parts`` parts on a site: it is refused, fetches nothing and exits 1; its
+    log."""
     with Site(5) as site:
         env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
         with running_nodes(
             1,
             workdir=workdir,
             env=env,
-            settings=node_settings(topic_template, 2),
+            settings=node_settings(topic_template, parts),
             spider=SPIDER,
             arguments={"sites": site.base_url},
         ) as nodes:
@@ -176,6 +180,28 @@ def test_a_node_with_another_partition_count_is_refused_before_it_takes_work(
     for keys in frontier_parts(SPIDER, 2):
         assert queued(redis_client, keys) == 0
     assert redis_client.get(frontier_parts(SPIDER, 1)[0].partitions) == str(PARTS).encode()
+
+
+def test_a_node_sending_items_to_other_topics_than_its_crawl_s_is_refused(
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    topic_template: str,
+    tmp_path: Path,
+) -> None:
+    """Two nodes of one crawl with different KAFKA_TOPIC_TEMPLATE split its items over two
+    topics without a word: a consumer of the crawl's topic missed 42% of it (an audit)."""
+    recorded = LedgerKeys.for_crawl(SPIDER, "default").item_topics
+    redis_client.set(recorded, "first-{spider}-items")  # as the crawl's first node recorded it
+    text = refused_node(redis_url, kafka_bootstrap, topic_template, tmp_path, parts=1)
+    assert (
+        "crawl 'default' of 'hopper' sends its items to the topics of "
+        "KAFKA_TOPIC_TEMPLATE='first-{spider}-items' (its first node recorded it), and this "
+        f"node's is {topic_template!r}" in text
+    )
+    assert "'finish_reason': 'item_topics_changed'" in text
+    assert "'frontier/refused/item_topics': 1" in text
+    assert redis_client.get(recorded) == b"first-{spider}-items"
 
 
 def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(

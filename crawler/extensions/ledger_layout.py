@@ -62,11 +62,17 @@ class LedgerKeys:
     total: str
     minute_prefix: str
     runs: str  # run -> its last push: <run>:push, <run>:at (Redis ms), <run>:state, <run>:every
+    item_topics: str  # the KAFKA_TOPIC_TEMPLATE the crawl's first node sent items with
 
     @classmethod
     def for_crawl(cls, spider: str, crawl_id: str) -> LedgerKeys:
         total = f"{{{spider}}}:ledger:{crawl_id}"
-        return cls(total=total, minute_prefix=f"{total}:m:", runs=f"{total}:runs")
+        return cls(
+            total=total,
+            minute_prefix=f"{total}:m:",
+            runs=f"{total}:runs",
+            item_topics=f"{total}:item_topics",
+        )
 
     def minute(self, epoch_minute: int) -> str:
         return f"{self.minute_prefix}{epoch_minute}"

@@ -1,11 +1,12 @@
 """Why a node may not use its spider's frontier (no Scrapy imports).
 
 The first frontier step of a node (``crawler.frontier.admission``) checks the crawl's
-partition count, dedup mode, storage layout, Kafka backlog and a scrapy-redis queue left in
-Redis; a node that does not fit is refused before it reads a seed or writes a request:
-``frontier/refused/<stat>``, an ERROR log saying what to do, and the spider closes with
-``finish_reason``. A running node is stopped the same way when its backlog topic is no longer
-the crawl's (``BacklogTopicTaken``) or a frontier write fails for good (``WriteFailed``).
+partition count, dedup mode, storage layout, Kafka backlog, the topics of the crawl's items
+and a scrapy-redis queue left in Redis; a node that does not fit is refused before it reads a
+seed or writes a request: ``frontier/refused/<stat>``, an ERROR log saying what to do, and
+the spider closes with ``finish_reason``. A running node is stopped the same way when its
+backlog topic is no longer the crawl's (``BacklogTopicTaken``) or a frontier write fails for
+good (``WriteFailed``).
 """
 
 from __future__ import annotations
@@ -120,4 +121,20 @@ class WriteFailed(FrontierRefused):
             f"a frontier write failed ({type(exc).__name__}: {exc}): the node stops; the "
             "requests it holds go back to the queue once their leases expire "
             "(FRONTIER_LEASE_TIMEOUT)"
+        )
+
+
+class ItemTopicsChanged(FrontierRefused):
+    """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's."""
+
+    stat = "item_topics"
+    finish_reason = "item_topics_changed"
+
+    def __init__(self, spider: str, crawl_id: str, recorded: str, given: str) -> None:
+        super().__init__(
+            f"crawl {crawl_id!r} of {spider!r} sends its items to the topics of "
+            f"KAFKA_TOPIC_TEMPLATE={recorded!r} (its first node recorded it), and this node's is "
+            f"{given!r}: its items would go to topics the crawl's consumers do not read. Start "
+            f"it with -s KAFKA_TOPIC_TEMPLATE={recorded!r}, or start a new crawl with another "
+            f"CRAWLER_CRAWL_ID (or end this one with `crawler purge {spider}`)"
         )
