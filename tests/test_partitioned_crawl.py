@@ -191,17 +191,39 @@ def test_a_node_sending_items_to_other_topics_than_its_crawl_s_is_refused(
 ) -> None:
     """Two nodes of one crawl with different KAFKA_TOPIC_TEMPLATE split its items over two
     topics without a word: a consumer of the crawl's topic missed 42% of it (an audit)."""
-    recorded = LedgerKeys.for_crawl(SPIDER, "default").item_topics
-    redis_client.set(recorded, "first-{spider}-items")  # as the crawl's first node recorded it
+    keys = LedgerKeys.for_crawl(SPIDER, "default")
+    redis_client.set(keys.item_topics, "first-{spider}-items")  # the crawl's first node's
+    redis_client.hset(keys.node_topics, "node-9", "first-{spider}-items")
+    run = frontier_parts(SPIDER, 1)[0].node_run("node-9")
+    redis_client.set(run, "its-run 0", px=120_000)  # node-9 runs
     text = refused_node(redis_url, kafka_bootstrap, topic_template, tmp_path, parts=1)
     assert (
         "crawl 'default' of 'hopper' sends its items to the topics of "
-        "KAFKA_TOPIC_TEMPLATE='first-{spider}-items' (its first node recorded it), and this "
-        f"node's is {topic_template!r}" in text
+        "KAFKA_TOPIC_TEMPLATE='first-{spider}-items' (live nodes: node-9), and this node's is "
+        f"{topic_template!r}" in text
     )
     assert "'finish_reason': 'item_topics_changed'" in text
     assert "'frontier/refused/item_topics': 1" in text
-    assert redis_client.get(recorded) == b"first-{spider}-items"
+    assert redis_client.get(keys.item_topics) == b"first-{spider}-items"
+    # once no node sending there runs (a later run of the crawl), the new template takes over
+    redis_client.delete(run)
+    with Site(5) as site:
+        env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+        with running_nodes(
+            1,
+            workdir=tmp_path / "later",
+            env=env,
+            settings=node_settings(topic_template, 1),
+            spider=SPIDER,
+            arguments={"sites": site.base_url},
+        ) as nodes:
+            assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path / "later")
+    said = logs(tmp_path / "later", tail=0)
+    assert (
+        "Crawl 'default' of 'hopper' sent its items to the topics of "
+        "KAFKA_TOPIC_TEMPLATE='first-{spider}-items' until now" in said
+    )
+    assert redis_client.get(keys.item_topics) == topic_template.encode()
 
 
 def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(

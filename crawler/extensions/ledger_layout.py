@@ -62,7 +62,8 @@ class LedgerKeys:
     total: str
     minute_prefix: str
     runs: str  # run -> its last push: <run>:push, <run>:at (Redis ms), <run>:state, <run>:every
-    item_topics: str  # the KAFKA_TOPIC_TEMPLATE the crawl's first node sent items with
+    item_topics: str  # the KAFKA_TOPIC_TEMPLATE the crawl's items go to (its first node's)
+    node_topics: str  # hash: node id -> the KAFKA_TOPIC_TEMPLATE it started with
 
     @classmethod
     def for_crawl(cls, spider: str, crawl_id: str) -> LedgerKeys:
@@ -72,6 +73,7 @@ class LedgerKeys:
             minute_prefix=f"{total}:m:",
             runs=f"{total}:runs",
             item_topics=f"{total}:item_topics",
+            node_topics=f"{total}:item_topics:nodes",
         )
 
     def minute(self, epoch_minute: int) -> str:

@@ -16,9 +16,8 @@ requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 (``crawler.frontier.backlog``); one given another ``FRONTIER_BACKLOG_TOPIC`` than the crawl
 recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
 else records its own, and a node spilling to the old one stops at its next look at the topic.
-A node whose ``KAFKA_TOPIC_TEMPLATE`` is not the one the crawl's first node recorded
-(``{<spider>}:ledger:<crawl id>:item_topics``) is refused (``frontier/refused/item_topics``,
-``item_topics_changed``): its items would go to topics the crawl's consumers do not read.
+A node whose ``KAFKA_TOPIC_TEMPLATE`` is not the one the crawl's items go to is refused while
+a live node sends to it (``crawler.frontier.item_topics``).
 A scrapy-redis crawl of the spider left under way (its queue ``<spider>:requests``) refuses
 the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue``); its
 dupefilter alone is said in a WARNING (``frontier/scrapy_redis_dupefilter``). An admitted
@@ -39,9 +38,9 @@ from dataclasses import replace
 from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
-from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.dedup_summary import seen_entries
+from crawler.frontier.item_topics import ItemTopics
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import pending_requests, spilled_requests, waiting_by_topic
@@ -49,7 +48,6 @@ from crawler.frontier.refusal import (
     BacklogTopicChanged,
     BacklogUnread,
     FrontierRefused,
-    ItemTopicsChanged,
     ScrapyRedisQueueLeft,
 )
 from crawler.frontier.seed_settings import SeedSettings
@@ -262,21 +260,14 @@ class FrontierAdmission:
         await redis.set(key, topic)  # nothing waits in another: nodes spilling to it stop
 
     async def _claim_item_topics(self) -> None:
-        """Record the ``KAFKA_TOPIC_TEMPLATE`` the crawl's items go to; refuse a node given
-        another (nodes of one crawl split its items over topics without a word: a consumer of
-        the crawl's topic missed 42% of it, an audit)."""
         settings = self.crawler.settings
-        if not settings.get("KAFKA_BOOTSTRAP_SERVERS"):
-            return
-        template = str(settings.get("KAFKA_TOPIC_TEMPLATE"))
-        crawl_id = resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))
-        key = LedgerKeys.for_crawl(self.client.spider, crawl_id).item_topics
-        redis = self.client.parts[0].redis
-        if await redis.set(key, template, nx=True):
-            return
-        recorded = text(await redis.get(key) or b"")
-        if recorded != template:
-            raise ItemTopicsChanged(self.client.spider, crawl_id, recorded, template)
+        if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
+            await ItemTopics(
+                self.client.parts[0].redis,
+                self.client.parts[0].keys,
+                self.client.spider,
+                resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
+            ).claim(self.node_run.node_id, str(settings.get("KAFKA_TOPIC_TEMPLATE")))
 
     @property
     def refused(self) -> bool:

@@ -125,16 +125,19 @@ class WriteFailed(FrontierRefused):
 
 
 class ItemTopicsChanged(FrontierRefused):
-    """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's."""
+    """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's,
+    and live nodes send them there."""
 
     stat = "item_topics"
     finish_reason = "item_topics_changed"
 
-    def __init__(self, spider: str, crawl_id: str, recorded: str, given: str) -> None:
+    def __init__(
+        self, spider: str, crawl_id: str, recorded: str, given: str, senders: list[str]
+    ) -> None:
         super().__init__(
             f"crawl {crawl_id!r} of {spider!r} sends its items to the topics of "
-            f"KAFKA_TOPIC_TEMPLATE={recorded!r} (its first node recorded it), and this node's is "
-            f"{given!r}: its items would go to topics the crawl's consumers do not read. Start "
-            f"it with -s KAFKA_TOPIC_TEMPLATE={recorded!r}, or start a new crawl with another "
-            f"CRAWLER_CRAWL_ID (or end this one with `crawler purge {spider}`)"
+            f"KAFKA_TOPIC_TEMPLATE={recorded!r} (live nodes: {', '.join(senders)}), and this "
+            f"node's is {given!r}: its items would go to topics the crawl's consumers do not "
+            f"read. Start it with -s KAFKA_TOPIC_TEMPLATE={recorded!r}, or once those nodes "
+            "have stopped, or with another CRAWLER_CRAWL_ID"
         )

@@ -1,0 +1,66 @@
+"""Every item of a crawl goes to the topics of one ``KAFKA_TOPIC_TEMPLATE`` (no Scrapy imports).
+
+Nodes of one crawl given different templates split its items over topics without a word: a
+consumer of the crawl's topic missed 42% of it (an audit). So the crawl's first node with
+Kafka records its template (``{<spider>}:ledger:<crawl id>:item_topics``; each node its own in
+``...:item_topics:nodes``) as its frontier opens, and a node given another is refused while a
+live node (its run key, ``crawler.frontier.node_run``, held) sends to the recorded one
+(``frontier/refused/item_topics``, finish reason ``item_topics_changed``). With none live (a
+later run of the crawl with a new template) this node's becomes the crawl's, said in a
+WARNING. Nodes that start together with different templates: the first to record wins.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from crawler.extensions.ledger_layout import LedgerKeys
+from crawler.frontier.keys import FrontierKeys
+from crawler.frontier.refusal import ItemTopicsChanged
+from crawler.lua import text
+from crawler.redis_connection import AsyncRedis
+
+logger = logging.getLogger(__name__)
+
+
+class ItemTopics:
+    def __init__(self, redis: AsyncRedis, part0: FrontierKeys, spider: str, crawl_id: str) -> None:
+        self.redis = redis
+        self.part0 = part0
+        self.spider = spider
+        self.crawl_id = crawl_id
+        self.keys = LedgerKeys.for_crawl(spider, crawl_id)
+
+    async def claim(self, node_id: str, template: str) -> None:
+        """Record ``node_id``'s template; ``ItemTopicsChanged`` when live nodes send the crawl's
+        items to another's."""
+        await self.redis.hset(self.keys.node_topics, node_id, template)
+        if await self.redis.set(self.keys.item_topics, template, nx=True):
+            return
+        recorded = text(await self.redis.get(self.keys.item_topics) or b"")
+        if recorded == template:
+            return
+        if senders := await self._live_senders(recorded):
+            raise ItemTopicsChanged(self.spider, self.crawl_id, recorded, template, senders)
+        await self.redis.set(self.keys.item_topics, template)
+        logger.warning(
+            "Crawl %r of %r sent its items to the topics of KAFKA_TOPIC_TEMPLATE=%r until now, "
+            "and no node that does runs: from now on they go to this node's, %r (consumers of "
+            "the earlier topics do not get them)",
+            self.crawl_id,
+            self.spider,
+            recorded,
+            template,
+        )
+
+    async def _live_senders(self, template: str) -> list[str]:
+        """The nodes that started with ``template`` and run now."""
+        given = await self.redis.hgetall(self.keys.node_topics)
+        senders = []
+        for node, node_template in given.items():
+            if text(node_template) == template:
+                if await self.redis.exists(self.part0.node_run(text(node))):
+                    senders.append(text(node))
+                else:
+                    await self.redis.hdel(self.keys.node_topics, node)
+        return sorted(senders)
