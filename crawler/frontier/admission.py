@@ -17,7 +17,8 @@ requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
 else records its own, and a node spilling to the old one stops at its next look at the topic.
 A node whose ``KAFKA_TOPIC_TEMPLATE`` is not the one the crawl's items go to is refused while
-a live node sends to it (``crawler.frontier.item_topics``).
+a live node sends to it (``crawler.frontier.item_topics``); live nodes that run other crawls
+(``CRAWLER_CRAWL_ID``) on the frontier are said (``crawler.frontier.crawl_ids``).
 A scrapy-redis crawl of the spider left under way (its queue ``<spider>:requests``) refuses
 the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue``); its
 dupefilter alone is said in a WARNING (``frontier/scrapy_redis_dupefilter``). An admitted
@@ -39,6 +40,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
+from crawler.frontier.crawl_ids import other_crawls, say_other_crawls
 from crawler.frontier.dedup_summary import seen_entries
 from crawler.frontier.item_topics import ItemTopics
 from crawler.frontier.node_run import NodeRun
@@ -114,7 +116,7 @@ class FrontierAdmission:
                 await self.guard.run(self._check_no_backlog)
             else:
                 await self.guard.run(self._claim_backlog_topic)
-            await self.guard.run(self._claim_item_topics)
+            await self.guard.run(self._claim_crawl)
             await self.guard.run(self._say_seen_before)
         except FrontierRefused as exc:
             self.refuse(exc)
@@ -259,15 +261,18 @@ class FrontierAdmission:
             raise BacklogTopicChanged(self.client.spider, spilled, where, topic)
         await redis.set(key, topic)  # nothing waits in another: nodes spilling to it stop
 
-    async def _claim_item_topics(self) -> None:
-        settings = self.crawler.settings
+    async def _claim_crawl(self) -> None:
+        """Say live nodes running other crawls on the frontier; refuse this node if its items
+        would go to other topics than its crawl's (``crawler.frontier.item_topics``)."""
+        settings, part0, node = self.crawler.settings, self.client.parts[0], self.node_run.node_id
+        crawl_id = resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))
+        if others := await other_crawls(part0.redis, part0.keys, node, crawl_id):
+            self.stats.inc_value("frontier/other_crawls")
+            say_other_crawls(self.client.spider, crawl_id, others)
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
-            await ItemTopics(
-                self.client.parts[0].redis,
-                self.client.parts[0].keys,
-                self.client.spider,
-                resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID")),
-            ).claim(self.node_run.node_id, str(settings.get("KAFKA_TOPIC_TEMPLATE")))
+            await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
+                node, str(settings.get("KAFKA_TOPIC_TEMPLATE"))
+            )
 
     @property
     def refused(self) -> bool:

@@ -54,6 +54,7 @@ class FrontierKeys:
     # were sent): skipped if read back
     backlog_unsure: str
     backlog_bounds: str  # hash: node -> its FRONTIER_QUEUE_MAX, while it runs (read in part 0)
+    node_crawls: str  # hash: node -> the CRAWLER_CRAWL_ID it started with (read in part 0)
     legacy_queue: str  # the queue before the lists per level (a sorted set of ids): migrated
     legacy_data: str  # ... and the request JSON by id (crawler.frontier.layout)
     legacy_dupefilter: str  # the exact dedup's set of hex fingerprints before the binary one
@@ -90,6 +91,7 @@ class FrontierKeys:
             backlog_written=f"{tag}:backlog:written",
             backlog_unsure=f"{tag}:backlog:unsure",
             backlog_bounds=f"{tag}:backlog:bounds",
+            node_crawls=f"{tag}:node_crawls",
             legacy_queue=f"{tag}:queue",
             legacy_data=f"{tag}:data",
             legacy_dupefilter=f"{tag}:dupefilter",
@@ -154,6 +156,7 @@ class FrontierKeys:
             self.backlog_written,
             self.backlog_unsure,
             self.backlog_bounds,
+            self.node_crawls,
             self.legacy_queue,
             self.legacy_data,
             self.legacy_dupefilter,

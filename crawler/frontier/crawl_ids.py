@@ -1,0 +1,49 @@
+"""Nodes of one spider running other crawls on its frontier are said (no Scrapy imports).
+
+``CRAWLER_CRAWL_ID`` names a crawl: its start requests (``start()`` runs once a crawl) and its
+ledger. Nodes of one spider started with different ids share its frontier all the same (its
+queue and dedup: a page is fetched once for all of them), and each crawl's ledger counts only
+its own nodes' work, so ``enqueued + retried == done + failed`` holds for the crawls together,
+not for each. That is how a new crawl id takes over from a crawl that still runs, so it is
+said, not refused: each node records its crawl id (``{<spider>}:node_crawls``) as its frontier
+opens and says in a WARNING which live nodes (their run key held, ``crawler.frontier.node_run``)
+run others (``frontier/other_crawls``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from crawler.frontier.keys import FrontierKeys
+from crawler.lua import text
+from crawler.redis_connection import AsyncRedis
+
+logger = logging.getLogger(__name__)
+
+
+async def other_crawls(
+    redis: AsyncRedis, part0: FrontierKeys, node_id: str, crawl_id: str
+) -> dict[str, list[str]]:
+    """Record ``node_id``'s crawl; the other crawls live nodes run (crawl id -> nodes)."""
+    await redis.hset(part0.node_crawls, node_id, crawl_id)
+    others: dict[str, list[str]] = {}
+    for node, crawl in (await redis.hgetall(part0.node_crawls)).items():
+        if text(node) == node_id or text(crawl) == crawl_id:
+            continue
+        if await redis.exists(part0.node_run(text(node))):
+            others.setdefault(text(crawl), []).append(text(node))
+        else:
+            await redis.hdel(part0.node_crawls, node)
+    return {crawl: sorted(nodes) for crawl, nodes in sorted(others.items())}
+
+
+def say_other_crawls(spider: str, crawl_id: str, others: dict[str, list[str]]) -> None:
+    logger.warning(
+        "Live nodes of %r run other crawls on its frontier (%s) than this node's %r "
+        "(CRAWLER_CRAWL_ID): the crawls share its queue and dedup (a page is fetched once for "
+        "all of them), and each crawl's ledger counts only its own nodes' work. Give every "
+        "node of a crawl the same CRAWLER_CRAWL_ID (frontier/other_crawls)",
+        spider,
+        "; ".join(f"{crawl!r}: {', '.join(nodes)}" for crawl, nodes in others.items()),
+        crawl_id,
+    )

@@ -1,0 +1,45 @@
+"""Nodes of one spider started with different CRAWLER_CRAWL_ID share its frontier: said, not
+refused (a new crawl id takes over from a crawl that still runs). An audit: two nodes of
+crawls x1 and x2 crawled one frontier, start() ran twice, each ledger counted part of the work,
+and nothing said so."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import redis
+
+from crawler.frontier.crawl_ids import other_crawls, say_other_crawls
+from crawler.frontier.keys import FrontierKeys
+from crawler.redis_connection import async_client
+from tests.aio import run
+
+
+def test_live_nodes_of_other_crawls_are_named_and_gone_ones_forgotten(
+    redis_url: str, redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = FrontierKeys.for_spider("pages")
+    redis_client.hset(keys.node_crawls, mapping={"n1": "x1", "n2": "x1", "n3": "x2", "n4": "x2"})
+    for node in ("n1", "n2", "n3"):  # n4 stopped: its run key is gone
+        redis_client.set(keys.node_run(node), "run 0", px=60_000)
+
+    async def looked(node: str, crawl: str) -> dict[str, list[str]]:
+        client = async_client(redis_url)
+        try:
+            return await other_crawls(client, keys, node, crawl)
+        finally:
+            await client.aclose()
+
+    assert run(looked("n5", "x2")) == {"x1": ["n1", "n2"]}
+    assert redis_client.hget(keys.node_crawls, "n5") == b"x2"
+    assert run(looked("n6", "x1")) == {"x2": ["n3"]}  # n5 does not run (no run key)
+    assert not redis_client.hexists(keys.node_crawls, "n4")
+    assert not redis_client.hexists(keys.node_crawls, "n5")
+    assert run(looked("n1", "x1")) == {"x2": ["n3"]}
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.crawl_ids"):
+        say_other_crawls("pages", "x2", {"x1": ["n1", "n2"]})
+    assert (
+        "Live nodes of 'pages' run other crawls on its frontier ('x1': n1, n2) than this "
+        "node's 'x2'" in caplog.text
+    )
