@@ -13,6 +13,7 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
+from crawler.kafka.spool import Spool
 from crawler.pipelines.kafka import KafkaPipeline
 from tests.base_values import base_values
 
@@ -26,7 +27,7 @@ class SlowKafka:
 
     def __init__(self, spool: Path) -> None:
         self.waits: list[float] = []
-        self.spool = type("NoSpool", (), {"records": lambda _: 0, "directory": spool})()
+        self.spool = Spool(spool, "n1")  # empty: nothing left to say at close
 
     async def drain(self, timeout: float) -> int:
         self.waits.append(timeout)
