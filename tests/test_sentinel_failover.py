@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,6 +88,23 @@ def test_the_switch_message_is_read() -> None:
 BEGUN = ("+try-failover", b"master crawler 127.0.0.1 1")
 
 
+@contextlib.asynccontextmanager
+async def following(
+    url: str, switches: list[Switch] | None = None
+) -> AsyncIterator[tuple[redis.asyncio.Redis, FailoverFollower]]:
+    """A node's client on ``url`` and the follower of its failovers (fed by the test)."""
+    client = async_client(url)
+    assert isinstance(client, redis.asyncio.Redis)
+    assert isinstance(client.connection_pool, HoldingPool)
+    moved = switches.append if switches is not None else lambda _: None
+    follower = FailoverFollower("crawler", client.connection_pool, moved)
+    try:
+        yield client, follower
+    finally:
+        follower.release()
+        await client.aclose()
+
+
 async def _answers_within(seconds: float, client: redis.asyncio.Redis) -> bool:
     try:
         await asyncio.wait_for(client.ping(), seconds)
@@ -110,11 +127,7 @@ def test_commands_wait_from_the_failover_s_start_to_its_end(
     messages change nothing."""
 
     async def scenario() -> None:
-        client = async_client(redis_sentinel_url)
-        assert isinstance(client, redis.asyncio.Redis)
-        assert isinstance(client.connection_pool, HoldingPool)
-        follower = FailoverFollower("crawler", client.connection_pool, lambda _: None)
-        try:
+        async with following(redis_sentinel_url) as (client, follower):
             await follower.heard("+try-failover", b"master other 127.0.0.1 1")
             assert await _answers_within(1.0, client)
             await follower.heard(*BEGUN)
@@ -132,9 +145,6 @@ def test_commands_wait_from_the_failover_s_start_to_its_end(
             assert not await _answers_within(0.5, client)
             await follower.heard(*ended, "s1:26379")
             assert await _answers_within(5.0, client)
-        finally:
-            follower.release()
-            await client.aclose()
 
     run(scenario())
 
@@ -145,16 +155,9 @@ def test_commands_are_held_for_hold_max_at_most(
     monkeypatch.setattr(redis_master_watch, "HOLD_MAX", 0.5)
 
     async def scenario() -> None:
-        client = async_client(redis_sentinel_url)
-        assert isinstance(client, redis.asyncio.Redis)
-        assert isinstance(client.connection_pool, HoldingPool)
-        follower = FailoverFollower("crawler", client.connection_pool, lambda _: None)
-        try:
+        async with following(redis_sentinel_url) as (client, follower):
             await follower.heard(*BEGUN)
             assert await asyncio.wait_for(client.ping(), 5.0)
-        finally:
-            follower.release()
-            await client.aclose()
 
     run(scenario())
     assert "Redis Sentinel began a failover of 'crawler'" in caplog.text
@@ -179,12 +182,8 @@ def test_connections_go_to_the_promoted_replica_before_the_sentinels_name_it(
     new.replicaof("NO", "ONE")  # promoted by hand: the sentinels still name the old master
 
     async def scenario() -> list[Switch]:
-        client = async_client(setup.url)
-        assert isinstance(client, redis.asyncio.Redis)
-        assert isinstance(client.connection_pool, HoldingPool)
         switches: list[Switch] = []
-        follower = FailoverFollower("crawler", client.connection_pool, switches.append)
-        try:
+        async with following(setup.url, switches) as (client, follower):
             await client.set(KEY, "before")
             await follower.heard(*BEGUN)
             promoted = f"slave 127.0.0.1:{replica} 127.0.0.1 {replica} @ crawler 127.0.0.1 {master}"
@@ -194,10 +193,7 @@ def test_connections_go_to_the_promoted_replica_before_the_sentinels_name_it(
                 "+switch-master", f"crawler 127.0.0.1 {master} 127.0.0.1 {replica}"
             )
             await client.set(KEY, "named")
-            return switches
-        finally:
-            follower.release()
-            await client.aclose()
+        return switches
 
     try:
         switches = run(scenario())
