@@ -7,7 +7,9 @@ Kafka records its template (``{<spider>}:ledger:<crawl id>:item_topics``; each n
 live node (its run key, ``crawler.frontier.node_run``, held) sends to the recorded one
 (``frontier/refused/item_topics``, finish reason ``item_topics_changed``). With none live (a
 later run of the crawl with a new template) this node's becomes the crawl's, said in a
-WARNING. Nodes that start together with different templates: the first to record wins.
+WARNING. Each node's record and check are one step (``lua/item_topics.lua``): of nodes that
+start together with different templates, the first to record wins. A template is compared with
+``{spider}`` filled in.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import logging
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.refusal import ItemTopicsChanged
-from crawler.lua import text
+from crawler.lua import script_text, text
 from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
@@ -25,42 +27,34 @@ logger = logging.getLogger(__name__)
 
 class ItemTopics:
     def __init__(self, redis: AsyncRedis, part0: FrontierKeys, spider: str, crawl_id: str) -> None:
-        self.redis = redis
         self.part0 = part0
         self.spider = spider
         self.crawl_id = crawl_id
         self.keys = LedgerKeys.for_crawl(spider, crawl_id)
+        self._script = redis.register_script(script_text("crawler.frontier", "item_topics"))
 
     async def claim(self, node_id: str, template: str) -> None:
-        """Record ``node_id``'s template; ``ItemTopicsChanged`` when live nodes send the crawl's
-        items to another's."""
-        await self.redis.hset(self.keys.node_topics, node_id, template)
-        if await self.redis.set(self.keys.item_topics, template, nx=True):
-            return
-        recorded = text(await self.redis.get(self.keys.item_topics) or b"")
-        if recorded == template:
-            return
-        if senders := await self._live_senders(recorded):
-            raise ItemTopicsChanged(self.spider, self.crawl_id, recorded, template, senders)
-        await self.redis.set(self.keys.item_topics, template)
-        logger.warning(
-            "Crawl %r of %r sent its items to the topics of KAFKA_TOPIC_TEMPLATE=%r until now, "
-            "and no node that does runs: from now on they go to this node's, %r (consumers of "
-            "the earlier topics do not get them)",
-            self.crawl_id,
-            self.spider,
-            recorded,
-            template,
-        )
-
-    async def _live_senders(self, template: str) -> list[str]:
-        """The nodes that started with ``template`` and run now."""
-        given = await self.redis.hgetall(self.keys.node_topics)
-        senders = []
-        for node, node_template in given.items():
-            if text(node_template) == template:
-                if await self.redis.exists(self.part0.node_run(text(node))):
-                    senders.append(text(node))
-                else:
-                    await self.redis.hdel(self.keys.node_topics, node)
-        return sorted(senders)
+        """Record ``node_id``'s template (its ``{spider}`` filled in: the same topics are the
+        same template); ``ItemTopicsChanged`` when live nodes send the crawl's items to
+        another's."""
+        given = template.replace("{spider}", self.spider)
+        outcome, *rest = [
+            text(value)
+            for value in await self._script(
+                keys=[self.keys.item_topics, self.keys.node_topics],
+                args=[node_id, given, self.part0.node_run("")],
+            )
+        ]
+        if outcome == "refused":
+            recorded, *senders = rest
+            raise ItemTopicsChanged(self.spider, self.crawl_id, recorded, given, sorted(senders))
+        if outcome == "taken":
+            logger.warning(
+                "Crawl %r of %r sent its items to the topics of KAFKA_TOPIC_TEMPLATE=%r until "
+                "now, and no node that does runs: from now on they go to this node's, %r "
+                "(consumers of the earlier topics do not get them)",
+                self.crawl_id,
+                self.spider,
+                rest[0],
+                given,
+            )
