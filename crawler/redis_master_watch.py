@@ -52,11 +52,9 @@ logger = logging.getLogger(__name__)
 BEGUN, PROMOTED, SWITCHED = "+try-failover", "+promoted-slave", "+switch-master"
 ABORTED = "-failover-abort-*"  # a pattern: every reason a failover is given up for
 HOLD_MAX = 10.0  # seconds commands are held at most before a promotion, whatever is said
-PIN_MAX = 180.0  # seconds a promoted replica is used before the sentinels name it (their
-# failover-timeout's default: the switch comes within it)
-NAMED_MAX = 30.0  # seconds the sentinels may take to name the master one announced
-SAME_MOVE = 60.0  # seconds within which a move to the same master is the same (each sentinel
-# announces it)
+PIN_CHECK = 1.0  # seconds between looks, as connections open, at whether a promoted replica
+# the sentinels do not name yet still answers as the master
+NAMED_MAX = 30.0  # seconds the watch asks the sentinels whether they name a master one announced
 SENTINELS_LOOK = 30.0  # seconds between looks for sentinels the URL does not name
 QUIET_PING = 10.0  # seconds without a message before the watch pings its sentinel
 PING_ANSWER = 5.0  # seconds a ping's answer may take before the sentinel counts as away
@@ -78,28 +76,54 @@ class Switch:
 
 class HoldingPool(redis.asyncio.sentinel.SentinelConnectionPool):
     """A Sentinel pool whose new commands wait while :func:`follow_master` holds them, and
-    whose connections go to a promoted replica the sentinels do not name yet."""
+    whose connections go to a promoted replica the sentinels do not name yet, as long as it
+    answers as the master (``ROLE``, looked at every ``PIN_CHECK`` seconds as connections
+    open: a failover of it that was not heard ends the pin)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self.released = asyncio.Event()
         self.released.set()
         self.promoted: Address | None = None
-        self.promoted_at = 0.0
+        self._role_seen = 0.0
+
+    def pin(self, address: Address) -> None:
+        """Open connections to ``address``, a promoted replica, until :meth:`unpin`."""
+        self.promoted, self.master_address, self._role_seen = address, address, time.monotonic()
+
+    def unpin(self) -> None:
+        self.promoted = None
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         await self.released.wait()
         return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
 
     async def get_master_address(self) -> Any:
-        if self.promoted is not None and time.monotonic() - self.promoted_at > PIN_MAX:
-            self.promoted = None
+        if self.promoted is not None and time.monotonic() - self._role_seen > PIN_CHECK:
+            if await self._answers_as_master(self.promoted):
+                self._role_seen = time.monotonic()
+            else:
+                self.promoted = None
         if self.promoted is None:
             return await super().get_master_address()  # type: ignore[no-untyped-call]
         if self.master_address != self.promoted:
             self.master_address = self.promoted
             await self.disconnect(inuse_connections=False)
         return self.promoted
+
+    async def _answers_as_master(self, address: Address) -> bool:
+        connection = self.connection_class(**self.connection_kwargs)
+        assert isinstance(connection, redis.asyncio.sentinel.SentinelManagedConnection)
+        try:
+            await connection.connect_to(address)  # type: ignore[no-untyped-call]  # not connect(), which asks this pool
+            await connection.send_command("ROLE")
+            role = await connection.read_response()
+        except (RedisError, OSError) as exc:
+            logger.debug("The promoted replica %s:%d did not answer: %s", *address, exc)
+            return False
+        finally:
+            await connection.disconnect()
+        return _text(role[0]) == "master"
 
 
 def parsed_switch(data: bytes | str) -> Switch | None:
@@ -144,7 +168,6 @@ class FailoverFollower:
         self.hold_ends: asyncio.TimerHandle | None = None
         # sentinels (host:port) that began a failover not yet ended or given up
         self.failing_over: set[str] = set()
-        self.moved: tuple[Address, float] | None = None  # the last master moved to, and when
 
     async def heard(self, channel: str, data: bytes | str, sentinel: str = "") -> None:
         """One message of ``sentinel``'s."""
@@ -153,7 +176,6 @@ class FailoverFollower:
                 await self._named(switch)
         elif channel == PROMOTED:
             if (promotion := parsed_promotion(data)) and promotion.service == self.service:
-                self.pool.promoted, self.pool.promoted_at = promotion.new, time.monotonic()
                 await self._move(promotion)
                 self.release()
         elif service_of_event(data) == self.service:
@@ -196,29 +218,26 @@ class FailoverFollower:
         self.pool.released.set()
 
     async def _move(self, switch: Switch) -> None:
-        """Close the connections to any other server (each announcement of a move once)."""
-        now = time.monotonic()
-        if (
-            self.moved is not None
-            and self.moved[0] == switch.new
-            and now - self.moved[1] < SAME_MOVE
-        ):
+        """Point the connections at ``switch.new``: idle ones close now, those in use once
+        their command is answered (once: every sentinel announces a move)."""
+        if self.pool.master_address == switch.new:
             return
+        self.pool.pin(switch.new)
         await self.pool.run_proactive_reconnect()
-        self.moved = (switch.new, now)
         self.switched(switch)
 
     async def _named(self, switch: Switch) -> None:
-        """Once the sentinels name ``switch.new`` to a client that asks, connections go where
-        they say again (moved there now if the promotion was not heard); until then a
-        promoted replica keeps them. If they do not within ``NAMED_MAX``, connections go
-        where they name."""
+        """Once the sentinels name ``switch.new`` to a client that asks, connections open where
+        they name again (after a move there now, if the promotion was not heard). A switch to
+        another master than the one promoted since (an earlier failover's, announced late)
+        changes nothing; while the sentinels do not name it (``NAMED_MAX``), connections stay
+        with the master it announced as long as it answers as one."""
+        if self.pool.promoted is not None and self.pool.promoted != switch.new:
+            return
         named = await self._wait_named(switch.new)
-        promoted, self.pool.promoted = self.pool.promoted, None
-        if not named:
-            await self.pool.run_proactive_reconnect()
-        elif promoted != switch.new:
-            await self._move(switch)
+        await self._move(switch)
+        if named and self.pool.promoted == switch.new:
+            self.pool.unpin()
         self.release()
 
     async def _wait_named(self, new: Address) -> bool:
@@ -231,9 +250,10 @@ class FailoverFollower:
             except RedisError as exc:
                 logger.debug("Sentinels did not name the master: %s", exc)
             if time.monotonic() >= deadline:
-                logger.warning(
-                    "A sentinel announced %s:%d as the master of %r, but the sentinels did not "
-                    "name it within %gs; connections go where they name",
+                logger.info(
+                    "A sentinel announced %s:%d as the master of %r, and the sentinels do not "
+                    "all name it after %gs: connections stay with it while it answers as the "
+                    "master",
                     *new,
                     self.service,
                     NAMED_MAX,
