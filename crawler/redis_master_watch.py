@@ -230,13 +230,15 @@ class FailoverFollower:
         """Once the sentinels name ``switch.new`` to a client that asks, connections open where
         they name again (after a move there now, if the promotion was not heard). A switch to
         another master than the one promoted since (an earlier failover's, announced late)
-        changes nothing; while the sentinels do not name it (``NAMED_MAX``), connections stay
-        with the master it announced as long as it answers as one."""
+        changes nothing, and so does one the sentinels do not name within ``NAMED_MAX``:
+        connections that went to it at its promotion stay with it while it answers as the
+        master."""
         if self.pool.promoted is not None and self.pool.promoted != switch.new:
             return
-        named = await self._wait_named(switch.new)
+        if not await self._wait_named(switch.new):
+            return  # a late switch (the pool is on a later master), or sentinels that disagree
         await self._move(switch)
-        if named and self.pool.promoted == switch.new:
+        if self.pool.promoted == switch.new:
             self.pool.unpin()
         self.release()
 
@@ -252,8 +254,8 @@ class FailoverFollower:
             if time.monotonic() >= deadline:
                 logger.info(
                     "A sentinel announced %s:%d as the master of %r, and the sentinels do not "
-                    "all name it after %gs: connections stay with it while it answers as the "
-                    "master",
+                    "all name it after %gs: connections moved to it at its promotion stay "
+                    "while it answers as the master",
                     *new,
                     self.service,
                     NAMED_MAX,
