@@ -214,7 +214,10 @@ def test_connections_go_to_the_promoted_replica_while_it_answers_as_the_master(
             switches = run(scenario())
         assert switches == [Switch("crawler", ("127.0.0.1", master), ("127.0.0.1", replica))]
         assert old.get(KEY) == "where named"
-        assert "do not all name it after 0.5s: connections moved to it at its promotion stay" in caplog.text
+        assert (
+            "do not all name it after 0.5s: connections moved to it at its promotion stay"
+            in caplog.text
+        )
     finally:
         old.close()
         new.close()
