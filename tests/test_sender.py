@@ -535,7 +535,7 @@ def test_a_spool_counts_its_records_across_segments_a_block_at_a_time(
     (tmp_path / "a.jsonl").write_bytes(b'{"n":1}\n{"n":22}\n')
     (tmp_path / "b.jsonl").write_bytes(b'{"n":333}\n')
     (tmp_path / "notes.txt").write_bytes(b"not\na\nsegment\n")
-    assert Spool(tmp_path, "n1").records() == 3
+    assert Spool(tmp_path, "n1").left() == (3, 0)
 
 
 def test_what_a_closing_node_says_is_left_leaves_out_what_another_process_holds(

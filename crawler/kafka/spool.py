@@ -180,27 +180,20 @@ class Spool:
             return []
         return sorted(p for p in self.directory.glob("*.jsonl") if p != self.writing())
 
-    def records(self) -> int:
-        """Records in every segment (any process's): one a line, counted a block at a time (a
-        spool may hold gigabytes)."""
-        total = 0
-        for path in self.directory.glob("*.jsonl"):
-            with contextlib.suppress(FileNotFoundError), path.open("rb") as handle:
-                total += _lines(handle)
-        return total
-
     def left(self) -> tuple[int, int]:
         """Records left for a replay (in this spool's segments and in those no process holds),
-        and records in segments another process on this host writes or replays now."""
+        and records in segments another process on this host writes or replays now: one a
+        line, counted a block at a time (a spool may hold gigabytes)."""
         left = held = 0
+        writing = self.writing()
         for path in self.directory.glob("*.jsonl"):
-            handle = None if path == self.writing() else claim(path)
+            handle = None if path == writing else claim(path)
             if handle is not None:
                 with handle:
                     left += _lines(handle)
                 continue
             with contextlib.suppress(FileNotFoundError), path.open("rb") as reading:
-                if path == self.writing():
+                if path == writing:
                     left += _lines(reading)
                 else:
                     held += _lines(reading)
