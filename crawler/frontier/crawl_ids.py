@@ -7,7 +7,8 @@ its own nodes' work, so ``enqueued + retried == done + failed`` holds for the cr
 not for each. That is how a new crawl id takes over from a crawl that still runs, so it is
 said, not refused: each node records its crawl id (``{<spider>}:node_crawls``) as its frontier
 opens and says in a WARNING which live nodes (their run key held, ``crawler.frontier.node_run``)
-run others (``frontier/other_crawls``).
+run others (``frontier/other_crawls``); records of nodes that do not run are dropped in the same
+step.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from crawler.frontier.keys import FrontierKeys
-from crawler.lua import text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
@@ -24,16 +25,14 @@ logger = logging.getLogger(__name__)
 async def other_crawls(
     redis: AsyncRedis, part0: FrontierKeys, node_id: str, crawl_id: str
 ) -> dict[str, list[str]]:
-    """Record ``node_id``'s crawl; the other crawls live nodes run (crawl id -> nodes)."""
-    await redis.hset(part0.node_crawls, node_id, crawl_id)
+    """Record ``node_id``'s crawl; the other crawls running nodes run (crawl id -> nodes), in
+    one step (``lua/crawl_ids.lua``)."""
+    script = redis.register_script(frontier_script("running_nodes", "crawl_ids"))
+    flat = await script(keys=[part0.node_crawls], args=[node_id, crawl_id, part0.node_run("")])
     others: dict[str, list[str]] = {}
-    for node, crawl in (await redis.hgetall(part0.node_crawls)).items():
-        if text(node) == node_id or text(crawl) == crawl_id:
-            continue
-        if await redis.exists(part0.node_run(text(node))):
-            others.setdefault(text(crawl), []).append(text(node))
-        else:
-            await redis.hdel(part0.node_crawls, node)
+    for node, crawl in zip(map(text, flat[::2]), map(text, flat[1::2]), strict=True):
+        if crawl != crawl_id:
+            others.setdefault(crawl, []).append(node)
     return {crawl: sorted(nodes) for crawl, nodes in sorted(others.items())}
 
 

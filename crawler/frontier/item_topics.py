@@ -19,7 +19,7 @@ import logging
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.refusal import ItemTopicsChanged
-from crawler.lua import script_text, text
+from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class ItemTopics:
         self.spider = spider
         self.crawl_id = crawl_id
         self.keys = LedgerKeys.for_crawl(spider, crawl_id)
-        self._script = redis.register_script(script_text("crawler.frontier", "item_topics"))
+        self._script = redis.register_script(frontier_script("running_nodes", "item_topics"))
 
     async def claim(self, node_id: str, template: str) -> None:
         """Record ``node_id``'s template (its ``{spider}`` filled in: the same topics are the

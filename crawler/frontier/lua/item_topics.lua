@@ -2,10 +2,10 @@
 -- (crawler.frontier.item_topics): nodes that start together see each other's records.
 -- KEYS: 1 the crawl's template (string), 2 node -> template (hash); both in part 0's tag
 -- ARGV: 1 node, 2 its template, 3 prefix of the run keys ({<spider>}:run:, node id appended)
--- Returns {'recorded'} (the crawl's first), {'same'}, {'refused', template, node, ...} (live
+-- Returns {'recorded'} (the crawl's first), {'same'}, {'refused', template, node, ...} (running
 -- nodes send to the crawl's template) or {'taken', template} (none does: this node's is the
--- crawl's now). Records of nodes that do not run (no run key) are dropped.
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+-- crawl's now). Records of nodes that do not run are dropped.
+local running = record_among_running(KEYS[2], ARGV[1], ARGV[2], ARGV[3])
 local recorded = redis.call('GET', KEYS[1])
 if not recorded then
     redis.call('SET', KEYS[1], ARGV[2])
@@ -15,15 +15,9 @@ if recorded == ARGV[2] then
     return {'same'}
 end
 local senders = {}
-local given = redis.call('HGETALL', KEYS[2])
-for i = 1, #given, 2 do
-    local node, template = given[i], given[i + 1]
-    if node ~= ARGV[1] then
-        if redis.call('EXISTS', ARGV[3] .. node) == 0 then
-            redis.call('HDEL', KEYS[2], node)
-        elseif template == recorded then
-            senders[#senders + 1] = node
-        end
+for i = 1, #running, 2 do
+    if running[i + 1] == recorded then
+        senders[#senders + 1] = running[i]
     end
 end
 if #senders > 0 then
