@@ -20,10 +20,10 @@ scheduler, middlewares, pipelines, spiders and other extensions reach it with
   counted (``node/loop_crashed/<name>``) and restarted;
 - a watch on Redis's clock (:mod:`crawler.redis_clock`): a step of it is said in a WARNING
   and counted (``redis/clock_step/ahead``, ``redis/clock_step/back``);
-- on a Sentinel URL, the sentinels' failover messages (:mod:`crawler.redis_master_watch`):
-  commands wait while a failover is under way and go to the new master once it is promoted
-  (a WARNING, ``redis/master_switched``; a sentinel that cannot be heard, a WARNING and
-  ``redis/sentinel_unheard``).
+- on a Sentinel URL, the sentinels' failover messages (:mod:`crawler.redis_sentinel_listeners`,
+  :mod:`crawler.redis_master_watch`): commands wait while a failover is under way and go to
+  the new master once it is promoted (a WARNING, ``redis/master_switched``; a sentinel that
+  cannot be heard, a WARNING and ``redis/sentinel_unheard``).
 
 Without ``REDIS_URL`` (standalone) it is not configured and :meth:`of` returns None.
 """
@@ -47,8 +47,9 @@ from crawler.node import resolve_node_id
 from crawler.redis_checks import topology_problem
 from crawler.redis_clock import READ_TIMEOUT, Step, step_message, watch
 from crawler.redis_connection import AsyncRedis, async_client, masters_time_ms, time_ms
-from crawler.redis_master_watch import Switch, follow_master
+from crawler.redis_master_watch import Switch
 from crawler.redis_outage import GaveUp, OutageGuard
+from crawler.redis_sentinel_listeners import follow_master
 from crawler.redis_url import RedisConfig, Topology
 from crawler.settings_values import get_float, get_int
 

@@ -34,7 +34,8 @@ def _config(
 
 class _SentinelPool(HoldingPool):
     """Closes the client's sentinel connections with the client (redis-py leaves them open);
-    holds new commands through a failover (:func:`crawler.redis_master_watch.follow_master`)."""
+    holds new commands through a failover
+    (:func:`crawler.redis_sentinel_listeners.follow_master`)."""
 
     async def aclose(self) -> None:
         await super().aclose()

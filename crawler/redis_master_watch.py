@@ -7,9 +7,8 @@ have reconfigured every other replica (each may need a full sync) and then made 
 replica. What a node writes there meanwhile is lost then (the node finds out,
 ``frontier/writes_lost``, and crawls again what it held).
 
-:func:`follow_master` listens to every sentinel of the URL, and to the other sentinels they know
-of (``SENTINEL SENTINELS``, looked up every ``SENTINELS_LOOK`` seconds): a failover is run, and
-announced, by one sentinel alone. For the URL's service:
+:class:`FailoverFollower` does what a node's client does with the sentinels' messages about the
+URL's service (heard by :func:`crawler.redis_sentinel_listeners.follow_master`):
 
 - ``+try-failover`` (before any replica is promoted): the pool holds new commands
   (:class:`HoldingPool`); those already sent finish on the old master, which passes them to
@@ -23,10 +22,6 @@ announced, by one sentinel alone. For the URL's service:
   that failed several try, and those that lose the election give up while the winner goes
   on), or nothing for ``HOLD_MAX`` seconds: the commands go on, to whichever server the
   sentinels name.
-
-A sentinel that cannot be heard (unreachable, or an ACL user without access to its channels)
-is said once in a WARNING; a failover it runs is then followed as redis-py does, when the old
-master refuses writes.
 """
 
 from __future__ import annotations
@@ -34,18 +29,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio
-import redis.asyncio.client
 import redis.asyncio.sentinel
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from crawler.redis_url import RedisConfig, Topology
+from crawler.lua import text
 
 logger = logging.getLogger(__name__)
 
@@ -55,14 +47,9 @@ HOLD_MAX = 10.0  # seconds commands are held at most before a promotion, whateve
 PIN_CHECK = 1.0  # seconds between looks, as connections open, at whether a promoted replica
 # the sentinels do not name yet still answers as the master
 NAMED_MAX = 30.0  # seconds the watch asks the sentinels whether they name a master one announced
-SENTINELS_LOOK = 30.0  # seconds between looks for sentinels the URL does not name
-QUIET_PING = 10.0  # seconds without a message before the watch pings its sentinel
-PING_ANSWER = 5.0  # seconds a ping's answer may take before the sentinel counts as away
-RETRY_MAX = 30.0  # seconds at most between tries of a sentinel that could not be heard
 NAMED_POLL = 0.05
 
 Address = tuple[str, int]
-Heard = Callable[[str, Any, str], Awaitable[None]]  # channel, data, the sentinel's host:port
 
 
 @dataclass(frozen=True)
@@ -123,12 +110,12 @@ class HoldingPool(redis.asyncio.sentinel.SentinelConnectionPool):
             return False
         finally:
             await connection.disconnect()
-        return _text(role[0]) == "master"
+        return text(role[0]) == "master"
 
 
 def parsed_switch(data: bytes | str) -> Switch | None:
     """``<service> <old-ip> <old-port> <new-ip> <new-port>``; None for anything else."""
-    parts = _text(data).split()
+    parts = text(data).split()
     if len(parts) != 5 or not (parts[2].isdigit() and parts[4].isdigit()):
         return None
     service, old_host, old_port, new_host, new_port = parts
@@ -138,7 +125,7 @@ def parsed_switch(data: bytes | str) -> Switch | None:
 def service_of_event(data: bytes | str) -> str | None:
     """The service an instance event is about: ``master <service> <ip> <port>``, or
     ``<type> <name> <ip> <port> @ <service> <ip> <port>``."""
-    parts = _text(data).split()
+    parts = text(data).split()
     if len(parts) >= 2 and parts[0] == "master":
         return parts[1]
     if "@" in parts[:-1]:
@@ -148,14 +135,10 @@ def service_of_event(data: bytes | str) -> str | None:
 
 def parsed_promotion(data: bytes | str) -> Switch | None:
     """``slave <name> <ip> <port> @ <service> <old-ip> <old-port>``; None for anything else."""
-    parts = _text(data).split()
+    parts = text(data).split()
     if len(parts) != 8 or parts[4] != "@" or not (parts[3].isdigit() and parts[7].isdigit()):
         return None
     return Switch(parts[5], (parts[6], int(parts[7])), (parts[2], int(parts[3])))
-
-
-def _text(data: bytes | str) -> str:
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
 
 
 class FailoverFollower:
@@ -262,104 +245,3 @@ class FailoverFollower:
                 )
                 return False
             await asyncio.sleep(NAMED_POLL)
-
-
-async def follow_master(
-    config: RedisConfig,
-    client: redis.asyncio.Redis,
-    switched: Callable[[Switch], None],
-    unheard: Callable[[str], None] = lambda _: None,
-) -> None:
-    """Hold ``client``'s commands through each failover of ``config.service`` and move its
-    connections to the new master, calling ``switched`` once per move and ``unheard`` with a
-    sentinel (``host:port``) that cannot be heard; runs until cancelled, never raises."""
-    if config.topology is not Topology.SENTINEL:
-        raise ValueError(f"{config.topology.value} URL: there are no sentinels to listen to")
-    pool = client.connection_pool
-    if not isinstance(pool, HoldingPool):
-        raise TypeError(f"{client!r} is not a client of crawler.redis_connection")
-    follower = FailoverFollower(config.service, pool, switched)
-    listeners: dict[Address, asyncio.Task[None]] = {}
-
-    def listen(addresses: list[Address]) -> None:
-        for address in addresses:
-            if address not in listeners:
-                listening = _listen(address, config.sentinel_kwargs(), follower.heard, unheard)
-                listeners[address] = asyncio.ensure_future(listening)
-
-    try:
-        listen(list(config.hosts))
-        while True:
-            listen(await _sentinels_known(pool, config.service))
-            await asyncio.sleep(SENTINELS_LOOK)
-    finally:
-        for task in listeners.values():
-            task.cancel()
-        await asyncio.gather(*listeners.values(), return_exceptions=True)
-        follower.release()  # never leave commands held
-
-
-async def _sentinels_known(pool: HoldingPool, service: str) -> list[Address]:
-    """The sentinels that the URL's sentinels know monitor ``service`` too."""
-    known: list[Address] = []
-    for sentinel in pool.sentinel_manager.sentinels:
-        try:
-            entries = await sentinel.sentinel_sentinels(service)
-        except RedisError as exc:
-            logger.debug("Sentinel %r did not list its peers: %s", sentinel, exc)
-            continue
-        known.extend((str(entry["ip"]), int(entry["port"])) for entry in entries)
-    return known
-
-
-async def _listen(
-    address: Address, kwargs: dict[str, Any], heard: Heard, unheard: Callable[[str], None]
-) -> None:
-    """Hear the failover messages of one sentinel, again and again after it goes away."""
-    host, port = address
-    name, delay, said = f"{host}:{port}", 1.0, False
-    while True:
-        # no retries of redis-py's own (seconds of backoff before a failure is seen)
-        sentinel = redis.asyncio.Redis(host=host, port=port, retry=Retry(NoBackoff(), 0), **kwargs)
-        try:
-            async with sentinel.pubsub() as pubsub:
-                await pubsub.subscribe(BEGUN, PROMOTED, SWITCHED)
-                await pubsub.psubscribe(ABORTED)
-                if said:
-                    logger.info("Sentinel %s is heard again", name)
-                said, delay = False, 1.0
-                await _messages(pubsub, heard, name)
-        except (RedisError, OSError) as exc:
-            if not said:
-                unheard(name)
-                logger.warning(
-                    "Sentinel %s cannot be heard (%s): a failover it runs is followed only once "
-                    "the old master refuses writes, and writes of its last seconds may be lost "
-                    "(a sentinel ACL user needs its channels: &* or allchannels)",
-                    name,
-                    exc,
-                )
-            said = True
-        finally:
-            await sentinel.aclose()
-        await asyncio.sleep(delay)
-        delay = min(RETRY_MAX, delay * 2)
-
-
-async def _messages(pubsub: redis.asyncio.client.PubSub, heard: Heard, sentinel: str) -> None:
-    """Pass each message on; ping after ``QUIET_PING`` of silence and return (to subscribe
-    again) when nothing at all came back within ``PING_ANSWER`` after it."""
-    last = time.monotonic()
-    pinged = False
-    while True:
-        message = await pubsub.get_message(timeout=1.0)
-        now = time.monotonic()
-        if message is not None:
-            last, pinged = now, False
-            if message["type"] in ("message", "pmessage"):
-                await heard(_text(message["channel"]), message["data"], sentinel)
-        elif not pinged and now - last >= QUIET_PING:
-            await pubsub.ping()
-            pinged, last = True, now
-        elif pinged and now - last >= PING_ANSWER:
-            raise redis.exceptions.ConnectionError("no answer to a ping")

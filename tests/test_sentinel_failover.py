@@ -28,11 +28,11 @@ from crawler.redis_master_watch import (
     FailoverFollower,
     HoldingPool,
     Switch,
-    follow_master,
     parsed_promotion,
     parsed_switch,
     service_of_event,
 )
+from crawler.redis_sentinel_listeners import follow_master
 from crawler.redis_url import RedisConfig
 from tests.aio import run
 from tests.cluster import crawl_site_once
@@ -300,7 +300,7 @@ def test_a_sentinel_that_is_away_is_said_once_and_tried_again(
         await asyncio.gather(following, return_exceptions=True)
         await client.aclose()
 
-    with caplog.at_level(logging.WARNING, logger="crawler.redis_master_watch"):
+    with caplog.at_level(logging.WARNING, logger="crawler.redis_sentinel_listeners"):
         run(scenario())
     assert unheard == [f"127.0.0.1:{port}"]  # said once
     assert caplog.text.count(f"Sentinel 127.0.0.1:{port} cannot be heard") == 1
