@@ -30,7 +30,7 @@ from crawler.cli.config import redis_url as cli_redis_url
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.scheduler import START_URL_META
 from crawler.frontier.seed_holds import SeedKeys
-from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_queue import LetGo, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSource
 from crawler.settings_values import component_path
 from crawler.spiders.base import RedisCrawlSpider, RedisSpider
@@ -212,7 +212,7 @@ def test_seed_sources_take_batches_atomically(redis_url: str, source: SeedSource
                 batch = await queue.take(5, 0.1)
                 assert await queue.take(5, 0.1) == batch  # held until done
                 assert sync.llen(keys.taken("n1")) == len(batch)
-                await queue.done(len(batch))
+                await queue.done(LetGo(len(batch)))
                 batches.append(batch)
             return batches
         finally:

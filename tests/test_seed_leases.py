@@ -20,9 +20,10 @@ from crawler.demo.site import Site
 from crawler.frontier.dedup import DIGEST_BYTES
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.seed_holds import SeedKeys
-from crawler.frontier.seed_queue import SeedQueue
+from crawler.frontier.seed_queue import LetGo, SeedQueue
 from crawler.frontier.seed_settings import SeedSource
 from crawler.lua import text
+from crawler.redis_outage import OutageGuard
 from tests.cluster import LOCAL_SITE_SETTINGS, logs, wait_for_log
 from tests.faults import FAST_LEASES
 
@@ -84,7 +85,7 @@ def test_a_graceful_stop_returns_what_is_not_done(
         queue = SeedQueue(client, KEYS, node_id="n", hold_ms=60_000)
         try:
             await queue.take(4, 0.1)
-            await queue.done(1)  # one seed's requests are in the frontier
+            await queue.done(LetGo(1))  # one seed's requests are in the frontier
             return await queue.give_back()
         finally:
             await client.aclose()
@@ -219,18 +220,18 @@ def test_the_seed_reader_survives_a_crashing_take(
     real_take = reader.queue.take
     calls: list[int] = []
 
-    async def flaky_take(count: int, timeout: float, done: int = 0) -> list[bytes]:
+    async def flaky_take(count: int, timeout: float, let_go: LetGo) -> list[bytes]:
         calls.append(count)
         if len(calls) == 1:
             raise KeyError("a bug")
-        return await real_take(count, timeout, done)
+        return await real_take(count, timeout, let_go)
 
     monkeypatch.setattr(reader.queue, "take", flaky_take)
     redis_client.lpush("pages:start_urls", "http://h/1")
 
     async def first_batch() -> list[bytes]:
         try:
-            return await reader._take(0)
+            return await reader._take(LetGo(0))
         finally:
             await context.redis.aclose()
 
@@ -238,3 +239,51 @@ def test_the_seed_reader_survives_a_crashing_take(
     assert len(calls) == 2
     assert crawler.stats is not None
     assert crawler.stats.get_value("node/loop_crashed/seed_reader") == 1
+
+
+class _LostReplies(redis.asyncio.Redis):
+    """A client whose next ``lost`` script calls run on Redis and lose their reply (as a
+    reply that takes longer than the socket timeout does): the caller sees a timeout."""
+
+    lost = 0
+
+    async def evalsha(self, sha: str, numkeys: int, *keys_and_args: str) -> object:  # type: ignore[override]
+        reply = await super().evalsha(sha, numkeys, *keys_and_args)
+        if self.lost:
+            self.lost -= 1
+            raise redis.TimeoutError("Timeout reading from socket")
+        return reply
+
+
+def test_a_take_sent_again_after_its_reply_was_lost_lets_go_of_the_last_batch_once(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A review: the take that lets the last batch go (``LTRIM`` of its count) ran, its reply
+    was lost, and the outage guard sent it again: the retry trimmed the new batch too, seeds
+    never crawled and held nowhere. The same at a graceful stop's let-go."""
+    redis_client.lpush(KEYS.seeds, *[f"http://e.com/{i}" for i in range(10)])
+
+    async def run() -> tuple[list[bytes], list[bytes], int]:
+        client = _LostReplies.from_url(redis_url)
+        assert isinstance(client, _LostReplies)
+        guard = OutageGuard("t", lambda _: None, max_delay=0.01)
+        queue = SeedQueue(client, KEYS, node_id="n", hold_ms=60_000)
+        try:
+            first = await guard.run(lambda: queue.take(5, 0.1))
+            client.lost = 1  # the batch is in the frontier: the next take lets it go
+            let_go = LetGo(5)
+            second = await guard.run(lambda: queue.take(5, 0.1, let_go))
+            client.lost = 1  # two of them are in the frontier, then a graceful stop
+            let_go = LetGo(2)
+            await guard.run(lambda: queue.done(let_go))
+            return first, second, await queue.give_back()
+        finally:
+            await client.aclose()
+
+    first, second, returned = asyncio.run(run())
+    assert first == [f"http://e.com/{i}".encode() for i in range(5)]
+    assert second == [f"http://e.com/{i}".encode() for i in range(5, 10)]
+    assert returned == 3  # e.com/7-9 go back to the seed key
+    assert redis_client.lrange(KEYS.seeds, 0, -1) == [
+        f"http://e.com/{i}".encode() for i in (9, 8, 7)
+    ]

@@ -41,6 +41,11 @@ class SeedKeys:
         return f"{slot_tag(self.seeds)}:takers"
 
     @property
+    def let_go(self) -> str:
+        """Hash: node -> the id of its last let-go of seeds (``lua/seed_take.lua``)."""
+        return f"{slot_tag(self.seeds)}:taken_let_go"
+
+    @property
     def taken_prefix(self) -> str:
         return f"{slot_tag(self.seeds)}:taken:"
 
@@ -49,7 +54,7 @@ class SeedKeys:
 
     @property
     def holds_pattern(self) -> str:
-        """SCAN pattern of the takers hash and every node's taken list."""
+        """SCAN pattern of the takers hash, the let-go hash and every node's taken list."""
         return glob_escape(slot_tag(self.seeds)) + ":ta[kr]*"
 
 
@@ -65,7 +70,7 @@ def reclaim_call(
     """KEYS and ARGV of ``lua/seed_reclaim.lua``: return the seeds ``node_id`` holds (by
     default those of every holder whose hold expired) to the seed key, a ``source``
     (``list``, ``set`` or ``zset``, as ``SEEDS_TYPE`` says)."""
-    return [keys.seeds, keys.takers], [keys.taken_prefix, source, node_id]
+    return [keys.seeds, keys.takers, keys.let_go], [keys.taken_prefix, source, node_id]
 
 
 def seed_readers(client: SyncRedis, keys: SeedKeys, now_ms: float) -> list[str]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -52,6 +54,19 @@ class WrongSeedKeyType(Exception):
         self.found = found
 
 
+@dataclass(frozen=True, slots=True)
+class LetGo:
+    """The first ``count`` seeds of the held batch are in the frontier: they leave the taken
+    list once, however often a call carrying this is sent (``call`` is recorded by
+    ``lua/seed_take.lua``), never trimming the batch taken after them."""
+
+    count: int
+    call: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+NOTHING_LET_GO = LetGo(0, "")
+
+
 def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
@@ -72,14 +87,15 @@ class SeedQueue:
         self.node_id = node_id
         self.hold_ms = hold_ms
         self._take = client.register_script(script_text("crawler.frontier", "seed_take"))
+        self._take_keys = [keys.seeds, keys.taken(node_id), keys.takers, keys.let_go]
         self._reclaim = client.register_script(script_text("crawler.frontier", "seed_reclaim"))
 
-    async def take(self, count: int, timeout: float, done: int = 0) -> list[bytes]:
+    async def take(self, count: int, timeout: float, let_go: LetGo = NOTHING_LET_GO) -> list[bytes]:
         """The batch this node holds, up to ``count`` seeds, waiting up to ``timeout``
-        seconds for the first. Seeds held from before (not yet done) come first; the first
-        ``done`` of the previous batch are let go first (see :meth:`done`)."""
+        seconds for the first. Seeds held from before (not yet let go) come first; ``let_go``
+        is applied first."""
         try:
-            held = await self._take_now(count, done)
+            held = await self._take_now(count, let_go)
             if held:
                 return held
             if self.source is SeedSource.LIST:
@@ -99,27 +115,25 @@ class SeedQueue:
         await asyncio.sleep(timeout)
         return []
 
-    async def _take_now(self, count: int, done: int = 0) -> list[bytes]:
-        keys = [self.keys.seeds, self.keys.taken(self.node_id), self.keys.takers]
-        args: list[str | int] = [count, self.node_id, self.hold_ms, self.source.value, done]
-        entries = await self._take(keys=keys, args=args)
+    async def _take_now(self, count: int, let_go: LetGo = NOTHING_LET_GO) -> list[bytes]:
+        entries = await self._take(
+            keys=self._take_keys,
+            args=[count, self.node_id, self.hold_ms, self.source.value, let_go.count, let_go.call],
+        )
         seeds = [_bytes(entry) for entry in entries]
         if self.source is SeedSource.ZSET:  # '<score> <member>'
             return [seed.split(b" ", 1)[1] for seed in seeds]
         return seeds
 
-    async def done(self, count: int) -> None:
-        """The first ``count`` seeds of the held batch are in the frontier: let them go."""
-        if count > 0:
-            await self._client.ltrim(self.keys.taken(self.node_id), count, -1)
+    async def done(self, let_go: LetGo) -> None:
+        """Let go of seeds of the held batch whose requests are in the frontier (and refresh
+        the hold)."""
+        await self._take_now(0, let_go)
 
     async def keep_alive(self) -> int:
         """Refresh this node's hold; return the seeds of expired holders to the seed key.
         Returns how many seeds were returned."""
-        await self._take(
-            keys=[self.keys.seeds, self.keys.taken(self.node_id), self.keys.takers],
-            args=[0, self.node_id, self.hold_ms, self.source.value],
-        )
+        await self._take_now(0)
         keys, args = reclaim_call(self.keys, self.source.value)
         return int(await self._reclaim(keys=keys, args=args))
 

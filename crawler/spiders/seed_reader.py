@@ -27,7 +27,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from crawler.frontier.seed_holds import SeedKeys
-from crawler.frontier.seed_queue import SeedQueue, WrongSeedKeyType
+from crawler.frontier.seed_queue import LetGo, SeedQueue, WrongSeedKeyType
 from crawler.frontier.seed_settings import SeedSettings
 from crawler.node_context import LOOP_RESTART_DELAY, NodeContext
 from crawler.redis_outage import GaveUp
@@ -78,8 +78,8 @@ class SeedReader:
             # The last batch is in the frontier: the take lets it go. Not counted as handed
             # meanwhile, so a stop during the take returns it (again) rather than trimming
             # the next batch.
-            done, self._handed = self._handed, 0
-            raws = await self._take(done)
+            let_go, self._handed = LetGo(self._handed), 0
+            raws = await self._take(let_go)
             for raw in raws:
                 self.stats.inc_value("seeds/received")
                 for request in await accept(self.queue, raw):
@@ -98,13 +98,13 @@ class SeedReader:
                 logger.info("Idle for %.1fs (max_idle_time): closing", now - idle_since)
                 return
 
-    async def _take(self, done: int) -> list[bytes]:
+    async def _take(self, let_go: LetGo) -> list[bytes]:
         backoff = 0.0
         config = self.config
         while True:
             try:
                 return await self.guard.run(
-                    lambda: self.queue.take(config.batch_size, config.wait_timeout, done)
+                    lambda: self.queue.take(config.batch_size, config.wait_timeout, let_go)
                 )
             except WrongSeedKeyType as exc:
                 backoff = min(WRONG_TYPE_RETRY_MAX, backoff * 2 or 0.5)
@@ -136,7 +136,8 @@ class SeedReader:
         handed, self._handed = self._handed, 0
         try:
             if handed:
-                await self.guard.run(functools.partial(self.queue.done, handed), deadline=deadline)
+                let_go = LetGo(handed)  # one id for the call and its retries
+                await self.guard.run(functools.partial(self.queue.done, let_go), deadline=deadline)
             returned = await self.guard.run(self.queue.give_back, deadline=deadline)
         except GaveUp:
             logger.warning(

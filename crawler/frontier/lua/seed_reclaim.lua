@@ -1,6 +1,7 @@
 -- Return the seeds held by nodes whose hold expired (or by one node, at its graceful stop) to
 -- the seed key, where they are taken again first (crawler.frontier.seed_queue).
--- KEYS: 1 seed key, 2 takers hash (node -> hold deadline, ms)
+-- KEYS: 1 seed key, 2 takers hash (node -> hold deadline, ms), 3 let-go hash (node -> the id
+--       of its last let-go: forgotten with its list)
 -- ARGV: 1 prefix of the taken lists (node id appended), 2 seed key type: list | set | zset,
 --       3 a node whose seeds to return now ('' = every node whose hold expired)
 -- Returns the number of seeds returned.
@@ -33,6 +34,7 @@ for _, node in ipairs(holders) do
         end
     end
     returned = returned + #seeds
+    redis.call('HDEL', KEYS[3], node)
     if #seeds > 0 then
         -- Keep the holder, expired: a seed still on its way into the list (a blocking move
         -- that was waiting) goes back at the next look, which forgets the holder.
