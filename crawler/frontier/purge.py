@@ -231,7 +231,7 @@ class PurgePlan:
         a seed pushed next meets nodes that forgot."""
         deleted, acknowledged = 0, None
         if self.present:
-            deleted = sum(int(client.delete(key)) for key in self.present)
+            deleted = sum(int(client.unlink(key)) for key in self.present)  # freed aside
             if self.live:
                 parts = self.parts  # the live nodes go on with them: the count is written back
                 client.set(parts[0].partitions, len(parts))
