@@ -174,14 +174,20 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
         state = "stalled"
     elif len(paused) == len(live):
         state = "paused"
-    elif remaining > 0 and finished_per_minute > 0 and ledger["quiet_seconds"] < QUIET_SECONDS:
-        per_request = 60 / finished_per_minute
-        eta = round(max(remaining * per_request, back_in + late_leases * per_request), 1)
+    elif (
+        remaining + seeds > 0
+        and finished_per_minute > 0
+        and ledger["quiet_seconds"] < QUIET_SECONDS
+    ):
+        per_request = 60 / finished_per_minute  # a seed is one request at least
+        eta = round(max((remaining + seeds) * per_request, back_in + late_leases * per_request), 1)
     return FrontierStatus(
         snapshot=snapshot,
         ledger=ledger,
         finished=finished,
-        progress=finished / (finished + remaining) if finished + remaining else None,
+        progress=finished / (finished + remaining + seeds)
+        if finished + remaining + seeds
+        else None,
         pages_per_minute=per_minute(recent.get("pages", 0), window),
         delivered_per_minute=per_minute(recent.get("items/delivered", 0), window),
         finished_per_minute=finished_per_minute,
