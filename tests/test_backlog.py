@@ -519,6 +519,43 @@ def test_a_spill_whose_leases_another_node_reclaimed_leaves_their_messages_skipp
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
+def test_a_spill_redis_refused_to_settle_is_settled_at_the_next_step(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """Kafka acknowledged a spill's messages and Redis was away when the spill settled them
+    (spill_done.lua, and its second try as the spill was cut short, refused): the next step
+    began anew and forgot them, their leases expired and were reclaimed, and their messages
+    were read back too: each crawled twice (a review). The next step settles them first."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> list[str]:
+        async with spilling(redis_url, kafka, [keys], "backlog-unsettled") as (
+            client,
+            (node,),
+            backlog,
+        ):
+            other = FrontierClient(client, keys, "n2")
+            done = backlog._spill._done
+
+            async def away(**kwargs: Any) -> object:
+                raise RedisConnectionError("Connection refused")
+
+            await open_with_100_queued(node, backlog)
+            backlog._spill._done = away  # type: ignore[assignment]
+            with pytest.raises(RedisConnectionError):
+                await backlog.step()
+            backlog._spill._done = done
+            leases = [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]
+            assert len(leases) == 100 - MAX
+            redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired meanwhile
+            await other.heartbeat([], 60_000, 60_000, 1000, await other.open_epoch())
+            crawled, _ = await crawl_through(client, [node], backlog, 100)
+            return crawled
+
+    crawled = asyncio.run(scenario())
+    assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+
+
 def test_requests_spilled_as_redis_loses_its_data_are_crawled_from_kafka(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:

@@ -32,6 +32,7 @@ from crawler.lua import frontier_script, text
 logger = logging.getLogger(__name__)
 
 REPORT_SLACK = 5.0  # seconds past the message timeout a spill waits for librdkafka's reports
+SPILL_FENCE_MS = 86_400_000  # a spill's fence is kept a day: a call again comes within an outage
 # a message that failed so may have reached the broker all the same (librdkafka's "possibly
 # persisted"): its request goes back to the queue, and its message is skipped if read back
 UNSURE_ERRORS = frozenset(
@@ -71,7 +72,6 @@ class _Outcomes:
     # recorded unsure: queued again whatever report comes after (its message is to be skipped)
     marked: set[str] = field(default_factory=set)
     reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
-    dropping: set[str] = field(default_factory=set)  # given to spill_done.lua at least once
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""
@@ -106,9 +106,22 @@ class Spill:
         redis = clients[0].redis
         self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
         self._done = redis.register_script(frontier_script("backlog_count", "spill_done"))
+        # spills Redis refused to settle (away as they gave their leases back): settled first
+        # at the next step, with what Kafka said of each message, or their acknowledged
+        # requests would be reclaimed from Redis as their leases expire and read back too
+        self._unsettled: list[tuple[FrontierKeys, list[str], _Outcomes, list[str]]] = []
+
+    async def settle_unsettled(self) -> None:
+        """Give back the leases of spills whose settling Redis refused (raises while it does)."""
+        while self._unsettled:
+            keys, rest, out, unsure = self._unsettled[0]
+            await self._give_back(keys, rest, out, unsure)
+            out.settled.update(rest)
+            self._unsettled.pop(0)
 
     async def part(self, keys: FrontierKeys) -> SpillCounts:
         """Spill the part's requests beyond the bound."""
+        await self.settle_unsettled()
         epoch = text(await self.clients[keys.part].redis.get(keys.epoch) or b"")
         take = asyncio.ensure_future(
             self._take(
@@ -137,7 +150,11 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 self.producer.purge()
                 unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
-                await asyncio.shield(self._give_back(keys, rest, out, unsure))
+                try:
+                    await asyncio.shield(self._give_back(keys, rest, out, unsure))
+                except Exception:
+                    self._unsettled.append((keys, rest, out, unsure))
+                    raise
                 if unsure:
                     logger.warning(
                         "A spill from %s was cut short: %d requests sent to Kafka without an "
@@ -247,16 +264,21 @@ class Spill:
         if spilled:
             written = max(acked.values()) + 1
             offsets = [keys.backlog_read, keys.backlog_written]
-            # A call again for leases an earlier one may have dropped (its answer lost to a
-            # stop or a connection error) cannot tell them from leases another node reclaimed:
-            # it records none (such a reclaimed request is crawled twice, never lost).
-            again = not out.dropping.isdisjoint(spilled)
-            out.dropping.update(spilled)
-            prefix = "" if again else out.prefix
-            unsure_keys = [keys.backlog_unsure, keys.epoch]
+            # the spill's fence: a call again (its answer lost to a stop or a connection
+            # error, or Redis away) tells leases an earlier one dropped from reclaimed ones
+            fence = keys.spill_fence(out.prefix.rstrip(":"))
+            unsure_keys = [keys.backlog_unsure, keys.epoch, fence]
             reply = await self._done(
                 keys=[keys.leases, keys.inflight, keys.backlog, *offsets, *unsure_keys],
-                args=[self.node_id, self.settings.topic, written, prefix, out.epoch, *spilled],
+                args=[
+                    self.node_id,
+                    self.settings.topic,
+                    written,
+                    out.prefix,
+                    out.epoch,
+                    SPILL_FENCE_MS,
+                    *spilled,
+                ],
             )
             dropped, reclaimed = map(int, reply)
             if reclaimed:

@@ -112,6 +112,11 @@ class FrontierKeys:
         lower than one the node knew applied, Redis lost its writes (``RollbackWatch``)."""
         return f"{self.tag}:fence:{node_id}:mark"
 
+    def spill_fence(self, spill_id: str) -> str:
+        """The leases a spill dropped (``spill_done.lua``): a call again finds them (``#``
+        is in no node id, so no node's fence is named so)."""
+        return f"{self.tag}:fence:#spill:{spill_id}"
+
     def node_run(self, node_id: str) -> str:
         """The run of a node id now (``node_run.lua``; expires three heartbeats after its
         last)."""
