@@ -287,3 +287,31 @@ def test_a_take_sent_again_after_its_reply_was_lost_lets_go_of_the_last_batch_on
     assert redis_client.lrange(KEYS.seeds, 0, -1) == [
         f"http://e.com/{i}".encode() for i in (9, 8, 7)
     ]
+
+
+def test_seeds_held_under_another_seed_key_type_go_back_without_an_error(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """A review: seeds a killed node took from a list, the key then made a sorted set (the
+    spider's SEEDS_TYPE changed): every node's look at expired holds raised (a Lua error on
+    the missing score), and the seeds stayed held for ever. They go back with score 0."""
+    redis_client.lpush(KEYS.seeds, "http://e.com/1", "http://e.com/2")
+
+    async def run() -> tuple[int, int]:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        dead = SeedQueue(client, KEYS, node_id="dead", hold_ms=100)
+        live = SeedQueue(client, KEYS, SeedSource.ZSET, node_id="live", hold_ms=60_000)
+        try:
+            assert len(await dead.take(2, 0.1)) == 2  # and then it is killed
+            await client.zadd(KEYS.seeds, {"http://e.com/3": 5})  # the key, a sorted set now
+            await asyncio.sleep(0.2)
+            return await live.keep_alive(), await live.keep_alive()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(run()) == (2, 0)
+    assert redis_client.zrange(KEYS.seeds, 0, -1, withscores=True) == [
+        (b"http://e.com/1", 0.0),
+        (b"http://e.com/2", 0.0),
+        (b"http://e.com/3", 5.0),
+    ]
