@@ -59,9 +59,15 @@ class PrefetchOwner(Protocol[T_co]):
 
 class Prefetch(Generic[T]):
     def __init__(
-        self, owner: PrefetchOwner[T], prefetch: int, lease_ms: int, idle_poll: float
+        self,
+        owner: PrefetchOwner[T],
+        prefetch: int,
+        lease_ms: int,
+        idle_poll: float,
+        load: Callable[[T], int] = lambda _: 0,
     ) -> None:
         self._owner = owner
+        self._load = load  # requests of an entry's site in the downloader: the fewest go first
         self._prefetch = prefetch
         self._lease_ms = lease_ms
         self._idle_poll = idle_poll
@@ -75,10 +81,17 @@ class Prefetch(Generic[T]):
         return len(self._buffer)
 
     def take(self) -> tuple[Lease, T] | None:
-        """The next leased request, refilling first when the buffer is down to half."""
+        """The leased request whose site has the fewest requests in the downloader (the
+        first leased among equals), refilling first when the buffer is down to half."""
         if len(self._buffer) <= self._prefetch // 2:
             self._maybe_refill()
-        return self._buffer.popleft() if self._buffer else None
+        if not self._buffer:
+            return None
+        buffer, load = self._buffer, self._load
+        best = min(range(len(buffer)), key=lambda index: load(buffer[index][1]))
+        taken = buffer[best]
+        del buffer[best]
+        return taken
 
     def leases(self) -> list[Lease]:
         return [lease for lease, _ in self._buffer]
