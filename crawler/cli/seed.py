@@ -33,7 +33,7 @@ from crawler.redis_connection import SyncRedis, server_time_ms
 
 STDIN = "-"
 CHECK_BATCH = 1000  # fingerprints looked up per script call
-LINES_SHOWN = 100  # text output: seeds listed per outcome, then a count
+LINES_SHOWN = 100  # text output: seeds listed per outcome, then a count (every invalid one)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,10 +127,11 @@ def print_reports(reports: list[SeedReport]) -> None:
     shown: Counter[Outcome] = Counter()
     for report in reports:
         shown[report.outcome] += 1
-        if shown[report.outcome] <= LINES_SHOWN:
+        # a rejected seed is pushed nowhere: its line is the operator's one record of it
+        if shown[report.outcome] <= LINES_SHOWN or report.outcome is Outcome.INVALID:
             print(describe(report))
     for outcome, count in shown.items():
-        if count > LINES_SHOWN:
+        if count > LINES_SHOWN and outcome is not Outcome.INVALID:
             print(f"... and {count - LINES_SHOWN} more {outcome.value} seeds")
 
 
