@@ -519,21 +519,21 @@ def test_a_spill_whose_leases_another_node_reclaimed_leaves_their_messages_skipp
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
-def test_a_spill_redis_refused_to_settle_is_settled_at_the_next_step(
-    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+@pytest.mark.parametrize("then", ["reclaimed", "drained", "stopped"])
+def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, then: str
 ) -> None:
     """Kafka acknowledged a spill's messages and Redis was away when the spill settled them
     (spill_done.lua, and its second try as the spill was cut short, refused): the next step
     began anew and forgot them, their leases expired and were reclaimed, and their messages
-    were read back too: each crawled twice (a review). The next step settles them first."""
+    were read back too: each crawled twice (a review). Settled first at the next step, also
+    one that does not spill (the queue drained below the bound: a second review), and at the
+    node's stop."""
     (keys,) = frontier_parts(SPIDER, 1)
 
-    async def scenario() -> list[str]:
-        async with spilling(redis_url, kafka, [keys], "backlog-unsettled") as (
-            client,
-            (node,),
-            backlog,
-        ):
+    async def scenario() -> tuple[list[str], Step]:
+        topic = f"backlog-unsettled-{then}"
+        async with spilling(redis_url, kafka, [keys], topic) as (client, (node,), backlog):
             other = FrontierClient(client, keys, "n2")
             done = backlog._spill._done
 
@@ -545,15 +545,29 @@ def test_a_spill_redis_refused_to_settle_is_settled_at_the_next_step(
             with pytest.raises(RedisConnectionError):
                 await backlog.step()
             backlog._spill._done = done
-            leases = [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]
-            assert len(leases) == 100 - MAX
-            redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired meanwhile
+            crawled, step = [], Step(0, 0, 0)
+            if then == "drained":
+                crawled += await crawl_queued([node])  # 25 of the 40 queued
+                step = await backlog.step()
+            elif then == "stopped":
+                backlog.stop()
+                await backlog.close()
+            if leases := [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]:
+                redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired meanwhile
             await other.heartbeat([], 60_000, 60_000, 1000, await other.open_epoch())
-            crawled, _ = await crawl_through(client, [node], backlog, 100)
-            return crawled
+        async with spilling(redis_url, kafka, [keys], topic, node_id="n3") as (
+            client,
+            (node,),
+            backlog,
+        ):
+            await backlog.open()
+            more, _ = await crawl_through(client, [node], backlog, 100 - len(crawled))
+            return crawled + more, step
 
-    crawled = asyncio.run(scenario())
+    crawled, step = asyncio.run(scenario())
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
+    if then == "drained":  # counted as the step settled them
+        assert step.spilled == 100 - MAX
 
 
 def test_requests_spilled_as_redis_loses_its_data_are_crawled_from_kafka(

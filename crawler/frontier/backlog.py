@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from redis.exceptions import RedisError
 
 from crawler.frontier.backlog_bounds import BoundsLook
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
@@ -189,7 +190,9 @@ class Backlog:
     async def step(self) -> Step:
         """Spill every part over its bound, refill the assigned parts under half of it (and,
         every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_check_record``, the other nodes'
-        bounds, ``_make_topic``, ``_mend_offsets``)."""
+        bounds, ``_make_topic``, ``_mend_offsets``). Spills Redis refused to settle are
+        settled first."""
+        spills = [await self._spill.settle_unsettled()]
         lost = bounds_differ = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
             self._topic_checked = time.monotonic()
@@ -206,7 +209,7 @@ class Backlog:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
             depths = [int(n or 0) for n in await pipe.execute()]
-        spills = [
+        spills += [
             await self._spill.part(keys)
             for keys, depth in zip(self.parts, depths, strict=True)
             if depth > self.settings.queue_max
@@ -273,6 +276,20 @@ class Backlog:
             await self._rest(self.settings.interval)
 
     async def close(self) -> None:
+        """Settle the spills Redis refused to settle (said when it refuses still), close the
+        consumer, drain the producer."""
+        if unsettled := self._spill.unsettled:
+            try:
+                await self._spill.settle_unsettled()
+            except (RedisError, OSError) as exc:  # Redis away: the leases expire meanwhile
+                logger.warning(
+                    "%d requests spilled to %s could not be settled in Redis (%s): once their "
+                    "leases expire, another node crawls them from Redis and may read them "
+                    "back from Kafka too (crawled twice)",
+                    unsettled,
+                    self.settings.topic,
+                    exc,
+                )
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await self.producer.drain(1.0)

@@ -111,17 +111,28 @@ class Spill:
         # requests would be reclaimed from Redis as their leases expire and read back too
         self._unsettled: list[tuple[FrontierKeys, list[str], _Outcomes, list[str]]] = []
 
-    async def settle_unsettled(self) -> None:
-        """Give back the leases of spills whose settling Redis refused (raises while it does)."""
+    @property
+    def unsettled(self) -> int:
+        """Leases of spills Redis refused to settle, not settled since."""
+        return sum(len(rest) for _, rest, _, _ in self._unsettled)
+
+    async def settle_unsettled(self) -> SpillCounts:
+        """Give back the leases of spills whose settling Redis refused, before anything else
+        the node does with the backlog (raises while Redis does): the acknowledged ones leave
+        Redis, before their messages are read back or their leases expire. Counts what is
+        spilled (and reclaimed meanwhile) now."""
+        spilled = reclaimed = 0
         while self._unsettled:
             keys, rest, out, unsure = self._unsettled[0]
-            await self._give_back(keys, rest, out, unsure)
+            before = out.reclaimed
+            spilled += await self._give_back(keys, rest, out, unsure)
+            reclaimed += out.reclaimed - before
             out.settled.update(rest)
             self._unsettled.pop(0)
+        return SpillCounts(spilled, reclaimed=reclaimed)
 
     async def part(self, keys: FrontierKeys) -> SpillCounts:
         """Spill the part's requests beyond the bound."""
-        await self.settle_unsettled()
         epoch = text(await self.clients[keys.part].redis.get(keys.epoch) or b"")
         take = asyncio.ensure_future(
             self._take(
