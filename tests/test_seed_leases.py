@@ -295,23 +295,25 @@ def test_seeds_held_under_another_seed_key_type_go_back_without_an_error(
     """A review: seeds a killed node took from a list, the key then made a sorted set (the
     spider's SEEDS_TYPE changed): every node's look at expired holds raised (a Lua error on
     the missing score), and the seeds stayed held for ever. They go back with score 0."""
-    redis_client.lpush(KEYS.seeds, "http://e.com/1", "http://e.com/2")
+    # "nan x" reads as a score and a member, and ZADD refuses a score of nan (a second review)
+    redis_client.lpush(KEYS.seeds, "http://e.com/1", "http://e.com/2", "nan x")
 
     async def run() -> tuple[int, int]:
         client = redis.asyncio.Redis.from_url(redis_url)
         dead = SeedQueue(client, KEYS, node_id="dead", hold_ms=100)
         live = SeedQueue(client, KEYS, SeedSource.ZSET, node_id="live", hold_ms=60_000)
         try:
-            assert len(await dead.take(2, 0.1)) == 2  # and then it is killed
+            assert len(await dead.take(3, 0.1)) == 3  # and then it is killed
             await client.zadd(KEYS.seeds, {"http://e.com/3": 5})  # the key, a sorted set now
             await asyncio.sleep(0.2)
             return await live.keep_alive(), await live.keep_alive()
         finally:
             await client.aclose()
 
-    assert asyncio.run(run()) == (2, 0)
+    assert asyncio.run(run()) == (3, 0)
     assert redis_client.zrange(KEYS.seeds, 0, -1, withscores=True) == [
         (b"http://e.com/1", 0.0),
         (b"http://e.com/2", 0.0),
+        (b"nan x", 0.0),
         (b"http://e.com/3", 5.0),
     ]

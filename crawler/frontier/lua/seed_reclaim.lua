@@ -30,10 +30,10 @@ for _, node in ipairs(holders) do
             redis.call('SADD', KEYS[1], seed)
         else
             local space = string.find(seed, ' ', 1, true)
-            local score = space and string.sub(seed, 1, space - 1)
-            if score and (tonumber(score) or string.match(score, '^[+-]?inf$')) then
-                redis.call('ZADD', KEYS[1], score, string.sub(seed, space + 1))
-            else  -- taken from a list or set (the seed key's type changed since): score 0
+            local scored = space and redis.pcall(
+                'ZADD', KEYS[1], string.sub(seed, 1, space - 1), string.sub(seed, space + 1))
+            if not scored or type(scored) == 'table' and scored.err then
+                -- taken from a list or set (the seed key's type changed since): score 0
                 redis.call('ZADD', KEYS[1], 0, seed)
             end
         end
