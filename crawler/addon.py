@@ -60,7 +60,11 @@ FIFO_DISK_QUEUES = tuple(
     for store in ("Disk", "SQLite")
 )
 QUEUE_ORDERS = {
-    "SCHEDULER_PRIORITY_QUEUE": ("scrapy.pqueues.ScrapyPriorityQueue",),
+    # the frontier's order, and then the downloader-aware pick of a node's leases or not
+    "SCHEDULER_PRIORITY_QUEUE": (
+        "scrapy.pqueues.ScrapyPriorityQueue",
+        "scrapy.pqueues.DownloaderAwarePriorityQueue",
+    ),
     "SCHEDULER_MEMORY_QUEUE": ("scrapy.squeues.FifoMemoryQueue",),
     "SCHEDULER_DISK_QUEUE": FIFO_DISK_QUEUES,
     "SCHEDULER_START_MEMORY_QUEUE": (),

@@ -7,9 +7,11 @@ from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
+from scrapy.pqueues import ScrapyPriorityQueue
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.downloader_load import DownloaderLoad
+from crawler.frontier.downloader_load import DownloaderLoad, downloader_aware
 
 
 def test_requests_are_counted_by_slot_from_reaching_the_downloader_to_leaving_it() -> None:
@@ -34,3 +36,13 @@ def test_requests_are_counted_by_slot_from_reaching_the_downloader_to_leaving_it
             signals.request_left_downloader, request=request, spider=spider
         )
     assert (load.of(a2), load.of(b1)) == (1, 0)
+
+
+def test_scrapys_default_queue_asks_for_it_and_strict_priority_order_does_not() -> None:
+    """A review: ``SCHEDULER_PRIORITY_QUEUE=ScrapyPriorityQueue`` (strict priority order) was
+    accepted and then overridden by the downloader-aware pick without a word."""
+    assert downloader_aware(Settings())  # Scrapy's default: DownloaderAwarePriorityQueue
+    assert not downloader_aware(Settings({"SCHEDULER_PRIORITY_QUEUE": ScrapyPriorityQueue}))
+    assert not downloader_aware(
+        Settings({"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"})
+    )

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from crawler.frontier.client import Lease
-from crawler.frontier.prefetch import Prefetch
+from crawler.frontier.prefetch import PICK_SCAN, Prefetch
 
 
 class Owner:
@@ -61,3 +61,29 @@ def test_the_request_of_the_site_with_the_fewest_in_the_downloader_goes_first() 
         return taken
 
     assert asyncio.run(take_all()) == ["c1", "b1", "c2", "a1", "b2", "a2"]
+
+
+def test_without_a_load_leases_go_in_order_and_with_one_only_the_first_are_weighed() -> None:
+    """Strict priority order (ScrapyPriorityQueue): in the order leased. With a load, only the
+    first PICK_SCAN leases are weighed (a review: 8.8 ms a take with 5,000 prefetched)."""
+    owner: Any = Owner()
+    weighed: list[str] = []
+
+    def load(request: str) -> int:
+        weighed.append(request)
+        return 0
+
+    in_order: Prefetch[str] = Prefetch(owner, prefetch=8, lease_ms=60_000, idle_poll=1.0)
+    many: Prefetch[str] = Prefetch(owner, 500, 60_000, 1.0, load=load)
+    leases = [Lease(f"0/{n}", f"r{n}".encode()) for n in range(200)]
+    in_order._filled(leases[:3], 0)
+    many._filled(leases, 0)
+
+    async def take() -> tuple[list[str], str]:
+        taken = [entry[1] for _ in range(3) if (entry := in_order.take()) is not None]
+        first = many.take()
+        assert first is not None
+        return taken, first[1]
+
+    assert asyncio.run(take()) == (["r0", "r1", "r2"], "r0")
+    assert len(weighed) == PICK_SCAN

@@ -390,10 +390,7 @@ def test_the_cli_reaches_the_redis_the_nodes_reach(monkeypatch: pytest.MonkeyPat
             "SCHEDULER_MEMORY_QUEUE=.* first in first out within a priority",
         ),
         (
-            {
-                "REDIS_URL": "redis://h:1/0",
-                "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-            },
+            {"REDIS_URL": "redis://h:1/0", "SCHEDULER_PRIORITY_QUEUE": "my.SiteQueue"},
             "SCHEDULER_PRIORITY_QUEUE=.* remove the setting",
         ),
         (

@@ -7,7 +7,9 @@ with a ``DOWNLOAD_DELAY``, every request of a site waits its turn in the downloa
 one of ``CONCURRENT_REQUESTS`` meanwhile (an audit: 48 leases over 28 of 100 sites, two nodes
 a third as fast as one standalone node). So the node counts the requests of each download slot
 in its downloader (``request_reached_downloader``, ``request_left_downloader``) and hands out,
-of those it has leased, one whose slot holds the fewest, the first leased among equals.
+of those it has leased (the first ``prefetch.PICK_SCAN``), one whose slot holds the fewest,
+the first leased among equals; unless the project asks for ``ScrapyPriorityQueue`` (strict
+priority order): then in the order leased.
 """
 
 from __future__ import annotations
@@ -16,6 +18,17 @@ from collections import Counter
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from crawler.settings_values import component_path
+
+DOWNLOADER_AWARE = "scrapy.pqueues.DownloaderAwarePriorityQueue"
+
+
+def downloader_aware(settings: BaseSettings) -> bool:
+    """Whether ``SCHEDULER_PRIORITY_QUEUE`` asks for the downloader-aware order (Scrapy's
+    default), not strict priority order (``ScrapyPriorityQueue``)."""
+    return component_path(settings.get("SCHEDULER_PRIORITY_QUEUE")) == DOWNLOADER_AWARE
 
 
 class DownloaderLoad:

@@ -24,6 +24,7 @@ from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.refusal import FrontierRefused
 
 REFILL_WAIT = 0.05  # s a refill waits for a write to carry it, half the buffer still there
+PICK_SCAN = 32  # leased requests weighed by their load for each one handed out: a bounded cost
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -64,10 +65,11 @@ class Prefetch(Generic[T]):
         prefetch: int,
         lease_ms: int,
         idle_poll: float,
-        load: Callable[[T], int] = lambda _: 0,
+        load: Callable[[T], int] | None = None,
     ) -> None:
         self._owner = owner
-        self._load = load  # requests of an entry's site in the downloader: the fewest go first
+        # requests of an entry's site in the downloader: the fewest go first (None: in order)
+        self._load = load
         self._prefetch = prefetch
         self._lease_ms = lease_ms
         self._idle_poll = idle_poll
@@ -81,14 +83,18 @@ class Prefetch(Generic[T]):
         return len(self._buffer)
 
     def take(self) -> tuple[Lease, T] | None:
-        """The leased request whose site has the fewest requests in the downloader (the
-        first leased among equals), refilling first when the buffer is down to half."""
+        """The next leased request, refilling first when the buffer is down to half: with a
+        ``load``, of the first ``PICK_SCAN`` the one whose site has the fewest requests in the
+        downloader (the first leased among equals)."""
         if len(self._buffer) <= self._prefetch // 2:
             self._maybe_refill()
         if not self._buffer:
             return None
         buffer, load = self._buffer, self._load
-        best = min(range(len(buffer)), key=lambda index: load(buffer[index][1]))
+        if load is None:
+            return buffer.popleft()
+        scanned = range(min(len(buffer), PICK_SCAN))
+        best = min(scanned, key=lambda index: load(buffer[index][1]))
         taken = buffer[best]
         del buffer[best]
         return taken

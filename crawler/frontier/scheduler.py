@@ -31,7 +31,7 @@ from crawler.frontier import codec
 from crawler.frontier.acks import AckTracker, LeaseState
 from crawler.frontier.client import Lease, LeaseAsk, NewRequest
 from crawler.frontier.dedup_report import DedupReport
-from crawler.frontier.downloader_load import DownloaderLoad
+from crawler.frontier.downloader_load import DownloaderLoad, downloader_aware
 from crawler.frontier.dropped_signal import DroppedSignal
 from crawler.frontier.live_pages import LivePages
 from crawler.frontier.node_frontier import NodeFrontier
@@ -81,7 +81,7 @@ class LeasingScheduler:
             self.settings.prefetch,
             int(self.settings.lease_timeout * 1000),
             self.settings.idle_poll,
-            DownloaderLoad(crawler).of,
+            DownloaderLoad(crawler).of if downloader_aware(crawler.settings) else None,
         )
         self.live_pages = LivePages(self.stats)
         self.seen = SeenCache(self.settings.seen_cache, ttl=self.settings.dedup.ttl)
