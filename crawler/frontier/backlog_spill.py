@@ -28,6 +28,7 @@ from crawler.kafka.errors import unproven
 from crawler.kafka.messages import OutgoingMessage
 from crawler.kafka.producer import ItemProducer
 from crawler.lua import frontier_script, text
+from crawler.redis_outage import outage_reason
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +164,9 @@ class Spill:
                 unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
                 try:
                     await asyncio.shield(self._give_back(keys, rest, out, unsure))
-                except Exception:
-                    self._unsettled.append((keys, rest, out, unsure))
+                except Exception as exc:
+                    if outage_reason(exc) is not None:  # settled once Redis answers again
+                        self._unsettled.append((keys, rest, out, unsure))
                     raise
                 if unsure:
                     logger.warning(
