@@ -10,7 +10,7 @@ import logging
 import pytest
 import redis
 
-from crawler.frontier.crawl_ids import other_crawls, say_other_crawls
+from crawler.frontier.crawl_ids import CrawlIdsLook, other_crawls, say_other_crawls
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client
 from tests.aio import run
@@ -43,3 +43,31 @@ def test_live_nodes_of_other_crawls_are_named_and_gone_ones_forgotten(
         "Live nodes of 'pages' run other crawls on its frontier ('x1': n1, n2) than this "
         "node's 'x2'" in caplog.text
     )
+
+
+def test_a_node_is_told_of_a_crawl_started_after_it(
+    redis_url: str, redis_client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node of crawl x1 ran; a node of x2 started later and warned, and the x1 node, whose
+    log its operator reads, said nothing. Each node looks again at its heartbeats (every
+    LOOK_SECONDS) and says a crawl id it has not said before, once."""
+    keys = FrontierKeys.for_spider("pages")
+    for node in ("n1", "n2"):
+        redis_client.set(keys.node_run(node), "run 0", px=60_000)
+
+    async def looks() -> list[bool]:
+        client = async_client(redis_url)
+        try:
+            first = CrawlIdsLook(client, keys, "pages", "n1", "x1")
+            said = [await first.look(now=True)]  # alone
+            await other_crawls(client, keys, "n2", "x2")  # a node of x2 starts
+            said.append(await first.look())  # within LOOK_SECONDS of the last: no look
+            said.append(await first.look(now=True))
+            said.append(await first.look(now=True))  # said already
+            return said
+        finally:
+            await client.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.crawl_ids"):
+        assert run(looks()) == [False, False, True, False]
+    assert caplog.text.count("run other crawls on its frontier ('x2': n2)") == 1

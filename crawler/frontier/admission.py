@@ -40,7 +40,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from crawler.frontier.backlog import Backlog
-from crawler.frontier.crawl_ids import other_crawls, say_other_crawls
+from crawler.frontier.crawl_ids import CrawlIdsLook
 from crawler.frontier.dedup_summary import seen_entries
 from crawler.frontier.item_topics import ItemTopics
 from crawler.frontier.node_run import NodeRun
@@ -87,6 +87,7 @@ class FrontierAdmission:
         self.backlog = self._backlog(client, settings)
         self.node_run = node_run
         self.refusal: FrontierRefused | None = None
+        self.crawl_ids: CrawlIdsLook | None = None  # once the crawl is claimed
         # the checks passed: the node may lease (not before: a lease taken while its id's
         # earlier run is taken back would be taken back with it)
         self.admitted = False
@@ -266,13 +267,17 @@ class FrontierAdmission:
         would go to other topics than its crawl's (``crawler.frontier.item_topics``)."""
         settings, part0, node = self.crawler.settings, self.client.parts[0], self.node_run.node_id
         crawl_id = resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))
-        if others := await other_crawls(part0.redis, part0.keys, node, crawl_id):
-            self.stats.inc_value("frontier/other_crawls")
-            say_other_crawls(self.client.spider, crawl_id, others)
+        self.crawl_ids = CrawlIdsLook(part0.redis, part0.keys, self.client.spider, node, crawl_id)
+        await self.look_again(now=True)
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
             await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
                 node, str(settings.get("KAFKA_TOPIC_TEMPLATE"))
             )
+
+    async def look_again(self, *, now: bool = False) -> None:
+        """Say live nodes running other crawls (at a heartbeat: every ``LOOK_SECONDS``)."""
+        if self.crawl_ids is not None and await self.crawl_ids.look(now=now):
+            self.stats.inc_value("frontier/other_crawls")
 
     @property
     def refused(self) -> bool:

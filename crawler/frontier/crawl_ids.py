@@ -6,20 +6,24 @@ queue and dedup: a page is fetched once for all of them), and each crawl's ledge
 its own nodes' work, so ``enqueued + retried == done + failed`` holds for the crawls together,
 not for each. That is how a new crawl id takes over from a crawl that still runs, so it is
 said, not refused: each node records its crawl id (``{<spider>}:node_crawls``) as its frontier
-opens and says in a WARNING which live nodes (their run key held, ``crawler.frontier.node_run``)
-run others (``frontier/other_crawls``); records of nodes that do not run are dropped in the same
-step.
+opens, and again every ``LOOK_SECONDS`` at a heartbeat, and says in a WARNING which live nodes
+(their run key held, ``crawler.frontier.node_run``) run others, at the first look and whenever
+another crawl id appears (``frontier/other_crawls``): a node of the earlier crawl is told too;
+records of nodes that do not run are dropped in the same step.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 from crawler.frontier.keys import FrontierKeys
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
+
+LOOK_SECONDS = 30.0  # between a running node's looks at the other nodes' crawl ids
 
 
 async def other_crawls(
@@ -46,3 +50,31 @@ def say_other_crawls(spider: str, crawl_id: str, others: dict[str, list[str]]) -
         "; ".join(f"{crawl!r}: {', '.join(nodes)}" for crawl, nodes in others.items()),
         crawl_id,
     )
+
+
+class CrawlIdsLook:
+    """A node's looks at the crawl ids of the other running nodes of its spider."""
+
+    def __init__(
+        self, redis: AsyncRedis, part0: FrontierKeys, spider: str, node_id: str, crawl_id: str
+    ) -> None:
+        self.redis = redis
+        self.part0 = part0
+        self.spider = spider
+        self.node_id = node_id
+        self.crawl_id = crawl_id
+        self._said: set[str] = set()  # the other crawl ids said so far
+        self._looked = 0.0
+
+    async def look(self, *, now: bool = False) -> bool:
+        """Record this node's crawl id (``now``, or ``LOOK_SECONDS`` after the last look);
+        True when running nodes run a crawl id not said before (said in a WARNING)."""
+        if not now and time.monotonic() - self._looked < LOOK_SECONDS:
+            return False
+        self._looked = time.monotonic()
+        others = await other_crawls(self.redis, self.part0, self.node_id, self.crawl_id)
+        if set(others) <= self._said:
+            return False
+        self._said |= set(others)
+        say_other_crawls(self.spider, self.crawl_id, others)
+        return True

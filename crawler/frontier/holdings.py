@@ -40,6 +40,7 @@ class NodeHoldings:
         dedup_report: DedupReport,
         refuse: Callable[[FrontierRefused], None],
         fingerprint: Callable[[bytes], str],
+        look_again: Callable[[], Awaitable[None]],
     ) -> None:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
@@ -52,6 +53,7 @@ class NodeHoldings:
         self.dedup_report = dedup_report
         self.refuse = refuse
         self.fingerprint = fingerprint  # a held body's dedup fingerprint (RequestStore's)
+        self.look_again = look_again  # the admission's looks at other nodes (crawl ids)
 
     def held_leases(self) -> list[str]:
         return self.tracker.held() + [lease.id for lease in self.prefetch.leases()]
@@ -121,6 +123,7 @@ class NodeHoldings:
         wake_engine(self.crawler)
 
     async def on_beat(self) -> None:
+        await self.look_again()
         if self.dedup_report.bloom:
             self.dedup_report.bloom_state(await self.client.bloom_state())
 

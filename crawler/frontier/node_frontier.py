@@ -70,6 +70,7 @@ class NodeFrontier:
             dedup_report=owner.dedup_report,
             refuse=admission.refuse,
             fingerprint=owner.store.stored_fingerprint,
+            look_again=admission.look_again,
         )
         timing = Timing(settings.lease_timeout, settings.heartbeat_interval, settings.reclaim_batch)
         keeper = LeaseKeeper(client, holdings, owner.guard, owner.stats, timing, node_run=node_run)
