@@ -519,7 +519,7 @@ def test_a_spill_whose_leases_another_node_reclaimed_leaves_their_messages_skipp
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
-@pytest.mark.parametrize("then", ["reclaimed", "drained", "stopped"])
+@pytest.mark.parametrize("then", ["reclaimed", "drained", "stopped", "answer lost"])
 def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, then: str
 ) -> None:
@@ -531,13 +531,24 @@ def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
     node's stop."""
     (keys,) = frontier_parts(SPIDER, 1)
 
+    counted: Counter[str] = Counter()
+
+    class Stats:
+        def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+            counted[key] += count
+
     async def scenario() -> tuple[list[str], Step]:
-        topic = f"backlog-unsettled-{then}"
+        topic = f"backlog-unsettled-{then.replace(' ', '-')}"
         async with spilling(redis_url, kafka, [keys], topic) as (client, (node,), backlog):
             other = FrontierClient(client, keys, "n2")
             done = backlog._spill._done
+            calls = 0
 
             async def away(**kwargs: Any) -> object:
+                nonlocal calls
+                calls += 1
+                if then == "answer lost" and calls == 1:
+                    await done(**kwargs)  # it ran; its answer is lost, then Redis is away
                 raise RedisConnectionError("Connection refused")
 
             await open_with_100_queued(node, backlog)
@@ -549,9 +560,11 @@ def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
             if then == "drained":
                 crawled += await crawl_queued([node])  # 25 of the 40 queued
                 step = await backlog.step()
+            elif then == "answer lost":
+                step = await backlog.step()
             elif then == "stopped":
                 backlog.stop()
-                await backlog.close()
+                await backlog.close(stats=Stats())
             if leases := [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]:
                 redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired meanwhile
             await other.heartbeat([], 60_000, 60_000, 1000, await other.open_epoch())
@@ -566,8 +579,10 @@ def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
 
     crawled, step = asyncio.run(scenario())
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
-    if then == "drained":  # counted as the step settled them
+    if then in ("drained", "answer lost"):  # counted as the step settled them
         assert step.spilled == 100 - MAX
+    if then == "stopped":
+        assert counted == {"frontier/spilled": 100 - MAX}
 
 
 def test_requests_spilled_as_redis_loses_its_data_are_crawled_from_kafka(

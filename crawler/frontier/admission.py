@@ -307,4 +307,7 @@ class FrontierAdmission:
             await asyncio.wait({self._backlog_loop}, timeout=max(0.0, left))
             await self.context.stop_loops(self._backlog_loop)  # its leases back before the close
         if self.backlog is not None:
-            await self.backlog.close()
+            deadline = self.context.close_deadline()
+            await self.backlog.close(
+                lambda settle: self.guard.run(settle, deadline=deadline), self.stats
+            )

@@ -37,17 +37,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from redis.exceptions import RedisError
 
 from crawler.frontier.backlog_bounds import BoundsLook
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_settings import BacklogSettings
-from crawler.frontier.backlog_spill import Spill
+from crawler.frontier.backlog_spill import Spill, SpillCounts
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.pending import waiting_by_topic
 from crawler.frontier.refusal import BacklogTopicTaken
@@ -55,11 +54,15 @@ from crawler.kafka.health import LIBRDKAFKA_LOG
 from crawler.kafka.producer import NO_AUTO_CREATION, ItemProducer, producer_config
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
-from crawler.redis_outage import OutageGuard
+from crawler.redis_outage import REDIS_FAILURES, GaveUp, OutageGuard
 
 logger = logging.getLogger(__name__)
 
 TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (missing, or made again)
+
+
+# runs a Redis step through the node's guard (up to its close deadline)
+Guarded = Callable[[Callable[[], Awaitable[SpillCounts]]], Awaitable[SpillCounts]]
 
 
 class Stats(Protocol):
@@ -275,21 +278,30 @@ class Backlog:
                         stats.inc_value(name, count)
             await self._rest(self.settings.interval)
 
-    async def close(self) -> None:
-        """Settle the spills Redis refused to settle (said when it refuses still), close the
+    async def close(self, guarded: Guarded | None = None, stats: Stats | None = None) -> None:
+        """Settle the spills Redis refused to settle (through ``guarded``: the node's guard up
+        to its close deadline; said when Redis refuses still; counted in ``stats``), close the
         consumer, drain the producer."""
-        if unsettled := self._spill.unsettled:
-            try:
-                await self._spill.settle_unsettled()
-            except (RedisError, OSError) as exc:  # Redis away: the leases expire meanwhile
-                logger.warning(
-                    "%d requests spilled to %s could not be settled in Redis (%s): once their "
-                    "leases expire, another node crawls them from Redis and may read them "
-                    "back from Kafka too (crawled twice)",
-                    unsettled,
-                    self.settings.topic,
-                    exc,
-                )
+        unsettled = self._spill.unsettled
+        try:
+            settle = self._spill.settle_unsettled
+            late = await (guarded(settle) if guarded is not None else settle())
+        except (*REDIS_FAILURES, OSError, GaveUp) as exc:  # the leases expire meanwhile
+            logger.warning(
+                "%d requests spilled to %s could not be settled in Redis (%s): once their "
+                "leases expire, another node crawls them from Redis and may read them back "
+                "from Kafka too (crawled twice)",
+                unsettled,
+                self.settings.topic,
+                exc,
+            )
+        else:
+            for name, count in (
+                ("frontier/spilled", late.spilled),
+                ("frontier/spill_reclaimed", late.reclaimed),
+            ):
+                if count and stats is not None:
+                    stats.inc_value(name, count)
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await self.producer.drain(1.0)

@@ -89,6 +89,17 @@ class _Outcomes:
         return lease_id not in self.failed or lease_id in self.unsure
 
 
+@dataclass(slots=True)
+class _Unsettled:
+    """A spill's leases not settled when it raised or was cancelled."""
+
+    keys: FrontierKeys
+    rest: list[str]
+    out: _Outcomes
+    unsure: list[str]
+    pending: asyncio.Future[int] | None = None  # the give-back a stop cut short
+
+
 class Spill:
     def __init__(
         self,
@@ -107,30 +118,42 @@ class Spill:
         redis = clients[0].redis
         self._take = redis.register_script(frontier_script("queue", "lease", "spill_take"))
         self._done = redis.register_script(frontier_script("backlog_count", "spill_done"))
-        # spills Redis refused to settle (away as they gave their leases back): settled first
-        # at the next step, with what Kafka said of each message, or their acknowledged
-        # requests would be reclaimed from Redis as their leases expire and read back too
-        self._unsettled: list[tuple[FrontierKeys, list[str], _Outcomes, list[str]]] = []
+        # spills Redis refused to settle (away as they gave their leases back) or a stop cut
+        # short: settled first at the next step, with what Kafka said of each message, or
+        # their acknowledged requests would be reclaimed from Redis as their leases expire
+        # and read back too
+        self._unsettled: list[_Unsettled] = []
+        self._late = SpillCounts()  # settled after the step that spilled them: counted next
 
     @property
     def unsettled(self) -> int:
         """Leases of spills Redis refused to settle, not settled since."""
-        return sum(len(rest) for _, rest, _, _ in self._unsettled)
+        return sum(len(entry.rest) for entry in self._unsettled)
 
     async def settle_unsettled(self) -> SpillCounts:
         """Give back the leases of spills whose settling Redis refused, before anything else
         the node does with the backlog (raises while Redis does): the acknowledged ones leave
-        Redis, before their messages are read back or their leases expire. Counts what is
-        spilled (and reclaimed meanwhile) now."""
-        spilled = reclaimed = 0
+        Redis, before their messages are read back or their leases expire. The counts of
+        what was settled since the last call (spilled, reclaimed meanwhile)."""
         while self._unsettled:
-            keys, rest, out, unsure = self._unsettled[0]
-            before = out.reclaimed
-            spilled += await self._give_back(keys, rest, out, unsure)
-            reclaimed += out.reclaimed - before
-            out.settled.update(rest)
+            entry = self._unsettled[0]
+            spilled: int | None = None
+            if entry.pending is not None:  # a give-back a stop cut short: it may have ended
+                pending, entry.pending = entry.pending, None
+                with contextlib.suppress(Exception):
+                    spilled = await pending
+            if spilled is None:
+                spilled = await self._give_back(entry.keys, entry.rest, entry.out, entry.unsure)
+            self._settled_late(entry.out, entry.rest, spilled)
             self._unsettled.pop(0)
-        return SpillCounts(spilled, reclaimed=reclaimed)
+        late, self._late = self._late, SpillCounts()
+        return late
+
+    def _settled_late(self, out: _Outcomes, rest: list[str], spilled: int) -> None:
+        """A spill's leases settled after it raised: its own counts were never returned."""
+        out.settled.update(rest)
+        late = self._late
+        self._late = SpillCounts(late.spilled + spilled, reclaimed=late.reclaimed + out.reclaimed)
 
     async def part(self, keys: FrontierKeys) -> SpillCounts:
         """Spill the part's requests beyond the bound."""
@@ -162,11 +185,17 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 self.producer.purge()
                 unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
+                entry = _Unsettled(keys, rest, out, unsure)
+                giving = asyncio.ensure_future(self._give_back(keys, rest, out, unsure))
                 try:
-                    await asyncio.shield(self._give_back(keys, rest, out, unsure))
+                    self._settled_late(out, rest, await asyncio.shield(giving))
+                except asyncio.CancelledError:  # it goes on: looked at when settling
+                    entry.pending = giving
+                    self._unsettled.append(entry)
+                    raise
                 except Exception as exc:
                     if outage_reason(exc) is not None:  # settled once Redis answers again
-                        self._unsettled.append((keys, rest, out, unsure))
+                        self._unsettled.append(entry)
                     raise
                 if unsure:
                     logger.warning(

@@ -17,8 +17,8 @@
 -- ARGV: 1 node, 2 topic, 3 the highest offset Kafka gave the spill + 1, 4 the spill's prefix of
 --       its messages' keys ('<spill id>:'), 5 the part's epoch when the spill began, 6 how
 --       long the fence is kept (ms), 7.. lease ids (the node's, from spill_take.lua)
--- Returns {dropped, recorded as reclaimed}.
-local prefix, dropped, lost, seen = ARGV[1] .. '\t', {}, {}, {}
+-- Returns {dropped (by this call or an earlier one of the spill), recorded as reclaimed}.
+local prefix, dropped, lost, seen, earlier = ARGV[1] .. '\t', {}, {}, {}, 0
 local record = redis.call('GET', KEYS[7]) == ARGV[5]
 for from = 7, #ARGV, 1000 do
   local ids = {unpack(ARGV, from, math.min(#ARGV, from + 999))}
@@ -29,7 +29,8 @@ for from = 7, #ARGV, 1000 do
       if records[n] and string.sub(records[n], 1, #prefix) == prefix then
         dropped[#dropped + 1] = id
       elseif redis.call('SISMEMBER', KEYS[8], id) == 1 then
-        -- dropped by an earlier call of this spill: spilled, its message to be read back
+        -- dropped by an earlier call of this spill, whose answer was lost: counted now
+        earlier = earlier + 1
       elseif record then
         lost[#lost + 1] = ARGV[4] .. id
         lost[#lost + 1] = 1
@@ -53,4 +54,4 @@ if tonumber(ARGV[3]) > backlog_offset(KEYS[5], ARGV[2]) then
   redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 end
 backlog_recount(KEYS[3], KEYS[4], KEYS[5])
-return {#dropped, #lost / 2}
+return {#dropped + earlier, #lost / 2}
