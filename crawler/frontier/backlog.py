@@ -44,9 +44,10 @@ from typing import Protocol
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_bounds import BoundsLook
+from crawler.frontier.backlog_outcomes import SpillCounts
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_settings import BacklogSettings
-from crawler.frontier.backlog_spill import Spill, SpillCounts
+from crawler.frontier.backlog_spill import Spill
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.pending import waiting_by_topic
 from crawler.frontier.refusal import BacklogTopicTaken

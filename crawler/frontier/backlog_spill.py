@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, Message
 
 from crawler.frontier import codec
+from crawler.frontier.backlog_outcomes import SpillCounts, SpillOutcomes, Unsettled
 from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_topic import spill_message
 from crawler.frontier.client import Finish, FrontierClient
@@ -46,60 +45,6 @@ def _entries(flat: list[bytes]) -> list[tuple[str, str, bytes]]:
     return [(text(flat[i]), text(flat[i + 1]), bytes(flat[i + 2])) for i in range(0, len(flat), 3)]
 
 
-@dataclass(frozen=True, slots=True)
-class SpillCounts:
-    spilled: int = 0  # acknowledged by Kafka: out of Redis
-    refused: int = 0  # given back to the queue
-    damaged: int = 0  # unreadable: failed, with a record
-    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
-    reclaimed: int = 0  # in Kafka, and reclaimed by another node first: skipped when read back
-
-
-@dataclass(slots=True)
-class _Outcomes:
-    """What became of each lease of one spill, as the delivery reports come in."""
-
-    # the part's epoch when the spill began ('' without one): Redis that lost its data since
-    # has lost the spill's leases too, which are then not another node's
-    epoch: str = ""
-    # the spill's own prefix of its messages' keys: a lease id alone comes again once the
-    # part's counter starts over (Redis lost its data) while older messages wait in Kafka
-    prefix: str = field(default_factory=lambda: f"{uuid.uuid4().hex[:16]}:")
-    acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
-    failed: list[str] = field(default_factory=list)
-    unsure: list[str] = field(default_factory=list)  # failed after they may have been written
-    sent: set[str] = field(default_factory=set)
-    settled: set[str] = field(default_factory=set)  # spilled, failed or given back
-    # recorded unsure: queued again whatever report comes after (its message is to be skipped)
-    marked: set[str] = field(default_factory=set)
-    reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
-
-    def key(self, lease_id: str) -> str:
-        """The key of the message of ``lease_id``'s request: unique to this spill."""
-        return self.prefix + lease_id
-
-    def maybe_written(self, lease_id: str) -> bool:
-        """Whether Kafka may hold the message of ``lease_id`` though the spill cannot count it
-        as spilled: sent, and not acknowledged (or recorded unsure already) nor failed for sure
-        (a timeout or a purge after it was sent is no sure failure)."""
-        if lease_id in self.marked:
-            return True
-        if lease_id not in self.sent or lease_id in self.acked:
-            return False
-        return lease_id not in self.failed or lease_id in self.unsure
-
-
-@dataclass(slots=True)
-class _Unsettled:
-    """A spill's leases not settled when it raised or was cancelled."""
-
-    keys: FrontierKeys
-    rest: list[str]
-    out: _Outcomes
-    unsure: list[str]
-    pending: asyncio.Future[int] | None = None  # the give-back a stop cut short
-
-
 class Spill:
     def __init__(
         self,
@@ -122,7 +67,7 @@ class Spill:
         # short: settled first at the next step, with what Kafka said of each message, or
         # their acknowledged requests would be reclaimed from Redis as their leases expire
         # and read back too
-        self._unsettled: list[_Unsettled] = []
+        self._unsettled: list[Unsettled] = []
         self._late = SpillCounts()  # settled after the step that spilled them: counted next
 
     @property
@@ -149,7 +94,7 @@ class Spill:
         late, self._late = self._late, SpillCounts()
         return late
 
-    def _settled_late(self, out: _Outcomes, rest: list[str], spilled: int) -> None:
+    def _settled_late(self, out: SpillOutcomes, rest: list[str], spilled: int) -> None:
         """A spill's leases settled after it raised: its own counts were never returned."""
         out.settled.update(rest)
         late = self._late
@@ -170,12 +115,14 @@ class Spill:
             with contextlib.suppress(Exception):
                 taken = _entries(await take)
                 if taken:
-                    await self._give_back(keys, [lease_id for lease_id, _, _ in taken], _Outcomes())
+                    await self._give_back(
+                        keys, [lease_id for lease_id, _, _ in taken], SpillOutcomes()
+                    )
             raise
         entries = _entries(flat)
         if not entries:
             return SpillCounts()
-        out = _Outcomes(epoch)
+        out = SpillOutcomes(epoch)
         try:
             return await self._produce(keys, entries, out)
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
@@ -185,7 +132,7 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 self.producer.purge()
                 unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
-                entry = _Unsettled(keys, rest, out, unsure)
+                entry = Unsettled(keys, rest, out, unsure)
                 giving = asyncio.ensure_future(self._give_back(keys, rest, out, unsure))
                 try:
                     self._settled_late(out, rest, await asyncio.shield(giving))
@@ -207,7 +154,7 @@ class Spill:
                     )
 
     async def _produce(
-        self, keys: FrontierKeys, entries: list[tuple[str, str, bytes]], out: _Outcomes
+        self, keys: FrontierKeys, entries: list[tuple[str, str, bytes]], out: SpillOutcomes
     ) -> SpillCounts:
         """Produce the requests taken to spill, then settle each lease (in ``out.settled``)."""
 
@@ -281,7 +228,7 @@ class Spill:
         self,
         keys: FrontierKeys,
         leases: list[str],
-        out: _Outcomes,
+        out: SpillOutcomes,
         unsure: Sequence[str] = (),
     ) -> int:
         """Finish a spill's ``leases``: those Kafka acknowledged (in ``out.acked``, with their

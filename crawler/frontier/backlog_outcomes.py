@@ -1,0 +1,64 @@
+"""What one spill to the backlog topic did with each of its leases, and the counts of spills
+(no Scrapy imports; used by ``crawler.frontier.backlog_spill``)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+from crawler.frontier.keys import FrontierKeys
+
+
+@dataclass(frozen=True, slots=True)
+class SpillCounts:
+    spilled: int = 0  # acknowledged by Kafka: out of Redis
+    refused: int = 0  # given back to the queue
+    damaged: int = 0  # unreadable: failed, with a record
+    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
+    reclaimed: int = 0  # in Kafka, and reclaimed by another node first: skipped when read back
+
+
+@dataclass(slots=True)
+class SpillOutcomes:
+    """What became of each lease of one spill, as the delivery reports come in."""
+
+    # the part's epoch when the spill began ('' without one): Redis that lost its data since
+    # has lost the spill's leases too, which are then not another node's
+    epoch: str = ""
+    # the spill's own prefix of its messages' keys: a lease id alone comes again once the
+    # part's counter starts over (Redis lost its data) while older messages wait in Kafka
+    prefix: str = field(default_factory=lambda: f"{uuid.uuid4().hex[:16]}:")
+    acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
+    failed: list[str] = field(default_factory=list)
+    unsure: list[str] = field(default_factory=list)  # failed after they may have been written
+    sent: set[str] = field(default_factory=set)
+    settled: set[str] = field(default_factory=set)  # spilled, failed or given back
+    # recorded unsure: queued again whatever report comes after (its message is to be skipped)
+    marked: set[str] = field(default_factory=set)
+    reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
+
+    def key(self, lease_id: str) -> str:
+        """The key of the message of ``lease_id``'s request: unique to this spill."""
+        return self.prefix + lease_id
+
+    def maybe_written(self, lease_id: str) -> bool:
+        """Whether Kafka may hold the message of ``lease_id`` though the spill cannot count it
+        as spilled: sent, and not acknowledged (or recorded unsure already) nor failed for sure
+        (a timeout or a purge after it was sent is no sure failure)."""
+        if lease_id in self.marked:
+            return True
+        if lease_id not in self.sent or lease_id in self.acked:
+            return False
+        return lease_id not in self.failed or lease_id in self.unsure
+
+
+@dataclass(slots=True)
+class Unsettled:
+    """A spill's leases not settled when it raised or was cancelled."""
+
+    keys: FrontierKeys
+    rest: list[str]
+    out: SpillOutcomes
+    unsure: list[str]
+    pending: asyncio.Future[int] | None = None  # the give-back a stop cut short
