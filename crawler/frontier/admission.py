@@ -268,16 +268,23 @@ class FrontierAdmission:
         settings, part0, node = self.crawler.settings, self.client.parts[0], self.node_run.node_id
         crawl_id = resolve_crawl_id(settings.get("CRAWLER_CRAWL_ID"))
         self.crawl_ids = CrawlIdsLook(part0.redis, part0.keys, self.client.spider, node, crawl_id)
-        await self.look_again(now=True)
+        if await self.crawl_ids.look(now=True):
+            self.stats.inc_value("frontier/other_crawls")
         if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
             await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
                 node, str(settings.get("KAFKA_TOPIC_TEMPLATE"))
             )
 
-    async def look_again(self, *, now: bool = False) -> None:
-        """Say live nodes running other crawls (at a heartbeat: every ``LOOK_SECONDS``)."""
-        if self.crawl_ids is not None and await self.crawl_ids.look(now=now):
-            self.stats.inc_value("frontier/other_crawls")
+    async def look_again(self) -> None:
+        """At a heartbeat, every ``LOOK_SECONDS``: say live nodes running other crawls. A look
+        that fails is left to the next (the heartbeat's own work goes on)."""
+        if self.crawl_ids is None:
+            return
+        try:
+            if await self.crawl_ids.look():
+                self.stats.inc_value("frontier/other_crawls")
+        except Exception as exc:  # noqa: BLE001 - a look only says; the beat must go on
+            logger.debug("The look at other crawls failed: %s", exc)
 
     @property
     def refused(self) -> bool:

@@ -44,7 +44,6 @@ from typing import Protocol
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_bounds import BoundsLook
-from crawler.frontier.backlog_outcomes import SpillCounts
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_spill import Spill
@@ -63,7 +62,7 @@ TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (missing, or m
 
 
 # runs a Redis step through the node's guard (up to its close deadline)
-Guarded = Callable[[Callable[[], Awaitable[SpillCounts]]], Awaitable[SpillCounts]]
+Guarded = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
 
 
 class Stats(Protocol):
@@ -196,7 +195,7 @@ class Backlog:
         every ``TOPIC_CHECK_SECONDS``, look at the topic: ``_check_record``, the other nodes'
         bounds, ``_make_topic``, ``_mend_offsets``). Spills Redis refused to settle are
         settled first."""
-        spills = [await self._spill.settle_unsettled()]
+        await self._spill.settle_unsettled()
         lost = bounds_differ = 0
         if time.monotonic() - self._topic_checked >= TOPIC_CHECK_SECONDS:
             self._topic_checked = time.monotonic()
@@ -213,12 +212,13 @@ class Backlog:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
             depths = [int(n or 0) for n in await pipe.execute()]
-        spills += [
+        spills = [
             await self._spill.part(keys)
             for keys, depth in zip(self.parts, depths, strict=True)
             if depth > self.settings.queue_max
         ]
         read = await self._refill.assigned(self.consumer, depths)
+        spills.append(self._spill.take_late())  # counted once the step has run through
         return Step(
             sum(spill.spilled for spill in spills),
             read.requests,
@@ -283,26 +283,25 @@ class Backlog:
         """Settle the spills Redis refused to settle (through ``guarded``: the node's guard up
         to its close deadline; said when Redis refuses still; counted in ``stats``), close the
         consumer, drain the producer."""
-        unsettled = self._spill.unsettled
         try:
             settle = self._spill.settle_unsettled
-            late = await (guarded(settle) if guarded is not None else settle())
+            await (guarded(settle) if guarded is not None else settle())
         except Exception as exc:  # noqa: BLE001 - nothing may keep the stop from going on
             logger.warning(
                 "%d requests spilled to %s could not be settled in Redis (%s): once their "
                 "leases expire, another node crawls them from Redis and may read them back "
                 "from Kafka too (crawled twice)",
-                unsettled,
+                self._spill.unsettled,
                 self.settings.topic,
                 exc,
             )
-        else:
-            for name, count in (
-                ("frontier/spilled", late.spilled),
-                ("frontier/spill_reclaimed", late.reclaimed),
-            ):
-                if count and stats is not None:
-                    stats.inc_value(name, count)
+        late = self._spill.take_late()
+        for name, count in (
+            ("frontier/spilled", late.spilled),
+            ("frontier/spill_reclaimed", late.reclaimed),
+        ):
+            if count and stats is not None:
+                stats.inc_value(name, count)
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await self.producer.drain(1.0)

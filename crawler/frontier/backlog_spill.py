@@ -75,11 +75,11 @@ class Spill:
         """Leases of spills Redis refused to settle, not settled since."""
         return sum(len(entry.rest) for entry in self._unsettled)
 
-    async def settle_unsettled(self) -> SpillCounts:
+    async def settle_unsettled(self) -> None:
         """Give back the leases of spills whose settling Redis refused, before anything else
         the node does with the backlog (raises while Redis does): the acknowledged ones leave
-        Redis, before their messages are read back or their leases expire. The counts of
-        what was settled since the last call (spilled, reclaimed meanwhile)."""
+        Redis, before their messages are read back or their leases expire. Their counts wait
+        in ``take_late``."""
         while self._unsettled:
             entry = self._unsettled[0]
             spilled: int | None = None
@@ -91,6 +91,10 @@ class Spill:
                 spilled = await self._give_back(entry.keys, entry.rest, entry.out, entry.unsure)
             self._settled_late(entry.out, entry.rest, spilled)
             self._unsettled.pop(0)
+
+    def take_late(self) -> SpillCounts:
+        """The counts of the spills settled after the step that spilled them (spilled,
+        reclaimed meanwhile), since the last call: a step takes them once it has run through."""
         late, self._late = self._late, SpillCounts()
         return late
 
