@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from crawler.frontier.crawl_ids import CrawlIdsLook, other_crawls, say_other_crawls
+from crawler.frontier.crawl_ids import CrawlIdsLook, say_other_crawls
 from crawler.frontier.keys import FrontierKeys
 from crawler.redis_connection import async_client
 from tests.aio import run
@@ -28,7 +28,7 @@ def test_live_nodes_of_other_crawls_are_named_and_gone_ones_forgotten(
     async def looked(node: str, crawl: str) -> dict[str, list[str]]:
         client = async_client(redis_url)
         try:
-            return await other_crawls(client, keys, node, crawl)
+            return await CrawlIdsLook(client, keys, "pages", node, crawl).others()
         finally:
             await client.aclose()
 
@@ -61,7 +61,7 @@ def test_a_node_is_told_of_a_crawl_started_after_it(
         try:
             first = CrawlIdsLook(client, keys, "pages", "n1", "x1")
             said = [await first.look(now=True)]  # alone
-            await other_crawls(client, keys, "n2", "x2")  # a node of x2 starts
+            await CrawlIdsLook(client, keys, "pages", "n2", "x2").others()  # x2 starts
             said.append(await first.look())  # within LOOK_SECONDS of the last: no look
             said.append(await first.look(now=True))
             said.append(await first.look(now=True))  # said already

@@ -26,20 +26,6 @@ logger = logging.getLogger(__name__)
 LOOK_SECONDS = 30.0  # between a running node's looks at the other nodes' crawl ids
 
 
-async def other_crawls(
-    redis: AsyncRedis, part0: FrontierKeys, node_id: str, crawl_id: str
-) -> dict[str, list[str]]:
-    """Record ``node_id``'s crawl; the other crawls running nodes run (crawl id -> nodes), in
-    one step (``lua/crawl_ids.lua``)."""
-    script = redis.register_script(frontier_script("running_nodes", "crawl_ids"))
-    flat = await script(keys=[part0.node_crawls], args=[node_id, crawl_id, part0.node_run("")])
-    others: dict[str, list[str]] = {}
-    for node, crawl in zip(map(text, flat[::2]), map(text, flat[1::2]), strict=True):
-        if crawl != crawl_id:
-            others.setdefault(crawl, []).append(node)
-    return {crawl: sorted(nodes) for crawl, nodes in sorted(others.items())}
-
-
 def say_other_crawls(spider: str, crawl_id: str, others: dict[str, list[str]]) -> None:
     logger.warning(
         "Live nodes of %r run other crawls on its frontier (%s) than this node's %r "
@@ -58,11 +44,11 @@ class CrawlIdsLook:
     def __init__(
         self, redis: AsyncRedis, part0: FrontierKeys, spider: str, node_id: str, crawl_id: str
     ) -> None:
-        self.redis = redis
         self.part0 = part0
         self.spider = spider
         self.node_id = node_id
         self.crawl_id = crawl_id
+        self._script = redis.register_script(frontier_script("running_nodes", "crawl_ids"))
         self._said: set[str] = set()  # the other crawl ids said so far
         self._looked = 0.0
 
@@ -72,9 +58,22 @@ class CrawlIdsLook:
         if not now and time.monotonic() - self._looked < LOOK_SECONDS:
             return False
         self._looked = time.monotonic()
-        others = await other_crawls(self.redis, self.part0, self.node_id, self.crawl_id)
+        others = await self.others()
         if set(others) <= self._said:
             return False
         self._said |= set(others)
         say_other_crawls(self.spider, self.crawl_id, others)
         return True
+
+    async def others(self) -> dict[str, list[str]]:
+        """Record this node's crawl; the other crawls running nodes run (crawl id -> nodes),
+        in one step (``lua/crawl_ids.lua``)."""
+        flat = await self._script(
+            keys=[self.part0.node_crawls],
+            args=[self.node_id, self.crawl_id, self.part0.node_run("")],
+        )
+        others: dict[str, list[str]] = {}
+        for node, crawl in zip(map(text, flat[::2]), map(text, flat[1::2]), strict=True):
+            if crawl != self.crawl_id:
+                others.setdefault(crawl, []).append(node)
+        return {crawl: sorted(nodes) for crawl, nodes in sorted(others.items())}
