@@ -519,6 +519,59 @@ def test_a_spill_whose_leases_another_node_reclaimed_leaves_their_messages_skipp
     assert Counter(crawled) == Counter(codec.loads(request(n).body)["url"] for n in range(100))
 
 
+def test_a_spill_settled_again_counts_the_requests_reclaimed_from_it_once(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A review: Kafka acknowledged 15 requests of a spill whose leases another node had
+    reclaimed (counted as spill_done.lua recorded them), and Redis went away as the spill gave
+    its refused requests back: its give-back again (as the spill is cut short, or at the next
+    step) counted the 15 again in frontier/spill_reclaimed (and said them again)."""
+    (keys,) = frontier_parts(SPIDER, 1)
+    room = 15
+
+    async def scenario() -> int:
+        async with spilling(redis_url, kafka, [keys], "backlog-reclaimed-again") as (
+            client,
+            (node,),
+            backlog,
+        ):
+            other = FrontierClient(client, keys, "n2")
+            spill, send, complete_many = backlog._spill, backlog.producer.send, node.complete_many
+            done = spill._done
+            sent = [0]
+            outage = [RedisConnectionError("Connection refused")]
+
+            def send_with_little_room(
+                message: OutgoingMessage, on_delivery: DeliveryReport, *, alone: bool = False
+            ) -> bool:
+                sent[0] += 1
+                return sent[0] <= room and send(message, on_delivery)
+
+            async def reclaimed_then_done(**kwargs: Any) -> object:
+                if leases := [lease_id for lease_id, _ in redis_client.zscan_iter(keys.leases)]:
+                    redis_client.zadd(keys.leases, dict.fromkeys(leases, 0))  # expired
+                    await other.heartbeat([], 60_000, 60_000, 1000, await other.open_epoch())
+                return await done(**kwargs)
+
+            async def away_once(*args: Any, **kwargs: Any) -> Any:
+                if outage:
+                    raise outage.pop()
+                return await complete_many(*args, **kwargs)
+
+            await open_with_100_queued(node, backlog)
+            backlog.producer.send = send_with_little_room  # type: ignore[method-assign]
+            spill._done = reclaimed_then_done  # type: ignore[assignment]
+            node.complete_many = away_once  # type: ignore[method-assign]
+            with pytest.raises(RedisConnectionError):
+                await backlog.step()
+            backlog.producer.send = send  # type: ignore[method-assign]
+            spill._done = done
+            step = await backlog.step()
+            return step.spill_reclaimed
+
+    assert asyncio.run(scenario()) == room
+
+
 @pytest.mark.parametrize("then", ["reclaimed", "drained", "stopped", "answer lost"])
 def test_a_spill_redis_refused_to_settle_is_settled_before_anything_else(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, then: str

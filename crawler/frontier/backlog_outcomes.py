@@ -36,7 +36,8 @@ class SpillOutcomes:
     settled: set[str] = field(default_factory=set)  # spilled, failed or given back
     # recorded unsure: queued again whatever report comes after (its message is to be skipped)
     marked: set[str] = field(default_factory=set)
-    reclaimed: int = 0  # acknowledged, but their leases expired and another node took them
+    # acknowledged, but their leases expired and another node took them
+    reclaimed: set[str] = field(default_factory=set)
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""

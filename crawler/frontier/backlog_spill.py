@@ -102,7 +102,9 @@ class Spill:
         """A spill's leases settled after it raised: its own counts were never returned."""
         out.settled.update(rest)
         late = self._late
-        self._late = SpillCounts(late.spilled + spilled, reclaimed=late.reclaimed + out.reclaimed)
+        self._late = SpillCounts(
+            late.spilled + spilled, reclaimed=late.reclaimed + len(out.reclaimed)
+        )
 
     async def part(self, keys: FrontierKeys) -> SpillCounts:
         """Spill the part's requests beyond the bound."""
@@ -226,7 +228,7 @@ class Spill:
                 if unsure
                 else "",
             )
-        return SpillCounts(spilled, len(back), len(broken), len(unsure), out.reclaimed)
+        return SpillCounts(spilled, len(back), len(broken), len(unsure), len(out.reclaimed))
 
     async def _give_back(
         self,
@@ -273,15 +275,17 @@ class Spill:
                     *spilled,
                 ],
             )
-            dropped, reclaimed = map(int, reply)
+            dropped = int(reply[0])
+            # a call again (the give-back is retried) names those of an earlier call again
+            reclaimed = {text(lease_id) for lease_id in reply[1:]} - out.reclaimed
             if reclaimed:
-                out.reclaimed += reclaimed
+                out.reclaimed |= reclaimed
                 logger.warning(
                     "%d requests spilled from %s had been reclaimed by another node when Kafka "
                     "acknowledged them (their leases expired: this node stalled, or the Redis "
                     "server's clock stepped ahead): they stay queued in Redis, and their "
                     "messages are skipped when read back (frontier/spill_reclaimed)",
-                    reclaimed,
+                    len(reclaimed),
                     keys.tag,
                 )
         if back:

@@ -17,8 +17,10 @@
 -- ARGV: 1 node, 2 topic, 3 the highest offset Kafka gave the spill + 1, 4 the spill's prefix of
 --       its messages' keys ('<spill id>:'), 5 the part's epoch when the spill began, 6 how
 --       long the fence is kept (ms), 7.. lease ids (the node's, from spill_take.lua)
--- Returns {dropped (by this call or an earlier one of the spill), recorded as reclaimed}.
+-- Returns {dropped (by this call or an earlier one of the spill), the lease ids recorded as
+-- reclaimed...} (a call again names them again: the node counts each once).
 local prefix, dropped, lost, seen, earlier = ARGV[1] .. '\t', {}, {}, {}, 0
+local reclaimed = {0}
 local record = redis.call('GET', KEYS[7]) == ARGV[5]
 for from = 7, #ARGV, 1000 do
   local ids = {unpack(ARGV, from, math.min(#ARGV, from + 999))}
@@ -34,6 +36,7 @@ for from = 7, #ARGV, 1000 do
       elseif record then
         lost[#lost + 1] = ARGV[4] .. id
         lost[#lost + 1] = 1
+        reclaimed[#reclaimed + 1] = id
       end
     end
   end
@@ -54,4 +57,5 @@ if tonumber(ARGV[3]) > backlog_offset(KEYS[5], ARGV[2]) then
   redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 end
 backlog_recount(KEYS[3], KEYS[4], KEYS[5])
-return {#dropped + earlier, #lost / 2}
+reclaimed[1] = #dropped + earlier
+return reclaimed
