@@ -320,6 +320,52 @@ def test_a_spill_cut_short_gives_its_leases_back(
     assert record["reason"] == "spill/undecodable"
 
 
+def test_a_give_back_that_outlasts_the_stops_grace_is_awaited_at_the_close(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: a stop cancels the backlog loop while a spill waits for the broker and gives
+    the loop LOOP_CANCEL_GRACE to give its leases back; a give-back that took longer (Redis
+    slow) was left out of the spills the close settles, and Redis was closed under it: its
+    leases held until they expired. The close awaits it."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> None:
+        async with spilling(redis_url, kafka, [keys], "backlog-slow-give-back") as (
+            _,
+            (node,),
+            backlog,
+        ):
+            await open_with_100_queued(node, backlog)
+            waiting = asyncio.Event()
+            complete_many = node.complete_many
+
+            async def broker_never_answers(timeout: float) -> int:
+                waiting.set()
+                await asyncio.sleep(60)
+                return 0
+
+            async def slow(*args: Any, **kwargs: Any) -> Any:
+                await asyncio.sleep(1.0)  # past the grace below
+                return await complete_many(*args, **kwargs)
+
+            monkeypatch.setattr(backlog.producer, "drain", broker_never_answers)
+            step = asyncio.ensure_future(backlog.step())
+            await waiting.wait()  # the spill waits for the broker
+            monkeypatch.undo()  # the close drains the producer
+            node.complete_many = slow  # type: ignore[method-assign]
+            backlog.stop()
+            step.cancel()
+            await asyncio.wait({step}, timeout=0.2)  # the grace, run out
+            await backlog.close()
+            assert redis_client.zcard(keys.leases) == 0
+            assert queued(redis_client, keys) == 100
+            step.cancel()  # as the node's close cancels its loops again
+            with pytest.raises(asyncio.CancelledError):
+                await step
+
+    asyncio.run(scenario())
+
+
 def test_a_backlog_topic_with_fewer_partitions_than_parts_is_grown(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:

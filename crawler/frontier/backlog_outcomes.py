@@ -54,7 +54,7 @@ class SpillOutcomes:
         return lease_id not in self.failed or lease_id in self.unsure
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)  # each is itself: kept in a list, removed by identity
 class Unsettled:
     """A spill's leases not settled when it raised or was cancelled."""
 
@@ -62,4 +62,4 @@ class Unsettled:
     rest: list[str]
     out: SpillOutcomes
     unsure: list[str]
-    pending: asyncio.Future[int] | None = None  # the give-back a stop cut short
+    pending: asyncio.Future[int] | None = None  # its give-back under way, or a stop cut short

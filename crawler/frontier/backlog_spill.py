@@ -72,7 +72,7 @@ class Spill:
 
     @property
     def unsettled(self) -> int:
-        """Leases of spills Redis refused to settle, not settled since."""
+        """Leases of spills not settled yet (Redis refused, or their give-back runs still)."""
         return sum(len(entry.rest) for entry in self._unsettled)
 
     async def settle_unsettled(self) -> None:
@@ -83,14 +83,20 @@ class Spill:
         while self._unsettled:
             entry = self._unsettled[0]
             spilled: int | None = None
-            if entry.pending is not None:  # a give-back a stop cut short: it may have ended
+            if entry.pending is not None:  # a give-back under way, or one a stop cut short
                 pending, entry.pending = entry.pending, None
                 with contextlib.suppress(Exception):
-                    spilled = await pending
+                    spilled = await asyncio.shield(pending)
             if spilled is None:
                 spilled = await self._give_back(entry.keys, entry.rest, entry.out, entry.unsure)
+            self._settled(entry, spilled)
+
+    def _settled(self, entry: Unsettled, spilled: int) -> None:
+        """``entry`` settled (by its spill, or by ``settle_unsettled`` as its spill was cut
+        short): counted once, by whichever comes first."""
+        if entry in self._unsettled:
+            self._unsettled.remove(entry)
             self._settled_late(entry.out, entry.rest, spilled)
-            self._unsettled.pop(0)
 
     def take_late(self) -> SpillCounts:
         """The counts of the spills settled after the step that spilled them (spilled,
@@ -138,17 +144,17 @@ class Spill:
                 # the broker was sent may be, all the same (a purge cannot take them back)
                 self.producer.purge()
                 unsure = [lease_id for lease_id in rest if out.maybe_written(lease_id)]
-                entry = Unsettled(keys, rest, out, unsure)
                 giving = asyncio.ensure_future(self._give_back(keys, rest, out, unsure))
-                try:
-                    self._settled_late(out, rest, await asyncio.shield(giving))
-                except asyncio.CancelledError:  # it goes on: looked at when settling
-                    entry.pending = giving
-                    self._unsettled.append(entry)
-                    raise
+                # kept while it runs: a stop may leave this spill cut short (its grace over)
+                # and the close settles it, awaiting the give-back under way
+                entry = Unsettled(keys, rest, out, unsure, pending=giving)
+                self._unsettled.append(entry)
+                try:  # cancelled, it goes on: looked at when settling
+                    self._settled(entry, await asyncio.shield(giving))
                 except Exception as exc:
-                    if outage_reason(exc) is not None:  # settled once Redis answers again
-                        self._unsettled.append(entry)
+                    entry.pending = None
+                    if outage_reason(exc) is None and entry in self._unsettled:
+                        self._unsettled.remove(entry)  # kept only to be settled once Redis is back
                     raise
                 if unsure:
                     logger.warning(
