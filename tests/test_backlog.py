@@ -192,6 +192,39 @@ def test_requests_beyond_the_bound_wait_in_kafka_and_each_comes_back_once(
     assert high == spilled
 
 
+def test_a_parts_spill_is_counted_when_a_later_part_of_its_step_fails(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A review: a step spilled part 0, and part 1's spill then failed (Redis away): the step
+    raised, and part 0's spill was in Kafka and in no count (frontier/spilled). It is counted
+    by the next step that runs through."""
+    parts = frontier_parts(SPIDER, 2)
+
+    async def scenario() -> int:
+        async with spilling(redis_url, kafka, parts, "backlog-part-counted") as (_, nodes, backlog):
+            await backlog.open()
+            for part, node in enumerate(nodes):
+                await node.open_epoch()
+                found = [request(n) for n in range(400) if part_of(request(n).site, 2) == part]
+                await node.complete(None, "done", found)
+            spill = backlog._spill
+            take = spill._take
+
+            async def part_1_away(**kwargs: Any) -> Any:
+                if parts[1].queue_count in kwargs["keys"]:
+                    raise RedisConnectionError("Connection refused")
+                return await take(**kwargs)
+
+            spill._take = part_1_away  # type: ignore[assignment]
+            with pytest.raises(RedisConnectionError):
+                await backlog.step()
+            spill._take = take
+            return (await backlog.step()).spilled
+
+    spilled = asyncio.run(scenario())
+    assert spilled == sum(int(redis_client.get(keys.backlog) or 0) for keys in parts)
+
+
 def test_a_spill_cancelled_as_its_take_answers_gives_its_leases_back(
     redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
 ) -> None:

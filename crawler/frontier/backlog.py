@@ -38,12 +38,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_bounds import BoundsLook
+from crawler.frontier.backlog_outcomes import SpillCounts
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_spill import Spill
@@ -84,6 +85,37 @@ class Step:
     refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
     spill_reclaimed: int = 0  # acknowledged after another node reclaimed them: queued, skipped
     bounds_differ: int = 0  # 1: live nodes were found keeping another FRONTIER_QUEUE_MAX (said)
+
+    @classmethod
+    def of_spills(cls, spills: SpillCounts) -> Step:
+        return cls(
+            spills.spilled,
+            0,
+            spills.refused,
+            undecodable=spills.damaged,
+            unsure=spills.unsure,
+            spill_reclaimed=spills.reclaimed,
+        )
+
+    def count(self, stats: Stats) -> None:
+        """Add what the step did to the node's stats."""
+        for name, count in (
+            ("frontier/spilled", self.spilled),
+            ("frontier/refilled", self.refilled),
+            ("frontier/spill_refused", self.refused),
+            ("frontier/spill_unsure", self.unsure),
+            ("frontier/spill_reclaimed", self.spill_reclaimed),
+            ("frontier/backlog_bounds_differ", self.bounds_differ),
+            ("frontier/refill_requeued_skipped", self.refill_requeued),
+            ("frontier/backlog_read_error", self.read_errors),
+            ("frontier/spill_undecodable", self.undecodable),
+            ("frontier/refill_undecodable", self.refill_undecodable),
+            ("frontier/refill_skipped", self.refill_skipped),
+            ("frontier/refill_lost", self.refill_lost),
+            ("frontier/backlog_lost", self.topic_lost),
+        ):
+            if count:
+                stats.inc_value(name, count)
 
 
 class Backlog:
@@ -212,27 +244,21 @@ class Backlog:
             for keys in self.parts:
                 pipe.get(keys.queue_count)
             depths = [int(n or 0) for n in await pipe.execute()]
-        spills = [
-            await self._spill.part(keys)
-            for keys, depth in zip(self.parts, depths, strict=True)
-            if depth > self.settings.queue_max
-        ]
+        for keys, depth in zip(self.parts, depths, strict=True):
+            if depth > self.settings.queue_max:
+                await self._spill.part(keys)
         read = await self._refill.assigned(self.consumer, depths)
-        spills.append(self._spill.take_late())  # counted once the step has run through
-        return Step(
-            sum(spill.spilled for spill in spills),
-            read.requests,
-            sum(spill.refused for spill in spills),
-            read.read_errors,
-            sum(spill.damaged for spill in spills),
-            read.unreadable,
-            read.skipped,
-            read.lost,
-            lost + read.topic_lost,
-            sum(spill.unsure for spill in spills),
-            read.requeued,
-            sum(spill.reclaimed for spill in spills),
-            bounds_differ,
+        spills = self._spill.take_counts()  # counted once the step has run through
+        return replace(
+            Step.of_spills(spills),
+            refilled=read.requests,
+            read_errors=read.read_errors,
+            refill_undecodable=read.unreadable,
+            refill_skipped=read.skipped,
+            refill_lost=read.lost,
+            topic_lost=lost + read.topic_lost,
+            refill_requeued=read.requeued,
+            bounds_differ=bounds_differ,
         )
 
     async def run(self, guard: OutageGuard, stats: Stats) -> None:
@@ -260,23 +286,7 @@ class Backlog:
                 stats.inc_value("frontier/backlog_error")
                 logger.warning("Backlog step skipped: Kafka error %s", exc)
             else:
-                for name, count in (
-                    ("frontier/spilled", step.spilled),
-                    ("frontier/refilled", step.refilled),
-                    ("frontier/spill_refused", step.refused),
-                    ("frontier/spill_unsure", step.unsure),
-                    ("frontier/spill_reclaimed", step.spill_reclaimed),
-                    ("frontier/backlog_bounds_differ", step.bounds_differ),
-                    ("frontier/refill_requeued_skipped", step.refill_requeued),
-                    ("frontier/backlog_read_error", step.read_errors),
-                    ("frontier/spill_undecodable", step.undecodable),
-                    ("frontier/refill_undecodable", step.refill_undecodable),
-                    ("frontier/refill_skipped", step.refill_skipped),
-                    ("frontier/refill_lost", step.refill_lost),
-                    ("frontier/backlog_lost", step.topic_lost),
-                ):
-                    if count:
-                        stats.inc_value(name, count)
+                step.count(stats)
             await self._rest(self.settings.interval)
 
     async def close(self, guarded: Guarded | None = None, stats: Stats | None = None) -> None:
@@ -295,13 +305,8 @@ class Backlog:
                 self.settings.topic,
                 exc,
             )
-        late = self._spill.take_late()
-        for name, count in (
-            ("frontier/spilled", late.spilled),
-            ("frontier/spill_reclaimed", late.reclaimed),
-        ):
-            if count and stats is not None:
-                stats.inc_value(name, count)
+        if stats is not None:  # those of a step that failed after it spilled, and the settled
+            Step.of_spills(self._spill.take_counts()).count(stats)
         if self._subscribed:
             await asyncio.to_thread(self.consumer.close)
         await self.producer.drain(1.0)

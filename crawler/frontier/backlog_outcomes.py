@@ -18,6 +18,15 @@ class SpillCounts:
     unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
     reclaimed: int = 0  # in Kafka, and reclaimed by another node first: skipped when read back
 
+    def __add__(self, other: SpillCounts) -> SpillCounts:
+        return SpillCounts(
+            self.spilled + other.spilled,
+            self.refused + other.refused,
+            self.damaged + other.damaged,
+            self.unsure + other.unsure,
+            self.reclaimed + other.reclaimed,
+        )
+
 
 @dataclass(slots=True)
 class SpillOutcomes:

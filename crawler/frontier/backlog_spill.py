@@ -68,7 +68,9 @@ class Spill:
         # their acknowledged requests would be reclaimed from Redis as their leases expire
         # and read back too
         self._unsettled: list[Unsettled] = []
-        self._late = SpillCounts()  # settled after the step that spilled them: counted next
+        # the counts of the spills since the last take_counts: a step takes them once it has
+        # run through (one that fails after a part spilled leaves them to the next)
+        self._counts = SpillCounts()
 
     @property
     def unsettled(self) -> int:
@@ -79,7 +81,7 @@ class Spill:
         """Give back the leases of spills whose settling Redis refused, before anything else
         the node does with the backlog (raises while Redis does): the acknowledged ones leave
         Redis, before their messages are read back or their leases expire. Their counts wait
-        in ``take_late``."""
+        in ``take_counts``."""
         while self._unsettled:
             entry = self._unsettled[0]
             spilled: int | None = None
@@ -98,22 +100,19 @@ class Spill:
             self._unsettled.remove(entry)
             self._settled_late(entry.out, entry.rest, spilled)
 
-    def take_late(self) -> SpillCounts:
-        """The counts of the spills settled after the step that spilled them (spilled,
-        reclaimed meanwhile), since the last call: a step takes them once it has run through."""
-        late, self._late = self._late, SpillCounts()
-        return late
+    def take_counts(self) -> SpillCounts:
+        """The counts of the spills since the last call (also of those settled after the step
+        that spilled them raised): a step takes them once it has run through."""
+        counts, self._counts = self._counts, SpillCounts()
+        return counts
 
     def _settled_late(self, out: SpillOutcomes, rest: list[str], spilled: int) -> None:
         """A spill's leases settled after it raised: its own counts were never returned."""
         out.settled.update(rest)
-        late = self._late
-        self._late = SpillCounts(
-            late.spilled + spilled, reclaimed=late.reclaimed + len(out.reclaimed)
-        )
+        self._counts += SpillCounts(spilled, reclaimed=len(out.reclaimed))
 
-    async def part(self, keys: FrontierKeys) -> SpillCounts:
-        """Spill the part's requests beyond the bound."""
+    async def part(self, keys: FrontierKeys) -> None:
+        """Spill the part's requests beyond the bound (counted in ``take_counts``)."""
         epoch = text(await self.clients[keys.part].redis.get(keys.epoch) or b"")
         take = asyncio.ensure_future(
             self._take(
@@ -133,10 +132,10 @@ class Spill:
             raise
         entries = _entries(flat)
         if not entries:
-            return SpillCounts()
+            return
         out = SpillOutcomes(epoch)
         try:
-            return await self._produce(keys, entries, out)
+            self._counts += await self._produce(keys, entries, out)
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
             rest = [lease_id for lease_id, _, _ in entries if lease_id not in out.settled]
             if rest:
