@@ -127,16 +127,17 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     ledger = admin.ledger(crawl_id, RATE_MINUTES)
     totals, recent = ledger["totals"], ledger["recent"]
     finished = totals.get("done", 0) + totals.get("failed", 0)
-    remaining = snapshot["queued"] + snapshot["leased"]
     # A plain spider's start requests claimed by a node and not all written: work left too
     # (until its claim expires, when its node died: then another node writes them).
     writing, writer = client.hmget(start_key(admin.parts[0], crawl_id), "state", "node")
     start_writer = text(writer) if writing == b"writing" and writer else None
-    # Seeds waiting or held by a node (a killed one's too, until a node or requeue returns
-    # them) are work left: their requests are not in the frontier yet; unless the spider is
-    # fed by start_urls or start() (its start requests were claimed): then none reads them.
+    # Work left: requests queued and leased, and seeds waiting or held by a node (a killed
+    # one's too, until a node or requeue returns them), whose requests are not in the frontier
+    # yet; unless the spider is fed by start_urls or start() (its start requests were
+    # claimed): then none reads them.
     unread = snapshot["seeds_waiting"] if writing in (b"writing", b"done") else 0
     seeds = snapshot["seeds_waiting"] - unread + snapshot["seeds_held"]
+    left = snapshot["queued"] + snapshot["leased"] + seeds
     # live: beating; a late node (no heartbeat for two intervals) is likely dead, its leases
     # not yet expired: it makes no rate, and its leases hold the ETA back
     live = [node["node"] for node in snapshot["nodes"] if node["state"] == "live"]
@@ -159,35 +160,23 @@ def frontier_status(client: SyncRedis, spider: str, crawl_id: str) -> FrontierSt
     eta = None
     if old_layout_keys(client, admin.parts):
         state = "old_layout"
-    elif (
-        remaining == 0
-        and seeds == 0
-        and writing is None
-        and not live
-        and not (finished or totals.get("enqueued", 0))
-    ):
+    elif left == 0 and writing is None and not live and not (finished or totals.get("enqueued", 0)):
         # nothing ever enqueued nor a start claimed: a crawl id no node ran, nodes refused
         state = "not_started"
-    elif remaining == 0 and seeds == 0 and start_writer is None:
+    elif left == 0 and start_writer is None:
         state, eta = "finished_spooled" if spooled else "finished", 0.0
     elif not live:
         state = "stalled"
     elif len(paused) == len(live):
         state = "paused"
-    elif (
-        remaining + seeds > 0
-        and finished_per_minute > 0
-        and ledger["quiet_seconds"] < QUIET_SECONDS
-    ):
+    elif left > 0 and finished_per_minute > 0 and ledger["quiet_seconds"] < QUIET_SECONDS:
         per_request = 60 / finished_per_minute  # a seed is one request at least
-        eta = round(max((remaining + seeds) * per_request, back_in + late_leases * per_request), 1)
+        eta = round(max(left * per_request, back_in + late_leases * per_request), 1)
     return FrontierStatus(
         snapshot=snapshot,
         ledger=ledger,
         finished=finished,
-        progress=finished / (finished + remaining + seeds)
-        if finished + remaining + seeds
-        else None,
+        progress=finished / (finished + left) if finished + left else None,
         pages_per_minute=per_minute(recent.get("pages", 0), window),
         delivered_per_minute=per_minute(recent.get("items/delivered", 0), window),
         finished_per_minute=finished_per_minute,
