@@ -35,9 +35,9 @@ class SpillOutcomes:
     # the part's epoch when the spill began ('' without one): Redis that lost its data since
     # has lost the spill's leases too, which are then not another node's
     epoch: str = ""
-    # the spill's own prefix of its messages' keys: a lease id alone comes again once the
+    # the spill's own id, its messages' keys' prefix: a lease id alone comes again once the
     # part's counter starts over (Redis lost its data) while older messages wait in Kafka
-    prefix: str = field(default_factory=lambda: f"{uuid.uuid4().hex[:16]}:")
+    spill_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     acked: dict[str, int] = field(default_factory=dict)  # lease id -> its message's offset
     failed: list[str] = field(default_factory=list)
     unsure: list[str] = field(default_factory=list)  # failed after they may have been written
@@ -47,6 +47,11 @@ class SpillOutcomes:
     marked: set[str] = field(default_factory=set)
     # acknowledged, but their leases expired and another node took them
     reclaimed: set[str] = field(default_factory=set)
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of the keys of the spill's messages."""
+        return f"{self.spill_id}:"
 
     def key(self, lease_id: str) -> str:
         """The key of the message of ``lease_id``'s request: unique to this spill."""

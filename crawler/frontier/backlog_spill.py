@@ -266,7 +266,7 @@ class Spill:
             offsets = [keys.backlog_read, keys.backlog_written]
             # the spill's fence: a call again (its answer lost to a stop or a connection
             # error, or Redis away) tells leases an earlier one dropped from reclaimed ones
-            fence = keys.spill_fence(out.prefix.rstrip(":"))
+            fence = keys.spill_fence(out.spill_id)
             unsure_keys = [keys.backlog_unsure, keys.epoch, fence]
             reply = await self._done(
                 keys=[keys.leases, keys.inflight, keys.backlog, *offsets, *unsure_keys],
