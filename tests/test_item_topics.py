@@ -62,3 +62,32 @@ def test_the_same_topics_written_two_ways_are_one_template(
     outcomes = run(_claims(redis_url, {"n1": "spider-{spider}-items"}))
     assert outcomes == {"n1": "admitted"}
     assert run(_claims(redis_url, {"n2": "spider-pages-items"})) == {"n2": "admitted"}
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "said"),
+    [
+        ("spider-{spider}-items", "", "and this node has no Kafka (KAFKA_BOOTSTRAP_SERVERS empty"),
+        ("", "spider-{spider}-items", "sends its items to its nodes' local feeds (no Kafka"),
+    ],
+)
+def test_a_crawl_s_items_go_to_kafka_or_to_feeds_never_some_to_each(
+    redis_url: str, redis_client: redis.Redis, first: str, then: str, said: str
+) -> None:
+    """A node without Kafka records that it has none (its items go to its local feed): a node
+    of the crawl with Kafka is refused while it runs, and the other way round."""
+    redis_client.set(KEYS.node_run("n1"), "run 0", px=60_000)
+    assert run(_claims(redis_url, {"n1": first})) == {"n1": "admitted"}
+
+    async def refused() -> str:
+        client = async_client(redis_url)
+        try:
+            with pytest.raises(ItemTopicsChanged) as raised:
+                await ItemTopics(client, KEYS, "pages", "default").claim("n2", then)
+        finally:
+            await client.aclose()
+        return str(raised.value)
+
+    assert said in run(refused())
+    redis_client.delete(KEYS.node_run("n1"))  # n1 stopped: n2's becomes the crawl's
+    assert run(_claims(redis_url, {"n2": then})) == {"n2": "admitted"}

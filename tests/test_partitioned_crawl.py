@@ -227,6 +227,25 @@ def test_a_node_sending_items_to_other_topics_than_its_crawl_s_is_refused(
     assert redis_client.get(keys.item_topics) == given.encode()
 
 
+def test_a_node_without_kafka_on_a_crawl_sending_to_kafka_is_refused(
+    redis_url: str, redis_client: redis.Redis, topic_template: str, tmp_path: Path
+) -> None:
+    """A node of a crawl whose nodes send its items to Kafka, started without
+    KAFKA_BOOTSTRAP_SERVERS (one machine's environment forgot it), crawled its share of the
+    pages into its local feed: the crawl's consumers missed them, and nothing said so."""
+    keys = LedgerKeys.for_crawl(SPIDER, "default")
+    redis_client.set(keys.item_topics, "first-hopper-items")
+    redis_client.hset(keys.node_topics, "node-9", "first-hopper-items")
+    redis_client.set(frontier_parts(SPIDER, 1)[0].node_run("node-9"), "its-run 0", px=120_000)
+    text = refused_node(redis_url, "", topic_template, tmp_path, parts=1)
+    assert (
+        "crawl 'default' of 'hopper' sends its items to the topics of "
+        "KAFKA_TOPIC_TEMPLATE='first-hopper-items' (live nodes: node-9), and this node has no "
+        "Kafka (KAFKA_BOOTSTRAP_SERVERS empty: its items would go to its local feed" in text
+    )
+    assert "'frontier/refused/item_topics': 1" in text
+
+
 def test_two_nodes_crawl_three_parts_on_three_cluster_masters_exactly_once(
     redis_cluster_url: str, kafka_bootstrap: str, topic_template: str, tmp_path: Path
 ) -> None:

@@ -42,7 +42,7 @@ from scrapy.statscollectors import StatsCollector
 from crawler.frontier.backlog import Backlog
 from crawler.frontier.crawl_ids import CrawlIdsLook
 from crawler.frontier.dedup_summary import seen_entries
-from crawler.frontier.item_topics import ItemTopics
+from crawler.frontier.item_topics import NO_KAFKA, ItemTopics
 from crawler.frontier.node_run import NodeRun
 from crawler.frontier.partitioned import PartitionedFrontier
 from crawler.frontier.pending import pending_requests, spilled_requests, waiting_by_topic
@@ -270,10 +270,10 @@ class FrontierAdmission:
         self.crawl_ids = CrawlIdsLook(part0.redis, part0.keys, self.client.spider, node, crawl_id)
         if await self.crawl_ids.look(now=True):
             self.stats.inc_value("frontier/other_crawls")
-        if settings.get("KAFKA_BOOTSTRAP_SERVERS"):
-            await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
-                node, str(settings.get("KAFKA_TOPIC_TEMPLATE"))
-            )
+        template = str(settings.get("KAFKA_TOPIC_TEMPLATE"))
+        await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
+            node, template if settings.get("KAFKA_BOOTSTRAP_SERVERS") else NO_KAFKA
+        )
 
     async def look_again(self) -> None:
         """At a heartbeat, every ``LOOK_SECONDS``: say live nodes running other crawls. A look

@@ -9,7 +9,10 @@ live node (its run key, ``crawler.frontier.node_run``, held) sends to the record
 later run of the crawl with a new template) this node's becomes the crawl's, said in a
 WARNING. Each node's record and check are one step (``lua/item_topics.lua``): of nodes that
 start together with different templates, the first to record wins. A template is compared with
-``{spider}`` filled in.
+``{spider}`` filled in. A node without Kafka (``KAFKA_BOOTSTRAP_SERVERS`` empty: its items go to
+its local feed) records ``NO_KAFKA`` the same way: a crawl's items go to Kafka or to the nodes'
+feeds, never some to each (a node whose environment forgot Kafka crawled its share into its
+feed, and the crawl's consumers missed it).
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import logging
 
 from crawler.extensions.ledger_layout import LedgerKeys
 from crawler.frontier.keys import FrontierKeys
-from crawler.frontier.refusal import ItemTopicsChanged
+from crawler.frontier.refusal import ItemTopicsChanged, item_output
 from crawler.lua import frontier_script, text
 from crawler.redis_connection import AsyncRedis
 
 logger = logging.getLogger(__name__)
+
+NO_KAFKA = ""  # the template a node without Kafka records
 
 
 class ItemTopics:
@@ -50,11 +55,11 @@ class ItemTopics:
             raise ItemTopicsChanged(self.spider, self.crawl_id, recorded, given, sorted(senders))
         if outcome == "taken":
             logger.warning(
-                "Crawl %r of %r sent its items to the topics of KAFKA_TOPIC_TEMPLATE=%r until "
-                "now, and no node that does runs: from now on they go to this node's, %r "
-                "(consumers of the earlier topics do not get them)",
+                "Crawl %r of %r sent its items to %s until now, and no node that does runs: "
+                "from now on they go to this node's, %s (consumers of the earlier do not get "
+                "them)",
                 self.crawl_id,
                 self.spider,
-                rest[0],
-                given,
+                item_output(rest[0]),
+                item_output(given),
             )

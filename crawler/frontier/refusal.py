@@ -125,8 +125,9 @@ class WriteFailed(FrontierRefused):
 
 
 class ItemTopicsChanged(FrontierRefused):
-    """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's,
-    and live nodes send them there."""
+    """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's
+    (or to Kafka, and this node has none, or the other way round), and live nodes send them
+    there."""
 
     stat = "item_topics"
     finish_reason = "item_topics_changed"
@@ -134,10 +135,32 @@ class ItemTopicsChanged(FrontierRefused):
     def __init__(
         self, spider: str, crawl_id: str, recorded: str, given: str, senders: list[str]
     ) -> None:
+        if not given:
+            instead = (
+                "this node has no Kafka (KAFKA_BOOTSTRAP_SERVERS empty: its items would go to "
+                "its local feed, which the crawl's consumers do not read). Start it with "
+                f"KAFKA_BOOTSTRAP_SERVERS set and KAFKA_TOPIC_TEMPLATE={recorded!r}"
+            )
+        elif not recorded:
+            instead = (
+                f"this node's KAFKA_TOPIC_TEMPLATE is {given!r}: its items would go to Kafka, "
+                "not where the crawl's other items are. Start it without KAFKA_BOOTSTRAP_SERVERS"
+            )
+        else:
+            instead = (
+                f"this node's is {given!r}: its items would go to topics the crawl's consumers "
+                f"do not read. Start it with -s KAFKA_TOPIC_TEMPLATE={recorded!r}"
+            )
         super().__init__(
-            f"crawl {crawl_id!r} of {spider!r} sends its items to the topics of "
-            f"KAFKA_TOPIC_TEMPLATE={recorded!r} (live nodes: {', '.join(senders)}), and this "
-            f"node's is {given!r}: its items would go to topics the crawl's consumers do not "
-            f"read. Start it with -s KAFKA_TOPIC_TEMPLATE={recorded!r}, or once those nodes "
-            "have stopped, or with another CRAWLER_CRAWL_ID"
+            f"crawl {crawl_id!r} of {spider!r} sends its items to {item_output(recorded)} (live "
+            f"nodes: {', '.join(senders)}), and {instead}, or once those nodes have stopped, or "
+            "with another CRAWLER_CRAWL_ID"
         )
+
+
+def item_output(template: str) -> str:
+    """Where a crawl of ``template`` (its record, ``crawler.frontier.item_topics``) sends its
+    items: ``''`` is a crawl without Kafka."""
+    if not template:
+        return "its nodes' local feeds (no Kafka: KAFKA_BOOTSTRAP_SERVERS empty)"
+    return f"the topics of KAFKA_TOPIC_TEMPLATE={template!r}"
