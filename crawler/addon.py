@@ -33,6 +33,7 @@ from crawler import (
     standalone_commands,
 )
 from crawler.addon_check import reactor_problem
+from crawler.cluster_required import check_cluster_needs, check_places_taken
 from crawler.component_orders import (
     check_downloader_middleware_orders,
     check_pipeline_orders,
@@ -143,6 +144,7 @@ class ClusterAddon:
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
         ClusterAddon._cookie_jars(settings, cluster=bool(settings.get("REDIS_URL")))
+        check_places_taken(settings)
         if self.spidercls is not None:
             scrapy_redis_compat.check_spider_class(self.spidercls)
             check_session_spider(self.spidercls, settings)
@@ -200,6 +202,12 @@ class ClusterAddon:
         per_node_limits(settings)
         check_spider_middleware_orders(settings)
         check_downloader_middleware_orders(settings)
+        check_cluster_needs(settings)
+        if get_bool(settings, "SCHEDULER_DEBUG"):
+            logger.info(
+                "SCHEDULER_DEBUG is not read in cluster mode: a request the frontier cannot "
+                "store is always logged, and counted in frontier/unserializable"
+            )
         settings.set("SCHEDULER", LEASING_SCHEDULER, priority="addon")
         # a ValueError naming the setting, before Scrapy opens anything
         frontier = FrontierSettings.from_settings(settings)

@@ -36,9 +36,10 @@ GUARDED = {
 def enabled_components(settings: BaseSettings, name: str) -> dict[str, int]:
     """The enabled components of a component setting (with its base), by import path, in the
     order Scrapy runs them: by order, and as given among equal orders (a stable sort)."""
+    # as Scrapy composes it: a class given where its base lists its path replaces that entry
     enabled = [
         (component_path(component), order)
-        for component, order in settings.getwithbase(name).items()
+        for component, order in settings.get_component_priority_dict_with_base(name).items()
         if order is not None
     ]
     return dict(sorted(enabled, key=lambda entry: entry[1]))

@@ -59,7 +59,17 @@ def download_delay(settings: BaseSettings, spider: Spider | type[Spider] | None)
             ) from None
     if delay < 0 or not math.isfinite(delay):  # Scrapy waits 0 s for it, without a word
         raise ValueError(f"DOWNLOAD_DELAY={delay!r} must be a number of seconds >= 0")
-    if delay == 0 or priority <= 0:
+    if priority <= 0:
+        return
+    if delay == 0:
+        if get_bool(settings, "POLITENESS_ENABLED") and not given(settings, "POLITENESS_RATE"):
+            logger.warning(
+                "DOWNLOAD_DELAY=0 (no delay) is given, and in cluster mode each site is paced "
+                "at POLITENESS_RATE=%g requests a second all the same (all nodes together: the "
+                "cluster's politeness); give POLITENESS_RATE to pace sites faster, or "
+                "POLITENESS_ENABLED=False to turn the cluster-wide limit off",
+                get_float(settings, "POLITENESS_RATE"),
+            )
         return
     if not get_bool(settings, "POLITENESS_ENABLED"):
         logger.warning(

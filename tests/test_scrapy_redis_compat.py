@@ -25,7 +25,7 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.test import get_crawler
 
 from crawler import scrapy_redis_compat
-from crawler.addon import COMPONENTS, ClusterAddon
+from crawler.addon import ClusterAddon
 from crawler.cli.config import redis_url as cli_redis_url
 from crawler.frontier.keys import FrontierKeys
 from crawler.frontier.scheduler import START_URL_META
@@ -44,9 +44,8 @@ class MySpider(RedisSpider):
 def spider(
     cls: type[RedisSpider] = MySpider, *, settings: dict[str, Any] | None = None, **kwargs: Any
 ) -> RedisSpider:
-    # from_crawler does not connect; the node's extensions would (they need a reactor)
-    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])
-    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
+    # from_crawler does not connect (the node's extensions are built as the crawl starts)
+    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0"}
     crawler = get_crawler(cls, {**resolve_settings({}), **cluster, **(settings or {})})
     made = cls.from_crawler(crawler, **kwargs)
     assert isinstance(made, RedisSpider)

@@ -61,7 +61,10 @@ class LedgerSettings:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> LedgerSettings:
         if not get_bool(settings, "LEDGER_ENABLED"):
-            raise NotConfigured("LEDGER_ENABLED=False")
+            raise NotConfigured(  # Scrapy says it in a WARNING
+                "LEDGER_ENABLED=False: this node's work is not added to the crawl ledger "
+                "(`crawler status` and `crawler top` do not count it)"
+            )
         if not settings.get("REDIS_URL"):
             raise NotConfigured("REDIS_URL='' (standalone mode): no ledger")
         values = cls(

@@ -158,8 +158,12 @@ class PolitenessSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PolitenessSettings:
-        if not get_bool(settings, "POLITENESS_ENABLED"):
-            raise NotConfigured
+        if not get_bool(settings, "POLITENESS_ENABLED"):  # Scrapy says it in a WARNING
+            raise NotConfigured(
+                "POLITENESS_ENABLED=False: no limit per site (POLITENESS_RATE); each node paces "
+                "a site by its own DOWNLOAD_DELAY and CONCURRENT_REQUESTS_PER_DOMAIN (N nodes: "
+                "N times as fast)"
+            )
         burst = get_int(settings, "POLITENESS_BURST")
         if burst < 1:
             raise ValueError(f"POLITENESS_BURST={burst} must be >= 1")

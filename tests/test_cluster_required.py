@@ -1,0 +1,120 @@
+"""What cluster mode needs on, turned off by a project: refused at start, naming what to do.
+
+An audit with a project of its own: LeaseOutputMiddleware turned off in SPIDER_MIDDLEWARES was
+accepted without a word (a SIGKILLed node's pages were crawled again: 19 duplicates where the
+same run with it on had 1), and so were stats that record nothing (DummyStatsCollector,
+DOWNLOADER_STATS=False, CoreStats off: `crawler status` read 0 pages, 0 done while pages were
+crawled, and the metrics' pages counter stayed at 0). A project's own components replacing
+Scrapy's (robots.txt, decompression) turned off left neither on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from tests.test_scrapy_redis_compat import project
+
+CLUSTER = {"REDIS_URL": "redis://h:1/0"}
+OFF_IN_CLUSTER = [
+    (
+        "SPIDER_MIDDLEWARES",
+        "crawler.middlewares.lease_output.LeaseOutputMiddleware",
+        "finishes each page's lease once its output is written",
+    ),
+    (
+        "SPIDER_MIDDLEWARES",
+        "crawler.middlewares.cluster_start.ClusterStartMiddleware",
+        "lets one node of the crawl run start()",
+    ),
+    (
+        "DOWNLOADER_MIDDLEWARES",
+        "crawler.middlewares.lease_failures.LeaseFailureMiddleware",
+        "fails a page's lease when its download fails",
+    ),
+    (
+        "DOWNLOADER_MIDDLEWARES",
+        "crawler.middlewares.politeness.ClusterRateLimitMiddleware",
+        "POLITENESS_ENABLED=False",
+    ),
+    ("EXTENSIONS", "crawler.extensions.ledger.LedgerExtension", "crawler status"),
+    ("EXTENSIONS", "scrapy.extensions.corestats.CoreStats", "item_scraped_count"),
+]
+
+
+@pytest.mark.parametrize(("setting", "component", "said"), OFF_IN_CLUSTER)
+def test_a_component_cluster_mode_needs_turned_off_is_refused(
+    setting: str, component: str, said: str
+) -> None:
+    name = component.rsplit(".", 1)[1]
+    with pytest.raises(ValueError, match=rf"{setting} turns {name} off with REDIS_URL set") as e:
+        project({**CLUSTER, setting: {component: None}})
+    assert said in str(e.value)
+    project({setting: {component: None}})  # standalone: none of it is needed
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector"}, "records nothing"),
+        ({"DOWNLOADER_STATS": False}, "downloader/response_count"),
+    ],
+)
+def test_stats_the_crawl_ledger_reads_turned_off_are_refused(
+    values: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        project({**CLUSTER, **values})
+    project(values)
+
+
+@pytest.mark.parametrize(
+    ("ours", "scrapys", "off_anyway"),
+    [
+        (
+            "crawler.middlewares.robots.SharedRobotsTxtMiddleware",
+            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+            {"ROBOTSTXT_OBEY": False},
+        ),
+        (
+            "crawler.middlewares.decompression.CappedDecompressionMiddleware",
+            "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
+            {"COMPRESSION_ENABLED": False},
+        ),
+    ],
+)
+def test_a_component_in_the_place_of_scrapy_s_turned_off_leaves_scrapy_s_or_is_refused(
+    ours: str, scrapys: str, off_anyway: dict[str, Any]
+) -> None:
+    name, scrapy_name = ours.rsplit(".", 1)[1], scrapys.rsplit(".", 1)[1]
+    on = {"ROBOTSTXT_OBEY": True}
+    for values in (on, {**on, **CLUSTER}):
+        with pytest.raises(ValueError, match=rf"turns {name} off, and {scrapy_name} with it"):
+            project({**values, "DOWNLOADER_MIDDLEWARES": {ours: None}})
+        project({**values, "DOWNLOADER_MIDDLEWARES": {ours: None, scrapys: 100}})
+    project({**on, **off_anyway, "DOWNLOADER_MIDDLEWARES": {ours: None}})
+
+
+def test_a_download_delay_of_0_given_in_cluster_mode_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Scrapy's 0 is no delay; the cluster paces every site at POLITENESS_RATE all the same
+    (an audit: -s DOWNLOAD_DELAY=0 crawled at 4 pages/s, plain Scrapy at 65, not a word)."""
+    with caplog.at_level(logging.WARNING, logger="crawler.per_node_limits"):
+        project({**CLUSTER, "DOWNLOAD_DELAY": 0})
+    assert "DOWNLOAD_DELAY=0 (no delay) is given" in caplog.text
+    assert "POLITENESS_RATE=4" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crawler.per_node_limits"):
+        project({**CLUSTER, "DOWNLOAD_DELAY": 0, "POLITENESS_RATE": 50})  # the rate is given
+        project({**CLUSTER})  # Scrapy's default 0: nothing given
+        project({"DOWNLOAD_DELAY": 0})  # standalone
+    assert "DOWNLOAD_DELAY" not in caplog.text
+
+
+def test_scheduler_debug_is_said_to_be_not_read(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="crawler.addon"):
+        project({**CLUSTER, "SCHEDULER_DEBUG": True})
+    assert "SCHEDULER_DEBUG is not read in cluster mode" in caplog.text
