@@ -381,6 +381,7 @@ def test_a_give_back_that_outlasts_the_stops_grace_is_awaited_at_the_close(
                 await asyncio.sleep(1.0)  # past the grace below
                 return await complete_many(*args, **kwargs)
 
+            kafka.pause()  # no message acknowledged: every request goes back to the queue
             monkeypatch.setattr(backlog.producer, "drain", broker_never_answers)
             step = asyncio.ensure_future(backlog.step())
             await waiting.wait()  # the spill waits for the broker
@@ -395,6 +396,42 @@ def test_a_give_back_that_outlasts_the_stops_grace_is_awaited_at_the_close(
             step.cancel()  # as the node's close cancels its loops again
             with pytest.raises(asyncio.CancelledError):
                 await step
+
+    asyncio.run(scenario())
+
+
+def test_a_spill_stopped_as_its_take_answers_late_has_its_leases_back_at_the_close(
+    redis_url: str, redis_client: redis.Redis, kafka: KafkaBroker
+) -> None:
+    """A review: a stop cancelled a spill while spill_take.lua's answer was on its way; the
+    spill waited for it to give the leases back, past the stop's grace, and the close did not
+    wait for that: Redis was closed under it, and the leases held until they expired."""
+    (keys,) = frontier_parts(SPIDER, 1)
+
+    async def scenario() -> None:
+        async with spilling(redis_url, kafka, [keys], "backlog-slow-take") as (_, (node,), backlog):
+            await open_with_100_queued(node, backlog)
+            spill = backlog._spill
+            take, answered = spill._take, asyncio.Event()
+
+            async def answers_late(**kwargs: Any) -> Any:
+                flat = await take(**kwargs)  # the script ran: the leases are the node's
+                answered.set()
+                await asyncio.sleep(1.0)  # its answer comes past the grace below
+                return flat
+
+            spill._take = answers_late  # type: ignore[assignment]
+            step = asyncio.ensure_future(backlog.step())
+            await answered.wait()
+            assert redis_client.zcard(keys.leases) == 100 - MAX
+            backlog.stop()
+            step.cancel()
+            await asyncio.wait({step}, timeout=0.2)  # the grace, run out
+            await backlog.close()
+            assert redis_client.zcard(keys.leases) == 0
+            assert queued(redis_client, keys) == 100
+            step.cancel()  # as the node's close cancels its loops again
+            await asyncio.wait({step})
 
     asyncio.run(scenario())
 

@@ -86,30 +86,32 @@ class Spill:
             entry = self._unsettled[0]
             spilled: int | None = None
             if entry.pending is not None:  # a give-back under way, or one a stop cut short
-                pending, entry.pending = entry.pending, None
-                with contextlib.suppress(Exception):
-                    spilled = await asyncio.shield(pending)
+                with contextlib.suppress(Exception):  # then given back again, below
+                    spilled = await asyncio.shield(entry.pending)
+                entry.pending = None
+                if spilled is None and entry not in self._unsettled:
+                    continue  # its spill gave it up (an error Redis being back would not mend)
             if spilled is None:
                 spilled = await self._give_back(entry.keys, entry.rest, entry.out, entry.unsure)
             self._settled(entry, spilled)
 
     def _settled(self, entry: Unsettled, spilled: int) -> None:
-        """``entry`` settled (by its spill, or by ``settle_unsettled`` as its spill was cut
-        short): counted once, by whichever comes first."""
-        if entry in self._unsettled:
-            self._unsettled.remove(entry)
-            self._settled_late(entry.out, entry.rest, spilled)
+        """``entry``'s leases settled after its spill raised or was cancelled (by the spill, or
+        by ``settle_unsettled``): counted once, by whichever comes first."""
+        if entry not in self._unsettled:
+            return
+        self._unsettled.remove(entry)
+        out = entry.out
+        out.settled.update(entry.rest)
+        reclaimed = len(out.reclaimed.intersection(entry.rest))
+        refused = max(0, len(entry.rest) - spilled - reclaimed)  # back in the queue
+        self._counts += SpillCounts(spilled, refused, 0, len(entry.unsure), len(out.reclaimed))
 
     def take_counts(self) -> SpillCounts:
         """The counts of the spills since the last call (also of those settled after the step
         that spilled them raised): a step takes them once it has run through."""
         counts, self._counts = self._counts, SpillCounts()
         return counts
-
-    def _settled_late(self, out: SpillOutcomes, rest: list[str], spilled: int) -> None:
-        """A spill's leases settled after it raised: its own counts were never returned."""
-        out.settled.update(rest)
-        self._counts += SpillCounts(spilled, reclaimed=len(out.reclaimed))
 
     async def part(self, keys: FrontierKeys) -> None:
         """Spill the part's requests beyond the bound (counted in ``take_counts``)."""
@@ -123,19 +125,20 @@ class Spill:
         try:
             flat = await asyncio.shield(take)
         except asyncio.CancelledError:  # a stop as the script answers: its leases go back
-            with contextlib.suppress(Exception):
-                taken = _entries(await take)
-                if taken:
-                    await self._give_back(
-                        keys, [lease_id for lease_id, _, _ in taken], SpillOutcomes()
-                    )
+            # kept while they do: the close settles it, awaiting them past the stop's grace
+            cut = Unsettled(keys, [], SpillOutcomes(epoch), [])
+            cut.pending = returning = asyncio.ensure_future(self._return_taken(take, cut))
+            self._unsettled.append(cut)
+            with contextlib.suppress(Exception):  # given back again when settling
+                self._settled(cut, await asyncio.shield(returning))
             raise
         entries = _entries(flat)
         if not entries:
             return
         out = SpillOutcomes(epoch)
         try:
-            self._counts += await self._produce(keys, entries, out)
+            counts = await self._produce(keys, entries, out)
+            self._counts += counts  # not `+= await`: the close may count meanwhile
         finally:  # cut short (a stop cancels it, a send raised): no lease of it stays held
             rest = [lease_id for lease_id, _, _ in entries if lease_id not in out.settled]
             if rest:
@@ -163,6 +166,11 @@ class Spill:
                         keys.tag,
                         len(unsure),
                     )
+
+    async def _return_taken(self, take: asyncio.Future[list[bytes]], cut: Unsettled) -> int:
+        """Give back the leases of a take whose spill a stop cancelled, once it answers."""
+        cut.rest = [lease_id for lease_id, _, _ in _entries(await take)]
+        return await self._give_back(cut.keys, cut.rest, cut.out) if cut.rest else 0
 
     async def _produce(
         self, keys: FrontierKeys, entries: list[tuple[str, str, bytes]], out: SpillOutcomes
