@@ -67,8 +67,8 @@ def test_the_same_topics_written_two_ways_are_one_template(
 @pytest.mark.parametrize(
     ("first", "then", "said"),
     [
-        ("spider-{spider}-items", "", "and this node has no Kafka (KAFKA_BOOTSTRAP_SERVERS empty"),
-        ("", "spider-{spider}-items", "sends its items to its nodes' local feeds (no Kafka"),
+        ("spider-{spider}-items", "", "and this node sends none to Kafka"),
+        ("", "spider-{spider}-items", "sends its items to no Kafka topic, only each node's own"),
     ],
 )
 def test_a_crawl_s_items_go_to_kafka_or_to_feeds_never_some_to_each(

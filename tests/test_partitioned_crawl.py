@@ -141,17 +141,22 @@ def test_three_nodes_crawl_linked_sites_over_four_parts_and_a_sigkill_loses_noth
 
 
 def refused_node(
-    redis_url: str, kafka_bootstrap: str, topic_template: str, workdir: Path, parts: int = 2
+    redis_url: str,
+    kafka_bootstrap: str,
+    topic_template: str,
+    workdir: Path,
+    parts: int = 2,
+    more: dict[str, str] | None = None,
 ) -> str:
-    """One node of ``parts`` parts on a site: it is refused, fetches nothing and exits 1; its
-    log."""
+    """One node of ``parts`` parts on a site (and the settings ``more``): it is refused,
+    fetches nothing and exits 1; its log."""
     with Site(5) as site:
         env = {"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
         with running_nodes(
             1,
             workdir=workdir,
             env=env,
-            settings=node_settings(topic_template, parts),
+            settings={**node_settings(topic_template, parts), **(more or {})},
             spider=SPIDER,
             arguments={"sites": site.base_url},
         ) as nodes:
@@ -221,27 +226,38 @@ def test_a_node_sending_items_to_other_topics_than_its_crawl_s_is_refused(
             assert wait_for_exit(nodes, timeout=120) == [0], logs(tmp_path / "later")
     said = logs(tmp_path / "later", tail=0)
     assert (
-        "Crawl 'default' of 'hopper' sent its items to the topics of "
-        "KAFKA_TOPIC_TEMPLATE='first-hopper-items' until now" in said
+        "Crawl 'default' of 'hopper': no node that sends its items where they went until now "
+        "runs (the topics of KAFKA_TOPIC_TEMPLATE='first-hopper-items')" in said
     )
     assert redis_client.get(keys.item_topics) == given.encode()
 
 
+@pytest.mark.parametrize("without", ["bootstrap servers", "the pipeline"])
 def test_a_node_without_kafka_on_a_crawl_sending_to_kafka_is_refused(
-    redis_url: str, redis_client: redis.Redis, topic_template: str, tmp_path: Path
+    redis_url: str,
+    redis_client: redis.Redis,
+    kafka_bootstrap: str,
+    topic_template: str,
+    tmp_path: Path,
+    without: str,
 ) -> None:
     """A node of a crawl whose nodes send its items to Kafka, started without
     KAFKA_BOOTSTRAP_SERVERS (one machine's environment forgot it), crawled its share of the
-    pages into its local feed: the crawl's consumers missed them, and nothing said so."""
+    pages into its local feed: the crawl's consumers missed them, and nothing said so. So
+    with the servers given and KafkaPipeline off (a review)."""
     keys = LedgerKeys.for_crawl(SPIDER, "default")
     redis_client.set(keys.item_topics, "first-hopper-items")
     redis_client.hset(keys.node_topics, "node-9", "first-hopper-items")
     redis_client.set(frontier_parts(SPIDER, 1)[0].node_run("node-9"), "its-run 0", px=120_000)
-    text = refused_node(redis_url, "", topic_template, tmp_path, parts=1)
+    if without == "the pipeline":
+        off = {"ITEM_PIPELINES": '{"crawler.pipelines.kafka.KafkaPipeline": null}'}
+        text = refused_node(redis_url, kafka_bootstrap, topic_template, tmp_path, 1, off)
+    else:
+        text = refused_node(redis_url, "", topic_template, tmp_path, parts=1)
     assert (
         "crawl 'default' of 'hopper' sends its items to the topics of "
-        "KAFKA_TOPIC_TEMPLATE='first-hopper-items' (live nodes: node-9), and this node has no "
-        "Kafka (KAFKA_BOOTSTRAP_SERVERS empty: its items would go to its local feed" in text
+        "KAFKA_TOPIC_TEMPLATE='first-hopper-items' (live nodes: node-9), and this node sends "
+        "none to Kafka (KAFKA_BOOTSTRAP_SERVERS empty, or KafkaPipeline off)" in text
     )
     assert "'frontier/refused/item_topics': 1" in text
 

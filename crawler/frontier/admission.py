@@ -16,8 +16,9 @@ requests of the crawl wait in the Kafka backlog (``frontier/refused/backlog``,
 (``crawler.frontier.backlog``); one given another ``FRONTIER_BACKLOG_TOPIC`` than the crawl
 recorded is refused while requests wait in another topic (``frontier_backlog_topic``), and
 else records its own, and a node spilling to the old one stops at its next look at the topic.
-A node whose ``KAFKA_TOPIC_TEMPLATE`` is not the one the crawl's items go to is refused while
-a live node sends to it (``crawler.frontier.item_topics``); live nodes that run other crawls
+A node whose ``KAFKA_TOPIC_TEMPLATE`` is not the one the crawl's items go to (or that sends
+none to Kafka while the crawl's go there, or the other way round) is refused while a live node
+sends them there (``crawler.frontier.item_topics``); live nodes that run other crawls
 (``CRAWLER_CRAWL_ID``) on the frontier are said (``crawler.frontier.crawl_ids``).
 A scrapy-redis crawl of the spider left under way (its queue ``<spider>:requests``) refuses
 the node (``frontier/refused/scrapy_redis_queue``, ``frontier_scrapy_redis_queue``); its
@@ -59,6 +60,7 @@ from crawler.kafka.topics import topic_from_template
 from crawler.lua import text
 from crawler.node import resolve_crawl_id
 from crawler.node_context import NodeContext
+from crawler.pipelines.kafka import KafkaPipeline
 from crawler.redis_outage import GaveUp, OutageGuard
 from crawler.wakeup import close_spider_soon
 
@@ -270,9 +272,11 @@ class FrontierAdmission:
         self.crawl_ids = CrawlIdsLook(part0.redis, part0.keys, self.client.spider, node, crawl_id)
         if await self.crawl_ids.look(now=True):
             self.stats.inc_value("frontier/other_crawls")
-        template = str(settings.get("KAFKA_TOPIC_TEMPLATE"))
+        # the pipeline is on only with Kafka (the engine runs: its pipelines are built)
+        sends = self.crawler.get_item_pipeline(KafkaPipeline) is not None
+        template = str(settings.get("KAFKA_TOPIC_TEMPLATE")) if sends else NO_KAFKA
         await ItemTopics(part0.redis, part0.keys, self.client.spider, crawl_id).claim(
-            node, template if settings.get("KAFKA_BOOTSTRAP_SERVERS") else NO_KAFKA
+            node, template
         )
 
     async def look_again(self) -> None:

@@ -126,8 +126,8 @@ class WriteFailed(FrontierRefused):
 
 class ItemTopicsChanged(FrontierRefused):
     """The crawl's items go to the topics of another ``KAFKA_TOPIC_TEMPLATE`` than this node's
-    (or to Kafka, and this node has none, or the other way round), and live nodes send them
-    there."""
+    (or to Kafka, and this node sends none there, or the other way round), and live nodes send
+    them there."""
 
     stat = "item_topics"
     finish_reason = "item_topics_changed"
@@ -137,14 +137,15 @@ class ItemTopicsChanged(FrontierRefused):
     ) -> None:
         if not given:
             instead = (
-                "this node has no Kafka (KAFKA_BOOTSTRAP_SERVERS empty: its items would go to "
-                "its local feed, which the crawl's consumers do not read). Start it with "
-                f"KAFKA_BOOTSTRAP_SERVERS set and KAFKA_TOPIC_TEMPLATE={recorded!r}"
+                "this node sends none to Kafka (KAFKA_BOOTSTRAP_SERVERS empty, or KafkaPipeline "
+                "off): its items would go only to its own pipelines and feeds, which the crawl's "
+                "consumers do not read. Start it with KAFKA_BOOTSTRAP_SERVERS set, KafkaPipeline "
+                f"on and KAFKA_TOPIC_TEMPLATE={recorded!r}"
             )
         elif not recorded:
             instead = (
-                f"this node's KAFKA_TOPIC_TEMPLATE is {given!r}: its items would go to Kafka, "
-                "not where the crawl's other items are. Start it without KAFKA_BOOTSTRAP_SERVERS"
+                f"this node sends them to the topics of KAFKA_TOPIC_TEMPLATE={given!r}, not "
+                "where the crawl's other items are. Start it without KAFKA_BOOTSTRAP_SERVERS"
             )
         else:
             instead = (
@@ -160,7 +161,7 @@ class ItemTopicsChanged(FrontierRefused):
 
 def item_output(template: str) -> str:
     """Where a crawl of ``template`` (its record, ``crawler.frontier.item_topics``) sends its
-    items: ``''`` is a crawl without Kafka."""
+    items: ``''`` is a crawl whose nodes send none to Kafka."""
     if not template:
-        return "its nodes' local feeds (no Kafka: KAFKA_BOOTSTRAP_SERVERS empty)"
+        return "no Kafka topic, only each node's own pipelines and feeds"
     return f"the topics of KAFKA_TOPIC_TEMPLATE={template!r}"
