@@ -29,7 +29,8 @@ from crawler.demo.site import Site
 from crawler.devservices import KafkaBroker
 from crawler.frontier import backlog as backlog_module
 from crawler.frontier import codec
-from crawler.frontier.backlog import Backlog, Step
+from crawler.frontier.backlog import Backlog
+from crawler.frontier.backlog_outcomes import Step
 from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_spill import REPORT_SLACK
 from crawler.frontier.client import Finish, FrontierClient, NewRequest

@@ -22,7 +22,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from crawler.devservices import KafkaBroker
 from crawler.frontier import backlog as backlog_module
-from crawler.frontier.backlog import Backlog, Step
+from crawler.frontier.backlog import Backlog
+from crawler.frontier.backlog_outcomes import Step
 from crawler.frontier.client import FrontierClient
 from crawler.frontier.keys import frontier_parts
 from crawler.frontier.pending import pending_requests

@@ -38,13 +38,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import replace
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from crawler.frontier.backlog_bounds import BoundsLook
-from crawler.frontier.backlog_outcomes import SpillCounts
+from crawler.frontier.backlog_outcomes import Stats, Step
 from crawler.frontier.backlog_refill import Refill, say_topic_lost
 from crawler.frontier.backlog_settings import BacklogSettings
 from crawler.frontier.backlog_spill import Spill
@@ -64,58 +63,6 @@ TOPIC_CHECK_SECONDS = 10.0  # how often a node looks at the topic (missing, or m
 
 # runs a Redis step through the node's guard (up to its close deadline)
 Guarded = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
-
-
-class Stats(Protocol):
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    spilled: int
-    refilled: int
-    refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
-    read_errors: int = 0  # errors the consumer reported instead of messages
-    undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
-    refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
-    refill_skipped: int = 0  # read again after a reader died before committing them: skipped
-    refill_lost: int = 0  # gone from the topic before they were read back (its retention)
-    topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
-    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
-    refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
-    spill_reclaimed: int = 0  # acknowledged after another node reclaimed them: queued, skipped
-    bounds_differ: int = 0  # 1: live nodes were found keeping another FRONTIER_QUEUE_MAX (said)
-
-    @classmethod
-    def of_spills(cls, spills: SpillCounts) -> Step:
-        return cls(
-            spills.spilled,
-            0,
-            spills.refused,
-            undecodable=spills.damaged,
-            unsure=spills.unsure,
-            spill_reclaimed=spills.reclaimed,
-        )
-
-    def count(self, stats: Stats) -> None:
-        """Add what the step did to the node's stats."""
-        for name, count in (
-            ("frontier/spilled", self.spilled),
-            ("frontier/refilled", self.refilled),
-            ("frontier/spill_refused", self.refused),
-            ("frontier/spill_unsure", self.unsure),
-            ("frontier/spill_reclaimed", self.spill_reclaimed),
-            ("frontier/backlog_bounds_differ", self.bounds_differ),
-            ("frontier/refill_requeued_skipped", self.refill_requeued),
-            ("frontier/backlog_read_error", self.read_errors),
-            ("frontier/spill_undecodable", self.undecodable),
-            ("frontier/refill_undecodable", self.refill_undecodable),
-            ("frontier/refill_skipped", self.refill_skipped),
-            ("frontier/refill_lost", self.refill_lost),
-            ("frontier/backlog_lost", self.topic_lost),
-        ):
-            if count:
-                stats.inc_value(name, count)
 
 
 class Backlog:

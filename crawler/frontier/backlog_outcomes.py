@@ -1,11 +1,13 @@
 """What one spill to the backlog topic did with each of its leases, and the counts of spills
-(no Scrapy imports; used by ``crawler.frontier.backlog_spill``)."""
+and of the backlog's steps (no Scrapy imports; used by ``crawler.frontier.backlog`` and
+``crawler.frontier.backlog_spill``)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from crawler.frontier.keys import FrontierKeys
 
@@ -77,3 +79,55 @@ class Unsettled:
     out: SpillOutcomes
     unsure: list[str]
     pending: asyncio.Future[int] | None = None  # its give-back under way, or a stop cut short
+
+
+class Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    spilled: int
+    refilled: int
+    refused: int  # spilled requests Kafka did not acknowledge (released back to the queue)
+    read_errors: int = 0  # errors the consumer reported instead of messages
+    undecodable: int = 0  # taken to spill, their stored body unreadable: failed, with a record
+    refill_undecodable: int = 0  # messages read back that were not spilled requests: the same
+    refill_skipped: int = 0  # read again after a reader died before committing them: skipped
+    refill_lost: int = 0  # gone from the topic before they were read back (its retention)
+    topic_lost: int = 0  # waited in a topic made again (deleted by hand, or by another client)
+    unsure: int = 0  # of the refused, sent and timed out, purged or unanswered: maybe in Kafka
+    refill_requeued: int = 0  # read back, written all the same after ``unsure``: skipped
+    spill_reclaimed: int = 0  # acknowledged after another node reclaimed them: queued, skipped
+    bounds_differ: int = 0  # 1: live nodes were found keeping another FRONTIER_QUEUE_MAX (said)
+
+    @classmethod
+    def of_spills(cls, spills: SpillCounts) -> Step:
+        return cls(
+            spills.spilled,
+            0,
+            spills.refused,
+            undecodable=spills.damaged,
+            unsure=spills.unsure,
+            spill_reclaimed=spills.reclaimed,
+        )
+
+    def count(self, stats: Stats) -> None:
+        """Add what the step did to the node's stats."""
+        for name, count in (
+            ("frontier/spilled", self.spilled),
+            ("frontier/refilled", self.refilled),
+            ("frontier/spill_refused", self.refused),
+            ("frontier/spill_unsure", self.unsure),
+            ("frontier/spill_reclaimed", self.spill_reclaimed),
+            ("frontier/backlog_bounds_differ", self.bounds_differ),
+            ("frontier/refill_requeued_skipped", self.refill_requeued),
+            ("frontier/backlog_read_error", self.read_errors),
+            ("frontier/spill_undecodable", self.undecodable),
+            ("frontier/refill_undecodable", self.refill_undecodable),
+            ("frontier/refill_skipped", self.refill_skipped),
+            ("frontier/refill_lost", self.refill_lost),
+            ("frontier/backlog_lost", self.topic_lost),
+        ):
+            if count:
+                stats.inc_value(name, count)
