@@ -199,7 +199,7 @@ class ClusterAddon:
         spider = getattr(self.crawler, "spider", None) or self.spidercls
         download_delay(settings, spider)
         closespider_counts(settings)
-        per_node_limits(settings)
+        per_node_limits(settings, spider)
         check_spider_middleware_orders(settings)
         check_downloader_middleware_orders(settings)
         check_cluster_needs(settings)

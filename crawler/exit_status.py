@@ -36,7 +36,12 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler import feed_storage
-from crawler.addon_check import NotStarted, reactor_problem, require_cluster_addon
+from crawler.addon_check import (
+    NotStarted,
+    reactor_problem,
+    reactorless_problem,
+    require_cluster_addon,
+)
 from crawler.frontier.dedup_claim import DedupChanged, FingerprinterChanged
 from crawler.frontier.layout import OldLayout
 from crawler.frontier.node_run import NodeIdInUse
@@ -114,7 +119,7 @@ class ExitOnRefusal(BaseRunSpiderCommand):
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         crawler = super()._create_crawler(spidercls)
         require_cluster_addon(crawler.settings)
-        if problem := reactor_problem(crawler.settings):
+        if problem := reactorless_problem(crawler.settings) or reactor_problem(crawler.settings):
             raise NotStarted(problem)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)

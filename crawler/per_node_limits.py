@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 from scrapy import Spider
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -25,6 +26,8 @@ from crawler.scrapy_redis_given import given
 from crawler.settings_values import get_bool, get_dict, get_float, get_int
 
 logger = logging.getLogger(__name__)
+
+MAX_JITTER = 0.99  # POLITENESS_JITTER is below 1: a request never leaves before its slot
 
 # Scrapy's CloseSpider extension's counts -> what each node counts
 CLOSESPIDER_COUNTS = {
@@ -116,13 +119,32 @@ def closespider_counts(settings: BaseSettings) -> None:
         )
 
 
-def per_node_limits(settings: BaseSettings) -> None:
+def per_node_limits(settings: BaseSettings, spider: Spider | type[Spider] | None) -> None:
     """Scrapy's download limits that each node keeps alone: said once at start, with what
     holds cluster-wide instead (the politeness limiter, per site). A limit below 1 stops the
     start: Scrapy takes it and never downloads (its node would hold its leases and ignore a
-    first SIGTERM: an audit)."""
-    for name in ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN"):
-        if (limit := get_int(settings, name)) < 1:
+    first SIGTERM: an audit). The spider's ``max_concurrent_requests`` attribute counts as
+    ``CONCURRENT_REQUESTS_PER_DOMAIN``, as Scrapy counts it (after the add-ons)."""
+    per_domain = get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")
+    attribute: Any = getattr(spider, "max_concurrent_requests", None)
+    from_spider = attribute is not None and (
+        (settings.getpriority("CONCURRENT_REQUESTS_PER_DOMAIN") or 0)
+        < SETTINGS_PRIORITIES["spider"]
+    )
+    if from_spider:
+        try:
+            per_domain = int(attribute)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"the spider's max_concurrent_requests={attribute!r} (Scrapy's "
+                "CONCURRENT_REQUESTS_PER_DOMAIN) must be a whole number"
+            ) from None
+    limits = {
+        "CONCURRENT_REQUESTS": get_int(settings, "CONCURRENT_REQUESTS"),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": per_domain,
+    }
+    for name, limit in limits.items():
+        if limit < 1:
             raise ValueError(
                 f"{name}={limit} must be >= 1: a node with it never downloads (Scrapy takes it "
                 "and waits for ever)"
@@ -138,11 +160,11 @@ def per_node_limits(settings: BaseSettings) -> None:
             "503 for every node",
             instead,
         )
-    if given(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"):
+    if from_spider or given(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"):
         logger.warning(
             "CONCURRENT_REQUESTS_PER_DOMAIN=%d counts per node in cluster mode (N nodes: up "
             "to N times as many requests at once to one site); %s",
-            get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"),
+            per_domain,
             instead,
         )
     per_ip = get_int(settings, "CONCURRENT_REQUESTS_PER_IP")
@@ -157,6 +179,7 @@ def per_node_limits(settings: BaseSettings) -> None:
         )
     if slots := get_dict(settings, "DOWNLOAD_SLOTS"):
         paced = _slot_delays(settings, slots)
+        _slot_jitters(settings, slots)
         logger.warning(
             "DOWNLOAD_SLOTS (%s): concurrency holds per node in cluster mode (N nodes: up "
             "to N times as many requests at once)%s; %s",
@@ -166,6 +189,22 @@ def per_node_limits(settings: BaseSettings) -> None:
             if paced
             else "",
             instead,
+        )
+
+
+def _slot_jitters(settings: BaseSettings, slots: dict[str, object]) -> None:
+    """A slot's own ``jitter`` (or ``randomize_delay``) is not kept: said."""
+    own = [
+        str(key)
+        for key, slot in slots.items()
+        if isinstance(slot, dict) and ("jitter" in slot or "randomize_delay" in slot)
+    ]
+    if own:
+        logger.warning(
+            "DOWNLOAD_SLOTS jitter of %s is not kept per site: the cluster's limiter spreads "
+            "every site's requests by POLITENESS_JITTER=%g",
+            ", ".join(sorted(own)),
+            get_float(settings, "POLITENESS_JITTER"),
         )
 
 
@@ -192,8 +231,25 @@ def _slot_delays(settings: BaseSettings, slots: dict[str, object]) -> list[str]:
 
 
 def randomized(settings: BaseSettings, priority: int) -> None:
-    """A delay made a rate: Scrapy waits 0.5 to 1.5 times a delay (``RANDOMIZE_DOWNLOAD_DELAY``,
-    on by default), so the limiter spreads each request as much (``POLITENESS_JITTER``, unless
-    given; it spreads every site's requests, the mean rate unchanged)."""
-    if get_bool(settings, "RANDOMIZE_DOWNLOAD_DELAY") and not given(settings, "POLITENESS_JITTER"):
-        settings.set("POLITENESS_JITTER", 0.5, priority=priority)
+    """A delay made a rate: Scrapy waits 1 - j to 1 + j times a delay (j: ``DOWNLOAD_DELAY_JITTER``,
+    0.5 by default, or the deprecated ``RANDOMIZE_DOWNLOAD_DELAY`` given at a higher priority:
+    0.5 or 0), so the limiter spreads each request as much (``POLITENESS_JITTER``, unless given;
+    it spreads every site's requests, the mean rate unchanged; below 1, said when cut to it)."""
+    if given(settings, "POLITENESS_JITTER"):
+        return
+    randomize = settings.getpriority("RANDOMIZE_DOWNLOAD_DELAY") or 0
+    if randomize > (settings.getpriority("DOWNLOAD_DELAY_JITTER") or 0):
+        jitter = 0.5 if get_bool(settings, "RANDOMIZE_DOWNLOAD_DELAY") else 0.0
+    else:
+        jitter = get_float(settings, "DOWNLOAD_DELAY_JITTER")
+    if jitter < 0 or not math.isfinite(jitter):
+        raise ValueError(f"DOWNLOAD_DELAY_JITTER={jitter!r} must be a number >= 0")
+    if jitter > MAX_JITTER:
+        logger.warning(
+            "DOWNLOAD_DELAY_JITTER=%g: the cluster's limiter spreads each request by less than "
+            "its site's interval either way (POLITENESS_JITTER < 1): %g",
+            jitter,
+            MAX_JITTER,
+        )
+        jitter = MAX_JITTER
+    settings.set("POLITENESS_JITTER", jitter, priority=priority)

@@ -14,7 +14,11 @@ import logging
 from typing import Any
 
 import pytest
+import scrapy
+from scrapy.exceptions import ScrapyDeprecationWarning
+from scrapy.utils.test import get_crawler
 
+from settings.resolve import resolve_settings
 from tests.test_scrapy_redis_compat import project
 
 CLUSTER = {"REDIS_URL": "redis://h:1/0"}
@@ -118,3 +122,60 @@ def test_scheduler_debug_is_said_to_be_not_read(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.INFO, logger="crawler.addon"):
         project({**CLUSTER, "SCHEDULER_DEBUG": True})
     assert "SCHEDULER_DEBUG is not read in cluster mode" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("values", "jitter"),
+    [
+        ({"DOWNLOAD_DELAY_JITTER": 0}, 0.0),
+        ({"DOWNLOAD_DELAY_JITTER": 0.2}, 0.2),
+        ({}, 0.5),  # Scrapy's default
+        ({"RANDOMIZE_DOWNLOAD_DELAY": False}, 0.0),  # deprecated, given above the jitter's
+        ({"RANDOMIZE_DOWNLOAD_DELAY": False, "DOWNLOAD_DELAY_JITTER": 0.3}, 0.3),  # equal: jitter
+    ],
+)
+def test_a_delay_s_jitter_spreads_the_cluster_s_requests_as_scrapy_s(
+    values: dict[str, Any], jitter: float
+) -> None:
+    """An audit: DOWNLOAD_DELAY_JITTER (Scrapy 2.19's, in the place of RANDOMIZE_DOWNLOAD_DELAY)
+    was not read: with 0 the cluster still spread each request by +-50% (0.26-0.75 s gaps for
+    a 0.5 s delay where Scrapy kept 0.50)."""
+    settings = project({**CLUSTER, "DOWNLOAD_DELAY": 0.5, **values})
+    assert settings.getfloat("POLITENESS_JITTER") == jitter
+
+
+def test_a_jitter_the_limiter_cannot_keep_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler.per_node_limits"):
+        settings = project({**CLUSTER, "DOWNLOAD_DELAY": 0.5, "DOWNLOAD_DELAY_JITTER": 1.5})
+        assert settings.getfloat("POLITENESS_JITTER") == 0.99
+        assert "DOWNLOAD_DELAY_JITTER=1.5: the cluster's limiter spreads" in caplog.text
+        slots = {"a.test": {"delay": 0.5, "jitter": 0}}
+        project({**CLUSTER, "DOWNLOAD_SLOTS": slots})
+        assert "DOWNLOAD_SLOTS jitter of a.test is not kept per site" in caplog.text
+
+
+class PerSiteLimit(scrapy.Spider):
+    name = "per_site_limit"
+    max_concurrent_requests = 1
+
+
+class NoDownloads(scrapy.Spider):
+    name = "no_downloads"
+    max_concurrent_requests = 0
+
+
+def test_a_spider_s_max_concurrent_requests_is_checked_as_the_setting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An audit: Scrapy copies the deprecated max_concurrent_requests attribute onto
+    CONCURRENT_REQUESTS_PER_DOMAIN after the add-ons: a limit of 1 held per node without the
+    WARNING the setting gets, and 0 started a node that never downloaded, held its lease and
+    ignored a SIGINT instead of being refused."""
+    logstats = "crawler.extensions.cluster_logstats.ClusterLogStats"  # needs a reactor
+    settings = {**resolve_settings({}), **CLUSTER, "EXTENSIONS": {logstats: None}}
+    deprecated = pytest.warns(ScrapyDeprecationWarning, match="'max_concurrent_requests'")
+    with caplog.at_level(logging.WARNING, logger="crawler.per_node_limits"), deprecated:
+        get_crawler(PerSiteLimit, settings)
+    assert "CONCURRENT_REQUESTS_PER_DOMAIN=1 counts per node in cluster mode" in caplog.text
+    with pytest.raises(ValueError, match="CONCURRENT_REQUESTS_PER_DOMAIN=0 must be >= 1"):
+        get_crawler(NoDownloads, settings)

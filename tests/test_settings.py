@@ -115,6 +115,17 @@ def test_the_services_env_puts_the_tools_on_path_with_the_chosen_ports(tmp_path:
             "Not started: TWISTED_REACTOR='twisted.internet.epollreactor.EPollReactor' with "
             "REDIS_URL set",
         ),
+        # an audit: without a reactor every download failed standalone, and the run exited 0
+        # with 0 items; a traceback in cluster mode
+        *(
+            (
+                "TWISTED_REACTOR_ENABLED=False",
+                redis_url,
+                "Not started: TWISTED_REACTOR_ENABLED=False: this project runs on Twisted's "
+                "asyncio reactor",
+            )
+            for redis_url in ("", "redis://127.0.0.1:1/0")
+        ),
         (
             "DOWNLOAD_DELAY=-1",
             "redis://127.0.0.1:1/0",
