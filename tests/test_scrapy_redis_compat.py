@@ -35,6 +35,7 @@ from crawler.frontier.seed_settings import SeedSource
 from crawler.settings_values import component_path
 from crawler.spiders.base import RedisCrawlSpider, RedisSpider
 from settings.resolve import resolve_settings
+from tests.offline_extensions import OFFLINE_EXTENSIONS
 
 
 class MySpider(RedisSpider):
@@ -44,8 +45,8 @@ class MySpider(RedisSpider):
 def spider(
     cls: type[RedisSpider] = MySpider, *, settings: dict[str, Any] | None = None, **kwargs: Any
 ) -> RedisSpider:
-    # from_crawler does not connect (the node's extensions are built as the crawl starts)
-    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0"}
+    # from_crawler does not connect; the node's extensions would (they need a reactor)
+    cluster = {"REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": OFFLINE_EXTENSIONS}
     crawler = get_crawler(cls, {**resolve_settings({}), **cluster, **(settings or {})})
     made = cls.from_crawler(crawler, **kwargs)
     assert isinstance(made, RedisSpider)

@@ -12,13 +12,13 @@ import scrapy
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from crawler.addon import COMPONENTS
 from crawler.frontier.seeds import InvalidSeed
 from crawler.middlewares.cluster_start import ClusterStartMiddleware
 from crawler.spiders.base import RedisSpider
 from crawler.spiders.seed_rules import check_seed_meta
 from settings.resolve import resolve_settings
 from tests.cluster import logs, running_nodes, wait_for_exit
+from tests.offline_extensions import OFFLINE_EXTENSIONS
 from tests.user_crawl import USER_SETTINGS
 from tests.user_site import UserSite
 
@@ -42,7 +42,7 @@ class Plain(scrapy.Spider):
 
 
 def spider(settings: dict[str, Any] | None = None) -> RedisSpider:
-    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])  # they would need a reactor
+    off = OFFLINE_EXTENSIONS  # they would need a reactor
     values = {**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
     return Seeded.from_crawler(get_crawler(Seeded, {**values, **(settings or {})}))
 
@@ -113,7 +113,7 @@ def test_a_node_refuses_poison_seeds_and_goes_on(tmp_path: Path, redis_url: str)
 
 
 def test_a_negative_idle_time_is_refused_for_a_plain_spider_too() -> None:
-    off = dict.fromkeys(COMPONENTS["EXTENSIONS"])  # they would need a reactor
+    off = OFFLINE_EXTENSIONS  # they would need a reactor
     values = {**resolve_settings({}), "REDIS_URL": "redis://127.0.0.1:1/0", "EXTENSIONS": off}
     crawler = get_crawler(Plain, {**values, "MAX_IDLE_TIME_BEFORE_CLOSE": "-1"})
     with pytest.raises(ValueError, match=r"MAX_IDLE_TIME_BEFORE_CLOSE=-1 must be >= 0"):
