@@ -15,7 +15,6 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import DummyStatsCollector
 from scrapy.utils.misc import load_object
 
-from crawler.component_orders import enabled_components
 from crawler.settings_values import get_bool
 
 STANDALONE = "remove the entry, or unset REDIS_URL to crawl standalone"
@@ -36,6 +35,11 @@ NEEDED_IN_CLUSTER = {
         "crawler.middlewares.lease_failures.LeaseFailureMiddleware": (
             "fails a page's lease when its download fails (without it such a page counts done, "
             f"with no failure record for `crawler failed`); {STANDALONE}"
+        ),
+        "scrapy.downloadermiddlewares.stats.DownloaderStats": (
+            "counts downloader/response_count and downloader/request_count, which the crawl "
+            "ledger (`crawler status`: pages, the rates, the ETA) and the metrics read; "
+            f"{STANDALONE}"
         ),
         "crawler.middlewares.politeness.ClusterRateLimitMiddleware": (
             "paces each site for all the nodes together (POLITENESS_RATE); remove the entry, "
@@ -67,25 +71,45 @@ IN_THE_PLACE_OF = {
 }
 
 
-def _on(orders: dict[str, int], component: str) -> bool:
-    """Whether ``component``, or a subclass of it, is enabled."""
+def _enabled(settings: BaseSettings, setting: str) -> list[object]:
+    """The enabled components of a component setting, as given (a class, or the object its
+    path names: a class made in a function has no path to load it again by)."""
+    return [
+        load_object(key) if isinstance(key, str) else key
+        for key, order in settings.get_component_priority_dict_with_base(setting).items()
+        if order is not None
+    ]
+
+
+def _on(enabled: list[object], component: str) -> bool:
+    """Whether ``component``, or a subclass of it, is among ``enabled``."""
     needed = load_object(component)
-    return any(path == component or issubclass(load_object(path), needed) for path in orders)
+    return any(isinstance(found, type) and issubclass(found, needed) for found in enabled)
+
+
+def _records_nothing(stats_class: object) -> bool:
+    """Whether ``STATS_CLASS`` is Scrapy's DummyStatsCollector, or a subclass that keeps its
+    counters doing nothing (a factory, or a collector of its own, records as it will)."""
+    return (
+        isinstance(stats_class, type)
+        and issubclass(stats_class, DummyStatsCollector)
+        and stats_class.inc_value is DummyStatsCollector.inc_value
+    )
 
 
 def check_cluster_needs(settings: BaseSettings) -> None:
     """Raise ValueError, naming the setting, for what cluster mode needs and ``settings``
     turn off."""
     for setting, components in NEEDED_IN_CLUSTER.items():
-        orders = enabled_components(settings, setting)
+        enabled = _enabled(settings, setting)
         for component, why in components.items():
-            if not _on(orders, component):
+            if not _on(enabled, component):
                 name = component.rsplit(".", 1)[1]
                 raise ValueError(
                     f"{setting} turns {name} off with REDIS_URL set: in cluster mode it {why}"
                 )
     stats_class = settings.get("STATS_CLASS")
-    if issubclass(load_object(stats_class), DummyStatsCollector):
+    if _records_nothing(load_object(stats_class)):
         raise ValueError(
             f"STATS_CLASS={stats_class!r} records nothing, with REDIS_URL set: the crawl ledger "
             "sums every node's stats (`crawler status`: done, pages, rates) and the metrics "
@@ -103,9 +127,14 @@ def check_cluster_needs(settings: BaseSettings) -> None:
 def check_places_taken(settings: BaseSettings) -> None:
     """Raise ValueError for a project component in the place of Scrapy's turned off, with
     Scrapy's not given back, while what they do is on."""
-    orders = enabled_components(settings, "DOWNLOADER_MIDDLEWARES")
+    switched_on = {
+        ours: get_bool(settings, switch) for ours, (_, switch) in IN_THE_PLACE_OF.items()
+    }
+    if not any(switched_on.values()):
+        return
+    enabled = _enabled(settings, "DOWNLOADER_MIDDLEWARES")
     for ours, (scrapys, switch) in IN_THE_PLACE_OF.items():
-        if _on(orders, ours) or _on(orders, scrapys) or not get_bool(settings, switch):
+        if not switched_on[ours] or _on(enabled, ours) or _on(enabled, scrapys):
             continue
         name, scrapy_name = ours.rsplit(".", 1)[1], scrapys.rsplit(".", 1)[1]
         order = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE").get(scrapys)

@@ -4,7 +4,7 @@ equivalent where there is one, said once at start where there is none (``Cluster
 A ``DOWNLOAD_DELAY`` (setting or the spider's ``download_delay``) and each ``DOWNLOAD_SLOTS``
 delay become cluster-wide rates of the politeness limiter (``POLITENESS_RATE``,
 ``POLITENESS_SITE_RATES``): with N nodes they would pace a site N times faster (with
-``RANDOMIZE_DOWNLOAD_DELAY``, a delay's rate spreads its requests as Scrapy does:
+``DOWNLOAD_DELAY_JITTER``, a delay's rate spreads its requests as Scrapy does:
 ``POLITENESS_JITTER``); a negative
 delay (Scrapy's 0) stops the start, a delay kept per node (``POLITENESS_ENABLED=False``) or one
 a site's own rate outranks is said. AutoThrottle, ``CONCURRENT_REQUESTS_PER_DOMAIN`` and
@@ -199,7 +199,7 @@ def _slot_jitters(settings: BaseSettings, slots: dict[str, object]) -> None:
         for key, slot in slots.items()
         if isinstance(slot, dict) and ("jitter" in slot or "randomize_delay" in slot)
     ]
-    if own:
+    if own and get_bool(settings, "POLITENESS_ENABLED"):  # else Scrapy's own jitter holds
         logger.warning(
             "DOWNLOAD_SLOTS jitter of %s is not kept per site: the cluster's limiter spreads "
             "every site's requests by POLITENESS_JITTER=%g",

@@ -179,3 +179,43 @@ def test_a_spider_s_max_concurrent_requests_is_checked_as_the_setting(
     assert "CONCURRENT_REQUESTS_PER_DOMAIN=1 counts per node in cluster mode" in caplog.text
     with pytest.raises(ValueError, match="CONCURRENT_REQUESTS_PER_DOMAIN=0 must be >= 1"):
         get_crawler(NoDownloads, settings)
+
+
+def _made_here() -> tuple[type, type]:
+    """A middleware and an extension class made in a function: Scrapy takes such classes as
+    component keys, and their import paths cannot be imported."""
+
+    class Middleware:
+        def process_request(self, request: object) -> None:
+            return None
+
+    class Extension:
+        pass
+
+    return Middleware, Extension
+
+
+def make_stats(crawler: object) -> object:
+    """A STATS_CLASS that is a factory: Scrapy only calls it."""
+    from scrapy.statscollectors import MemoryStatsCollector
+
+    return MemoryStatsCollector(crawler)  # type: ignore[arg-type]
+
+
+def test_components_given_as_classes_and_a_stats_factory_are_accepted() -> None:
+    """A review: the checks loaded each component again from its import path (a class made in
+    a function has none: ModuleNotFoundError at start, in either mode) and took STATS_CLASS
+    for a class (a factory: TypeError)."""
+    middleware, extension = _made_here()
+    for values in ({}, CLUSTER):
+        project({**values, "DOWNLOADER_MIDDLEWARES": {middleware: 543}})
+        project({**values, "EXTENSIONS": {extension: 100}})
+    project({**CLUSTER, "STATS_CLASS": f"{__name__}.make_stats"})
+
+
+def test_downloader_stats_turned_off_as_a_middleware_is_refused() -> None:
+    """A review: DownloaderStats turned off counts no downloader/response_count either."""
+    stats = "scrapy.downloadermiddlewares.stats.DownloaderStats"
+    with pytest.raises(ValueError, match="DOWNLOADER_MIDDLEWARES turns DownloaderStats off"):
+        project({**CLUSTER, "DOWNLOADER_MIDDLEWARES": {stats: None}})
+    project({"DOWNLOADER_MIDDLEWARES": {stats: None}})

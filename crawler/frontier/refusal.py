@@ -145,7 +145,8 @@ class ItemTopicsChanged(FrontierRefused):
         elif not recorded:
             instead = (
                 f"this node sends them to the topics of KAFKA_TOPIC_TEMPLATE={given!r}, not "
-                "where the crawl's other items are. Start it without KAFKA_BOOTSTRAP_SERVERS"
+                "where the crawl's other items are. Start it without KAFKA_BOOTSTRAP_SERVERS (or "
+                "with KafkaPipeline off)"
             )
         else:
             instead = (
